@@ -1267,9 +1267,305 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     return fd;
 }
 
-#ifndef AGG_NO_MAIN
-int main(void)
+/* ==== Histogram ==== */
+
+/* A log-linear histogram like HdrHistogram: values below 2^HIST_BITS are counted exactly;
+ * above, each power of two is split into 2^HIST_BITS equal buckets, so a bucket is never
+ * wider than 1/128 of its values: relative error < 0.8% at every percentile. Values are
+ * microseconds up to 2^40 (12 days). */
+#define HIST_BITS 7
+#define HIST_SUB (1 << HIST_BITS)
+#define HIST_MAX_MSB 40
+#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_BITS + 2) * HIST_SUB)
+
+struct hist {
+    uint64_t count;               /* values recorded */
+    uint64_t sum;                 /* their exact sum (for means: Little's law needs it) */
+    uint64_t max;                 /* largest value */
+    uint64_t b[HIST_BUCKETS];     /* counts per bucket */
+};
+
+static int hist_index(uint64_t v)
 {
+    if (v >= ((uint64_t)1 << (HIST_MAX_MSB + 1))) v = ((uint64_t)1 << (HIST_MAX_MSB + 1)) - 1;
+    if (v < HIST_SUB) return (int)v;
+    int shift = (63 - __builtin_clzll(v)) - HIST_BITS;
+    return (shift + 1) * HIST_SUB + (int)((v >> shift) - HIST_SUB);
+}
+
+/* The largest value that falls in bucket i (what HdrHistogram reports for a percentile). */
+static uint64_t hist_bucket_top(int i)
+{
+    if (i < HIST_SUB) return (uint64_t)i;
+    int shift = i / HIST_SUB - 1;
+    uint64_t sub = (uint64_t)(i % HIST_SUB + HIST_SUB);
+    return ((sub + 1) << shift) - 1;
+}
+
+static void hist_add(struct hist *h, uint64_t v)
+{
+    h->b[hist_index(v)]++;
+    h->count++;
+    h->sum += v;
+    if (v > h->max) h->max = v;
+}
+
+static void hist_merge(struct hist *into, const struct hist *from)
+{
+    for (int i = 0; i < HIST_BUCKETS; i++) into->b[i] += from->b[i];
+    into->count += from->count;
+    into->sum += from->sum;
+    if (from->max > into->max) into->max = from->max;
+}
+
+/* The value at quantile q (0..1): the top of the bucket holding the ceil(q*count)-th value. */
+static uint64_t hist_quantile(const struct hist *h, double q)
+{
+    if (!h->count) return 0;
+    uint64_t rank = (uint64_t)ceil(q * (double)h->count), seen = 0;
+    if (rank < 1) rank = 1;
+    for (int i = 0; i < HIST_BUCKETS; i++)
+        if ((seen += h->b[i]) >= rank) return hist_bucket_top(i) < h->max ? hist_bucket_top(i) : h->max;
+    return h->max;
+}
+
+/* ==== HTTP ==== */
+
+/* Limits. Anything larger is refused with the status in parentheses. */
+#define HTTP_MAX_LINE 2048    /* request line (414) */
+#define HTTP_MAX_HEAD 8192    /* request line + header lines + blank line (431) */
+#define HTTP_MAX_HEADERS 32   /* header lines (431) */
+#define HTTP_MAX_BODY 4096    /* request body (413) */
+#define HTTP_MAX_RESP_BODY 65536 /* downstream response body (502) */
+
+/* Status codes and reasons, one table (X-macro) for the writer and the metrics. */
+#define HTTP_STATUSES(X)                         \
+    X(200, "OK")                                 \
+    X(400, "Bad Request")                        \
+    X(404, "Not Found")                          \
+    X(405, "Method Not Allowed")                 \
+    X(413, "Content Too Large")                  \
+    X(414, "URI Too Long")                       \
+    X(431, "Request Header Fields Too Large")    \
+    X(501, "Not Implemented")                    \
+    X(502, "Bad Gateway")                        \
+    X(503, "Service Unavailable")                \
+    X(504, "Gateway Timeout")                    \
+    X(505, "HTTP Version Not Supported")
+
+static const int http_codes[] = {
+#define X(code, reason) code,
+    HTTP_STATUSES(X)
+#undef X
+};
+static const char *const http_reasons[] = {
+#define X(code, reason) reason,
+    HTTP_STATUSES(X)
+#undef X
+};
+#define HTTP_NSTATUS ((int)ARRAY_LEN(http_codes))
+
+/* Index of a status in the table; unknown codes map to the last slot + 1 ("other"). */
+static int http_status_index(int code)
+{
+    for (int i = 0; i < HTTP_NSTATUS; i++)
+        if (http_codes[i] == code) return i;
+    return HTTP_NSTATUS;
+}
+
+/* What the header lines say, for requests and responses alike. */
+struct http_head {
+    size_t content_length; /* Content-Length, 0 if absent */
+    int has_length;        /* a Content-Length header was present */
+    int chunked;           /* Transfer-Encoding present (we only do Content-Length) */
+    int conn_close;        /* Connection: close */
+    int conn_keep_alive;   /* Connection: keep-alive (HTTP/1.0) */
+    int nheaders;          /* header lines */
+};
+
+struct http_request {
+    const char *method;    /* points into the parsed buffer, not NUL-terminated */
+    size_t method_len;
+    const char *path;      /* target up to '?' */
+    size_t path_len;
+    const char *query;     /* after '?', or NULL */
+    size_t query_len;
+    int minor;             /* HTTP/1.minor */
+    int keep_alive;        /* connection stays open after the answer */
+    size_t head_len;       /* bytes of request line and headers, blank line included */
+    size_t body_len;       /* Content-Length */
+    struct http_head h;
+};
+
+struct http_response {
+    int status;            /* three-digit code */
+    int minor;
+    int keep_alive;
+    size_t head_len;       /* bytes of status line and headers, blank line included */
+    const char *body;      /* points into the parsed buffer */
+    size_t body_len;
+};
+
+/* tchar from RFC 9110: the characters of a token (method, header name). */
+static int http_is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int http_token_has(const char *v, size_t n, const char *tok)
+{
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i + tl <= n; i++)
+        if (!strncasecmp(v + i, tok, tl)) return 1;
     return 0;
 }
-#endif
+
+/* Parse the header lines in [p, end), each ending in CRLF; end is the blank line's CRLF.
+ * Grammar: header = name ":" OWS value OWS CRLF, name = 1*tchar, value = no CTL but HTAB.
+ * Returns 0 or the status to refuse with (400 malformed, 431 too many). */
+static int http_parse_headers(const char *p, const char *end, struct http_head *h, int bad)
+{
+    memset(h, 0, sizeof *h);
+    while (p < end) {
+        const char *eol = memchr(p, '\r', (size_t)(end - p + 1));
+        if (!eol || eol[1] != '\n') return bad;
+        const char *colon = p;
+        while (colon < eol && http_is_tchar((unsigned char)*colon)) colon++;
+        if (colon == p || colon == eol || *colon != ':') return bad; /* also obs-fold, spaces */
+        if (++h->nheaders > HTTP_MAX_HEADERS) return 431;
+        const char *v = colon + 1, *ve = eol;
+        while (v < ve && (*v == ' ' || *v == '\t')) v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+        for (const char *q = v; q < ve; q++)
+            if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f) return bad;
+        size_t nl = (size_t)(colon - p), vl = (size_t)(ve - v);
+        if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
+            size_t n = 0;
+            if (!vl || vl > 9) return bad;
+            for (const char *q = v; q < ve; q++) {
+                if (*q < '0' || *q > '9') return bad;
+                n = n * 10 + (size_t)(*q - '0');
+            }
+            if (h->has_length && n != h->content_length) return bad; /* smuggling guard */
+            h->content_length = n;
+            h->has_length = 1;
+        } else if (nl == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
+            h->chunked = 1;
+        } else if (nl == 10 && !strncasecmp(p, "connection", 10)) {
+            h->conn_close |= http_token_has(v, vl, "close");
+            h->conn_keep_alive |= http_token_has(v, vl, "keep-alive");
+        }
+        p = eol + 2;
+    }
+    return 0;
+}
+
+/* Find the end of the head (the blank line). Returns its length including CRLF CRLF, 0 if
+ * not there yet, or -1 if it cannot fit in max bytes. */
+static long http_head_end(const char *buf, size_t len, size_t max)
+{
+    const char *e = memmem(buf, len < max ? len : max, "\r\n\r\n", 4);
+    if (e) return (long)(e - buf) + 4;
+    return len >= max ? -1 : 0;
+}
+
+/* Parse one request at the start of buf. Returns the bytes of the whole request (head and
+ * body) when complete, 0 when more bytes are needed, or -status when it must be refused.
+ *   request-line = method SP target SP "HTTP/1." DIGIT CRLF
+ *   method = 1*tchar, target = "/" *(VCHAR), then headers, CRLF, Content-Length body.
+ * Pure: it reads only buf[0..len) and writes only *out, so it can be fuzzed. */
+static long http_parse_request(const char *buf, size_t len, struct http_request *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *eol = memmem(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE, "\r\n", 2);
+    if (!eol) {
+        for (size_t i = 0; i < len && i < HTTP_MAX_LINE; i++) /* refuse binary junk early */
+            if ((unsigned char)buf[i] < 0x20 && buf[i] != '\r') return -400;
+        return len >= HTTP_MAX_LINE ? -414 : 0;
+    }
+    long head = http_head_end(buf, len, HTTP_MAX_HEAD);
+    if (head < 0) return -431;
+    const char *p = buf, *sp1, *sp2;
+    for (sp1 = p; sp1 < eol && http_is_tchar((unsigned char)*sp1); sp1++) {}
+    if (sp1 == p || sp1 >= eol || *sp1 != ' ' || sp1 - p > 16) return -400;
+    if (sp1[1] != '/') return -400;
+    for (sp2 = sp1 + 1; sp2 < eol && (unsigned char)*sp2 > 0x20 && *sp2 != 0x7f; sp2++) {}
+    if (sp2 >= eol || *sp2 != ' ') return -400;
+    if (eol - sp2 != 9 || memcmp(sp2 + 1, "HTTP/1.", 7)) return eol - sp2 == 9 && !memcmp(sp2 + 1, "HTTP/", 5) ? -505 : -400;
+    if (sp2[8] != '0' && sp2[8] != '1') return -505;
+    out->method = p;
+    out->method_len = (size_t)(sp1 - p);
+    out->path = sp1 + 1;
+    const char *q = memchr(out->path, '?', (size_t)(sp2 - out->path));
+    out->path_len = (size_t)((q ? q : sp2) - out->path);
+    if (q) {
+        out->query = q + 1;
+        out->query_len = (size_t)(sp2 - q - 1);
+    }
+    out->minor = sp2[8] - '0';
+    if (!head) return 0;
+    int st = http_parse_headers(eol + 2, buf + head - 2, &out->h, 400);
+    if (st) return -st;
+    if (out->h.chunked) return -501;
+    if (out->h.content_length > HTTP_MAX_BODY) return -413;
+    out->head_len = (size_t)head;
+    out->body_len = out->h.content_length;
+    out->keep_alive = out->minor == 1 ? !out->h.conn_close : out->h.conn_keep_alive;
+    return len >= out->head_len + out->body_len ? (long)(out->head_len + out->body_len) : 0;
+}
+
+/* Parse one response at the start of buf, with the same return convention (-502 for any
+ * answer we cannot use: malformed, chunked, no length, too large).
+ *   status-line = "HTTP/1." DIGIT SP 3DIGIT [SP reason] CRLF, then headers, CRLF, body. */
+static long http_parse_response(const char *buf, size_t len, struct http_response *out)
+{
+    memset(out, 0, sizeof *out);
+    long head = http_head_end(buf, len, HTTP_MAX_HEAD);
+    if (head < 0) return -502;
+    size_t have = len < 13 ? len : 13;
+    if (memcmp(buf, "HTTP/1.", have < 7 ? have : 7)) return -502;
+    if (!head) return 0;
+    const char *eol = memmem(buf, (size_t)head, "\r\n", 2);
+    if (eol - buf < 12 || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ') return -502;
+    for (int i = 9; i < 12; i++)
+        if (buf[i] < '0' || buf[i] > '9') return -502;
+    if (eol - buf > 12 && buf[12] != ' ') return -502;
+    out->minor = buf[7] - '0';
+    out->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+    if (out->status < 100) return -502;
+    struct http_head h;
+    if (http_parse_headers(eol + 2, buf + head - 2, &h, 502)) return -502;
+    int bodiless = out->status < 200 || out->status == 204 || out->status == 304;
+    if (h.chunked || (!h.has_length && !bodiless) || h.content_length > HTTP_MAX_RESP_BODY) return -502;
+    out->head_len = (size_t)head;
+    out->body_len = bodiless ? 0 : h.content_length;
+    out->body = buf + head;
+    out->keep_alive = out->minor == 1 ? !h.conn_close : h.conn_keep_alive;
+    return len >= out->head_len + out->body_len ? (long)(out->head_len + out->body_len) : 0;
+}
+
+/* Append a complete response (head and body) to out. */
+static void http_write_response(struct sbuf *out, int status, const char *ctype, const char *body, size_t n,
+                                int keep_alive)
+{
+    int i = http_status_index(status);
+    sbuf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
+                i < HTTP_NSTATUS ? http_reasons[i] : "Unknown", ctype, n, keep_alive ? "" : "Connection: close\r\n");
+    sbuf_add(out, body, n);
+}
+
+/* The value of a query parameter as a non-negative integer, or def if absent or invalid. */
+static long http_query_int(const char *q, size_t n, const char *key, long def)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; q && i + kl < n; i++) {
+        if ((i == 0 || q[i - 1] == '&') && !strncmp(q + i, key, kl) && q[i + kl] == '=') {
+            long v = 0;
+            size_t j = i + kl + 1;
+            if (j >= n || q[j] < '0' || q[j] > '9') return def;
+            for (; j < n && q[j] >= '0' && q[j] <= '9' && v < 100000000; j++) v = v * 10 + (q[j] - '0');
+            return v;
+        }
+    }
+    return def;
+}

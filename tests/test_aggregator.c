@@ -171,9 +171,121 @@ static void t_overflow(void)
           "overflow message missing; child said: %.200s", buf);
 }
 
+/* ---- HTTP parsers ---- */
+
+static long parse_req(const char *s, struct http_request *rq)
+{
+    return http_parse_request(s, strlen(s), rq);
+}
+
+static void t_http_request(void)
+{
+    struct http_request rq;
+    const char *ok = "GET /aggregate?parallel=1&x=2 HTTP/1.1\r\nHost: a\r\nX-Y:  z \r\n\r\n";
+    CHECK(parse_req(ok, &rq) == (long)strlen(ok), "complete request length");
+    CHECK(rq.method_len == 3 && !memcmp(rq.method, "GET", 3), "method");
+    CHECK(rq.path_len == 10 && !memcmp(rq.path, "/aggregate", 10), "path");
+    CHECK(http_query_int(rq.query, rq.query_len, "parallel", 0) == 1, "query parallel");
+    CHECK(http_query_int(rq.query, rq.query_len, "x", 0) == 2, "query x");
+    CHECK(http_query_int(rq.query, rq.query_len, "y", 7) == 7, "query default");
+    CHECK(rq.keep_alive && rq.minor == 1 && rq.h.nheaders == 2, "keep-alive by default in 1.1");
+    /* every proper prefix is incomplete, never an error */
+    int prefix_ok = 1;
+    for (size_t n = 0; n < strlen(ok); n++) prefix_ok &= http_parse_request(ok, n, &rq) == 0;
+    CHECK(prefix_ok, "a prefix of a valid request is incomplete");
+    const char *body = "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    CHECK(parse_req(body, &rq) == (long)strlen(body) && rq.body_len == 5, "body by Content-Length");
+    CHECK(http_parse_request(body, strlen(body) - 1, &rq) == 0, "body incomplete");
+    const char *two = "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
+    CHECK(parse_req(two, &rq) == 19, "pipelined: first request only");
+    CHECK(parse_req("GET / HTTP/1.0\r\n\r\n", &rq) > 0 && !rq.keep_alive, "1.0 closes by default");
+    CHECK(parse_req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &rq) > 0 && !rq.keep_alive, "Connection: close");
+    static const struct { const char *in; long want; } bad[] = {
+        {"\x01\x02garbage", -400},
+        {"GET/ HTTP/1.1\r\n\r\n", -400},
+        {"GET  / HTTP/1.1\r\n\r\n", -400},
+        {"GET x HTTP/1.1\r\n\r\n", -400},
+        {"GET / HTTP/1.1 \r\n\r\n", -400},
+        {"GET / FTP/1.1\r\n\r\n", -400},
+        {"GET / HTTP/2.0\r\n\r\n", -505},
+        {"GET / HTTP/1.1\r\nNo colon\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\n folded\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nContent-Length: 99999\r\n\r\n", -413},
+        {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", -501},
+        {"GET / HTTP/1.1\r\nA: \x01\r\n\r\n", -400},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        long r = parse_req(bad[i].in, &rq);
+        CHECK(r == bad[i].want, "bad request %zu: got %ld, want %ld", i, r, bad[i].want);
+    }
+    /* oversized: a long request line, too many headers, a head past the limit */
+    struct sbuf b = {0};
+    sbuf_add(&b, "GET /", 5);
+    for (int i = 0; i < HTTP_MAX_LINE; i++) sbuf_add(&b, "a", 1);
+    CHECK(http_parse_request(b.p, b.len, &rq) == -414, "long request line -> 414");
+    b.len = 0;
+    sbuf_printf(&b, "GET / HTTP/1.1\r\n");
+    for (int i = 0; i <= HTTP_MAX_HEADERS; i++) sbuf_printf(&b, "H%d: v\r\n", i);
+    sbuf_printf(&b, "\r\n");
+    CHECK(http_parse_request(b.p, b.len, &rq) == -431, "too many headers -> 431");
+    b.len = 0;
+    sbuf_printf(&b, "GET / HTTP/1.1\r\n");
+    while (b.len < HTTP_MAX_HEAD + 10) sbuf_printf(&b, "X-Long: %0100d\r\n", 1);
+    CHECK(http_parse_request(b.p, b.len, &rq) == -431, "huge head -> 431");
+    sbuf_free(&b);
+}
+
+static void t_http_response(void)
+{
+    struct http_response rs;
+    const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{\"a\"}";
+    CHECK(http_parse_response(ok, strlen(ok) - 1, &rs) == (long)strlen(ok) - 1, "response complete");
+    CHECK(rs.status == 200 && rs.body_len == 4 && !memcmp(rs.body, "{\"a\"", 4) && rs.keep_alive, "response fields");
+    int prefix_ok = 1;
+    for (size_t n = 0; n + 1 < strlen(ok); n++) prefix_ok &= http_parse_response(ok, n, &rs) == 0;
+    CHECK(prefix_ok, "a prefix of a valid response is incomplete");
+    CHECK(http_parse_response("HTTP/1.1 204\r\n\r\n", 16, &rs) == 16 && rs.status == 204, "204 without reason");
+    static const char *bad[] = {
+        "HTTX/1.1 200 OK\r\n\r\n",
+        "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n\r\n",                              /* no length */
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", /* unsupported */
+        "HTTP/1.1 200 OK\r\nContent-Length: 999999\r\n\r\n",
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+        CHECK(http_parse_response(bad[i], strlen(bad[i]), &rs) == -502, "bad response %zu", i);
+    struct sbuf w = {0};
+    http_write_response(&w, 503, "text/plain", "busy", 4, 0);
+    CHECK(http_parse_response(w.p, w.len, &rs) == (long)w.len && rs.status == 503 && !rs.keep_alive,
+          "writer output parses back");
+    sbuf_free(&w);
+}
+
+static void t_hist(void)
+{
+    struct hist *h = xcalloc(1, sizeof *h);
+    for (uint64_t v = 1; v <= 100000; v++) hist_add(h, v);
+    static const double qs[] = {0.5, 0.9, 0.99, 0.999};
+    for (size_t i = 0; i < ARRAY_LEN(qs); i++) {
+        double want = qs[i] * 100000, got = (double)hist_quantile(h, qs[i]);
+        CHECK(got >= want && got <= want * (1 + 1.0 / HIST_SUB), "q%.3f: %.0f vs %.0f", qs[i], got, want);
+    }
+    CHECK(hist_quantile(h, 1.0) == 100000 && h->sum == 5000050000ULL, "max and sum exact");
+    int mono = 1;
+    for (int i = 1; i < HIST_BUCKETS; i++) mono &= hist_bucket_top(i) > hist_bucket_top(i - 1) && hist_index(hist_bucket_top(i)) == i;
+    CHECK(mono, "bucket tops increase and map back to their bucket");
+    free(h);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    t_http_request();
+    t_http_response();
+    t_hist();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(2);
     rt_run(t_spawn_join, NULL);
