@@ -305,6 +305,7 @@ struct stats {
     uint64_t completed_window;  /* completed inside [warmup, duration] */
     uint64_t thread_creations, ctx_switches, parks, events;
     struct hist lat;            /* latency of requests completed in the window */
+    double lat_sum;             /* their sum, in ns, for the mean */
     struct hist lat_interval;   /* the same, reset at each sample */
     uint64_t interval_done;
     simtime busy_ns, busy_at_sample;
@@ -1409,6 +1410,7 @@ static void req_finish(struct model *m, int32_t r)
             uint64_t lat = (uint64_t)(m->now - q->arrived);
             st->completed_window++;
             hist_add(&st->lat, lat);
+            st->lat_sum += (double)lat;
             hist_add(&st->lat_interval, lat);
         }
         st->interval_done++;
@@ -1831,7 +1833,7 @@ static void model_run(struct model *m, simtime until)
 
 /* What a report says of one model. Latencies in ms, memory in bytes. */
 struct result {
-    double throughput_rps, p50, p90, p99, p999, max, cpu_util;
+    double throughput_rps, mean, p50, p90, p99, p999, max, cpu_util;
     double arrived, completed, failed, in_flight;
     double peak_os_threads, peak_blocked, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved;
@@ -1845,6 +1847,7 @@ static void rep_result(const struct model *m, struct result *r)
     const struct scenario *s = m->s;
     memset(r, 0, sizeof *r);
     r->throughput_rps = (double)st->completed_window / ((double)(s->duration - s->warmup) / SEC);
+    r->mean = st->completed_window ? st->lat_sum / (double)st->completed_window / 1e6 : 0;
     r->p50 = hist_quantile(&st->lat, 0.50) / 1e6;
     r->p90 = hist_quantile(&st->lat, 0.90) / 1e6;
     r->p99 = hist_quantile(&st->lat, 0.99) / 1e6;
@@ -1882,6 +1885,7 @@ struct rep_row {
 #define RR(field) offsetof(struct result, field)
 static const struct rep_row rep_rows[] = {
     {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE},
+    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS},
     {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS},
     {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS},
     {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS},

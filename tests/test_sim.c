@@ -1,0 +1,451 @@
+/* test_sim.c: the simulator against independent truth.
+ *
+ * The shipped sim.c is included with its main() compiled out, so the tested code is the
+ * shipped code. Expected values come from queueing theory (Erlang C, Little's law), from the
+ * model's own laws written as formulas (T/(K·D), N/(K·D+Z), range/TIME_WAIT), or from a
+ * second computation (sorting samples), never from numbers copied out of a run. */
+#define SIM_NO_MAIN
+#include "sim.c"
+#include "tests/check.h"
+#include <glob.h>
+
+/* ---- helpers ---- */
+
+/* Load scenario text (as a file would hold it) over the defaults; returns 0 or -1 with err. */
+static int load_text(struct scenario *s, const char *text, char *err, size_t errlen)
+{
+    char path[] = "/tmp/loomlab-test-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) { snprintf(err, errlen, "mkstemp: %s", strerror(errno)); return -1; }
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    scn_defaults(s);
+    int rc = scn_load(s, path, err, errlen);
+    if (rc == 0) rc = scn_finish(s, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+static void must_load(struct scenario *s, const char *text)
+{
+    char err[512];
+    if (load_text(s, text, err, sizeof err) < 0) {
+        fprintf(stderr, "test scenario does not load: %s\n", err);
+        exit(1);
+    }
+}
+
+/* Run one model to the end and summarise it. */
+static void run_one(const struct scenario *s, int kind, struct result *r)
+{
+    struct model m;
+    model_init(&m, s, kind);
+    model_run(&m, s->duration);
+    rep_result(&m, r);
+    model_free(&m);
+}
+
+/* The text report of both models, in a malloc'd string. */
+static char *report_text(const struct scenario *s)
+{
+    struct result res[MODEL_N];
+    char *buf = NULL;
+    size_t len = 0;
+    for (int k = 0; k < MODEL_N; k++) run_one(s, k, &res[k]);
+    FILE *f = open_memstream(&buf, &len);
+    rep_text(f, s, "test", res);
+    fclose(f);
+    return buf;
+}
+
+/* Erlang C: probability that an arrival waits in an M/M/c queue with offered load a = λ/μ. */
+static double erlang_c(int c, double a)
+{
+    double term = 1, sum = 0; /* term = a^k / k! */
+    for (int k = 0; k < c; k++) {
+        sum += term;
+        term *= a / (k + 1);
+    }
+    double last = term * c / (c - a);
+    return last / (sum + last);
+}
+
+/* ---- engine ---- */
+
+static void test_event_order(void)
+{
+    struct evq q = {0};
+    uint64_t rng = 42;
+    enum { N = 20000 };
+    for (uint32_t i = 0; i < N; i++) evq_push(&q, (simtime)(rng_splitmix(&rng) % 50), EV_SAMPLE, i, 0);
+    simtime last_t = -1;
+    uint32_t last_a = 0;
+    int sorted = 1, ties_in_order = 1, n = 0;
+    while (q.len) {
+        struct event e = evq_pop(&q);
+        if (e.t < last_t) sorted = 0;
+        if (e.t == last_t && e.a < last_a) ties_in_order = 0; /* a = insertion index */
+        last_t = e.t, last_a = e.a, n++;
+    }
+    CHECK(n == N, "popped %d events, pushed %d", n, N);
+    CHECK(sorted, "events come out in time order");
+    CHECK(ties_in_order, "events at the same time come out in insertion order");
+    free(q.heap);
+}
+
+static void test_histogram(void)
+{
+    enum { N = 100000 };
+    static uint64_t v[N];
+    struct hist h = {0};
+    uint64_t rng = 7;
+    for (int i = 0; i < N; i++) {
+        v[i] = (uint64_t)exp(10 + 8 * rng_unit(rng_splitmix(&rng))); /* 22 µs .. 65 s, spread over decades */
+        hist_add(&h, v[i]);
+    }
+    /* exact quantiles by sorting the samples (Shell sort, independent of the histogram) */
+    int gaps[] = {40993, 16577, 6701, 2705, 1093, 443, 179, 73, 29, 11, 4, 1};
+    for (int g = 0; g < 12; g++)
+        for (int i = gaps[g]; i < N; i++) {
+            uint64_t x = v[i];
+            int j = i;
+            for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g]) v[j] = v[j - gaps[g]];
+            v[j] = x;
+        }
+    double qs[] = {0.5, 0.9, 0.99, 0.999};
+    for (int i = 0; i < 4; i++) {
+        double exact = (double)v[(int)ceil(qs[i] * N) - 1];
+        CHECK_NEAR(hist_quantile(&h, qs[i]), exact, 0.01, "histogram quantile vs sorted samples");
+    }
+    CHECK(h.max == v[N - 1], "histogram max is exact");
+}
+
+static void test_distributions(void)
+{
+    enum { N = 200000 };
+    struct scenario s;
+    char err[256];
+    struct scn_src src = {"test", 1, err, sizeof err};
+    struct dist d;
+    const char *end;
+    static simtime x[N];
+    uint64_t rng = 99;
+
+    CHECK(scn_dist(&src, "lognormal(40ms, 120ms)", &end, &d) == 0, "lognormal parses: %s", err);
+    struct hist h = {0};
+    for (int i = 0; i < N; i++) hist_add(&h, (uint64_t)dist_sample(&d, &rng));
+    CHECK_NEAR(hist_quantile(&h, 0.5), 40e6, 0.02, "lognormal p50");
+    CHECK_NEAR(hist_quantile(&h, 0.99), 120e6, 0.03, "lognormal p99");
+
+    CHECK(scn_dist(&src, "exp(3ms)", &end, &d) == 0, "exp parses");
+    double sum = 0;
+    for (int i = 0; i < N; i++) sum += (double)(x[i] = dist_sample(&d, &rng));
+    CHECK_NEAR(sum / N, 3e6, 0.01, "exponential mean");
+
+    CHECK(scn_dist(&src, "uniform(1ms, 3ms)", &end, &d) == 0, "uniform parses");
+    simtime lo = INT64_MAX, hi = 0;
+    sum = 0;
+    for (int i = 0; i < N; i++) {
+        simtime v = dist_sample(&d, &rng);
+        sum += (double)v, lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    CHECK(lo >= 1000000 && hi <= 3000000, "uniform stays in [1ms, 3ms]: %" PRId64 "..%" PRId64, lo, hi);
+    CHECK_NEAR(sum / N, 2e6, 0.01, "uniform mean");
+    (void)s;
+}
+
+static void test_determinism(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 300\nthink = exp(20ms)\nduration = 3s\nwarmup = 500ms\n"
+                  "program = cpu(exp(200us)) call(A) par(B, C) cpu(uniform(50us, 150us))\n"
+                  "service.A.latency = lognormal(20ms, 80ms)\nservice.B.latency = exp(10ms)\n"
+                  "service.C.latency = 15ms\nplatform.max_threads = 50\n");
+    char *a = report_text(&s), *b = report_text(&s);
+    CHECK(strcmp(a, b) == 0, "same scenario and seed give byte-identical reports");
+    s.seed = 2;
+    char *c = report_text(&s);
+    CHECK(strcmp(a, c) != 0, "a different seed gives a different report");
+    free(a), free(b), free(c);
+}
+
+/* Both models must see the same workload: with one user, no contention and no overheads,
+ * each request's latency is exactly its sampled program, so the histograms must match. */
+static void test_common_random_numbers(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 1\nthink = exp(5ms)\nduration = 20s\nwarmup = 0\n"
+                  "program = cpu(exp(1ms)) call(A) cpu(exp(300us))\nservice.A.latency = lognormal(5ms, 30ms)\n"
+                  "os.ctx_switch = 0\nos.wakeup = 0\nos.thread_create = 0\nvirtual.create = 0\n"
+                  "virtual.park = 0\nvirtual.unpark = 0\nplatform.min_spare = 1\n");
+    struct result p, v;
+    run_one(&s, MODEL_PLATFORM, &p);
+    run_one(&s, MODEL_VIRTUAL, &v);
+    CHECK(p.completed > 1000, "enough requests (%g)", p.completed);
+    CHECK(p.completed == v.completed, "same number of requests: %g vs %g", p.completed, v.completed);
+    CHECK(p.mean == v.mean && p.p99 == v.p99 && p.max == v.max, "paired: identical latencies (%g/%g ms mean)", p.mean, v.mean);
+}
+
+/* ---- queueing theory ---- */
+
+/* An M/M/c queue built from each model: Poisson arrivals, exponential CPU demand, c cores
+ * (platform: enough threads that every request has one; virtual: c carriers), FIFO, no
+ * preemption and no overheads. Mean response time and utilisation must match Erlang C. */
+static void test_erlang_c(void)
+{
+    const int c = 2;
+    const double lambda = 1500, mu = 1000; /* per second: a = 1.5, rho = 0.75 */
+    struct scenario s;
+    must_load(&s, "users = 0\nrate = 1500\nduration = 400s\nwarmup = 10s\ncores = 2\n"
+                  "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\n"
+                  "os.thread_create = 0\nplatform.max_threads = 10000\nplatform.min_spare = 10000\n"
+                  "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n");
+    double a = lambda / mu, wq = erlang_c(c, a) / (c * mu - lambda), w = (wq + 1 / mu) * 1e3;
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result r;
+        run_one(&s, k, &r);
+        CHECK_NEAR(r.mean, w, 0.03, k ? "virtual: M/M/2 mean response (ms) vs Erlang C" : "platform: M/M/2 mean response (ms) vs Erlang C");
+        CHECK_NEAR(r.cpu_util, a / c, 0.03, "M/M/2 utilisation vs rho");
+    }
+}
+
+/* A closed system obeys Little's law: N = X·(R + Z). */
+static void test_littles_law(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 500\nthink = exp(100ms)\nduration = 60s\nwarmup = 5s\ncores = 2\n"
+                  "program = cpu(exp(100us)) call(A) cpu(exp(50us))\nservice.A.latency = exp(80ms)\n"
+                  "platform.max_threads = 100\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result r;
+        run_one(&s, k, &r);
+        double n = r.throughput_rps * (r.mean / 1e3 + 0.100);
+        CHECK_NEAR(n, 500, 0.01, k ? "virtual: X(R+Z) = N" : "platform: X(R+Z) = N");
+    }
+}
+
+/* ---- the models' laws ---- */
+
+static void test_platform_saturates(void)
+{
+    /* T threads each held for K·D: at most T/(K·D) requests per second */
+    struct scenario s;
+    must_load(&s, "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = call(A)*3\n"
+                  "service.A.latency = 50ms\nplatform.max_threads = 200\n");
+    struct result r;
+    run_one(&s, MODEL_PLATFORM, &r);
+    CHECK_NEAR(r.throughput_rps, 200 / 0.150, 0.02, "platform throughput = T/(K·D)");
+    CHECK(r.peak_os_threads == 200 + s.runtime_threads, "platform peaks at maxThreads + runtime threads (%g)", r.peak_os_threads);
+    CHECK(r.peak_queued >= 1000 - 200 - 1, "the other 800 users queue for a thread (%g)", r.peak_queued);
+}
+
+static void test_virtual_littles_bound(void)
+{
+    struct scenario s;
+    /* I/O bound: N/(K·D + Z) */
+    must_load(&s, "users = 1000\nthink = 50ms\nduration = 20s\nwarmup = 5s\nprogram = call(A)*3\n"
+                  "service.A.latency = 50ms\n");
+    struct result r;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, 1000 / 0.200, 0.02, "virtual throughput = N/(K·D+Z)");
+    CHECK(r.peak_os_threads == s.runtime_threads + s.parallelism, "virtual: runtime threads + carriers (%g)", r.peak_os_threads);
+    /* CPU bound: the cores saturate at cores / (CPU per request, overheads included) */
+    must_load(&s, "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = cpu(1ms) call(A)*3\nservice.A.latency = 50ms\n");
+    double demand = 1e-3 + (1 + 3 * 2) * 1e-6; /* cpu + create + 3 x (park + unpark) */
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, 2 / demand, 0.02, "virtual throughput = cores / CPU demand when CPU bound");
+}
+
+static void test_pinning(void)
+{
+    /* every call pins its carrier: at most parallelism requests progress, each K·D long */
+    struct scenario s;
+    must_load(&s, "users = 200\nduration = 30s\nwarmup = 5s\nprogram = sync { call(A)*3 }\nservice.A.latency = 50ms\n");
+    struct result r;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, s.parallelism / 0.150, 0.03, "pinned virtual throughput = parallelism/(K·D)");
+    CHECK(r.peak_vt_pinned == s.parallelism, "all carriers pinned (%g)", r.peak_vt_pinned);
+    /* JEP 491 (JDK 24): the same program no longer pins */
+    s.jep491 = 1;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, 200 / 0.150, 0.02, "with JEP 491 it is back to N/(K·D)");
+    CHECK(r.peak_vt_pinned == 0, "nothing pinned with JEP 491");
+}
+
+static void test_compensation(void)
+{
+    /* io() blocks a carrier but the scheduler adds one, up to maxPoolSize */
+    struct scenario s;
+    must_load(&s, "users = 100\nduration = 10s\nwarmup = 2s\nprogram = io(100ms)\nvirtual.max_pool_size = 50\n");
+    struct result r;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK(r.peak_os_threads == s.runtime_threads + 50, "carriers grow to maxPoolSize (%g)", r.peak_os_threads);
+    CHECK_NEAR(r.throughput_rps, 50 / 0.100, 0.03, "throughput = (maxPoolSize - 0) / io time");
+}
+
+/* Without pooling every call takes an ephemeral port that then sits in TIME_WAIT: once the
+ * range is used up, new connections come at range / TIME_WAIT per second, and no faster. */
+static void test_port_exhaustion(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 500\nduration = 40s\nwarmup = 0\nprogram = call(A)*3\nservice.A.latency = 10ms\n"
+                  "service.A.pool = 0\nnet.port_low = 40000\nnet.port_high = 40999\nnet.time_wait = 5s\n"
+                  "retry_after = 100ms\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct model m;
+        model_init(&m, &s, k);
+        model_run(&m, 20 * SEC);
+        uint64_t before = m.svc[0].opened;
+        model_run(&m, 40 * SEC);
+        double rate = (double)(m.svc[0].opened - before) / 20.0;
+        CHECK_NEAR(rate, 1000 / 5.0, 0.02, k ? "virtual: new connections/s = range/TIME_WAIT" : "platform: new connections/s = range/TIME_WAIT");
+        CHECK(m.st.failed[FAIL_NO_PORT] > 0, "requests fail with no_port");
+        CHECK(m.st.peak_ports_tw == 1000, "TIME_WAIT fills the range (%d)", m.st.peak_ports_tw);
+        model_free(&m);
+    }
+    /* the same load with a pool: no failures, few connections */
+    s.svc[0].pool = 100;
+    struct result r;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK(r.failed == 0, "pooled: no failures (%g)", r.failed);
+    CHECK(r.conns_opened <= 100, "pooled: at most pool-size connections (%g)", r.conns_opened);
+    /* tcp_tw_reuse (loopback): ports come back after 1 s, so the wall is much higher */
+    s.svc[0].pool = 0;
+    s.tw_reuse = 1;
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK(r.conns_opened > 20 * 1000, "tw_reuse lets ports serve again (%g connections)", r.conns_opened);
+}
+
+/* Conservation: every request that arrived is completed, failed, or still in flight, and
+ * the in-flight ones are exactly the live request slots. */
+static void test_conservation(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 2000\nduration = 5s\nwarmup = 1s\nprogram = cpu(200us) call(A) call(B)\n"
+                  "service.A.latency = exp(30ms)\nservice.B.latency = exp(30ms)\nservice.B.timeout = 60ms\n"
+                  "service.A.pool = 0\nnet.port_low = 50000\nnet.port_high = 52000\n"
+                  "platform.max_connections = 500\nplatform.accept_count = 100\nplatform.max_queue = 100\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct model m;
+        model_init(&m, &s, k);
+        model_run(&m, s.duration);
+        int32_t free_slots = 0;
+        for (int32_t i = m.free_req; i >= 0; i = m.req[i].next) free_slots++;
+        uint64_t failed = 0;
+        for (int f = 0; f < FAIL_N; f++) failed += m.st.failed[f];
+        CHECK(m.st.arrived == m.st.completed + failed + (uint64_t)(m.nreq - free_slots),
+              "%s: arrived %" PRIu64 " = completed %" PRIu64 " + failed %" PRIu64 " + live %d", model_names[k],
+              m.st.arrived, m.st.completed, failed, m.nreq - free_slots);
+        CHECK(m.st.failed[FAIL_TIMEOUT] > 0 && m.st.failed[FAIL_NO_PORT] > 0 &&
+                  m.st.failed[FAIL_REFUSED] + m.st.failed[FAIL_REJECTED] > 0, "%s: failures of every kind happen", model_names[k]);
+        model_free(&m);
+    }
+}
+
+/* ---- scenario files ---- */
+
+static void test_shipped_scenarios(void)
+{
+    glob_t g;
+    int n = 0;
+    if (glob("scenarios/*.scn", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct scenario s;
+            char err[512];
+            scn_defaults(&s);
+            int rc = scn_load(&s, g.gl_pathv[i], err, sizeof err);
+            if (rc == 0) rc = scn_finish(&s, g.gl_pathv[i], err, sizeof err);
+            CHECK(rc == 0, "%s loads: %s", g.gl_pathv[i], err);
+            if (rc) continue;
+            s.duration = s.warmup + 2 * SEC; /* short, but through the warm-up */
+            struct result r;
+            for (int k = 0; k < MODEL_N; k++) {
+                run_one(&s, k, &r);
+                CHECK(r.completed > 0, "%s: the %s model completes requests", g.gl_pathv[i], model_names[k]);
+            }
+            n++;
+        }
+        globfree(&g);
+    }
+    CHECK(n >= 6, "at least six scenarios shipped (%d)", n);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    struct scenario s;
+    char err[512] = "";
+    int rc = load_text(&s, text, err, sizeof err);
+    CHECK(rc < 0 && strstr(err, want), "bad input %.30s...: want error containing '%s', got '%s'", text, want, err);
+}
+
+static void test_bad_input(void)
+{
+    expect_error("users = 10\nthread = 3\n", ":2: unknown key 'thread'");
+    expect_error("users = ten\n", ":1: users: 'ten' is not a number");
+    expect_error("users = 1.5\n", "not a whole number");
+    expect_error("users = -4\n", "out of range");
+    expect_error("users = 100000000\n", "out of range");
+    expect_error("duration = 5\n", "bad time");
+    expect_error("duration = 0\n", "out of range");
+    expect_error("duration = nan\n", "bad time");
+    expect_error("think = lognormal(50ms, 10ms)\n", "needs 0 < p50 <= p99");
+    expect_error("think = gauss(5ms)\n", "bad distribution");
+    expect_error("program = call(A\n", "expected ')'");
+    expect_error("program = sync { call(A)\n", "not closed");
+    expect_error("program = call(A) }\n", "'}' without sync");
+    expect_error("program = sleep(5ms)\n", "unknown program step");
+    expect_error("program =\n", "empty program");
+    expect_error("service.A.colour = red\n", "unknown service key 'colour'");
+    expect_error("users = 10 20\n", "unexpected '20'");
+    expect_error("just some words\n", ":1: expected 'key = value'");
+    expect_error("warmup = 10s\nduration = 5s\n", "warmup must be shorter than duration");
+    expect_error("users = 0\n", "no load");
+    expect_error("platform.min_spare = 300\n", "min_spare exceeds");
+    expect_error("net.port_low = 60000\nnet.port_high = 50000\n", "port_low exceeds");
+    expect_error("rate = 1e7\nusers = 0\nduration = 1000s\n", "exceeds 2e9 requests");
+    struct scenario s;
+    char err[256];
+    scn_defaults(&s);
+    CHECK(scn_load(&s, "/nonexistent/x.scn", err, sizeof err) < 0 && strstr(err, "cannot open"), "missing file: %s", err);
+}
+
+/* --set overrides the file, reports its own errors, and --seed is checked like a key. */
+static void test_command_line(void)
+{
+    struct options o;
+    struct scenario s;
+    char err[512] = "";
+    char *argv[] = {"sim", "--headless", "scenarios/default.scn", "--set", "users=7", "--set", "service.zz.pool=3",
+                    "--seed", "99", NULL};
+    CHECK(opt_parse(9, argv, &o) == 0 && o.headless && o.nsets == 2, "flags parse");
+    CHECK(sim_load(&s, o.scenario, &o, err, sizeof err) == 0, "loads with --set: %s", err);
+    CHECK(s.users == 7 && s.seed == 99, "--set and --seed apply (users %ld, seed %" PRIu64 ")", s.users, s.seed);
+    char *bad[] = {"sim", "scenarios/default.scn", "--set", "thread=3", NULL};
+    CHECK(opt_parse(4, bad, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) < 0 &&
+              strstr(err, "--set thread=3: unknown key 'thread'"), "bad --set: %s", err);
+    char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
+    CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
+    (void)sim_headless;
+}
+
+int main(void)
+{
+    test_event_order();
+    test_histogram();
+    test_distributions();
+    test_determinism();
+    test_common_random_numbers();
+    test_erlang_c();
+    test_littles_law();
+    test_platform_saturates();
+    test_virtual_littles_bound();
+    test_pinning();
+    test_compensation();
+    test_port_exhaustion();
+    test_conservation();
+    test_shipped_scenarios();
+    test_bad_input();
+    test_command_line();
+    return check_done("test_sim");
+}
