@@ -521,6 +521,7 @@ static struct rt {
     long pinned;                 /* atomic: threads inside vt_pin now */
     long pinned_blocked;         /* atomic: pinned threads blocked in the kernel right now */
     struct sigaction old_segv;   /* restored for faults that are not stack overflows */
+    struct metrics *m;           /* process-wide counters for /metrics (see Metrics) */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -1336,7 +1337,7 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 #define HTTP_MAX_HEAD 8192    /* request line + header lines + blank line (431) */
 #define HTTP_MAX_HEADERS 32   /* header lines (431) */
 #define HTTP_MAX_BODY 4096    /* request body (413) */
-#define HTTP_MAX_RESP_BODY 65536 /* downstream response body (502) */
+#define HTTP_MAX_RESP_BODY 16384 /* downstream response body (502) */
 
 /* Status codes and reasons, one table (X-macro) for the writer and the metrics. */
 #define HTTP_STATUSES(X)                         \
@@ -1569,3 +1570,1297 @@ static long http_query_int(const char *q, size_t n, const char *key, long def)
     }
     return def;
 }
+
+/* ==== Metrics ==== */
+
+/* Latency histogram bounds for /metrics, in ms (Prometheus wants seconds; we print both). */
+static const double metrics_le_ms[] = {1, 5, 10, 25, 50, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000};
+#define METRICS_NLE ((int)ARRAY_LEN(metrics_le_ms))
+
+/* Process-wide counters, updated with relaxed atomic adds from any thread. */
+struct metrics {
+    uint64_t requests[HTTP_NSTATUS + 1]; /* answered requests by status index (last: other) */
+    uint64_t lat_le[METRICS_NLE + 1];    /* requests with latency <= le (cumulated at print) */
+    uint64_t lat_sum_us;                 /* sum of latencies, µs */
+    uint64_t ds_calls;                   /* downstream calls made */
+    uint64_t ds_opened;                  /* downstream connections opened */
+    long conns;                          /* client connections open now */
+    long pool_size;                      /* platform: pool threads alive */
+    long pool_busy;                      /* platform: pool threads serving a request */
+    long pool_queue;                     /* platform: requests waiting for a pool thread */
+};
+
+/* Allocate the counters; call once from the main thread before any server starts. */
+static struct metrics *metrics_init(void)
+{
+    if (!rt.m) rt.m = xcalloc(1, sizeof *rt.m);
+    return rt.m;
+}
+
+static void metrics_request(int status, int64_t ns)
+{
+    struct metrics *m = rt.m;
+    SHARED_ADD(m->requests[http_status_index(status)], 1);
+    int i = 0;
+    while (i < METRICS_NLE && (double)ns > metrics_le_ms[i] * NS_PER_MS) i++;
+    SHARED_ADD(m->lat_le[i], 1);
+    SHARED_ADD(m->lat_sum_us, (uint64_t)(ns / 1000));
+}
+
+/* The Prometheus text exposition format (version 0.0.4). */
+static void metrics_page(struct sbuf *b)
+{
+    struct metrics *m = rt.m;
+    struct vt_stats v = vt_stats();
+    uint64_t total = 0, cum = 0;
+    sbuf_printf(b, "# HELP agg_requests_total Requests answered, by status.\n# TYPE agg_requests_total counter\n");
+    for (int i = 0; i <= HTTP_NSTATUS; i++) {
+        uint64_t n = LOAD(m->requests[i]);
+        total += n;
+        if (i < HTTP_NSTATUS) sbuf_printf(b, "agg_requests_total{status=\"%d\"} %llu\n", http_codes[i], (unsigned long long)n);
+        else sbuf_printf(b, "agg_requests_total{status=\"other\"} %llu\n", (unsigned long long)n);
+    }
+    sbuf_printf(b, "# HELP agg_request_seconds Server-side latency.\n# TYPE agg_request_seconds histogram\n");
+    for (int i = 0; i < METRICS_NLE; i++) {
+        cum += LOAD(m->lat_le[i]);
+        sbuf_printf(b, "agg_request_seconds_bucket{le=\"%g\"} %llu\n", metrics_le_ms[i] / 1000, (unsigned long long)cum);
+    }
+    cum += LOAD(m->lat_le[METRICS_NLE]);
+    sbuf_printf(b, "agg_request_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    sbuf_printf(b, "agg_request_seconds_sum %.6f\nagg_request_seconds_count %llu\n", LOAD(m->lat_sum_us) / 1e6,
+                (unsigned long long)cum);
+    struct { const char *name, *help; double v; } g[] = {
+        {"agg_os_threads", "OS threads of the process", (double)proc_status_field(0, "Threads")},
+        {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
+        {"agg_connections", "client connections open", (double)LOAD(m->conns)},
+        {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
+        {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
+        {"agg_pool_queue", "requests queued for a pool thread", (double)LOAD(m->pool_queue)},
+        {"agg_vthreads_alive", "virtual threads alive", (double)v.alive},
+        {"agg_vthreads_runnable", "virtual threads runnable", (double)v.runnable},
+        {"agg_vthreads_parked", "virtual threads parked", (double)v.parked},
+        {"agg_vthreads_pinned", "virtual threads pinned (inside vt_pin)", (double)LOAD(rt.pinned)},
+        {"agg_vthreads_pinned_blocked", "pinned virtual threads blocking their carrier", (double)LOAD(rt.pinned_blocked)},
+        {"agg_carriers", "carrier threads", (double)rt.ncarriers},
+        {"agg_carriers_busy", "carriers running a virtual thread", (double)v.busy},
+        {"agg_context_switches_total", "switches into virtual threads", (double)v.switches},
+        {"agg_stack_copied_bytes_total", "stack bytes copied by parking", (double)v.copied_bytes},
+        {"agg_downstream_calls_total", "downstream calls", (double)LOAD(m->ds_calls)},
+        {"agg_downstream_connections_opened_total", "downstream connections opened", (double)LOAD(m->ds_opened)},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(g); i++)
+        sbuf_printf(b, "# HELP %s %s.\n# TYPE %s %s\n%s %.0f\n", g[i].name, g[i].help, g[i].name,
+                    strstr(g[i].name, "_total") ? "counter" : "gauge", g[i].name, g[i].v);
+    (void)total;
+}
+
+/* ==== Server ==== */
+
+/* Everything the command line sets, read-only once serving. Times in ms. */
+struct config {
+    int mode;                   /* MODE_PLATFORM or MODE_VIRTUAL */
+    const char *host;           /* address to bind (127.0.0.1) */
+    int port;                   /* port to bind (0: any; the real one lands in server.port) */
+    struct sockaddr_in *backends; /* downstream services; call i goes to backends[i % n] */
+    int nbackends;
+    int fanout;                 /* K: downstream calls per /aggregate */
+    int threads;                /* platform: most pool threads (Tomcat maxThreads) */
+    int min_spare;              /* platform: pool threads started up front (minSpareThreads) */
+    int max_connections;        /* platform: connections held at most (maxConnections) */
+    int accept_count;           /* listen backlog (acceptCount) */
+    int max_queue;              /* platform: queued requests before 503 (0: unbounded) */
+    int carriers;               /* virtual: carrier threads (0: one per CPU) */
+    int pool;                   /* 1: keep-alive downstream connection pool; 0: --no-pool */
+    int pin;                    /* 1: hold the carrier across downstream calls (--pin) */
+    int timeout_ms;             /* downstream call timeout (504 after it) */
+    int idle_ms;                /* keep-alive idle timeout for client connections */
+    int delay_ms, jitter_ms;    /* backend: answer delay and its random spread */
+};
+
+enum { MODE_PLATFORM, MODE_VIRTUAL };
+
+struct server;
+struct conn;
+/* A route handler appends a whole response to out and returns its status. */
+typedef int (*route_fn)(struct server *s, struct http_request *rq, struct sbuf *out, int keep_alive);
+
+struct ds_pool;
+struct pool;
+
+struct server {
+    const struct config *cfg;
+    route_fn route;             /* agg_route or backend_route */
+    int lfd;                    /* listening socket */
+    int port;                   /* the port bound */
+    struct ds_pool *pools;      /* downstream pools, [slot * nbackends + backend] */
+    int npool_slots;            /* one slot per carrier (virtual) or a single shared one */
+    struct pool *pool;          /* platform mode's connector and executor */
+    uint64_t seed;              /* backend jitter: xorshift state (per server, racy is fine) */
+};
+
+/* A client connection: the read buffer keeps bytes past one request (pipelining). */
+#define CONN_BUF (HTTP_MAX_HEAD + HTTP_MAX_BODY)
+struct conn {
+    int fd;
+    struct server *srv;
+    char *buf;                  /* CONN_BUF bytes */
+    size_t len;                 /* bytes in buf not yet consumed */
+    struct sbuf out;            /* response being written */
+    struct conn *next, *prev;   /* platform: executor queue (next) and the all-connections list */
+    struct conn *all_next;
+};
+
+static struct conn *conn_new(struct server *s, int fd)
+{
+    struct conn *c = xcalloc(1, sizeof *c);
+    c->fd = fd;
+    c->srv = s;
+    c->buf = xmalloc(CONN_BUF);
+    SHARED_ADD(rt.m->conns, 1);
+    return c;
+}
+
+static void conn_free(struct conn *c)
+{
+    io_close(c->fd);
+    SHARED_ADD(rt.m->conns, -1);
+    sbuf_free(&c->out);
+    free(c->buf);
+    free(c);
+}
+
+/* Read until one whole request is buffered. Returns its length (> 0), 0 if the peer went
+ * away or stayed idle past the deadline, or -status for a request to refuse. */
+static long conn_read_request(struct conn *c, struct http_request *rq, int64_t deadline)
+{
+    for (;;) {
+        long r = http_parse_request(c->buf, c->len, rq);
+        if (r != 0) return r;
+        if (c->len == CONN_BUF) return -431;
+        ssize_t n = io_rw(c->fd, VT_READ, c->buf + c->len, CONN_BUF - c->len, deadline);
+        if (n <= 0) return 0;
+        c->len += (size_t)n;
+    }
+}
+
+/* Serve one request: read it, route it, write the answer. Returns 1 to keep the connection
+ * (HTTP/1.1 keep-alive), 0 to close it. Shared by every server and both models. */
+static int conn_serve_one(struct conn *c)
+{
+    struct http_request rq;
+    long r = conn_read_request(c, &rq, now_ns() + (int64_t)c->srv->cfg->idle_ms * NS_PER_MS);
+    if (r == 0) return 0;
+    int64_t t0 = now_ns();
+    int status, keep = r > 0 && rq.keep_alive;
+    c->out.len = 0;
+    if (r < 0) {
+        status = (int)-r;
+        const char *reason = http_reasons[http_status_index(status)];
+        http_write_response(&c->out, status, "text/plain", reason, strlen(reason), 0);
+    } else {
+        status = c->srv->route(c->srv, &rq, &c->out, keep);
+    }
+    int ok = io_write_all(c->fd, c->out.p, c->out.len, now_ns() + (int64_t)c->srv->cfg->idle_ms * NS_PER_MS) == 0;
+    metrics_request(status, now_ns() - t0);
+    if (r > 0) {
+        memmove(c->buf, c->buf + r, c->len - (size_t)r);
+        c->len -= (size_t)r;
+    }
+    return keep && ok;
+}
+
+/* ==== Downstream ==== */
+
+/* An HTTP client connection, used for downstream calls and by the load generator. */
+#define CLIENT_BUF (HTTP_MAX_HEAD + HTTP_MAX_RESP_BODY)
+struct client {
+    int fd;
+    char *buf;                  /* CLIENT_BUF bytes */
+    size_t len;                 /* bytes read and not consumed */
+    struct client *next;        /* link in a pool's idle list */
+};
+
+/* Outcomes of one exchange besides a parsed response. */
+enum { CX_STALE = -1, CX_IO = -2, CX_TIMEOUT = -3, CX_BAD = -4, CX_CANCEL = -5 };
+
+static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline, int timeout_ms)
+{
+    int fd = io_connect(sa, deadline, timeout_ms);
+    if (fd < 0) return NULL;
+    struct client *cl = xcalloc(1, sizeof *cl);
+    cl->fd = fd;
+    cl->buf = xmalloc(CLIENT_BUF);
+    return cl;
+}
+
+static void client_close(struct client *cl)
+{
+    if (!cl) return;
+    io_close(cl->fd);
+    free(cl->buf);
+    free(cl);
+}
+
+static int client_errno_kind(void)
+{
+    return errno == ETIMEDOUT ? CX_TIMEOUT : errno == ECANCELED ? CX_CANCEL : CX_IO;
+}
+
+/* Send req and read one whole response into cl->buf. Returns its length (rs is filled and
+ * points into cl->buf; the caller consumes it with client_consume), or a CX_ code. CX_STALE
+ * means the peer closed before answering: a pooled keep-alive connection that the server
+ * had already closed, worth one retry on a fresh connection. */
+static long client_exchange(struct client *cl, const char *req, size_t n, int64_t deadline, struct http_response *rs)
+{
+    if (io_write_all(cl->fd, req, n, deadline) < 0) return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
+    for (;;) {
+        long r = http_parse_response(cl->buf, cl->len, rs);
+        if (r > 0) return r;
+        if (r < 0 || cl->len == CLIENT_BUF) return CX_BAD;
+        ssize_t got = io_rw(cl->fd, VT_READ, cl->buf + cl->len, CLIENT_BUF - cl->len, deadline);
+        if (got == 0 || (got < 0 && errno == ECONNRESET)) return cl->len ? CX_BAD : CX_STALE;
+        if (got < 0) return client_errno_kind();
+        cl->len += (size_t)got;
+    }
+}
+
+static void client_consume(struct client *cl, size_t n)
+{
+    memmove(cl->buf, cl->buf + n, cl->len - n);
+    cl->len -= n;
+}
+
+/* Idle keep-alive connections to one backend. In virtual mode there is one pool per carrier
+ * (a socket is registered with one carrier's epoll and stays there); in platform mode one
+ * pool shared by all pool threads. Like Go's Transport or Apache HttpClient's pool, it has
+ * no cap: concurrency decides how many connections exist. */
+struct ds_pool {
+    pthread_mutex_t mu;         /* guards idle (uncontended in virtual mode) */
+    struct client *idle;        /* LIFO: the most recently used connection is the warmest */
+};
+
+static struct ds_pool *ds_pool_for(struct server *s, int backend)
+{
+    int slot = carrier_self && s->npool_slots > 1 ? carrier_self->id : 0;
+    return &s->pools[slot * s->cfg->nbackends + backend];
+}
+
+static void ds_init(struct server *s)
+{
+    s->npool_slots = rt.ncarriers > 0 ? rt.ncarriers : 1;
+    s->pools = xcalloc((size_t)(s->npool_slots * s->cfg->nbackends), sizeof *s->pools);
+    for (int i = 0; i < s->npool_slots * s->cfg->nbackends; i++) pthread_mutex_init(&s->pools[i].mu, NULL);
+}
+
+static void ds_free(struct server *s)
+{
+    for (int i = 0; s->pools && i < s->npool_slots * s->cfg->nbackends; i++) {
+        while (s->pools[i].idle) {
+            struct client *cl = s->pools[i].idle;
+            s->pools[i].idle = cl->next;
+            client_close(cl);
+        }
+        pthread_mutex_destroy(&s->pools[i].mu);
+    }
+    free(s->pools);
+    s->pools = NULL;
+}
+
+static struct client *ds_take(struct ds_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    struct client *cl = p->idle;
+    if (cl) p->idle = cl->next;
+    pthread_mutex_unlock(&p->mu);
+    return cl;
+}
+
+static void ds_put(struct ds_pool *p, struct client *cl)
+{
+    pthread_mutex_lock(&p->mu);
+    cl->next = p->idle;
+    p->idle = cl;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
+ * answer) or 504 (timed out). With --no-pool every call opens a connection and closes it
+ * after the answer; we close first, so the TIME_WAIT (60 s) stays on our side and each call
+ * holds an ephemeral port for a minute. */
+static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline)
+{
+    const struct config *cfg = s->cfg;
+    struct ds_pool *p = ds_pool_for(s, backend);
+    char req[128];
+    int n = snprintf(req, sizeof req, "GET /item/%d HTTP/1.1\r\nHost: backend\r\n\r\n", item);
+    SHARED_ADD(rt.m->ds_calls, 1);
+    struct client *cl = cfg->pool ? ds_take(p) : NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int reused = cl != NULL;
+        if (!cl) {
+            cl = client_open(&cfg->backends[backend], deadline, cfg->timeout_ms);
+            if (!cl) return errno == ETIMEDOUT ? 504 : 502;
+            SHARED_ADD(rt.m->ds_opened, 1);
+        }
+        struct http_response rs;
+        long r = client_exchange(cl, req, (size_t)n, deadline, &rs);
+        if (r == CX_STALE && reused) {
+            client_close(cl);
+            cl = NULL;
+            continue;
+        }
+        if (r < 0) {
+            client_close(cl);
+            return r == CX_TIMEOUT ? 504 : 502;
+        }
+        int status = rs.status == 200 ? 200 : 502;
+        sbuf_add(out, rs.body, rs.body_len);
+        client_consume(cl, (size_t)r);
+        if (cfg->pool && rs.keep_alive) ds_put(p, cl);
+        else client_close(cl);
+        return status;
+    }
+    return 502;
+}
+
+/* ==== Aggregate ==== */
+
+/* One downstream call of an /aggregate request. Heap-allocated: with ?parallel=1 a child
+ * virtual thread fills it in while the parent is parked (and its stack copied away). */
+struct agg_call {
+    struct server *s;
+    int item;                   /* /item/<item>, sent to backends[item % nbackends] */
+    int64_t deadline;           /* ns */
+    int status;                 /* 200, 502 or 504 */
+    struct sbuf body;           /* the backend's answer */
+};
+
+static void agg_call_run(void *arg)
+{
+    struct agg_call *a = arg;
+    a->status = ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline);
+}
+
+static void *agg_call_pthread(void *arg)
+{
+    agg_call_run(arg);
+    return NULL;
+}
+
+/* Run the k calls concurrently and return when all are done: structured concurrency, like
+ * Java's StructuredTaskScope. Children are virtual threads on this carrier, or, on a
+ * platform thread, one pthread each (what a fixed pool would have to do, at ~20 µs each). */
+static void agg_fan_out(struct agg_call *calls, int k)
+{
+    if (vt_current()) {
+        struct vt **kids = xcalloc((size_t)k, sizeof *kids);
+        for (int i = 0; i < k; i++) kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
+        for (int i = 0; i < k; i++) vt_join(kids[i]);
+        free(kids);
+        return;
+    }
+    pthread_t *t = xcalloc((size_t)k, sizeof *t);
+    int *started = xcalloc((size_t)k, sizeof *started);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    for (int i = 0; i < k; i++) {
+        started[i] = pthread_create(&t[i], &at, agg_call_pthread, &calls[i]) == 0;
+        if (!started[i]) agg_call_run(&calls[i]); /* out of threads: do it ourselves */
+    }
+    for (int i = 0; i < k; i++)
+        if (started[i]) pthread_join(t[i], NULL);
+    pthread_attr_destroy(&at);
+    free(started);
+    free(t);
+}
+
+/* GET /aggregate[?parallel=1]: K downstream calls, answers joined into a JSON array. The
+ * first failing call decides the status (502 or 504). */
+static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+{
+    const struct config *cfg = s->cfg;
+    int k = cfg->fanout, status = 200;
+    int parallel = (int)http_query_int(rq->query, rq->query_len, "parallel", 0);
+    int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
+    struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
+    for (int i = 0; i < k; i++) calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
+    if (cfg->pin) vt_pin(); /* like a synchronized block around the calls (JDK 21) */
+    if (parallel && k > 1) agg_fan_out(calls, k);
+    else
+        for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++) agg_call_run(&calls[i]);
+    if (cfg->pin) vt_unpin();
+    struct sbuf body = {0};
+    sbuf_add(&body, "[", 1);
+    for (int i = 0; i < k; i++) {
+        if (calls[i].status != 200 && status == 200) status = calls[i].status ? calls[i].status : 504;
+        if (i) sbuf_add(&body, ",", 1);
+        if (calls[i].body.len) sbuf_add(&body, calls[i].body.p, calls[i].body.len);
+        sbuf_free(&calls[i].body);
+    }
+    sbuf_add(&body, "]", 1);
+    free(calls);
+    if (status != 200) {
+        const char *reason = http_reasons[http_status_index(status)];
+        http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
+    } else {
+        http_write_response(out, 200, "application/json", body.p, body.len, keep);
+    }
+    sbuf_free(&body);
+    return status;
+}
+
+static int route_metrics(struct sbuf *out, int keep)
+{
+    struct sbuf page = {0};
+    metrics_page(&page);
+    http_write_response(out, 200, "text/plain; version=0.0.4", page.p, page.len, keep);
+    sbuf_free(&page);
+    return 200;
+}
+
+static int route_not_found(struct sbuf *out, int keep)
+{
+    http_write_response(out, 404, "text/plain", "Not Found", 9, keep);
+    return 404;
+}
+
+static int path_is(const struct http_request *rq, const char *p)
+{
+    return rq->path_len == strlen(p) && !memcmp(rq->path, p, rq->path_len);
+}
+
+static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+{
+    if (rq->method_len != 3 || memcmp(rq->method, "GET", 3)) {
+        http_write_response(out, 405, "text/plain", "Method Not Allowed", 18, keep);
+        return 405;
+    }
+    if (path_is(rq, "/aggregate")) return agg_aggregate(s, rq, out, keep);
+    if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+    return route_not_found(out, keep);
+}
+
+/* ==== Platform mode ==== */
+
+/* Tomcat's NIO connector and its executor, in miniature.
+ *   - The acceptor/poller thread accepts up to max_connections connections (then stops
+ *     accepting: new ones wait in the kernel's backlog of accept_count) and watches idle
+ *     keep-alive connections with epoll (one-shot).
+ *   - A readable connection becomes a task in the executor's queue (unbounded unless
+ *     --max-queue; a full queue answers 503 at once).
+ *   - Pool threads take tasks. Like Tomcat's TaskQueue, a task that finds no idle thread
+ *     makes the pool grow, from min_spare up to threads; only then do tasks wait in line.
+ *   - A pool thread serves the request with blocking sockets, downstream calls included,
+ *     then hands the connection back to the poller. */
+struct pool {
+    struct server *srv;
+    int epfd;                   /* the poller's epoll: listening socket, stop eventfd, conns */
+    int stopfd;                 /* eventfd: wakes the poller to stop */
+    pthread_t poller;
+    pthread_t *tids;            /* pool threads, joined at stop (the pool never shrinks) */
+    pthread_attr_t attr;        /* pool threads: 256 KiB stacks so thousands would fit */
+    pthread_mutex_t mu;         /* guards everything below */
+    pthread_cond_t cv;          /* signalled when a task arrives or when stopping */
+    struct conn *qhead, *qtail; /* tasks: connections with a request to serve */
+    long qlen;                  /* tasks queued */
+    int nthreads;               /* pool threads alive */
+    int idle;                   /* pool threads waiting for a task */
+    int stopping;               /* 1: pool threads exit when the queue is empty */
+    long nconns;                /* connections held */
+    int accept_paused;          /* listening socket removed from epoll (at max_connections) */
+    struct conn *all;           /* every connection held, to free them at stop */
+};
+
+static void *pool_thread(void *arg);
+
+static void pool_watch(struct pool *p, struct conn *c, int op)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+    epoll_ctl(p->epfd, op, c->fd, &ev);
+}
+
+static void pool_watch_listener(struct pool *p, int op)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+    epoll_ctl(p->epfd, op, p->srv->lfd, &ev);
+}
+
+/* Start one more pool thread; the caller holds p->mu. */
+static void pool_grow(struct pool *p)
+{
+    if (pthread_create(&p->tids[p->nthreads], &p->attr, pool_thread, p) != 0) return; /* queue absorbs it */
+    p->nthreads++;
+    SHARED_ADD(rt.m->pool_size, 1);
+}
+
+static void pool_unlink(struct pool *p, struct conn *c)
+{
+    if (c->prev) c->prev->all_next = c->all_next;
+    else p->all = c->all_next;
+    if (c->all_next) c->all_next->prev = c->prev;
+}
+
+/* Drop a connection: free it and, if the acceptor had paused at max_connections, resume. */
+static void pool_close(struct pool *p, struct conn *c)
+{
+    pthread_mutex_lock(&p->mu);
+    pool_unlink(p, c);
+    p->nconns--;
+    if (p->accept_paused && p->nconns < p->srv->cfg->max_connections && !p->stopping) {
+        p->accept_paused = 0;
+        pool_watch_listener(p, EPOLL_CTL_ADD);
+    }
+    pthread_mutex_unlock(&p->mu);
+    conn_free(c);
+}
+
+/* Queue a connection whose request is readable (the executor's execute()). */
+static void pool_submit(struct pool *p, struct conn *c)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->srv->cfg->max_queue > 0 && p->qlen >= p->srv->cfg->max_queue) {
+        pthread_mutex_unlock(&p->mu);
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        if (write(c->fd, busy, sizeof busy - 1) < 0) {} /* best effort; the socket is closing */
+        metrics_request(503, 0);
+        pool_close(p, c);
+        return;
+    }
+    c->next = NULL;
+    if (p->qtail) p->qtail->next = c;
+    else p->qhead = c;
+    p->qtail = c;
+    p->qlen++;
+    SHARED_ADD(rt.m->pool_queue, 1);
+    if (p->qlen > p->idle && p->nthreads < p->srv->cfg->threads) pool_grow(p);
+    else pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A pool thread: take a task, serve the connection's requests that are buffered, give the
+ * connection back to the poller (or close it), repeat. */
+static void *pool_thread(void *arg)
+{
+    struct pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->qhead && !p->stopping) {
+            p->idle++;
+            pthread_cond_wait(&p->cv, &p->mu);
+            p->idle--;
+        }
+        if (!p->qhead) break;
+        struct conn *c = p->qhead;
+        p->qhead = c->next;
+        if (!p->qhead) p->qtail = NULL;
+        p->qlen--;
+        SHARED_ADD(rt.m->pool_queue, -1);
+        SHARED_ADD(rt.m->pool_busy, 1);
+        pthread_mutex_unlock(&p->mu);
+        int keep = conn_serve_one(c);
+        while (keep && c->len) keep = conn_serve_one(c); /* pipelined requests */
+        SHARED_ADD(rt.m->pool_busy, -1);
+        if (keep) pool_watch(p, c, EPOLL_CTL_MOD);
+        else pool_close(p, c);
+        pthread_mutex_lock(&p->mu);
+    }
+    SHARED_ADD(rt.m->pool_size, -1);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Accept what the backlog holds, up to max_connections. */
+static void pool_accept(struct pool *p)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        if (p->nconns >= p->srv->cfg->max_connections) {
+            if (!p->accept_paused) pool_watch_listener(p, EPOLL_CTL_DEL);
+            p->accept_paused = 1;
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        pthread_mutex_unlock(&p->mu);
+        int fd = accept4(p->srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) return; /* EAGAIN: backlog empty (or a transient error: try next time) */
+        struct conn *c = conn_new(p->srv, io_adopt(fd, p->srv->cfg->idle_ms));
+        pthread_mutex_lock(&p->mu);
+        p->nconns++;
+        c->all_next = p->all;
+        if (p->all) p->all->prev = c;
+        p->all = c;
+        pthread_mutex_unlock(&p->mu);
+        pool_watch(p, c, EPOLL_CTL_ADD);
+    }
+}
+
+static void *pool_poller(void *arg)
+{
+    struct pool *p = arg;
+    struct epoll_event ev[256];
+    for (;;) {
+        int n = epoll_wait(p->epfd, ev, (int)ARRAY_LEN(ev), -1);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == &p->stopfd) return NULL;
+            if (ev[i].data.ptr == p) {
+                pool_accept(p);
+                continue;
+            }
+            struct conn *c = ev[i].data.ptr;
+            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN)) pool_close(p, c);
+            else pool_submit(p, c);
+        }
+    }
+}
+
+static void pool_start(struct server *s)
+{
+    struct pool *p = xcalloc(1, sizeof *p);
+    s->pool = p;
+    p->srv = s;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->tids = xcalloc((size_t)s->cfg->threads, sizeof *p->tids);
+    pthread_attr_init(&p->attr);
+    pthread_attr_setstacksize(&p->attr, 256 * 1024);
+    p->epfd = epoll_create1(EPOLL_CLOEXEC);
+    p->stopfd = eventfd(0, EFD_CLOEXEC);
+    fcntl(s->lfd, F_SETFL, O_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->stopfd};
+    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stopfd, &ev);
+    pool_watch_listener(p, EPOLL_CTL_ADD);
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < s->cfg->min_spare && i < s->cfg->threads; i++) pool_grow(p);
+    pthread_mutex_unlock(&p->mu);
+    if (pthread_create(&p->poller, NULL, pool_poller, p)) die("pthread_create poller");
+}
+
+/* Stop accepting, let the pool finish the queued requests, then free every connection. */
+static void pool_stop(struct server *s)
+{
+    struct pool *p = s->pool;
+    uint64_t one = 1;
+    if (write(p->stopfd, &one, sizeof one) < 0) die("eventfd: %s", strerror(errno));
+    pthread_join(p->poller, NULL);
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++) pthread_join(p->tids[i], NULL); /* no more can start */
+    free(p->tids);
+    while (p->all) {
+        struct conn *c = p->all;
+        pool_unlink(p, c);
+        conn_free(c);
+    }
+    close(p->epfd);
+    close(p->stopfd);
+    pthread_attr_destroy(&p->attr);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    s->pool = NULL;
+}
+
+/* ==== Virtual mode ==== */
+
+/* One virtual thread per connection, for its whole life: the code reads as if it blocked,
+ * and every wait parks. This is Tomcat with spring.threads.virtual.enabled=true. */
+static void vconn_main(void *arg)
+{
+    struct conn *c = arg;
+    if (io_adopt(c->fd, 0) < 0) { /* register with this carrier's epoll */
+        c->fd = -1;
+        conn_free(c);
+        return;
+    }
+    while (conn_serve_one(c)) {}
+    conn_free(c);
+}
+
+/* The acceptor: a virtual thread parked in accept, handing each connection to a new
+ * virtual thread, spread round-robin over the carriers. Ends when the runtime shuts down. */
+static void vserver_acceptor(void *arg)
+{
+    struct server *s = arg;
+    if (fcntl(s->lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(s->lfd) < 0) die("listener: %s", strerror(errno));
+    for (;;) {
+        int fd = io_accept(s->lfd, -1);
+        if (fd < 0) {
+            if (errno == ECANCELED) break;
+            if (errno == EMFILE || errno == ENFILE) vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* back off */
+            continue;
+        }
+        vt_spawn_spread(vconn_main, conn_new(s, fd));
+    }
+    io_close(s->lfd);
+    s->lfd = -1;
+}
+
+/* ==== Backend ==== */
+
+/* GET /item/<i>[?delay_ms=D]: a ~100-byte JSON body after D ms (default --delay-ms, plus a
+ * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held. */
+static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+{
+    if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
+        if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+        return route_not_found(out, keep);
+    }
+    long id = 0;
+    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000; i++)
+        id = id * 10 + (rq->path[i] - '0');
+    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
+    if (s->cfg->jitter_ms > 0) {
+        uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        s->seed = x;
+        delay += (long)(x % (uint64_t)(s->cfg->jitter_ms + 1));
+    }
+    if (delay > 0 && vt_sleep_until(now_ns() + delay * NS_PER_MS) < 0) return 503;
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"id\":%ld,\"name\":\"item-%ld\",\"price\":%ld.%02ld,\"stock\":%ld,\"tags\":[\"loom\",\"lab\"]}",
+                     id, id, 10 + id % 90, id * 7 % 100, 100 - id % 100);
+    http_write_response(out, 200, "application/json", body, (size_t)n, keep);
+    return 200;
+}
+
+/* Bind the listening socket and start serving: the virtual-thread acceptor (backend, or
+ * aggregator in virtual mode; the runtime must be started) or the platform pool. */
+static int server_start(struct server *s, const struct config *cfg, route_fn route)
+{
+    memset(s, 0, sizeof *s);
+    metrics_init();
+    s->cfg = cfg;
+    s->route = route;
+    s->seed = 0x9E3779B97F4A7C15ULL;
+    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port);
+    if (s->lfd < 0) return -1;
+    if (cfg->nbackends) ds_init(s);
+    if (cfg->mode == MODE_PLATFORM) pool_start(s);
+    else vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
+    return 0;
+}
+
+/* Stop a platform server (virtual servers stop with the runtime: rt_shutdown). */
+static void server_stop(struct server *s)
+{
+    if (s->pool) {
+        pool_stop(s);
+        io_close(s->lfd);
+    }
+    ds_free(s);
+}
+
+/* ==== Load generator ==== */
+
+/* Error kinds, one table for counting and printing. */
+#define LOAD_ERRORS(X)                                   \
+    X(LOAD_ERR_CONNECT, "connect")                       \
+    X(LOAD_ERR_IO, "read/write")                         \
+    X(LOAD_ERR_TIMEOUT, "timeout")                       \
+    X(LOAD_ERR_STATUS, "status")  /* a non-2xx answer */ \
+    X(LOAD_ERR_PARSE, "parse")
+
+enum load_err {
+#define X(e, name) e,
+    LOAD_ERRORS(X)
+#undef X
+    LOAD_NERR
+};
+static const char *const load_err_names[] = {
+#define X(e, name) name,
+    LOAD_ERRORS(X)
+#undef X
+};
+
+struct load_cfg {
+    struct sockaddr_in addr;    /* target */
+    char url[256];              /* as given, for the report */
+    char path[200];             /* path and query sent */
+    int users;                  /* N: concurrent users (connections) */
+    double duration_s;          /* measured window */
+    int think_ms;               /* Z: think time between a user's requests (closed loop) */
+    double rate;                /* > 0: open loop, requests/s in total; 0: closed loop */
+    int timeout_ms;             /* per request */
+    int carriers;               /* carrier threads of the generator */
+    int json;                   /* print JSON instead of the wrk-like text */
+};
+
+/* Counters of one carrier's users: no sharing while the test runs, merged at the end. */
+struct load_stats {
+    struct hist h;              /* latencies in µs */
+    uint64_t completed;         /* answers received inside the window */
+    uint64_t errors[LOAD_NERR];
+};
+
+struct load {
+    const struct load_cfg *cfg;
+    char req[256];              /* the request bytes, the same for every call */
+    size_t req_len;
+    int64_t t0, t_end;          /* window [t0, t_end), ns */
+    struct load_stats *st;      /* one per carrier */
+    int stop;                   /* atomic: stop early (Ctrl-C) */
+    pthread_mutex_t mu;         /* guards done */
+    pthread_cond_t cv;
+    int done;                   /* users finished */
+};
+
+struct load_user {
+    struct load *L;
+    int idx;                    /* 0..users-1: its slots in an open-loop schedule */
+};
+
+static int load_over(struct load *L)
+{
+    return now_ns() >= L->t_end || LOAD(L->stop);
+}
+
+/* One request on the user's connection (opened if needed). Returns the error kind, or -1
+ * for success with *lat_ns measured from `intended`. */
+static int load_one(struct load *L, struct client **clp, int64_t intended, int64_t *lat_ns)
+{
+    const struct load_cfg *cfg = L->cfg;
+    int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int reused = *clp != NULL;
+        if (!*clp && !(*clp = client_open(&cfg->addr, deadline, cfg->timeout_ms)))
+            return errno == ECANCELED ? LOAD_ERR_IO : LOAD_ERR_CONNECT;
+        struct http_response rs;
+        long r = client_exchange(*clp, L->req, L->req_len, deadline, &rs);
+        if (r > 0) {
+            *lat_ns = now_ns() - intended;
+            client_consume(*clp, (size_t)r);
+            if (!rs.keep_alive) client_close(*clp), *clp = NULL;
+            return rs.status >= 200 && rs.status < 300 ? -1 : LOAD_ERR_STATUS;
+        }
+        client_close(*clp);
+        *clp = NULL;
+        if (r == CX_STALE && reused) continue;
+        return r == CX_TIMEOUT ? LOAD_ERR_TIMEOUT : r == CX_BAD ? LOAD_ERR_PARSE : LOAD_ERR_IO;
+    }
+    return LOAD_ERR_IO;
+}
+
+/* A user: closed loop (send, wait for the answer, think, repeat) or, with a rate, its share
+ * of an open-loop schedule: user i owns send times t0 + (i + k*N)/rate. Latency counts from
+ * the intended send time, so a slow server cannot hide its queue by delaying our sends (no
+ * coordinated omission, as in wrk2). */
+static void load_user_main(void *arg)
+{
+    struct load_user *u = arg;
+    struct load *L = u->L;
+    const struct load_cfg *cfg = L->cfg;
+    struct load_stats *st = &L->st[carrier_self->id];
+    struct client *cl = client_open(&cfg->addr, L->t0, cfg->timeout_ms); /* connect before the window */
+    if (!cl) st->errors[LOAD_ERR_CONNECT]++;
+    if (vt_sleep_until(L->t0) == 0) {
+        for (uint64_t k = 0; !load_over(L); k++) {
+            int64_t intended = now_ns();
+            if (cfg->rate > 0) {
+                intended = L->t0 + (int64_t)((double)(u->idx + k * (uint64_t)cfg->users) * 1e9 / cfg->rate);
+                if (intended >= L->t_end || (intended > now_ns() && vt_sleep_until(intended) < 0)) break;
+            }
+            int64_t lat = 0;
+            int err = load_one(L, &cl, intended, &lat);
+            if (now_ns() > L->t_end || LOAD(L->stop)) break; /* after the window: not counted */
+            if (err >= 0) {
+                st->errors[err]++;
+                if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break;
+                continue;
+            }
+            st->completed++;
+            hist_add(&st->h, (uint64_t)(lat / 1000));
+            if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0) break;
+        }
+    }
+    client_close(cl);
+    pthread_mutex_lock(&L->mu);
+    L->done++;
+    pthread_cond_signal(&L->cv);
+    pthread_mutex_unlock(&L->mu);
+    free(u);
+}
+
+/* Start the users on the (running) runtime; the window opens 100 ms later. */
+static void load_start(struct load *L, const struct load_cfg *cfg)
+{
+    memset(L, 0, sizeof *L);
+    L->cfg = cfg;
+    char host[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &cfg->addr.sin_addr, host, sizeof host);
+    L->req_len = (size_t)snprintf(L->req, sizeof L->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", cfg->path, host,
+                                  ntohs(cfg->addr.sin_port));
+    L->st = xcalloc((size_t)rt.ncarriers, sizeof *L->st);
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->cv, NULL);
+    L->t0 = now_ns() + 100 * NS_PER_MS;
+    L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
+    for (int i = 0; i < cfg->users; i++) {
+        struct load_user *u = xcalloc(1, sizeof *u);
+        u->L = L;
+        u->idx = i;
+        vt_spawn_spread(load_user_main, u);
+    }
+}
+
+/* Wait (on an OS thread) until every user is done; the users stop at the window's end or
+ * when stop is set. Returns the merged statistics (caller frees). */
+static struct load_stats *load_wait(struct load *L)
+{
+    pthread_mutex_lock(&L->mu);
+    while (L->done < L->cfg->users) pthread_cond_wait(&L->cv, &L->mu);
+    pthread_mutex_unlock(&L->mu);
+    struct load_stats *all = xcalloc(1, sizeof *all);
+    for (int c = 0; c < rt.ncarriers; c++) {
+        hist_merge(&all->h, &L->st[c].h);
+        all->completed += L->st[c].completed;
+        for (int e = 0; e < LOAD_NERR; e++) all->errors[e] += L->st[c].errors[e];
+    }
+    free(L->st);
+    pthread_cond_destroy(&L->cv);
+    pthread_mutex_destroy(&L->mu);
+    return all;
+}
+
+static uint64_t load_errors_total(const struct load_stats *s)
+{
+    uint64_t n = 0;
+    for (int e = 0; e < LOAD_NERR; e++) n += s->errors[e];
+    return n;
+}
+
+static void load_report(const struct load_cfg *cfg, const struct load_stats *s, double secs, FILE *f)
+{
+    double rps = (double)s->completed / secs;
+    const struct hist *h = &s->h;
+    double ms[5] = {hist_quantile(h, 0.5) / 1e3, hist_quantile(h, 0.9) / 1e3, hist_quantile(h, 0.99) / 1e3,
+                    hist_quantile(h, 0.999) / 1e3, h->max / 1e3};
+    double mean = h->count ? (double)h->sum / (double)h->count / 1e3 : 0;
+    if (cfg->json) {
+        fprintf(f, "{\"throughput_rps\":%.2f,\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
+                   "\"max\":%.3f,\"mean\":%.3f},\"completed\":%llu,\"errors\":%llu,\"errors_by_kind\":{",
+                rps, ms[0], ms[1], ms[2], ms[3], ms[4], mean, (unsigned long long)s->completed,
+                (unsigned long long)load_errors_total(s));
+        for (int e = 0; e < LOAD_NERR; e++)
+            fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e], (unsigned long long)s->errors[e]);
+        fprintf(f, "},\"users\":%d,\"duration_s\":%.3f}\n", cfg->users, secs);
+        return;
+    }
+    fprintf(f, "Running %.1fs test @ %s\n  %d users, %s\n", secs, cfg->url, cfg->users,
+            cfg->rate > 0 ? "open loop" : "closed loop");
+    if (cfg->rate > 0) fprintf(f, "  target rate %.0f req/s (latency from the intended send time)\n", cfg->rate);
+    else fprintf(f, "  think time %d ms\n", cfg->think_ms);
+    fprintf(f, "  Latency   mean %.2fms  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms\n", mean, ms[0],
+            ms[1], ms[2], ms[3], ms[4]);
+    fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)s->completed, secs);
+    for (int e = 0; e < LOAD_NERR; e++) fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)s->errors[e]);
+    fprintf(f, "\nRequests/sec: %.2f\n", rps);
+}
+
+/* Split http://HOST:PORT/PATH into the config. Returns 0 or -1. */
+static int load_parse_url(struct load_cfg *cfg, const char *url)
+{
+    if (strncmp(url, "http://", 7)) return -1;
+    const char *hp = url + 7, *slash = strchr(hp, '/');
+    char buf[128];
+    size_t n = slash ? (size_t)(slash - hp) : strlen(hp);
+    if (n >= sizeof buf || strlen(slash ? slash : "/") >= sizeof cfg->path) return -1;
+    memcpy(buf, hp, n);
+    buf[n] = '\0';
+    if (!strchr(buf, ':')) strcat(buf, ":80");
+    if (parse_hostport(buf, &cfg->addr) < 0) return -1;
+    snprintf(cfg->path, sizeof cfg->path, "%s", slash ? slash : "/");
+    snprintf(cfg->url, sizeof cfg->url, "%s", url);
+    return 0;
+}
+
+/* ==== Command line ==== */
+
+/* Each subcommand describes its flags in a table; opt_parse fills the destinations, prints
+ * --help, and exits 2 with a clear message on a bad flag. */
+enum opt_kind { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
+
+struct opt {
+    const char *name;   /* "--port" */
+    int kind;           /* enum opt_kind */
+    void *dst;          /* int *, double *, const char ** or int * (flag: set to 1) */
+    const char *help;   /* one line, with the default */
+};
+
+static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
+{
+    fprintf(f, "usage: %s\n", synopsis);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-18s %s\n", o[i].name, o[i].help);
+    fprintf(f, "  %-18s %s\n", "--help", "print this help");
+}
+
+static void opt_fail(const char *synopsis, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "aggregator: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n(try --help)\n", synopsis);
+    exit(2);
+}
+
+static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc, char **argv)
+{
+    for (int a = 0; a < argc; a++) {
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+            opt_usage(stdout, synopsis, o, n);
+            exit(0);
+        }
+        int i = 0;
+        while (i < n && strcmp(argv[a], o[i].name)) i++;
+        if (i == n) opt_fail(synopsis, "unknown flag '%s'", argv[a]);
+        if (o[i].kind == OPT_FLAG) {
+            *(int *)o[i].dst = 1;
+            continue;
+        }
+        if (a + 1 >= argc) opt_fail(synopsis, "flag %s needs a value", argv[a]);
+        const char *v = argv[++a];
+        char *end;
+        if (o[i].kind == OPT_STR) {
+            *(const char **)o[i].dst = v;
+        } else if (o[i].kind == OPT_INT) {
+            long x = strtol(v, &end, 10);
+            if (!*v || *end || x < 0 || x > INT_MAX) opt_fail(synopsis, "bad number '%s'", v);
+            *(int *)o[i].dst = (int)x;
+        } else {
+            double x = strtod(v, &end);
+            if (!*v || *end || !(x >= 0)) opt_fail(synopsis, "bad number '%s'", v);
+            *(double *)o[i].dst = x;
+        }
+    }
+}
+
+/* SIGINT and SIGTERM are blocked in every thread (main blocks them before creating any) and
+ * taken synchronously with sigtimedwait: no handler, no async-signal-safety traps. */
+static void signals_block(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Wait until the deadline (ns; -1 = forever) or a signal. Returns 1 if a signal came. */
+static int signals_wait_until(int64_t deadline)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    for (;;) {
+        int64_t left = deadline < 0 ? NS_PER_S : deadline - now_ns();
+        if (left <= 0) return 0;
+        struct timespec ts = {left / NS_PER_S, left % NS_PER_S};
+        if (sigtimedwait(&set, NULL, &ts) > 0) return 1;
+    }
+}
+
+static void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->mode = MODE_VIRTUAL;
+    c->host = "127.0.0.1";
+    c->fanout = 3;
+    c->threads = 200;
+    c->min_spare = 10;
+    c->max_connections = 8192;
+    c->accept_count = 100;
+    c->pool = 1;
+    c->timeout_ms = 5000;
+    c->idle_ms = 20000;
+}
+
+/* Parse "H:P,H:P" into cfg->backends. Returns 0 or -1. */
+static int config_backends(struct config *cfg, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    int ok = 1;
+    for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+        cfg->backends = xrealloc(cfg->backends, (size_t)(cfg->nbackends + 1) * sizeof *cfg->backends);
+        ok = parse_hostport(t, &cfg->backends[cfg->nbackends++]) == 0;
+    }
+    free(copy);
+    return ok && cfg->nbackends > 0 ? 0 : -1;
+}
+
+/* Run a server until SIGINT/SIGTERM, then stop it cleanly. */
+static int serve_until_signal(struct config *cfg, route_fn route, const char *what)
+{
+    struct server s;
+    signals_block();
+    if (cfg->mode == MODE_VIRTUAL) rt_start(cfg->carriers);
+    else raise_fd_limit();
+    if (server_start(&s, cfg, route) < 0) die("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(errno));
+    fprintf(stderr, "aggregator %s: listening on %s:%d (%s%s)\n", what, cfg->host, s.port,
+            cfg->mode == MODE_VIRTUAL ? "virtual threads" : "platform threads", cfg->pin ? ", pinned" : "");
+    signals_wait_until(-1);
+    fprintf(stderr, "aggregator %s: stopping\n", what);
+    if (cfg->mode == MODE_VIRTUAL) {
+        rt_shutdown();
+        rt_join();
+    }
+    server_stop(&s);
+    return 0;
+}
+
+#define SERVE_SYNOPSIS                                                                     \
+    "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]" \
+    " [--threads T] [--carriers C] [--no-pool] [--pin] [--fanout K] [...]"
+
+static int cmd_serve(int argc, char **argv)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    const char *mode = "virtual", *backends = NULL;
+    int no_pool = 0;
+    const struct opt o[] = {
+        {"--mode", OPT_STR, &mode, "platform (1:1 pool, Tomcat-like) or virtual (M:N); default virtual"},
+        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
+        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
+        {"--backends", OPT_STR, &backends, "downstream services HOST:PORT[,...]; required"},
+        {"--fanout", OPT_INT, &cfg.fanout, "K, downstream calls per /aggregate; default 3"},
+        {"--threads", OPT_INT, &cfg.threads, "platform: most pool threads (maxThreads); default 200"},
+        {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
+        {"--max-connections", OPT_INT, &cfg.max_connections, "platform: connections held; default 8192"},
+        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
+        {"--max-queue", OPT_INT, &cfg.max_queue, "platform: queued requests before 503; default 0 = unbounded"},
+        {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
+        {"--no-pool", OPT_FLAG, &no_pool, "a new downstream connection per call (no keep-alive pool)"},
+        {"--pin", OPT_FLAG, &cfg.pin, "virtual: pin the carrier across downstream calls (synchronized)"},
+        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
+        {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
+    };
+    opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;
+    else if (strcmp(mode, "virtual")) opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
+    if (!backends || config_backends(&cfg, backends) < 0)
+        opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]%s", "");
+    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
+        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1%s", "");
+    cfg.pool = !no_pool;
+    int rc = serve_until_signal(&cfg, agg_route, "serve");
+    free(cfg.backends);
+    return rc;
+}
+
+#define BACKEND_SYNOPSIS "aggregator backend --port P --delay-ms D [--jitter-ms J] [--carriers C]"
+
+static int cmd_backend(int argc, char **argv)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    cfg.accept_count = 4096;
+    cfg.idle_ms = 120000;
+    const struct opt o[] = {
+        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
+        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
+        {"--delay-ms", OPT_INT, &cfg.delay_ms, "D, answer delay (a ?delay_ms= query overrides); default 0"},
+        {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
+        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
+        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
+    };
+    opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    return serve_until_signal(&cfg, backend_route, "backend");
+}
+
+#define LOAD_SYNOPSIS                                                                    \
+    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]" \
+    " [--timeout-ms T] [--carriers C]"
+
+static void load_defaults(struct load_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->users = 100;
+    cfg->duration_s = 10;
+    cfg->timeout_ms = 30000;
+}
+
+/* Run a load test on a freshly started runtime and report it. Returns 0, or 1 on Ctrl-C. */
+static int load_run_cli(struct load_cfg *cfg)
+{
+    struct load L;
+    signals_block();
+    rt_start(cfg->carriers);
+    load_start(&L, cfg);
+    int interrupted = signals_wait_until(L.t_end);
+    int64_t end = now_ns() < L.t_end ? now_ns() : L.t_end;
+    if (interrupted) {
+        __atomic_store_n(&L.stop, 1, __ATOMIC_RELAXED);
+        rt_shutdown(); /* cancels the requests in flight */
+    }
+    struct load_stats *s = load_wait(&L);
+    if (!interrupted) rt_shutdown();
+    rt_join();
+    double secs = (double)(end - L.t0) / NS_PER_S;
+    load_report(cfg, s, secs > 0 ? secs : 1e-9, stdout);
+    free(s);
+    return interrupted;
+}
+
+static int cmd_load(int argc, char **argv)
+{
+    struct load_cfg cfg;
+    load_defaults(&cfg);
+    const char *url = NULL;
+    const struct opt o[] = {
+        {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
+        {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
+        {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
+        {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
+        {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
+        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
+        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
+        {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
+    };
+    opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (!url || load_parse_url(&cfg, url) < 0) opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
+    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1%s", "");
+    return load_run_cli(&cfg);
+}
+static int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return 0; }
+static int cmd_microbench(int argc, char **argv) { (void)argc; (void)argv; return 0; }
+
+/* ==== main ==== */
+
+#ifndef AGG_NO_MAIN
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"serve", cmd_serve, "the aggregator: GET /aggregate, GET /metrics"},
+    {"backend", cmd_backend, "the downstream service: GET /item/<i> after D ms"},
+    {"load", cmd_load, "load generator: closed-loop users or open-loop rate"},
+    {"bench", cmd_bench, "run the grid of users x modes x pooling, write a CSV"},
+    {"microbench", cmd_microbench, "switch, park/unpark, create costs; RSS per parked thread"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: aggregator COMMAND [flags]   (COMMAND --help for its flags)\n");
+    for (size_t i = 0; i < ARRAY_LEN(commands); i++) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN); /* a peer that closes early is an error code, not a death */
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; argc >= 2 && i < ARRAY_LEN(commands); i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 2, argv + 2);
+    if (argc >= 2) fprintf(stderr, "aggregator: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
+#endif
