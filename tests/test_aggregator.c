@@ -280,6 +280,154 @@ static void t_hist(void)
     free(h);
 }
 
+/* ---- integration: backend + aggregator in each mode, on loopback, in this process ---- */
+
+struct fetch {
+    int port;
+    const char *raw;        /* request bytes to send */
+    int status;             /* answer's status, or a CX_ code */
+    struct sbuf body;
+};
+
+static void fetch_main(void *arg)
+{
+    struct fetch *f = arg;
+    struct sockaddr_in sa;
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", f->port);
+    parse_hostport(hp, &sa);
+    struct client *cl = client_open(&sa, now_ns() + 5 * NS_PER_S, 5000);
+    if (!cl) {
+        f->status = CX_IO;
+        return;
+    }
+    struct http_response rs;
+    long r = client_exchange(cl, f->raw, strlen(f->raw), now_ns() + 5 * NS_PER_S, &rs);
+    f->status = r > 0 ? rs.status : (int)r;
+    if (r > 0) sbuf_add(&f->body, rs.body, rs.body_len);
+    client_close(cl);
+}
+
+static int fetch(int port, const char *raw, struct sbuf *body)
+{
+    struct fetch f = {.port = port, .raw = raw};
+    rt_run(fetch_main, &f);
+    if (body) *body = f.body;
+    else sbuf_free(&f.body);
+    return f.status;
+}
+
+/* Closed loop, think 0, for about a second; checks Little's law on the generator's own
+ * measurements: N = X * R, X = completed / window, R = mean latency. */
+static void check_load(int port, const char *what)
+{
+    struct load_cfg lc;
+    load_defaults(&lc);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", port);
+    load_parse_url(&lc, url);
+    lc.users = 40;
+    lc.duration_s = 1.5;
+    lc.timeout_ms = 5000;
+    struct load L;
+    load_start(&L, &lc);
+    struct load_stats *st = load_wait(&L);
+    double secs = (double)(L.t_end - L.t0) / NS_PER_S;
+    double x = (double)st->completed / secs, r = st->h.count ? (double)st->h.sum / (double)st->h.count / 1e6 : 0;
+    char label[64];
+    snprintf(label, sizeof label, "%s: Little's law X*R vs N", what);
+    CHECK(st->completed > 100, "%s: only %llu requests", what, (unsigned long long)st->completed);
+    CHECK(load_errors_total(st) == 0, "%s: %llu errors", what, (unsigned long long)load_errors_total(st));
+    CHECK_NEAR(x * r, lc.users, 0.10, label);
+    printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, lc.users, x, r * 1e3, x * r);
+    free(st);
+}
+
+static void check_answers(int port, const char *what)
+{
+    static const char *paths[] = {"/aggregate", "/aggregate?parallel=1"};
+    for (int p = 0; p < 2; p++) {
+        char raw[128];
+        snprintf(raw, sizeof raw, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", paths[p]);
+        struct sbuf body = {0};
+        int st = fetch(port, raw, &body);
+        int ok = st == 200 && body.len && body.p[0] == '[' && body.p[body.len - 1] == ']';
+        for (int i = 0; i < 3 && ok; i++) {
+            char item[32];
+            snprintf(item, sizeof item, "\"name\":\"item-%d\"", i);
+            ok = strstr(body.p, item) != NULL;
+        }
+        CHECK(ok, "%s %s: status %d, body %.80s", what, paths[p], st, body.p ? body.p : "");
+        sbuf_free(&body);
+    }
+}
+
+static void t_integration(void)
+{
+    int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
+    rt_start(2);
+    struct config bc, vc, pc, tc, dc;
+    config_defaults(&bc);
+    bc.port = 0;
+    bc.delay_ms = 10;
+    bc.accept_count = 1024;
+    struct server be, sv, sp, st, sd;
+    CHECK(server_start(&be, &bc, backend_route) == 0, "backend listen: %s", strerror(errno));
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", be.port);
+    config_defaults(&vc);
+    config_backends(&vc, hp);
+    vc.accept_count = 1024;
+    pc = vc;
+    pc.mode = MODE_PLATFORM;
+    pc.threads = 16;
+    tc = vc;
+    tc.timeout_ms = 3; /* shorter than the backend's 10 ms: 504 */
+    config_defaults(&dc);
+    config_backends(&dc, "127.0.0.1:1"); /* nothing listens there: 502 */
+    CHECK(server_start(&sv, &vc, agg_route) == 0, "virtual listen");
+    CHECK(server_start(&sp, &pc, agg_route) == 0, "platform listen");
+    CHECK(server_start(&st, &tc, agg_route) == 0, "timeout server listen");
+    CHECK(server_start(&sd, &dc, agg_route) == 0, "dead-backend server listen");
+
+    check_answers(sv.port, "virtual");
+    check_answers(sp.port, "platform");
+    CHECK(fetch(sv.port, "GET /nope HTTP/1.1\r\n\r\n", NULL) == 404, "404");
+    CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n", NULL) == 400, "400 over the wire");
+    CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400, "400 over the wire (platform)");
+    struct sbuf big = {0};
+    sbuf_printf(&big, "GET /aggregate HTTP/1.1\r\n");
+    while (big.len < HTTP_MAX_HEAD) sbuf_printf(&big, "X-Pad: %0200d\r\n", 0);
+    sbuf_printf(&big, "\r\n");
+    CHECK(fetch(sv.port, big.p, NULL) == 431, "431 over the wire");
+    sbuf_free(&big);
+    CHECK(fetch(st.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 504, "504 on a slow downstream");
+    CHECK(fetch(sd.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 502, "502 on a dead downstream");
+    struct sbuf m = {0};
+    CHECK(fetch(sv.port, "GET /metrics HTTP/1.1\r\n\r\n", &m) == 200 && m.p &&
+              strstr(m.p, "agg_requests_total{status=\"200\"}") && strstr(m.p, "agg_vthreads_parked"),
+          "metrics page");
+    sbuf_free(&m);
+
+    check_load(sv.port, "virtual");
+    check_load(sp.port, "platform");
+    CHECK(LOAD(rt.m->pool_size) <= pc.threads, "pool grew past --threads: %ld", LOAD(rt.m->pool_size));
+
+    server_stop(&sp);
+    rt_shutdown();
+    rt_join();
+    server_stop(&sv);
+    server_stop(&st);
+    server_stop(&sd);
+    server_stop(&be);
+    free(vc.backends);
+    free(pc.backends == vc.backends ? NULL : pc.backends);
+    free(dc.backends);
+    CHECK(LOAD(rt.m->conns) == 0, "connections left open: %ld", LOAD(rt.m->conns));
+    CHECK(proc_count_dir("/proc/self/fd") == fds0, "fd leak: %d open, %d before", proc_count_dir("/proc/self/fd"), fds0);
+    CHECK(proc_count_dir("/proc/self/task") == tasks0, "thread leak: %d, %d before", proc_count_dir("/proc/self/task"), tasks0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -296,6 +444,7 @@ int main(void)
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") == fds0, "fd leak after the runtime stopped");
     CHECK(proc_count_dir("/proc/self/task") == tasks0, "thread leak after the runtime stopped");
+    t_integration();
     t_overflow();
     return check_done("test_aggregator");
 }
