@@ -47,9 +47,7 @@ asan:
 	$(MAKE) O=build/asan CFLAGS="$(SAN)" test
 
 run: $(O)/sim
-	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \
-	else $(O)/sim --headless scenarios/default.scn && \
-	     $(O)/sim scenarios/default.scn --screenshot default.png --at 5s && echo "wrote default.png"; fi
+	$(O)/sim --headless scenarios/default.scn
 
 bench: all
 	@sh tests/bench $(O)

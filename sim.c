@@ -333,6 +333,7 @@ struct model {
     struct fifo ready;       /* threads waiting for a core */
     struct fifo idle;        /* idle threads, FIFO like Java's LinkedBlockingQueue waiters */
     int32_t thr_state_n[THR_NSTATES], threads_alive, next_thread_id;
+    int32_t ports_tw;        /* ports in TIME_WAIT, all services (sum of svc[].tw_len) */
     /* connector */
     int32_t conns;           /* connections held by requests in the server */
     struct fifo backlog;     /* accepted by the kernel, not yet by the server (acceptCount) */
@@ -1137,6 +1138,7 @@ static void svc_expire(struct model *m, struct svc_state *v)
     while (v->tw_len && v->tw[v->tw_head] <= m->now) {
         v->tw_head = (v->tw_head + 1) % v->tw_cap;
         v->tw_len--;
+        m->ports_tw--;
     }
 }
 
@@ -1150,6 +1152,7 @@ static int svc_port_take(struct model *m, struct svc_state *v)
     if (s->tw_reuse && v->tw_len && v->tw[v->tw_head] - s->time_wait + SEC <= m->now) {
         v->tw_head = (v->tw_head + 1) % v->tw_cap;
         v->tw_len--;
+        m->ports_tw--;
         v->ports_open++;
         return 0;
     }
@@ -1167,14 +1170,9 @@ static void svc_port_close(struct model *m, struct svc_state *v)
     }
     v->tw[(v->tw_head + v->tw_len) % v->tw_cap] = m->now + m->s->time_wait;
     v->tw_len++;
+    m->ports_tw++;
 }
 
-static int32_t svc_ports_tw(const struct model *m)
-{
-    int32_t n = 0;
-    for (int i = 0; i < m->s->nsvc; i++) n += m->svc[i].tw_len;
-    return n;
-}
 
 static void req_wake_one(struct model *m, int32_t r); /* see Requests */
 
@@ -1714,7 +1712,7 @@ static void model_peaks(struct model *m)
     PEAK(peak_in_flight, model_in_flight(m));
     PEAK(peak_thread_mem, model_thread_mem(m));
     PEAK(peak_thread_reserved, reserved);
-    if (m->s->nsvc) PEAK(peak_ports_tw, svc_ports_tw(m));
+    PEAK(peak_ports_tw, m->ports_tw);
 }
 
 /* EV_SAMPLE: one row of the time series. */
@@ -1743,7 +1741,7 @@ static void model_sample(struct model *m, const struct event *e)
     x.vt_pinned = m->vt_pinned;
     x.queued = m->queue.len + m->backlog.len;
     x.in_flight = model_in_flight(m);
-    x.ports_tw = svc_ports_tw(m);
+    x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
     for (int k = 0; k < FAIL_N; k++) x.failed += st->failed[k];
     st->interval_done = 0;
@@ -1983,12 +1981,27 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
             100 * res[0].throughput_rps / ideal, 100 * res[1].throughput_rps / ideal);
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void rep_json_string(FILE *out, const char *str)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
+        if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
+        else if (*p < 0x20) fprintf(out, "\\u%04x", *p);
+        else fputc(*p, out);
+    fputc('"', out);
+}
+
 /* JSON for machines. Keys with a '.' open a sub-object; rows sharing a prefix are adjacent. */
 static void rep_json(FILE *out, const struct scenario *s, const char *path, const struct result res[MODEL_N],
                      double wall_s, long peak_rss)
 {
     double events = res[0].events + res[1].events;
-    fprintf(out, "{\n  \"scenario\": \"%s\",\n  \"name\": \"%s\",\n  \"seed\": %" PRIu64 ",\n", path, s->name, s->seed);
+    fputs("{\n  \"scenario\": ", out);
+    rep_json_string(out, path);
+    fputs(",\n  \"name\": ", out);
+    rep_json_string(out, s->name);
+    fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
     fprintf(out, "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_bytes\": %ld},\n",
             events, wall_s, wall_s > 0 ? events / wall_s : 0, peak_rss);
     fprintf(out, "  \"ideal_rps\": %.3f,\n", rep_ideal_rps(s));
