@@ -317,6 +317,46 @@ static void test_port_exhaustion(void)
     CHECK(r.conns_opened > 20 * 1000, "tw_reuse lets ports serve again (%g connections)", r.conns_opened);
 }
 
+/* The pool grows on demand and shrinks back to minSpare after idle_timeout. */
+static void test_pool_grows_and_shrinks(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 100\nthink = exp(10s)\nduration = 30s\nwarmup = 1s\nprogram = call(A)\n"
+                  "service.A.latency = 50ms\nplatform.idle_timeout = 2s\n");
+    struct model m;
+    model_init(&m, &s, MODEL_PLATFORM);
+    model_run(&m, s.duration);
+    const struct sample *last = &m.series[m.nseries - 1];
+    CHECK(m.st.peak_os_threads == s.runtime_threads + 100, "all 100 users at t=0: 100 pool threads (%d)", m.st.peak_os_threads);
+    /* ~100 x 0.05 / 10.05 = 0.5 requests in flight later, ~10 req/s: even handed round-robin
+     * to the longest-idle thread (as Java's queue does), each thread idles > 2 s and retires */
+    CHECK(last->os_threads <= s.runtime_threads + s.min_spare + 5, "idle threads retired (%d threads at the end)", last->os_threads);
+    CHECK(last->os_threads >= s.runtime_threads + s.min_spare, "never below minSpare (%d)", last->os_threads);
+    model_free(&m);
+}
+
+/* The blog's observation: platform threads grow with load, virtual threads stay constant. */
+static void test_blog_thread_counts(void)
+{
+    const char *files[] = {"scenarios/blog-100.scn", "scenarios/blog-1000.scn"};
+    const int pool[] = {100, 200};
+    for (int i = 0; i < 2; i++) {
+        struct scenario s;
+        char err[512];
+        scn_defaults(&s);
+        if (scn_load(&s, files[i], err, sizeof err) < 0 || scn_finish(&s, files[i], err, sizeof err) < 0) {
+            CHECK(0, "%s: %s", files[i], err);
+            continue;
+        }
+        struct result p, v;
+        run_one(&s, MODEL_PLATFORM, &p);
+        run_one(&s, MODEL_VIRTUAL, &v);
+        CHECK(p.peak_os_threads == s.runtime_threads + pool[i], "%s: platform threads = JVM + min(users, maxThreads) (%g)", files[i], p.peak_os_threads);
+        CHECK(v.peak_os_threads == s.runtime_threads + s.cores, "%s: virtual threads = JVM + carriers (%g)", files[i], v.peak_os_threads);
+        CHECK(v.p99 <= p.p99 && v.throughput_rps >= 0.99 * p.throughput_rps, "%s: virtual no worse in latency or throughput", files[i]);
+    }
+}
+
 /* Conservation: every request that arrived is completed, failed, or still in flight, and
  * the in-flight ones are exactly the live request slots. */
 static void test_conservation(void)
@@ -444,6 +484,8 @@ int main(void)
     test_compensation();
     test_port_exhaustion();
     test_conservation();
+    test_pool_grows_and_shrinks();
+    test_blog_thread_counts();
     test_shipped_scenarios();
     test_bad_input();
     test_command_line();
