@@ -70,7 +70,6 @@
  * its path to agg_route. How to add a subcommand: an options table (see "Command line"), a
  * cmd_ function, and a line in main's table.
  */
-#pragma GCC diagnostic ignored "-Wunused-function" /* TODO(work in progress): remove */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -495,6 +494,7 @@ struct carrier {
     struct vt_ctx sched_ctx;     /* the scheduler loop's context, on the pthread's stack */
     void *altstack;              /* alternate signal stack for the overflow handler */
     int cancelled_all;           /* shutdown seen: every parked thread was woken */
+    unsigned batches;            /* run-queue batches since start (paces non-blocking polls) */
     pthread_mutex_t inbox_mu;    /* guards inbox */
     struct vt *inbox;            /* LIFO of threads handed over by other OS threads */
     /* counters (OWN_ADD by this carrier, or SHARED_ADD where noted) */
@@ -915,7 +915,10 @@ static void *carrier_main(void *arg)
             carrier_run(c, v);
         }
         if (LOAD(rt.shutdown) && LOAD(c->alive) == 0 && !c->runq_head) break;
-        carrier_poll(c, c->runq_head ? 0 : carrier_timeout_ms(c));
+        /* With work queued, poll (without waiting) every 8th batch only: enough to keep
+         * I/O flowing, without an epoll_wait per yield. */
+        if (!c->runq_head) carrier_poll(c, carrier_timeout_ms(c));
+        else if (++c->batches % 8 == 0) carrier_poll(c, 0);
     }
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
@@ -1632,6 +1635,7 @@ static void metrics_page(struct sbuf *b)
     struct { const char *name, *help; double v; } g[] = {
         {"agg_os_threads", "OS threads of the process", (double)proc_status_field(0, "Threads")},
         {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
+        {"agg_open_fds", "open file descriptors", (double)proc_count_dir("/proc/self/fd")},
         {"agg_connections", "client connections open", (double)LOAD(m->conns)},
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
@@ -2381,6 +2385,7 @@ struct load_cfg {
     char path[200];             /* path and query sent */
     int users;                  /* N: concurrent users (connections) */
     double duration_s;          /* measured window */
+    double warmup_s;            /* users connect first; the window opens after this */
     int think_ms;               /* Z: think time between a user's requests (closed loop) */
     double rate;                /* > 0: open loop, requests/s in total; 0: closed loop */
     int timeout_ms;             /* per request */
@@ -2483,7 +2488,7 @@ static void load_user_main(void *arg)
     free(u);
 }
 
-/* Start the users on the (running) runtime; the window opens 100 ms later. */
+/* Start the users on the (running) runtime; the window opens warmup_s later. */
 static void load_start(struct load *L, const struct load_cfg *cfg)
 {
     memset(L, 0, sizeof *L);
@@ -2495,7 +2500,7 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->st = xcalloc((size_t)rt.ncarriers, sizeof *L->st);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
-    L->t0 = now_ns() + 100 * NS_PER_MS;
+    L->t0 = now_ns() + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
     for (int i = 0; i < cfg->users; i++) {
         struct load_user *u = xcalloc(1, sizeof *u);
@@ -2779,6 +2784,7 @@ static void load_defaults(struct load_cfg *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->users = 100;
     cfg->duration_s = 10;
+    cfg->warmup_s = 1;
     cfg->timeout_ms = 30000;
 }
 
@@ -2813,6 +2819,7 @@ static int cmd_load(int argc, char **argv)
         {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
         {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
         {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
+        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds to connect every user before measuring; default 1"},
         {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
         {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
@@ -2824,8 +2831,503 @@ static int cmd_load(int argc, char **argv)
     if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1%s", "");
     return load_run_cli(&cfg);
 }
-static int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return 0; }
-static int cmd_microbench(int argc, char **argv) { (void)argc; (void)argv; return 0; }
+/* ==== Bench ==== */
+
+/* The grid: for each pooling setting, mode and user count, a fresh aggregator (and the
+ * load generator) run as child processes of this one, next to one backend, all on loopback.
+ * Children get their own process group and PR_SET_PDEATHSIG, so nothing outlives the bench,
+ * even when it is killed; Ctrl-C stops the grid and the children cleanly. */
+struct bench_cfg {
+    const char *users;          /* comma-separated user counts */
+    const char *modes;          /* comma-separated: platform, virtual */
+    const char *pool;           /* on, off or both */
+    int fanout;                 /* K */
+    int delay_ms;               /* D */
+    int think_ms;               /* Z */
+    double duration_s;          /* measured seconds per cell */
+    int runs;                   /* runs per cell; the median (by throughput) is kept */
+    int threads;                /* platform pool size */
+    int carriers;               /* virtual carriers (0: one per CPU) */
+    int port;                   /* backend port; the aggregator uses port + 1 */
+    const char *out;            /* CSV path */
+};
+
+/* One cell's figures. */
+struct bench_row {
+    int users, pool, mode;
+    double rps, p50, p90, p99, cpu_us_per_req, ideal;
+    long peak_threads, peak_rss, errors;
+};
+
+static struct {
+    pid_t kids[4];              /* children alive (0 = free slot), killed on exit */
+} bench_kids;
+
+static void bench_kill(pid_t pid)
+{
+    if (pid <= 0) return;
+    kill(-pid, SIGTERM);
+    for (int i = 0; i < 50; i++) { /* up to 5 s to stop cleanly, then SIGKILL */
+        if (waitpid(pid, NULL, WNOHANG) == pid) goto reaped;
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+reaped:
+    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++)
+        if (bench_kids.kids[i] == pid) bench_kids.kids[i] = 0;
+}
+
+static void bench_kill_all(void)
+{
+    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++) bench_kill(bench_kids.kids[i]);
+}
+
+/* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
+ * unless keep_stderr. */
+static pid_t bench_spawn(char *const argv[], int out_fd, int keep_stderr)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1); /* the bench died before prctl */
+        if (out_fd >= 0) dup2(out_fd, 1);
+        if (!keep_stderr) {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 2);
+        }
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++)
+        if (!bench_kids.kids[i]) {
+            bench_kids.kids[i] = pid;
+            break;
+        }
+    return pid;
+}
+
+/* Wait (up to 5 s) until something accepts connections on 127.0.0.1:port. */
+static int bench_wait_port(int port)
+{
+    struct sockaddr_in sa;
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+    parse_hostport(hp, &sa);
+    for (int i = 0; i < 500; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (ok) return 0;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* utime + stime of a process, in µs, from /proc/PID/stat (fields 14 and 15). */
+static double bench_cpu_us(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0;
+    return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double bench_json_num(const char *json, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(json, k);
+    return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+/* Run one cell: start the aggregator, load it, sample it, stop it. Returns 0, or -1 if
+ * interrupted (Ctrl-C). */
+static int bench_cell(const struct bench_cfg *bc, struct bench_row *row)
+{
+    char port[16], bport[32], users[16], dur[32], fan[16], thr[16], car[16], url[64], think[16];
+    snprintf(port, sizeof port, "%d", bc->port + 1);
+    snprintf(bport, sizeof bport, "127.0.0.1:%d", bc->port);
+    snprintf(users, sizeof users, "%d", row->users);
+    snprintf(dur, sizeof dur, "%g", bc->duration_s);
+    snprintf(fan, sizeof fan, "%d", bc->fanout);
+    snprintf(thr, sizeof thr, "%d", bc->threads);
+    snprintf(car, sizeof car, "%d", bc->carriers);
+    snprintf(think, sizeof think, "%d", bc->think_ms);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", bc->port + 1);
+    char *sargv[] = {"aggregator", "serve", "--mode", row->mode == MODE_VIRTUAL ? "virtual" : "platform", "--port", port,
+                     "--backends", bport, "--fanout", fan, "--threads", thr, "--carriers", car, "--accept-count",
+                     "4096", "--timeout-ms", "30000", row->pool ? NULL : "--no-pool", NULL};
+    pid_t agg = bench_spawn(sargv, -1, 0);
+    if (bench_wait_port(bc->port + 1) < 0) die("the aggregator did not start on port %s", port);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
+    char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
+                     "--warmup", "1", "--json", NULL};
+    pid_t load = bench_spawn(largv, pfd[1], 1);
+    close(pfd[1]);
+    int64_t t_start = now_ns() + NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
+    double cpu0 = -1, cpu1 = -1;
+    int interrupted = 0, status;
+    row->peak_threads = 0;
+    while (waitpid(load, &status, WNOHANG) == 0) {
+        long th = proc_status_field(agg, "Threads");
+        if (th > row->peak_threads) row->peak_threads = th;
+        if (cpu0 < 0 && now_ns() >= t_start) cpu0 = bench_cpu_us(agg);
+        if (cpu1 < 0 && now_ns() >= t_end) cpu1 = bench_cpu_us(agg);
+        if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
+            interrupted = 1;
+            break;
+        }
+    }
+    if (cpu1 < 0) cpu1 = bench_cpu_us(agg);
+    row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
+    char json[2048];
+    ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
+    json[n > 0 ? n : 0] = '\0';
+    close(pfd[0]);
+    if (interrupted) bench_kill(load);
+    else for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++) if (bench_kids.kids[i] == load) bench_kids.kids[i] = 0;
+    bench_kill(agg);
+    if (interrupted) return -1;
+    row->rps = bench_json_num(json, "throughput_rps");
+    row->p50 = bench_json_num(json, "p50");
+    row->p90 = bench_json_num(json, "p90");
+    row->p99 = bench_json_num(json, "p99");
+    row->errors = (long)bench_json_num(json, "errors");
+    double completed = bench_json_num(json, "completed");
+    row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / (row->rps * bc->duration_s) : 0;
+    row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
+    return 0;
+}
+
+static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
+{
+    const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform", *pool = r->pool ? "on" : "off";
+    if (csv) {
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld\n", r->users, mode, pool, bc->fanout,
+                bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal,
+                r->errors);
+        return;
+    }
+    fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld\n", r->users, mode, pool,
+            r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
+            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors);
+}
+
+static int bench_cmp_rps(const void *a, const void *b)
+{
+    double x = ((const struct bench_row *)a)->rps, y = ((const struct bench_row *)b)->rps;
+    return (x > y) - (x < y);
+}
+
+#define BENCH_SYNOPSIS                                                                                    \
+    "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] [--fanout K]" \
+    " [--delay-ms D] [--duration S] [--out results.csv]"
+
+static int cmd_bench(int argc, char **argv)
+{
+    struct bench_cfg bc = {.users = "100,1000,5000", .modes = "platform,virtual", .pool = "on", .fanout = 3,
+                           .delay_ms = 50, .duration_s = 10, .runs = 1, .threads = 200, .port = 19300,
+                           .out = "results.csv"};
+    const struct opt o[] = {
+        {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
+        {"--modes", OPT_STR, &bc.modes, "platform,virtual (or one of them); default both"},
+        {"--pool", OPT_STR, &bc.pool, "downstream pooling: on, off or both; default on"},
+        {"--fanout", OPT_INT, &bc.fanout, "K, downstream calls per request; default 3"},
+        {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
+        {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
+        {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds measured per cell; default 10"},
+        {"--runs", OPT_INT, &bc.runs, "runs per cell, the median is kept; default 1"},
+        {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
+        {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
+        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19300"},
+        {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
+    };
+    opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    int pools[2], npools = 0, modes[2], nmodes = 0;
+    if (strcmp(bc.pool, "off")) pools[npools++] = 1;
+    if (strcmp(bc.pool, "on")) pools[npools++] = 0;
+    if (strstr(bc.modes, "platform")) modes[nmodes++] = MODE_PLATFORM;
+    if (strstr(bc.modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
+    if (!nmodes || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
+        opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool%s", "");
+    if (bc.runs < 1 || bc.fanout < 1 || bc.delay_ms < 0) opt_fail(BENCH_SYNOPSIS, "bad --runs/--fanout%s", "");
+    raise_fd_limit();
+    signals_block();
+    FILE *csv = fopen(bc.out, "w");
+    if (!csv) die("cannot write %s: %s", bc.out, strerror(errno));
+    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
+                 "cpu_us_per_req,ideal_rps,errors\n");
+    char bport[16], delay[16];
+    snprintf(bport, sizeof bport, "%d", bc.port);
+    snprintf(delay, sizeof delay, "%d", bc.delay_ms);
+    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
+    pid_t be = bench_spawn(bargv, -1, 0);
+    if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
+    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc.fanout,
+           bc.delay_ms, bc.think_ms, bc.duration_s, bc.runs);
+    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
+           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors");
+    int rc = 0;
+    for (int pi = 0; pi < npools && !rc; pi++) {
+        char *save = NULL, *list = strdup(bc.users);
+        for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
+            for (int mi = 0; mi < nmodes && !rc; mi++) {
+                struct bench_row runs[16];
+                int n = bc.runs < 16 ? bc.runs : 16;
+                for (int r = 0; r < n && !rc; r++) {
+                    runs[r] = (struct bench_row){.users = atoi(u), .pool = pools[pi], .mode = modes[mi]};
+                    rc = bench_cell(&bc, &runs[r]);
+                }
+                if (rc) break;
+                qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
+                bench_print_row(stdout, &bc, &runs[n / 2], 0);
+                bench_print_row(csv, &bc, &runs[n / 2], 1);
+                fflush(stdout);
+                fflush(csv);
+            }
+        free(list);
+    }
+    bench_kill(be);
+    bench_kill_all();
+    fclose(csv);
+    if (rc) fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc.out);
+    else printf("wrote %s\n", bc.out);
+    return rc ? 130 : 0;
+}
+
+/* ==== Microbench ==== */
+
+/* Raw switch: two contexts handing control back and forth, no scheduler involved. */
+struct mb_pingpong {
+    struct vt_ctx main, other;
+    long n;
+};
+
+static void mb_other(void *arg)
+{
+    struct mb_pingpong *p = arg;
+    for (;;) vt_ctx_switch(&p->other, &p->main);
+}
+
+static double mb_raw_switch_ns(long n)
+{
+    struct mb_pingpong *p = xcalloc(1, sizeof *p);
+    size_t sz = 128 * 1024;
+    char *stack = xmalloc(sz);
+    vt_frame_init(&p->other, stack + sz, mb_other, p);
+    vt_ctx_switch(&p->main, &p->other); /* warm up */
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) vt_ctx_switch(&p->main, &p->other);
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
+    free(stack);
+    free(p);
+    return ns;
+}
+
+/* Measurements that run on a virtual thread; results in ns (or bytes). */
+struct mb_results {
+    double yield_ns, park_io_ns, create_ns, rss_per_parked;
+    long n;
+};
+
+static void mb_yielder(void *arg)
+{
+    long n = *(long *)arg;
+    for (long i = 0; i < n; i++) vt_yield();
+}
+
+static void mb_echo(void *arg)
+{
+    int *fd = arg; /* fd[0]: read from, fd[1]: write to */
+    char c;
+    while (io_rw(fd[0], VT_READ, &c, 1, -1) == 1 && c) io_rw(fd[1], VT_WRITE, &c, 1, -1);
+}
+
+static void mb_noop(void *arg)
+{
+    (void)arg;
+}
+
+static void mb_parker(void *arg)
+{
+    (void)arg;
+    vt_park();
+}
+
+static void mb_runtime(void *arg)
+{
+    struct mb_results *r = arg;
+    long n = r->n;
+    /* yield: two threads alternate through the scheduler (two switches and, since each
+     * finds the other's frames on the stack, two copies per yield) */
+    long *cnt = xmalloc(sizeof *cnt);
+    *cnt = n;
+    struct vt *a = vt_spawn(mb_yielder, cnt, 0), *b = vt_spawn(mb_yielder, cnt, 0);
+    int64_t t0 = now_ns();
+    vt_join(a);
+    vt_join(b);
+    r->yield_ns = (double)(now_ns() - t0) / (2.0 * (double)n);
+    free(cnt);
+    /* park/unpark through epoll: a byte goes back and forth over two pipes */
+    int *fds = xmalloc(4 * sizeof *fds), *echo = xmalloc(2 * sizeof *echo);
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) || pipe2(fds + 2, O_NONBLOCK | O_CLOEXEC)) die("pipe");
+    for (int i = 0; i < 4; i++) io_register(fds[i]);
+    echo[0] = fds[0];
+    echo[1] = fds[3];
+    struct vt *e = vt_spawn(mb_echo, echo, 0);
+    long rounds = n / 50;
+    t0 = now_ns();
+    for (long i = 0; i < rounds; i++) {
+        char c = 1;
+        io_rw(fds[1], VT_WRITE, &c, 1, -1);
+        io_rw(fds[2], VT_READ, &c, 1, -1);
+    }
+    r->park_io_ns = (double)(now_ns() - t0) / (2.0 * (double)rounds);
+    char zero = 0;
+    io_rw(fds[1], VT_WRITE, &zero, 1, -1);
+    vt_join(e);
+    for (int i = 0; i < 4; i++) io_close(fds[i]);
+    free(fds);
+    free(echo);
+    /* create + run + exit + join */
+    t0 = now_ns();
+    for (long i = 0; i < n / 10; i++) vt_join(vt_spawn(mb_noop, NULL, 0));
+    r->create_ns = (double)(now_ns() - t0) / (double)(n / 10);
+    /* RSS per parked thread, 100,000 of them */
+    enum { PARKED = 100000 };
+    struct vt **v = xcalloc(PARKED, sizeof *v);
+    long rss0 = proc_rss_bytes();
+    for (int i = 0; i < PARKED; i++) v[i] = vt_spawn(mb_parker, NULL, 0);
+    vt_yield();
+    r->rss_per_parked = (double)(proc_rss_bytes() - rss0) / PARKED;
+    for (int i = 0; i < PARKED; i++) vt_wake(v[i], VT_WOKE_EVENT);
+    for (int i = 0; i < PARKED; i++) vt_join(v[i]);
+    free(v);
+}
+
+/* pthreads for comparison: two threads on one CPU passing a byte over pipes. */
+struct mb_pt {
+    int fd[4];
+    long n;
+};
+
+static void mb_pin_cpu0(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *mb_pt_echo(void *arg)
+{
+    struct mb_pt *p = arg;
+    mb_pin_cpu0();
+    char c;
+    for (long i = 0; i < p->n; i++)
+        if (read(p->fd[0], &c, 1) != 1 || write(p->fd[3], &c, 1) != 1) break;
+    return NULL;
+}
+
+static double mb_pthread_switch_ns(long n)
+{
+    struct mb_pt p = {.n = n};
+    if (pipe(p.fd) || pipe(p.fd + 2)) die("pipe");
+    pthread_t t;
+    cpu_set_t old;
+    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+    mb_pin_cpu0();
+    pthread_create(&t, NULL, mb_pt_echo, &p);
+    int64_t t0 = now_ns();
+    char c = 1;
+    for (long i = 0; i < n; i++)
+        if (write(p.fd[1], &c, 1) != 1 || read(p.fd[2], &c, 1) != 1) break;
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
+    pthread_join(t, NULL);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    for (int i = 0; i < 4; i++) close(p.fd[i]);
+    return ns;
+}
+
+static void *mb_pt_noop(void *arg)
+{
+    return arg;
+}
+
+static double mb_pthread_create_ns(long n)
+{
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, mb_pt_noop, NULL) == 0) pthread_join(t, NULL);
+    }
+    return (double)(now_ns() - t0) / (double)n;
+}
+
+static int mb_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R]"
+
+static int cmd_microbench(int argc, char **argv)
+{
+    int n = 1000000, runs = 3;
+    const struct opt o[] = {
+        {"--n", OPT_INT, &n, "iterations of the switch loops; default 1000000"},
+        {"--runs", OPT_INT, &runs, "runs, the median is printed; default 3"},
+    };
+    opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (n < 100 || runs < 1 || runs > 15) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 100 and 1 <= --runs <= 15%s", "");
+    double m[7][15];
+    for (int r = 0; r < runs; r++) {
+        rt_start(1); /* one carrier: the figures are per CPU */
+        struct mb_results res = {.n = n};
+        rt_run(mb_runtime, &res);
+        rt_shutdown();
+        rt_join();
+        m[0][r] = mb_raw_switch_ns(n);
+        m[1][r] = res.yield_ns;
+        m[2][r] = res.park_io_ns;
+        m[3][r] = res.create_ns;
+        m[4][r] = res.rss_per_parked;
+        m[5][r] = mb_pthread_switch_ns(n / 20);
+        m[6][r] = mb_pthread_create_ns(n / 200);
+    }
+    static const char *what[] = {
+        "virtual thread switch (register swap), ns",
+        "virtual thread yield through the scheduler, ns",
+        "park + unpark through epoll (pipe ping-pong), ns",
+        "virtual thread create + run + exit + join, ns",
+        "RSS per parked virtual thread at 100,000, bytes",
+        "pthread switch on one CPU (pipe ping-pong), ns",
+        "pthread create + join, ns",
+    };
+    printf("median of %d runs, one carrier\n", runs);
+    for (int i = 0; i < 7; i++) {
+        qsort(m[i], (size_t)runs, sizeof m[i][0], mb_cmp);
+        printf("  %-50s %10.1f\n", what[i], m[i][runs / 2]);
+    }
+    return 0;
+}
 
 /* ==== main ==== */
 

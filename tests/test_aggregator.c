@@ -328,6 +328,7 @@ static void check_load(int port, const char *what)
     load_parse_url(&lc, url);
     lc.users = 40;
     lc.duration_s = 1.5;
+    lc.warmup_s = 0.1;
     lc.timeout_ms = 5000;
     struct load L;
     load_start(&L, &lc);
