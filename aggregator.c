@@ -3331,7 +3331,6 @@ static int cmd_microbench(int argc, char **argv)
 
 /* ==== main ==== */
 
-#ifndef AGG_NO_MAIN
 struct command {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -3352,7 +3351,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < ARRAY_LEN(commands); i++) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 }
 
-int main(int argc, char **argv)
+/* The dispatcher; main only calls it (the tests call it too, with main compiled out). */
+static int agg_main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN); /* a peer that closes early is an error code, not a death */
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -3364,5 +3364,10 @@ int main(int argc, char **argv)
     if (argc >= 2) fprintf(stderr, "aggregator: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+#ifndef AGG_NO_MAIN
+int main(int argc, char **argv)
+{
+    return agg_main(argc, argv);
 }
 #endif

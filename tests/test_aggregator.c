@@ -447,5 +447,13 @@ int main(void)
     CHECK(proc_count_dir("/proc/self/task") == tasks0, "thread leak after the runtime stopped");
     t_integration();
     t_overflow();
+    char *no_args[] = {"aggregator", NULL}, *bad_cmd[] = {"aggregator", "frobnicate", NULL};
+    fflush(NULL);
+    int err = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 2); /* the usage text is not test output */
+    CHECK(agg_main(1, no_args) == 2 && agg_main(2, bad_cmd) == 2, "no or unknown command exits 2");
+    dup2(err, 2);
+    close(err);
+    close(null);
     return check_done("test_aggregator");
 }
