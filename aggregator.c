@@ -863,18 +863,24 @@ static void carrier_cancel_all(struct carrier *c)
     while (c->heap_len) vt_wake(c->heap[0], VT_WOKE_CANCEL);
 }
 
-static int carrier_timeout_ms(struct carrier *c)
+/* How long the carrier may sleep in epoll: until the earliest timer (ns), or -1 = forever. */
+static int64_t carrier_timeout_ns(struct carrier *c)
 {
     if (!c->heap_len) return -1;
     int64_t d = c->heap[0]->deadline - now_ns();
-    return d <= 0 ? 0 : (int)((d + NS_PER_MS - 1) / NS_PER_MS);
+    return d < 0 ? 0 : d;
 }
 
-/* Wait for I/O readiness (timeout in ms, -1 = forever) and wake the threads waiting on it. */
-static void carrier_poll(struct carrier *c, int timeout_ms)
+/* Wait for I/O readiness (timeout in ns, -1 = forever) and wake the threads waiting on it.
+ * epoll_pwait2 takes nanoseconds, so a 50 ms sleep does not become 51 by rounding up to
+ * epoll_wait's milliseconds; kernels before 5.11 get the rounded-up fallback. */
+static void carrier_poll(struct carrier *c, int64_t timeout_ns)
 {
     struct epoll_event ev[256];
-    int n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ms);
+    struct timespec ts = {timeout_ns / NS_PER_S, timeout_ns % NS_PER_S};
+    int n = epoll_pwait2(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns < 0 ? NULL : &ts, NULL);
+    if (n < 0 && errno == ENOSYS)
+        n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
     for (int i = 0; i < n; i++) {
         if (ev[i].data.u64 == UINT64_MAX) { /* the wake eventfd */
             uint64_t cnt;
@@ -917,7 +923,7 @@ static void *carrier_main(void *arg)
         if (LOAD(rt.shutdown) && LOAD(c->alive) == 0 && !c->runq_head) break;
         /* With work queued, poll (without waiting) every 8th batch only: enough to keep
          * I/O flowing, without an epoll_wait per yield. */
-        if (!c->runq_head) carrier_poll(c, carrier_timeout_ms(c));
+        if (!c->runq_head) carrier_poll(c, carrier_timeout_ns(c));
         else if (++c->batches % 8 == 0) carrier_poll(c, 0);
     }
     ss.ss_flags = SS_DISABLE;
@@ -2460,7 +2466,9 @@ static void load_user_main(void *arg)
     struct load_stats *st = &L->st[carrier_self->id];
     struct client *cl = client_open(&cfg->addr, L->t0, cfg->timeout_ms); /* connect before the window */
     if (!cl) st->errors[LOAD_ERR_CONNECT]++;
-    if (vt_sleep_until(L->t0) == 0) {
+    /* Closed-loop users send from the start and count only the answers inside the window,
+     * so it opens on a steady state; an open-loop schedule starts at the window. */
+    if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
         for (uint64_t k = 0; !load_over(L); k++) {
             int64_t intended = now_ns();
             if (cfg->rate > 0) {
@@ -2470,13 +2478,16 @@ static void load_user_main(void *arg)
             int64_t lat = 0;
             int err = load_one(L, &cl, intended, &lat);
             if (now_ns() > L->t_end || LOAD(L->stop)) break; /* after the window: not counted */
+            int counted = now_ns() >= L->t0;                 /* warm-up: not counted either */
             if (err >= 0) {
-                st->errors[err]++;
+                st->errors[err] += (uint64_t)counted;
                 if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break;
                 continue;
             }
-            st->completed++;
-            hist_add(&st->h, (uint64_t)(lat / 1000));
+            if (counted) {
+                st->completed++;
+                hist_add(&st->h, (uint64_t)(lat / 1000));
+            }
             if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0) break;
         }
     }
