@@ -354,8 +354,7 @@ struct model {
     struct stats st;
     /* engine bookkeeping */
     simtime last_t; uint64_t same_t_events;
-    int narrate;             /* 1: describe each event in `said` (the window's status line) */
-    char said[160];
+    int stuck;               /* 1: time stopped advancing (see model_step) */
     struct trace *trace;
 };
 
@@ -961,24 +960,34 @@ static int scn_split(char *line, char **key, char **value)
     return 0;
 }
 
-/* Read a scenario file over the defaults already in *s. */
-static int scn_load(struct scenario *s, const char *path, char *err, size_t errlen)
+/* Read scenario text from `f` (named `name` in messages) over the defaults already in *s. */
+static int scn_read(struct scenario *s, FILE *f, const char *name, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    struct scn_src src = {path, 0, err, errlen};
-    if (!f) return scn_fail(&src, "cannot open: %s", strerror(errno));
+    struct scn_src src = {name, 0, err, errlen};
     char line[1024];
-    int rc = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
+    while (fgets(line, sizeof line, f)) {
         src.line++;
         size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') { rc = scn_fail(&src, "line longer than %zu characters", sizeof line - 2); break; }
+        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f))
+            return scn_fail(&src, "line longer than %zu characters", sizeof line - 2);
+        if (memchr(line, 0, len + 1) != line + len) return scn_fail(&src, "NUL byte in the line");
         char *hash = strchr(line, '#'), *key, *value;
         if (hash) *hash = 0;
         if (*scn_skip_space(line) == 0) continue;
-        if (scn_split(line, &key, &value) < 0) { rc = scn_fail(&src, "expected 'key = value'"); break; }
-        rc = scn_set(s, key, value, &src);
+        if (scn_split(line, &key, &value) < 0) return scn_fail(&src, "expected 'key = value'");
+        if (scn_set(s, key, value, &src) < 0) return -1;
     }
+    return 0;
+}
+
+static int scn_load(struct scenario *s, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        struct scn_src src = {path, 0, err, errlen};
+        return scn_fail(&src, "cannot open: %s", strerror(errno));
+    }
+    int rc = scn_read(s, f, path, err, errlen);
     fclose(f);
     return rc;
 }
@@ -1782,7 +1791,10 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     }
     /* platform: minSpareThreads exist from the start; virtual: `parallelism` carriers */
     int start = kind == MODEL_PLATFORM ? s->min_spare : s->parallelism;
-    for (int i = 0; i < start; i++) FIFO_PUSH(&m->idle, m->thr, thr_spawn(m, 0));
+    for (int i = 0; i < start; i++) {
+        int32_t t = thr_spawn(m, 0); /* may move m->thr: take the index before pushing */
+        FIFO_PUSH(&m->idle, m->thr, t);
+    }
     m->st.thread_creations = 0;
     wl_start(m);
     evq_push(&m->q, s->sample_interval, EV_SAMPLE, 0, 0);
@@ -1802,16 +1814,16 @@ static void model_free(struct model *m)
 static int model_step(struct model *m, simtime until)
 {
     if (until > m->s->duration) until = m->s->duration;
+    if (m->stuck) return -1;
     if (m->q.len == 0 || m->q.heap[0].t > until) {
         if (until > m->now) m->now = until;
         return -1;
     }
     struct event e = evq_pop(&m->q);
     if (e.t != m->last_t) m->last_t = e.t, m->same_t_events = 0;
-    else if (++m->same_t_events > 100000000ull + 10ull * (uint64_t)m->s->users) {
-        fprintf(stderr, "sim: the %s model cannot advance time at t=%.9f s (a zero-time loop)\n",
-                model_names[m->kind], (double)e.t / SEC);
-        exit(3);
+    else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
+        m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */
+        return -1;
     }
     m->now = e.t;
     int type = ev_type_of(&e);
@@ -2214,6 +2226,14 @@ static int sim_headless(const struct scenario *s, const struct options *o)
         model_init(&ms[k], s, k);
         if (tr.f) ms[k].trace = &tr;
         sim_run_model(&ms[k], !o->quiet && isatty(2));
+        if (ms[k].stuck) {
+            fprintf(stderr, "sim: the %s model cannot advance time at t=%.9f s: requests take no time and\n"
+                            "users do not think (a zero-time loop); give the program or `think` some time\n",
+                    model_names[k], (double)ms[k].now / SEC);
+            for (int j = 0; j <= k; j++) model_free(&ms[j]);
+            trace_close(&tr);
+            return 3;
+        }
         rep_result(&ms[k], &res[k]);
     }
     double wall = wall_now() - t0;

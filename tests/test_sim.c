@@ -383,6 +383,18 @@ static void test_conservation(void)
     }
 }
 
+/* A scenario where time cannot advance is stopped and reported, not run forever. */
+static void test_zero_time_loop(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 5\nprogram = cpu(0)\n");
+    struct model m;
+    model_init(&m, &s, MODEL_PLATFORM);
+    model_run(&m, s.duration);
+    CHECK(m.stuck && m.now == 0, "zero-time loop detected at t=0 (stuck %d, t %" PRId64 ")", m.stuck, m.now);
+    model_free(&m);
+}
+
 /* ---- scenario files ---- */
 
 static void test_shipped_scenarios(void)
@@ -486,6 +498,7 @@ int main(void)
     test_conservation();
     test_pool_grows_and_shrinks();
     test_blog_thread_counts();
+    test_zero_time_loop();
     test_shipped_scenarios();
     test_bad_input();
     test_command_line();
