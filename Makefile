@@ -20,7 +20,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_aggregator
 
-.PHONY: all test asan run bench clean
+.PHONY: all test asan run bench fuzz clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -48,6 +48,33 @@ asan:
 
 run: $(O)/sim
 	$(O)/sim --headless scenarios/default.scn
+
+# libFuzzer targets (clang): the scenario parser + engine, the HTTP request and response
+# parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
+FUZZ_SECONDS ?= 60
+FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -O1 -g \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
+FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response
+
+build/fuzz/fuzz_scenario: tests/fuzz_scenario.c sim.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_scenario.c $(SDL_LD) -lm
+build/fuzz/fuzz_http_request: tests/fuzz_http.c aggregator.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) -o $@ tests/fuzz_http.c -lpthread -lm
+build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) -DFUZZ_RESPONSE -o $@ tests/fuzz_http.c -lpthread -lm
+
+fuzz: $(FUZZERS)
+	@for f in scenario http_request http_response; do \
+	    mkdir -p build/fuzz/corpus_$$f; \
+	    echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
+	    build/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
+	        -artifact_prefix=build/fuzz/$$f- build/fuzz/corpus_$$f tests/corpus/$$f 2>&1 \
+	        | grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written' ; \
+	    ls build/fuzz/$$f-* >/dev/null 2>&1 && { echo "fuzz: $$f found a crash"; exit 1; }; \
+	done; echo "fuzz: no crash"
 
 bench: all
 	@sh tests/bench $(O)
