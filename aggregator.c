@@ -29,9 +29,10 @@
  *   Virtual mode         the acceptor virtual thread, one virtual thread per connection
  *   Backend              the downstream microservice (answers after D ms on a timer)
  *   Load generator       load_ closed-loop users or an open-loop constant rate
- *   Command line         flag tables, --help, signals
- *   Bench, microbench    bench_ the grid of child processes, the CSV; micro-figures
- *   main
+ *   Command line         opt_ flag tables and --help, signals, cmd_serve/backend/load
+ *   Bench                bench_ the grid of child processes, sampling /proc, the CSV
+ *   Microbench           mb_ switch, yield, park/unpark, create, RSS per parked thread
+ *   main                 the command table
  *
  * The two models, side by side.
  *   platform (1:1): like Tomcat's NIO connector. An acceptor/poller thread holds up to
@@ -778,7 +779,8 @@ static struct vt *vt_spawn(void (*fn)(void *), void *arg, int detached)
     return vt_spawn_on(c, fn, arg, detached);
 }
 
-/* Spread new threads over the carriers, like Loom's scheduler does with work stealing. */
+/* Spread new threads over the carriers round-robin. Loom balances load by work stealing;
+ * our frames cannot move between carriers, so we balance once, at creation. */
 static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
 {
     unsigned i = SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers;
@@ -2308,6 +2310,33 @@ static void vserver_acceptor(void *arg)
     s->lfd = -1;
 }
 
+/* Bind the listening socket and start serving: the virtual-thread acceptor (backend, or
+ * aggregator in virtual mode; the runtime must be started) or the platform pool. */
+static int server_start(struct server *s, const struct config *cfg, route_fn route)
+{
+    memset(s, 0, sizeof *s);
+    metrics_init();
+    s->cfg = cfg;
+    s->route = route;
+    s->seed = 0x9E3779B97F4A7C15ULL;
+    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port);
+    if (s->lfd < 0) return -1;
+    if (cfg->nbackends) ds_init(s);
+    if (cfg->mode == MODE_PLATFORM) pool_start(s);
+    else vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
+    return 0;
+}
+
+/* Stop a platform server (virtual servers stop with the runtime: rt_shutdown). */
+static void server_stop(struct server *s)
+{
+    if (s->pool) {
+        pool_stop(s);
+        io_close(s->lfd);
+    }
+    ds_free(s);
+}
+
 /* ==== Backend ==== */
 
 /* GET /item/<i>[?delay_ms=D]: a ~100-byte JSON body after D ms (default --delay-ms, plus a
@@ -2334,33 +2363,6 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
                      id, id, 10 + id % 90, id * 7 % 100, 100 - id % 100);
     http_write_response(out, 200, "application/json", body, (size_t)n, keep);
     return 200;
-}
-
-/* Bind the listening socket and start serving: the virtual-thread acceptor (backend, or
- * aggregator in virtual mode; the runtime must be started) or the platform pool. */
-static int server_start(struct server *s, const struct config *cfg, route_fn route)
-{
-    memset(s, 0, sizeof *s);
-    metrics_init();
-    s->cfg = cfg;
-    s->route = route;
-    s->seed = 0x9E3779B97F4A7C15ULL;
-    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port);
-    if (s->lfd < 0) return -1;
-    if (cfg->nbackends) ds_init(s);
-    if (cfg->mode == MODE_PLATFORM) pool_start(s);
-    else vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
-    return 0;
-}
-
-/* Stop a platform server (virtual servers stop with the runtime: rt_shutdown). */
-static void server_stop(struct server *s)
-{
-    if (s->pool) {
-        pool_stop(s);
-        io_close(s->lfd);
-    }
-    ds_free(s);
 }
 
 /* ==== Load generator ==== */
@@ -2830,7 +2832,7 @@ static int cmd_load(int argc, char **argv)
         {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
         {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
         {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
-        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds to connect every user before measuring; default 1"},
+        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds of traffic before the window (not counted); default 1"},
         {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
         {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
@@ -2870,34 +2872,43 @@ struct bench_row {
     long peak_threads, peak_rss, errors;
 };
 
-static struct {
-    pid_t kids[4];              /* children alive (0 = free slot), killed on exit */
-} bench_kids;
+/* The children alive (0 = a free slot), so that every exit path can stop them. */
+struct bench_kids {
+    pid_t pid[4];
+};
 
-static void bench_kill(pid_t pid)
+static void bench_forget(struct bench_kids *k, pid_t pid)
+{
+    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++)
+        if (k->pid[i] == pid) k->pid[i] = 0;
+}
+
+/* SIGTERM to the child's process group, up to 5 s to stop cleanly, then SIGKILL. */
+static void bench_kill(struct bench_kids *k, pid_t pid)
 {
     if (pid <= 0) return;
     kill(-pid, SIGTERM);
-    for (int i = 0; i < 50; i++) { /* up to 5 s to stop cleanly, then SIGKILL */
-        if (waitpid(pid, NULL, WNOHANG) == pid) goto reaped;
-        struct timespec ts = {0, 100 * 1000000L};
+    int i = 0;
+    while (waitpid(pid, NULL, WNOHANG) != pid) {
+        if (++i == 500) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    kill(-pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-reaped:
-    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++)
-        if (bench_kids.kids[i] == pid) bench_kids.kids[i] = 0;
+    bench_forget(k, pid);
 }
 
-static void bench_kill_all(void)
+static void bench_kill_all(struct bench_kids *k)
 {
-    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++) bench_kill(bench_kids.kids[i]);
+    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++) bench_kill(k, k->pid[i]);
 }
 
 /* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
  * unless keep_stderr. */
-static pid_t bench_spawn(char *const argv[], int out_fd, int keep_stderr)
+static pid_t bench_spawn(struct bench_kids *k, char *const argv[], int out_fd, int keep_stderr)
 {
     pid_t parent = getpid();
     fflush(NULL);
@@ -2916,9 +2927,9 @@ static pid_t bench_spawn(char *const argv[], int out_fd, int keep_stderr)
         _exit(127);
     }
     setpgid(pid, pid);
-    for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++)
-        if (!bench_kids.kids[i]) {
-            bench_kids.kids[i] = pid;
+    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++)
+        if (!k->pid[i]) {
+            k->pid[i] = pid;
             break;
         }
     return pid;
@@ -2968,7 +2979,7 @@ static double bench_json_num(const char *json, const char *key)
 
 /* Run one cell: start the aggregator, load it, sample it, stop it. Returns 0, or -1 if
  * interrupted (Ctrl-C). */
-static int bench_cell(const struct bench_cfg *bc, struct bench_row *row)
+static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct bench_row *row)
 {
     char port[16], bport[32], users[16], dur[32], fan[16], thr[16], car[16], url[64], think[16];
     snprintf(port, sizeof port, "%d", bc->port + 1);
@@ -2983,13 +2994,13 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_row *row)
     char *sargv[] = {"aggregator", "serve", "--mode", row->mode == MODE_VIRTUAL ? "virtual" : "platform", "--port", port,
                      "--backends", bport, "--fanout", fan, "--threads", thr, "--carriers", car, "--accept-count",
                      "4096", "--timeout-ms", "30000", row->pool ? NULL : "--no-pool", NULL};
-    pid_t agg = bench_spawn(sargv, -1, 0);
+    pid_t agg = bench_spawn(k, sargv, -1, 0);
     if (bench_wait_port(bc->port + 1) < 0) die("the aggregator did not start on port %s", port);
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
     char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
                      "--warmup", "1", "--json", NULL};
-    pid_t load = bench_spawn(largv, pfd[1], 1);
+    pid_t load = bench_spawn(k, largv, pfd[1], 1);
     close(pfd[1]);
     int64_t t_start = now_ns() + NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
     double cpu0 = -1, cpu1 = -1;
@@ -3011,9 +3022,9 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_row *row)
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
     json[n > 0 ? n : 0] = '\0';
     close(pfd[0]);
-    if (interrupted) bench_kill(load);
-    else for (size_t i = 0; i < ARRAY_LEN(bench_kids.kids); i++) if (bench_kids.kids[i] == load) bench_kids.kids[i] = 0;
-    bench_kill(agg);
+    if (interrupted) bench_kill(k, load);
+    else bench_forget(k, load); /* reaped by waitpid above */
+    bench_kill(k, agg);
     if (interrupted) return -1;
     row->rps = bench_json_num(json, "throughput_rps");
     row->p50 = bench_json_num(json, "p50");
@@ -3088,7 +3099,8 @@ static int cmd_bench(int argc, char **argv)
     snprintf(bport, sizeof bport, "%d", bc.port);
     snprintf(delay, sizeof delay, "%d", bc.delay_ms);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
-    pid_t be = bench_spawn(bargv, -1, 0);
+    struct bench_kids kids = {{0}};
+    pid_t be = bench_spawn(&kids, bargv, -1, 0);
     if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc.fanout,
            bc.delay_ms, bc.think_ms, bc.duration_s, bc.runs);
@@ -3103,7 +3115,7 @@ static int cmd_bench(int argc, char **argv)
                 int n = bc.runs < 16 ? bc.runs : 16;
                 for (int r = 0; r < n && !rc; r++) {
                     runs[r] = (struct bench_row){.users = atoi(u), .pool = pools[pi], .mode = modes[mi]};
-                    rc = bench_cell(&bc, &runs[r]);
+                    rc = bench_cell(&bc, &kids, &runs[r]);
                 }
                 if (rc) break;
                 qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
@@ -3114,8 +3126,8 @@ static int cmd_bench(int argc, char **argv)
             }
         free(list);
     }
-    bench_kill(be);
-    bench_kill_all();
+    bench_kill(&kids, be);
+    bench_kill_all(&kids);
     fclose(csv);
     if (rc) fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc.out);
     else printf("wrote %s\n", bc.out);

@@ -317,30 +317,51 @@ static int fetch(int port, const char *raw, struct sbuf *body)
     return f.status;
 }
 
-/* Closed loop, think 0, for about a second; checks Little's law on the generator's own
- * measurements: N = X * R, X = completed / window, R = mean latency. */
-static void check_load(int port, const char *what)
+/* A closed-loop load on 127.0.0.1:port/aggregate; returns the merged statistics (caller
+ * frees) and the window in seconds. */
+static struct load_stats *run_load(int port, int users, double secs, int think_ms, double *window)
 {
     struct load_cfg lc;
     load_defaults(&lc);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", port);
     load_parse_url(&lc, url);
-    lc.users = 40;
-    lc.duration_s = 1.5;
+    lc.users = users;
+    lc.duration_s = secs;
     lc.warmup_s = 0.1;
+    lc.think_ms = think_ms;
     lc.timeout_ms = 5000;
     struct load L;
     load_start(&L, &lc);
     struct load_stats *st = load_wait(&L);
-    double secs = (double)(L.t_end - L.t0) / NS_PER_S;
+    *window = (double)(L.t_end - L.t0) / NS_PER_S;
+    return st;
+}
+
+/* Closed loop, think 0, for 1.5 s; checks Little's law on the generator's own
+ * measurements: N = X * R, X = completed / window, R = mean latency. */
+static void check_load(int port, const char *what)
+{
+    enum { USERS = 40 };
+    double secs;
+    struct load_stats *st = run_load(port, USERS, 1.5, 0, &secs);
     double x = (double)st->completed / secs, r = st->h.count ? (double)st->h.sum / (double)st->h.count / 1e6 : 0;
     char label[64];
     snprintf(label, sizeof label, "%s: Little's law X*R vs N", what);
     CHECK(st->completed > 100, "%s: only %llu requests", what, (unsigned long long)st->completed);
     CHECK(load_errors_total(st) == 0, "%s: %llu errors", what, (unsigned long long)load_errors_total(st));
-    CHECK_NEAR(x * r, lc.users, 0.10, label);
-    printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, lc.users, x, r * 1e3, x * r);
+    CHECK_NEAR(x * r, USERS, 0.10, label);
+    printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, USERS, x, r * 1e3, x * r);
+    free(st);
+}
+
+/* A bounded executor queue (--max-queue) refuses the overflow with 503 at once. */
+static void check_overload(int port)
+{
+    double secs;
+    struct load_stats *st = run_load(port, 8, 0.3, 5, &secs);
+    CHECK(st->completed > 0, "bounded queue: nothing served");
+    CHECK(st->errors[LOAD_ERR_STATUS] > 0, "bounded queue: no 503 with 8 users, 1 thread, queue 1");
     free(st);
 }
 
@@ -372,7 +393,7 @@ static void t_integration(void)
     bc.port = 0;
     bc.delay_ms = 10;
     bc.accept_count = 1024;
-    struct server be, sv, sp, st, sd;
+    struct server be, sv, sp, st, sd, sq;
     CHECK(server_start(&be, &bc, backend_route) == 0, "backend listen: %s", strerror(errno));
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", be.port);
@@ -384,12 +405,16 @@ static void t_integration(void)
     pc.threads = 16;
     tc = vc;
     tc.timeout_ms = 3; /* shorter than the backend's 10 ms: 504 */
+    struct config qc = pc;
+    qc.threads = qc.min_spare = 1;
+    qc.max_queue = 1;
     config_defaults(&dc);
     config_backends(&dc, "127.0.0.1:1"); /* nothing listens there: 502 */
     CHECK(server_start(&sv, &vc, agg_route) == 0, "virtual listen");
     CHECK(server_start(&sp, &pc, agg_route) == 0, "platform listen");
     CHECK(server_start(&st, &tc, agg_route) == 0, "timeout server listen");
     CHECK(server_start(&sd, &dc, agg_route) == 0, "dead-backend server listen");
+    CHECK(server_start(&sq, &qc, agg_route) == 0, "bounded-queue server listen");
 
     check_answers(sv.port, "virtual");
     check_answers(sp.port, "platform");
@@ -412,8 +437,10 @@ static void t_integration(void)
 
     check_load(sv.port, "virtual");
     check_load(sp.port, "platform");
-    CHECK(LOAD(rt.m->pool_size) <= pc.threads, "pool grew past --threads: %ld", LOAD(rt.m->pool_size));
+    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads, "pools grew past --threads: %ld", LOAD(rt.m->pool_size));
 
+    check_overload(sq.port);
+    server_stop(&sq);
     server_stop(&sp);
     rt_shutdown();
     rt_join();
