@@ -137,6 +137,11 @@ struct scenario {
     simtime wakeup;          /* CPU to return from a blocking call on an OS thread */
     long thread_stack_reserved; /* bytes of address space per OS thread (-Xss) */
     long thread_stack_rss;      /* bytes actually committed per OS thread */
+    /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
+    simtime cpu_per_request[2];  /* CPU to accept, parse and answer one request */
+    simtime cpu_per_call[2];     /* CPU per downstream call: its syscalls, on the caller's thread */
+    long mem_base;               /* process RSS with no load, bytes */
+    long mem_per_request;        /* buffers per request in flight, bytes */
     /* platform model (Tomcat defaults) */
     int max_threads, min_spare, max_connections, accept_count, max_queue;
     simtime idle_timeout;
@@ -151,6 +156,7 @@ struct scenario {
     /* downstream services */
     struct service_cfg svc[MAX_SERVICES];
     int nsvc;
+    char calibrated[1024]; /* keys set from a calibration file, comma-separated */
 };
 
 /* Why a request failed. X-macro: the enum and its names stay in step. */
@@ -313,6 +319,7 @@ struct stats {
     int32_t peak_os_threads, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     int32_t peak_ports_tw, peak_queued, peak_in_flight, peak_blocked;
     int64_t peak_thread_mem, peak_thread_reserved;
+    int64_t peak_rss;           /* mem.base + thread memory + in flight x mem.per_request */
 };
 
 struct trace; /* Chrome trace writer, see Reports */
@@ -597,6 +604,12 @@ static const struct scn_key scn_keys[] = {
     {"os.thread_create", K_TIME, SK(thread_create), "50us", 0, 1e9, "CPU cost of creating an OS thread"},
     {"os.stack_reserved", K_BYTES, SK(thread_stack_reserved), "1MiB", 4096, 1e10, "address space reserved per OS thread (-Xss)"},
     {"os.stack_rss", K_BYTES, SK(thread_stack_rss), "64KiB", 0, 1e10, "memory committed per OS thread (touched stack, TLS, kernel)"},
+    {"platform.cpu_per_request", K_TIME, SK(cpu_per_request[0]), "0", 0, 1e9, "platform: CPU per request beyond its program (accept, parse, answer)"},
+    {"platform.cpu_per_call", K_TIME, SK(cpu_per_call[0]), "0", 0, 1e9, "platform: CPU per downstream call beyond its program (socket syscalls)"},
+    {"virtual.cpu_per_request", K_TIME, SK(cpu_per_request[1]), "0", 0, 1e9, "virtual: CPU per request beyond its program"},
+    {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9, "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
+    {"mem.base", K_BYTES, SK(mem_base), "0", 0, 1e12, "process RSS with no load (for the predicted RSS)"},
+    {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9, "memory per request in flight: buffers, connection (predicted RSS)"},
     {"platform.max_threads", K_INT, SK(max_threads), "200", 1, 100000, "Tomcat maxThreads: the pool's ceiling"},
     {"platform.min_spare", K_INT, SK(min_spare), "10", 0, 100000, "Tomcat minSpareThreads: threads created at start and never retired"},
     {"platform.max_connections", K_INT, SK(max_connections), "8192", 1, 10000000, "Tomcat maxConnections (both models)"},
@@ -960,8 +973,9 @@ static int scn_split(char *line, char **key, char **value)
     return 0;
 }
 
-/* Read scenario text from `f` (named `name` in messages) over the defaults already in *s. */
-static int scn_read(struct scenario *s, FILE *f, const char *name, char *err, size_t errlen)
+/* Read scenario text from `f` (named `name` in messages) over the defaults already in *s.
+ * With `seen`, the keys it sets are appended there, comma-separated (calibration files). */
+static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, size_t seenlen, char *err, size_t errlen)
 {
     struct scn_src src = {name, 0, err, errlen};
     char line[1024];
@@ -976,20 +990,29 @@ static int scn_read(struct scenario *s, FILE *f, const char *name, char *err, si
         if (*scn_skip_space(line) == 0) continue;
         if (scn_split(line, &key, &value) < 0) return scn_fail(&src, "expected 'key = value'");
         if (scn_set(s, key, value, &src) < 0) return -1;
+        if (seen && !strstr(seen, key)) {
+            size_t used = strlen(seen);
+            snprintf(seen + used, seenlen - used, "%s%s", used ? ", " : "", key);
+        }
     }
     return 0;
 }
 
-static int scn_load(struct scenario *s, const char *path, char *err, size_t errlen)
+static int scn_load_keys(struct scenario *s, const char *path, char *seen, size_t seenlen, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         struct scn_src src = {path, 0, err, errlen};
         return scn_fail(&src, "cannot open: %s", strerror(errno));
     }
-    int rc = scn_read(s, f, path, err, errlen);
+    int rc = scn_read(s, f, path, seen, seenlen, err, errlen);
     fclose(f);
     return rc;
+}
+
+static int scn_load(struct scenario *s, const char *path, char *err, size_t errlen)
+{
+    return scn_load_keys(s, path, NULL, 0, err, errlen);
 }
 
 /* Cross-key checks and derived values, after every file and --set has been applied. */
@@ -1379,7 +1402,7 @@ static void req_continue(struct model *m, int32_t r)
             continue;
         }
         default: { /* a blocking step: the model may charge CPU first (parking) */
-            simtime d = m->ops->block_cost(m, r, st->op);
+            simtime d = m->ops->block_cost(m, r, st->op) + st->nsvc * m->s->cpu_per_call[m->kind];
             q->phase = PH_PREBLOCK;
             if (d > 0) { cpu_want(m, q->thr, d); return; }
             continue;
@@ -1438,6 +1461,7 @@ static void conn_admit(struct model *m, int32_t r)
 {
     m->conns++;
     m->req[r].admitted = 1;
+    m->req[r].debt += m->s->cpu_per_request[m->kind];
     m->ops->admit(m, r);
 }
 
@@ -1719,7 +1743,9 @@ static void model_peaks(struct model *m)
     PEAK(peak_queued, m->queue.len);
     PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
     PEAK(peak_in_flight, model_in_flight(m));
-    PEAK(peak_thread_mem, model_thread_mem(m));
+    int64_t thread_mem = model_thread_mem(m);
+    PEAK(peak_thread_mem, thread_mem);
+    PEAK(peak_rss, m->s->mem_base + thread_mem + (int64_t)model_in_flight(m) * m->s->mem_per_request);
     PEAK(peak_thread_reserved, reserved);
     PEAK(peak_ports_tw, m->ports_tw);
 }
@@ -1846,7 +1872,7 @@ struct result {
     double throughput_rps, mean, p50, p90, p99, p999, max, cpu_util;
     double arrived, completed, failed, in_flight;
     double peak_os_threads, peak_blocked, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
-    double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved;
+    double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved, peak_rss;
     double ctx_switches, thread_creations, parks, conns_opened, events;
     double failed_kind[FAIL_N];
 };
@@ -1877,6 +1903,7 @@ static void rep_result(const struct model *m, struct result *r)
     r->peak_ports_tw = st->peak_ports_tw;
     r->peak_thread_mem = (double)st->peak_thread_mem;
     r->peak_thread_reserved = (double)st->peak_thread_reserved;
+    r->peak_rss = (double)st->peak_rss;
     r->ctx_switches = (double)st->ctx_switches;
     r->thread_creations = (double)st->thread_creations;
     r->parks = (double)st->parks;
@@ -1914,6 +1941,7 @@ static const struct rep_row rep_rows[] = {
     {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT},
     {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB},
     {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB},
+    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB},
     {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT},
     {"context switches", "ctx_switches", RR(ctx_switches), R_INT},
     {"OS threads created", "thread_creations", RR(thread_creations), R_INT},
@@ -1971,8 +1999,10 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
     fprintf(out, "%d cores, %.1f s simulated (statistics after %.1f s)\n", s->cores,
             (double)s->duration / SEC, (double)s->warmup / SEC);
     fprintf(out, "  program: %s\n", s->program_text);
-    fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n\n", s->max_threads,
+    fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n", s->max_threads,
             s->min_spare, s->parallelism);
+    if (s->calibrated[0]) fprintf(out, "  from calibration: %s\n", s->calibrated);
+    fputc('\n', out);
     fprintf(out, "  %-30s %14s %14s %10s\n", "", "platform", "virtual", "v / p");
     for (size_t i = 0; i < REP_NROWS; i++) {
         const struct rep_row *row = &rep_rows[i];
@@ -2016,7 +2046,9 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
     fprintf(out, "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_bytes\": %ld},\n",
             events, wall_s, wall_s > 0 ? events / wall_s : 0, peak_rss);
-    fprintf(out, "  \"ideal_rps\": %.3f,\n", rep_ideal_rps(s));
+    fprintf(out, "  \"ideal_rps\": %.3f,\n  \"calibrated_keys\": ", rep_ideal_rps(s));
+    rep_json_string(out, s->calibrated);
+    fputs(",\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
         fprintf(out, "  \"%s\": {", model_names[mk]);
         const char *open = NULL;
@@ -2101,6 +2133,208 @@ static void trace_close(struct trace *tr)
     if (tr->spans >= tr->max) fprintf(stderr, "sim: trace truncated at %" PRIu64 " spans\n", tr->max);
 }
 
+/* ==== Validation ==== */
+
+/* ./sim --validate results.csv: for each point the real aggregator's benchmark measured
+ * (./aggregator bench), simulate the same configuration with the calibrated costs and put
+ * prediction beside measurement. The scenario of a point is built from text through scn_set,
+ * so it is checked like any scenario, and the calibration file and --set apply on top. */
+
+/* The columns a results CSV must have, in any order (more are ignored). */
+enum val_col { VC_USERS, VC_MODE, VC_POOL, VC_FANOUT, VC_DELAY, VC_RPS, VC_P50, VC_P99, VC_THREADS, VC_RSS, VC_N };
+static const char *const val_cols[VC_N] = {"users", "mode", "pool", "fanout", "delay_ms", "throughput_rps",
+                                           "p50_ms", "p99_ms", "peak_threads", "peak_rss_bytes"};
+
+/* The metrics compared, measured vs predicted. */
+enum val_metric { VM_RPS, VM_P50, VM_P99, VM_THREADS, VM_RSS, VM_N };
+static const struct { const char *json, *label; int col; size_t off; double scale; } val_metrics[VM_N] = {
+    {"throughput_rps", "req/s", VC_RPS, RR(throughput_rps), 1},
+    {"p50_ms", "p50 ms", VC_P50, RR(p50), 1},
+    {"p99_ms", "p99 ms", VC_P99, RR(p99), 1},
+    {"peak_threads", "threads", VC_THREADS, RR(peak_os_threads), 1},
+    {"peak_rss_bytes", "RSS MiB", VC_RSS, RR(peak_rss), 1},
+};
+
+struct val_point {
+    long users;
+    int fanout, pooled, mode;
+    double delay_ms;
+    double measured[VM_N], predicted[VM_N];
+};
+
+/* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
+ * bench writes plain numbers and words. */
+static int val_split(char *line, char **field, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    for (char *p = line; n < max;) {
+        field[n++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma) break;
+        *comma = 0;
+        p = comma + 1;
+    }
+    return n;
+}
+
+static int val_number(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    return end != text && !*scn_skip_space(end) && !errno && isfinite(*out) ? 0 : -1;
+}
+
+/* Simulate one point: the aggregator with K calls of D ms to one backend, think 0. */
+static int val_simulate(struct val_point *pt, const char *calibration, const char *const *sets, int nsets,
+                        char *err, size_t errlen)
+{
+    struct scenario s;
+    char program[256] = "", value[64];
+    struct scn_src src = {"validate", 0, err, errlen};
+    scn_defaults(&s);
+    for (int i = 0; i < pt->fanout && i < 60; i++) strcat(program, "call(backend) ");
+    snprintf(value, sizeof value, "%ld", pt->users);
+    const char *kv[][2] = {{"users", value}, {"think", "0"}, {"duration", "20s"}, {"warmup", "5s"},
+                           {"program", program}, {"service.backend.pool", pt->pooled ? "100000" : "0"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0) return -1;
+    snprintf(value, sizeof value, "%.6gms", pt->delay_ms);
+    if (scn_set(&s, "service.backend.latency", pt->delay_ms > 0 ? value : "0", &src) < 0) return -1;
+    if (calibration && scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0) return -1;
+    for (int i = 0; i < nsets; i++) {
+        char buf[1024], *key, *val;
+        snprintf(buf, sizeof buf, "%s", sets[i]);
+        if (scn_split(buf, &key, &val) < 0 || scn_set(&s, key, val, &src) < 0) return scn_fail(&src, "bad --set %s", sets[i]);
+    }
+    if (scn_finish(&s, "validate", err, errlen) < 0) return -1;
+    struct model m;
+    struct result r;
+    model_init(&m, &s, pt->mode);
+    model_run(&m, s.duration);
+    rep_result(&m, &r);
+    model_free(&m);
+    for (int k = 0; k < VM_N; k++) pt->predicted[k] = *(const double *)((const char *)&r + val_metrics[k].off);
+    return 0;
+}
+
+static int val_read(const char *path, struct val_point **points, int *npoints, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    struct scn_src src = {path, 0, err, errlen};
+    if (!f) return scn_fail(&src, "cannot open: %s", strerror(errno));
+    char line[2048], *field[64];
+    int col[VC_N], ncols = 0, cap = 0, rc = 0;
+    *points = NULL, *npoints = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        src.line++;
+        int n = val_split(line, field, 64);
+        if (src.line == 1) { /* the header names the columns */
+            ncols = n;
+            for (int c = 0; c < VC_N; c++) {
+                col[c] = -1;
+                for (int i = 0; i < n; i++)
+                    if (!strcmp(field[i], val_cols[c])) col[c] = i;
+                if (col[c] < 0) rc = scn_fail(&src, "no column '%s' in the header", val_cols[c]);
+            }
+            continue;
+        }
+        if (n == 1 && !*field[0]) continue;
+        if (n != ncols) { rc = scn_fail(&src, "%d fields, the header has %d", n, ncols); break; }
+        struct val_point pt = {0};
+        double users, fanout;
+        const char *mode = field[col[VC_MODE]], *pool = field[col[VC_POOL]];
+        pt.mode = !strcmp(mode, "platform") ? MODEL_PLATFORM : !strcmp(mode, "virtual") ? MODEL_VIRTUAL : -1;
+        pt.pooled = !strcmp(pool, "on") || !strcmp(pool, "1") ? 1 : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0 : -1;
+        if (pt.mode < 0) { rc = scn_fail(&src, "mode '%s' is not platform or virtual", mode); break; }
+        if (pt.pooled < 0) { rc = scn_fail(&src, "pool '%s' is not on or off", pool); break; }
+        if (val_number(field[col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 || users != floor(users) ||
+            val_number(field[col[VC_FANOUT]], &fanout) < 0 || fanout < 1 || fanout > 60 || fanout != floor(fanout) ||
+            val_number(field[col[VC_DELAY]], &pt.delay_ms) < 0 || pt.delay_ms < 0 || pt.delay_ms > 3.6e6) {
+            rc = scn_fail(&src, "users, fanout or delay_ms out of range");
+            break;
+        }
+        pt.users = (long)users, pt.fanout = (int)fanout;
+        for (int k = 0; k < VM_N && rc == 0; k++)
+            if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 || pt.measured[k] < 0)
+                rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], field[col[val_metrics[k].col]]);
+        if (rc) break;
+        if (*npoints == cap) *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
+        (*points)[(*npoints)++] = pt;
+    }
+    fclose(f);
+    if (rc == 0 && *npoints == 0) rc = scn_fail(&src, "no data rows");
+    return rc;
+}
+
+static double val_rel(double measured, double predicted)
+{
+    return measured > 0 ? (predicted - measured) / measured : predicted > 0 ? 1 : 0;
+}
+
+static int val_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median and maximum of |relative error| of one metric over all points. */
+static void val_summary(const struct val_point *p, int n, int metric, double *median, double *max)
+{
+    double *e = xrealloc(NULL, (size_t)n, sizeof *e);
+    for (int i = 0; i < n; i++) e[i] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
+    qsort(e, (size_t)n, sizeof *e, val_cmp_double);
+    *median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+    *max = e[n - 1];
+    free(e);
+}
+
+static void val_print_text(FILE *out, const struct val_point *p, int n)
+{
+    fprintf(out, "%7s %-8s %-4s %2s %6s", "users", "mode", "pool", "K", "D ms");
+    for (int k = 0; k < VM_N; k++) fprintf(out, " | %9s %9s %6s", val_metrics[k].label, "predicted", "error");
+    fputc('\n', out);
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%7ld %-8s %-4s %2d %6.1f", p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off",
+                p[i].fanout, p[i].delay_ms);
+        for (int k = 0; k < VM_N; k++) {
+            double scale = k == VM_RSS ? 1.0 / 1048576 : 1;
+            fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale, p[i].predicted[k] * scale,
+                    100 * val_rel(p[i].measured[k], p[i].predicted[k]));
+        }
+        fputc('\n', out);
+    }
+    double med, max;
+    fputs("summary: |relative error| median (max):", out);
+    for (int k = 0; k < VM_N; k++) {
+        val_summary(p, n, k, &med, &max);
+        fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
+    }
+    fputc('\n', out);
+}
+
+static void val_print_json(FILE *out, const struct val_point *p, int n)
+{
+    fputs("{\"points\": [\n", out);
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "  {\"users\": %ld, \"mode\": \"%s\", \"pool\": \"%s\", \"fanout\": %d, \"delay_ms\": %g", p[i].users,
+                model_names[p[i].mode], p[i].pooled ? "on" : "off", p[i].fanout, p[i].delay_ms);
+        for (int k = 0; k < VM_N; k++)
+            fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}", val_metrics[k].json,
+                    p[i].measured[k], p[i].predicted[k], val_rel(p[i].measured[k], p[i].predicted[k]));
+        fprintf(out, "}%s\n", i + 1 < n ? "," : "");
+    }
+    fputs("],\n\"summary\": {", out);
+    for (int k = 0; k < VM_N; k++) {
+        double med, max;
+        const char *name = k == VM_RPS ? "throughput" : k == VM_P50 ? "p50" : k == VM_P99 ? "p99" : k == VM_THREADS ? "threads" : "rss";
+        val_summary(p, n, k, &med, &max);
+        fprintf(out, "%s\"%s_median_rel_error\": %.6g, \"%s_max_rel_error\": %.6g", k ? ", " : "", name, med, name, max);
+    }
+    fputs("}}\n", out);
+}
+
 /* ==== Window ==== */
 
 /* (The SDL2 window and headless screenshots live here; see ui_main.) */
@@ -2120,6 +2354,9 @@ static const char sim_usage[] =
     "  --json | --csv      the report for machines instead of the table\n"
     "  --series FILE.csv   write the time series of both models\n"
     "  --trace FILE.json   write a Chrome trace (open it in Perfetto): a lane per thread\n"
+    "  --calibration FILE  apply measured costs (./aggregator calibrate) over the scenario\n"
+    "  --validate FILE.csv simulate each point of ./aggregator bench's results and compare\n"
+    "                      (with --calibration; --json for machines; no scenario needed)\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this text\n";
 
@@ -2129,7 +2366,7 @@ struct options {
     int nsets;
     const char *seed;
     int headless, json, csv, quiet;
-    const char *series, *trace;
+    const char *series, *trace, *calibration, *validate;
 };
 
 static int opt_fail(const char *fmt, const char *arg)
@@ -2153,10 +2390,13 @@ static int opt_parse(int argc, char **argv, struct options *o)
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--csv")) o->csv = 1;
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
-        else if (!strcmp(a, "--seed") || !strcmp(a, "--set") || !strcmp(a, "--series") || !strcmp(a, "--trace")) {
+        else if (!strcmp(a, "--seed") || !strcmp(a, "--set") || !strcmp(a, "--series") || !strcmp(a, "--trace") ||
+                 !strcmp(a, "--calibration") || !strcmp(a, "--validate")) {
             if (!has_value) return opt_fail("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--seed")) o->seed = v;
+            else if (!strcmp(a, "--calibration")) o->calibration = v;
+            else if (!strcmp(a, "--validate")) o->validate = v;
             else if (!strcmp(a, "--series")) o->series = v;
             else if (!strcmp(a, "--trace")) o->trace = v;
             else if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0])) return opt_fail("too many --set (%s)", v);
@@ -2165,7 +2405,7 @@ static int opt_parse(int argc, char **argv, struct options *o)
         else if (o->scenario) return opt_fail("one scenario at a time ('%s' is extra)", a);
         else o->scenario = a;
     }
-    if (!o->scenario) return opt_fail("%s", "no scenario file given");
+    if (!o->scenario && !o->validate) return opt_fail("%s", "no scenario file given");
     if (o->json && o->csv) return opt_fail("%s", "--json or --csv, not both");
     return 0;
 }
@@ -2176,6 +2416,7 @@ static int sim_load(struct scenario *s, const char *path, const struct options *
 {
     scn_defaults(s);
     if (scn_load(s, path, err, errlen) < 0) return -1;
+    if (o->calibration && scn_load_keys(s, o->calibration, s->calibrated, sizeof s->calibrated, err, errlen) < 0) return -1;
     for (int i = 0; i < o->nsets; i++) {
         char buf[1024], label[1100], *key, *value;
         snprintf(buf, sizeof buf, "%s", o->sets[i]);
@@ -2252,6 +2493,27 @@ static int sim_headless(const struct scenario *s, const struct options *o)
     return rc;
 }
 
+static int sim_validate(const struct options *o)
+{
+    struct val_point *points = NULL;
+    int n = 0;
+    char err[512];
+    if (val_read(o->validate, &points, &n, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    for (int i = 0; i < n; i++)
+        if (val_simulate(&points[i], o->calibration, o->sets, o->nsets, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            free(points);
+            return 2;
+        }
+    if (o->json) val_print_json(stdout, points, n);
+    else val_print_text(stdout, points, n);
+    free(points);
+    return 0;
+}
+
 #ifndef SIM_NO_MAIN
 int main(int argc, char **argv)
 {
@@ -2260,6 +2522,7 @@ int main(int argc, char **argv)
     char err[512];
     int rc = opt_parse(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    if (o.validate) return sim_validate(&o);
     if (sim_load(&s, o.scenario, &o, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;

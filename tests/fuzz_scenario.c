@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *f = fmemopen((void *)data, size, "r");
     if (!f) return 0;
     scn_defaults(&s);
-    int rc = scn_read(&s, f, "fuzz", err, sizeof err);
+    int rc = scn_read(&s, f, "fuzz", NULL, 0, err, sizeof err);
     fclose(f);
     if (rc == 0) rc = scn_finish(&s, "fuzz", err, sizeof err);
     if (rc < 0) {

@@ -478,7 +478,62 @@ static void test_command_line(void)
               strstr(err, "--set thread=3: unknown key 'thread'"), "bad --set: %s", err);
     char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
-    (void)sim_headless;
+    (void)sim_headless, (void)sim_validate;
+}
+
+/* A calibration file is a scenario file of measured keys: read over the scenario, listed in
+ * the report, and wrong keys are reported with their line. */
+static void test_calibration_file(void)
+{
+    char path[] = "/tmp/loomlab-cal-XXXXXX", err[512] = "";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs("# measured\nos.ctx_switch = 953ns   # pipe ping-pong\nvirtual.park = 120ns\n"
+          "virtual.cpu_per_call = 12.5us\nmem.base = 3MiB\n", f);
+    fclose(f);
+    struct scenario s;
+    scn_defaults(&s);
+    CHECK(scn_load(&s, "scenarios/default.scn", err, sizeof err) == 0, "default loads");
+    CHECK(scn_load_keys(&s, path, s.calibrated, sizeof s.calibrated, err, sizeof err) == 0, "calibration loads: %s", err);
+    CHECK(s.ctx_switch == 953 && s.vt_park == 120 && s.cpu_per_call[MODEL_VIRTUAL] == 12500 && s.mem_base == 3 << 20,
+          "values read back (%" PRId64 " %" PRId64 " %" PRId64 " %ld)", s.ctx_switch, s.vt_park, s.cpu_per_call[1], s.mem_base);
+    CHECK(!strcmp(s.calibrated, "os.ctx_switch, virtual.park, virtual.cpu_per_call, mem.base"), "keys listed: %s", s.calibrated);
+    f = fopen(path, "w");
+    fputs("os.ctx_switch = 953ns\nvirtual.parc = 1us\n", f);
+    fclose(f);
+    char want[128];
+    snprintf(want, sizeof want, "%s:2: unknown key 'virtual.parc'", path);
+    CHECK(scn_load_keys(&s, path, NULL, 0, err, sizeof err) < 0 && strstr(err, want), "bad key with its line: %s", err);
+    unlink(path);
+}
+
+/* --validate: the simulated prediction of a measured point, and clear errors for bad CSV. */
+static void test_validate(void)
+{
+    char path[] = "/tmp/loomlab-val-XXXXXX", err[512] = "";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs("users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+          "1000,platform,on,3,50,1300,760,770,780,222,30000000\n", f);
+    fclose(f);
+    struct val_point *p;
+    int n;
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
+    if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0) {
+        /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
+        CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02, "predicted platform throughput at 1000 users");
+        CHECK(p[0].predicted[VM_THREADS] == 222, "predicted threads (%g)", p[0].predicted[VM_THREADS]);
+    }
+    free(p);
+    f = fopen(path, "w");
+    fputs("users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+          "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n", f);
+    fclose(f);
+    char want[128];
+    snprintf(want, sizeof want, "%s:3: mode 'green'", path);
+    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad row named by line: %s", err);
+    free(p);
+    unlink(path);
 }
 
 int main(void)
@@ -502,5 +557,7 @@ int main(void)
     test_shipped_scenarios();
     test_bad_input();
     test_command_line();
+    test_calibration_file();
+    test_validate();
     return check_done("test_sim");
 }
