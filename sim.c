@@ -63,7 +63,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2335,6 +2339,206 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
     fputs("}}\n", out);
 }
 
+/* ==== Live telemetry ==== */
+
+/* ./sim --live http://127.0.0.1:PORT polls a running ./aggregator's /metrics (Prometheus
+ * text format) and turns successive scrapes into the same kind of time series the models
+ * produce, so the window can draw measurement and prediction on one clock. Only loopback
+ * addresses are accepted: this is a teaching tool, not a network scraper. */
+
+#define LIVE_MAX_LE 64
+#define LIVE_MAX_BODY (256 * 1024)
+
+/* One scrape: counters and gauges as the aggregator reports them. */
+struct live_scrape {
+    double requests, errors, os_threads, rss, vt_parked, vt_runnable, carriers_busy;
+    double pool_busy, pool_queue, connections, conns_opened, carriers, pool_size;
+    int nle;
+    double le[LIVE_MAX_LE], cum[LIVE_MAX_LE]; /* latency histogram: upper bounds (s), cumulative counts */
+};
+
+/* What successive scrapes say about an interval; times in s since the first scrape. */
+struct live_sample {
+    double t, rps, errors_per_s, p50_ms, p99_ms;
+    double os_threads, rss, vt_parked, carriers_busy, connections, pool_queue;
+};
+
+struct live {
+    char host[64];
+    int port, family;
+    double t0, last_t;          /* wall times of the first and the previous scrape, s */
+    struct live_scrape last;    /* the previous scrape, for deltas */
+    int have_last;
+    struct live_sample *v;
+    int n, cap;
+};
+
+/* The gauges read by name: one row each. */
+static const struct { const char *name; size_t off; } live_gauges[] = {
+    {"agg_os_threads", offsetof(struct live_scrape, os_threads)},
+    {"agg_rss_bytes", offsetof(struct live_scrape, rss)},
+    {"agg_vthreads_parked", offsetof(struct live_scrape, vt_parked)},
+    {"agg_vthreads_runnable", offsetof(struct live_scrape, vt_runnable)},
+    {"agg_carriers_busy", offsetof(struct live_scrape, carriers_busy)},
+    {"agg_pool_busy", offsetof(struct live_scrape, pool_busy)},
+    {"agg_pool_queue", offsetof(struct live_scrape, pool_queue)},
+    {"agg_connections", offsetof(struct live_scrape, connections)},
+    {"agg_downstream_connections_opened_total", offsetof(struct live_scrape, conns_opened)},
+    {"agg_carriers", offsetof(struct live_scrape, carriers)},
+    {"agg_pool_size", offsetof(struct live_scrape, pool_size)},
+};
+
+/* http://HOST:PORT[/...] with HOST one of 127.0.0.1, localhost, [::1]. */
+static int live_parse_url(struct live *lv, const char *url, char *err, size_t errlen)
+{
+    const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+    static const struct { const char *host; int family; } loopback[] = {
+        {"127.0.0.1:", AF_INET}, {"localhost:", AF_INET}, {"[::1]:", AF_INET6}};
+    for (size_t i = 0; p && i < sizeof loopback / sizeof loopback[0]; i++) {
+        size_t n = strlen(loopback[i].host);
+        if (strncmp(p, loopback[i].host, n)) continue;
+        char *end;
+        long port = strtol(p + n, &end, 10);
+        if (end == p + n || (*end && *end != '/') || port < 1 || port > 65535) break;
+        snprintf(lv->host, sizeof lv->host, "%s", loopback[i].family == AF_INET ? "127.0.0.1" : "::1");
+        lv->port = (int)port, lv->family = loopback[i].family;
+        return 0;
+    }
+    snprintf(err, errlen, "--live %s: want http://127.0.0.1:PORT (or localhost, [::1]); only loopback", url);
+    return -1;
+}
+
+/* GET /metrics; the body goes to a malloc'd NUL-terminated string. Bounded by timeouts. */
+static char *live_fetch(const struct live *lv, char *err, size_t errlen)
+{
+    int fd = socket(lv->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {2, 0};
+    struct sockaddr_storage sa = {0};
+    socklen_t salen;
+    if (lv->family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+        a->sin_family = AF_INET, a->sin_port = htons((uint16_t)lv->port);
+        inet_pton(AF_INET, lv->host, &a->sin_addr);
+        salen = sizeof *a;
+    } else {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
+        a->sin6_family = AF_INET6, a->sin6_port = htons((uint16_t)lv->port);
+        inet_pton(AF_INET6, lv->host, &a->sin6_addr);
+        salen = sizeof *a;
+    }
+    if (fd < 0) { snprintf(err, errlen, "live: socket: %s", strerror(errno)); return NULL; }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
+    char *buf = NULL;
+    size_t len = 0;
+    if (connect(fd, (struct sockaddr *)&sa, salen) < 0 || write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        snprintf(err, errlen, "live: %s port %d: %s", lv->host, lv->port, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
+    for (ssize_t got; len < LIVE_MAX_BODY && (got = read(fd, buf + len, LIVE_MAX_BODY - len)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) { snprintf(err, errlen, "live: read: %s", strerror(errno)); len = 0; break; }
+        len += (size_t)got;
+    }
+    close(fd);
+    buf[len] = 0;
+    char *body = strstr(buf, "\r\n\r\n");
+    if (!len || strncmp(buf, "HTTP/1.", 7) || strncmp(buf + 8, " 200", 4) || !body) {
+        if (len) snprintf(err, errlen, "live: /metrics did not answer 200 with a body");
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+/* Parse the Prometheus text format: `name{labels} value` lines, `#` comments. Unknown names
+ * are skipped; a line that is not of that shape is an error with its line number. */
+static int live_parse(const char *text, struct live_scrape *sc, char *err, size_t errlen)
+{
+    memset(sc, 0, sizeof *sc);
+    int line = 0;
+    for (const char *p = text; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        char l[512];
+        line++;
+        snprintf(l, sizeof l, "%.*s", (int)(n < sizeof l - 1 ? n : sizeof l - 1), p);
+        p += n + (eol != NULL);
+        if (!l[0] || l[0] == '#') continue;
+        char *sp = strrchr(l, ' '), *end;
+        if (!sp) { snprintf(err, errlen, "/metrics:%d: no value", line); return -1; }
+        *sp = 0;
+        double v = strtod(sp + 1, &end);
+        if (end == sp + 1 || *end) { snprintf(err, errlen, "/metrics:%d: bad value '%s'", line, sp + 1); return -1; }
+        if (!strncmp(l, "agg_requests_total{", 19)) {
+            const char *st = strstr(l, "status=\"");
+            sc->requests += v;
+            if (st && st[8] != '2') sc->errors += v;
+        } else if (!strncmp(l, "agg_request_seconds_bucket{le=\"", 31) && sc->nle < LIVE_MAX_LE) {
+            sc->le[sc->nle] = strncmp(l + 31, "+Inf", 4) ? strtod(l + 31, NULL) : INFINITY;
+            sc->cum[sc->nle++] = v;
+        } else {
+            for (size_t g = 0; g < sizeof live_gauges / sizeof live_gauges[0]; g++)
+                if (!strcmp(l, live_gauges[g].name)) *(double *)((char *)sc + live_gauges[g].off) = v;
+        }
+    }
+    return 0;
+}
+
+/* The q-quantile (ms) of the requests between two scrapes, interpolated inside its bucket. */
+static double live_quantile(const struct live_scrape *a, const struct live_scrape *b, double q)
+{
+    int n = a->nle < b->nle ? a->nle : b->nle;
+    if (n == 0) return 0;
+    double total = b->cum[n - 1] - a->cum[n - 1], want = q * total, below = 0, lo = 0;
+    if (total <= 0) return 0;
+    for (int i = 0; i < n; i++) {
+        double c = b->cum[i] - a->cum[i];
+        if (c >= want) {
+            double hi = isfinite(b->le[i]) ? b->le[i] : lo * 2;
+            double in = c - below;
+            return 1e3 * (lo + (hi - lo) * (in > 0 ? (want - below) / in : 1));
+        }
+        below = c, lo = b->le[i];
+    }
+    return 1e3 * lo;
+}
+
+/* Scrape once at wall time `now` (s) and append a sample; the first scrape only sets t0. */
+static int live_poll(struct live *lv, double now, char *err, size_t errlen)
+{
+    struct live_scrape sc;
+    char *body = live_fetch(lv, err, errlen);
+    if (!body) return -1;
+    int rc = live_parse(body, &sc, err, errlen);
+    free(body);
+    if (rc < 0) return -1;
+    if (!lv->have_last) lv->t0 = now;
+    double dt = lv->have_last ? now - lv->last_t : 0;
+    if (dt > 0) {
+        struct live_sample x = {
+            .t = now - lv->t0,
+            .rps = (sc.requests - lv->last.requests) / dt,
+            .errors_per_s = (sc.errors - lv->last.errors) / dt,
+            .p50_ms = live_quantile(&lv->last, &sc, 0.50),
+            .p99_ms = live_quantile(&lv->last, &sc, 0.99),
+            .os_threads = sc.os_threads, .rss = sc.rss, .vt_parked = sc.vt_parked,
+            .carriers_busy = sc.carriers_busy, .connections = sc.connections, .pool_queue = sc.pool_queue};
+        if (lv->n == lv->cap) lv->v = xrealloc(lv->v, (size_t)(lv->cap = lv->cap ? 2 * lv->cap : 64), sizeof *lv->v);
+        lv->v[lv->n++] = x;
+    }
+    lv->last = sc, lv->last_t = now;
+    lv->have_last = 1;
+    return 0;
+}
+
+/* The model a live aggregator runs: carriers mean virtual threads. */
+static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM; }
+
 /* ==== Window ==== */
 
 /* (The SDL2 window and headless screenshots live here; see ui_main.) */
@@ -2355,6 +2559,9 @@ static const char sim_usage[] =
     "  --series FILE.csv   write the time series of both models\n"
     "  --trace FILE.json   write a Chrome trace (open it in Perfetto): a lane per thread\n"
     "  --calibration FILE  apply measured costs (./aggregator calibrate) over the scenario\n"
+    "  --live URL          poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and\n"
+    "                      put it beside the scenario's prediction, once a second\n"
+    "  --at TIME           with --live: stop after TIME (default: the scenario's duration)\n"
     "  --validate FILE.csv simulate each point of ./aggregator bench's results and compare\n"
     "                      (with --calibration; --json for machines; no scenario needed)\n"
     "  --quiet             no progress on stderr\n"
@@ -2366,7 +2573,7 @@ struct options {
     int nsets;
     const char *seed;
     int headless, json, csv, quiet;
-    const char *series, *trace, *calibration, *validate;
+    const char *series, *trace, *calibration, *validate, *live, *at;
 };
 
 static int opt_fail(const char *fmt, const char *arg)
@@ -2391,12 +2598,15 @@ static int opt_parse(int argc, char **argv, struct options *o)
         else if (!strcmp(a, "--csv")) o->csv = 1;
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
         else if (!strcmp(a, "--seed") || !strcmp(a, "--set") || !strcmp(a, "--series") || !strcmp(a, "--trace") ||
-                 !strcmp(a, "--calibration") || !strcmp(a, "--validate")) {
+                 !strcmp(a, "--calibration") || !strcmp(a, "--validate") || !strcmp(a, "--live") ||
+                 !strcmp(a, "--at")) {
             if (!has_value) return opt_fail("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--seed")) o->seed = v;
             else if (!strcmp(a, "--calibration")) o->calibration = v;
             else if (!strcmp(a, "--validate")) o->validate = v;
+            else if (!strcmp(a, "--live")) o->live = v;
+            else if (!strcmp(a, "--at")) o->at = v;
             else if (!strcmp(a, "--series")) o->series = v;
             else if (!strcmp(a, "--trace")) o->trace = v;
             else if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0])) return opt_fail("too many --set (%s)", v);
@@ -2514,6 +2724,78 @@ static int sim_validate(const struct options *o)
     return 0;
 }
 
+/* --at TIME, or the scenario's duration; -1 after printing an error. */
+static simtime opt_at(const struct scenario *s, const struct options *o)
+{
+    char err[256];
+    const char *end;
+    double ns;
+    struct scn_src src = {"--at", 0, err, sizeof err};
+    if (!o->at) return s->duration;
+    if (scn_time(&src, o->at, &end, &ns) < 0 || *end) {
+        fprintf(stderr, "%s\n", *end ? "--at: want a time such as 5s" : err);
+        return -1;
+    }
+    return (simtime)ns;
+}
+
+/* The mean of a model's sampled series over (from, to]: what it predicts for one interval. */
+static struct sample model_mean_sample(const struct model *m, simtime from, simtime to)
+{
+    struct sample mean = {0};
+    int n = 0;
+    for (int i = 0; i < m->nseries; i++) {
+        const struct sample *x = &m->series[i];
+        if (x->t <= from || x->t > to) continue;
+        mean.rps += x->rps, mean.p99_ms += x->p99_ms, mean.os_threads += x->os_threads;
+        mean.vt_parked += x->vt_parked, mean.thread_mem += x->thread_mem, mean.in_flight += x->in_flight;
+        n++;
+    }
+    if (n) {
+        mean.rps /= n, mean.p99_ms /= n, mean.os_threads /= n, mean.vt_parked /= n;
+        mean.thread_mem /= n, mean.in_flight /= n;
+    }
+    return mean;
+}
+
+/* --live without a window: one row a second, measured beside predicted. */
+static int sim_live_text(const struct scenario *s, const struct options *o)
+{
+    struct live lv = {0};
+    char err[512];
+    simtime until = opt_at(s, o);
+    if (until < 0) return 2;
+    if (live_parse_url(&lv, o->live, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return 2; }
+    if (live_poll(&lv, wall_now(), err, sizeof err) < 0) {
+        fprintf(stderr, "sim: %s (is ./aggregator serve running there?)\n", err);
+        return 1;
+    }
+    struct model m;
+    int mode = live_mode(&lv);
+    model_init(&m, s, mode);
+    printf("live %s (%s mode) beside %s, predicted by the %s model\n", o->live, model_names[mode], o->scenario, model_names[mode]);
+    printf("%6s | %9s %9s | %9s %9s | %7s %7s | %8s %8s | %8s %8s\n", "t s", "req/s", "predicted", "p99 ms",
+           "predicted", "threads", "pred", "parked", "pred", "RSS MiB", "pred");
+    int rc = 0;
+    while (lv.n == 0 || lv.v[lv.n - 1].t * SEC < (double)until) {
+        struct timespec second = {1, 0};
+        while (nanosleep(&second, &second) < 0 && errno == EINTR) {} /* the polling interval */
+        if (live_poll(&lv, wall_now(), err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); rc = 1; break; }
+        const struct live_sample *x = &lv.v[lv.n - 1];
+        simtime t = (simtime)(x->t * SEC), from = lv.n > 1 ? (simtime)(lv.v[lv.n - 2].t * SEC) : 0;
+        model_run(&m, t);
+        struct sample p = model_mean_sample(&m, from, t);
+        int64_t rss = s->mem_base + p.thread_mem + (int64_t)p.in_flight * s->mem_per_request;
+        printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t, x->rps, p.rps,
+               x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked, p.vt_parked, x->rss / 1048576,
+               (double)rss / 1048576);
+        fflush(stdout);
+    }
+    model_free(&m);
+    free(lv.v);
+    return rc;
+}
+
 #ifndef SIM_NO_MAIN
 int main(int argc, char **argv)
 {
@@ -2527,6 +2809,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    if (o.live) return sim_live_text(&s, &o);
     return sim_headless(&s, &o);
 }
 #endif

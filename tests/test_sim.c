@@ -478,7 +478,7 @@ static void test_command_line(void)
               strstr(err, "--set thread=3: unknown key 'thread'"), "bad --set: %s", err);
     char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
-    (void)sim_headless, (void)sim_validate;
+    (void)sim_headless, (void)sim_validate, (void)sim_live_text;
 }
 
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
