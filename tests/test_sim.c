@@ -8,6 +8,7 @@
 #include "sim.c"
 #include "tests/check.h"
 #include <glob.h>
+#include <sys/wait.h>
 
 /* ---- helpers ---- */
 
@@ -536,6 +537,63 @@ static void test_validate(void)
     unlink(path);
 }
 
+/* --live: the Prometheus text parser, the histogram quantile, and one real scrape over
+ * loopback from a child process that answers like the aggregator's /metrics. */
+static void test_live(void)
+{
+    static const char page[] =
+        "# HELP agg_requests_total Requests answered, by status.\n"
+        "agg_requests_total{status=\"200\"} 900\nagg_requests_total{status=\"503\"} 100\n"
+        "agg_request_seconds_bucket{le=\"0.1\"} 500\nagg_request_seconds_bucket{le=\"0.2\"} 990\n"
+        "agg_request_seconds_bucket{le=\"+Inf\"} 1000\nagg_os_threads 24\nagg_carriers 2\n"
+        "agg_vthreads_parked 731\nagg_unknown_metric 5\n";
+    struct live_scrape zero = {0}, sc;
+    char err[256] = "";
+    CHECK(live_parse(page, &sc, err, sizeof err) == 0, "metrics parse: %s", err);
+    CHECK(sc.requests == 1000 && sc.errors == 100 && sc.os_threads == 24 && sc.vt_parked == 731 && sc.nle == 3,
+          "values read (%g %g %g %g %d)", sc.requests, sc.errors, sc.os_threads, sc.vt_parked, sc.nle);
+    /* 50% of 1000 at le 0.1 s: the median is the bucket's upper edge; p99 is inside (0.2, +Inf) */
+    zero.nle = 3;
+    memcpy(zero.le, sc.le, sizeof zero.le);
+    CHECK_NEAR(live_quantile(&zero, &sc, 0.50), 100, 0.001, "median from the buckets (ms)");
+    CHECK_NEAR(live_quantile(&zero, &sc, 0.90), 100 + 100 * (400.0 / 490), 0.001, "p90 interpolated in its bucket (ms)");
+    CHECK(live_parse("agg_os_threads twelve\n", &sc, err, sizeof err) < 0 && strstr(err, "/metrics:1: bad value"), "bad line: %s", err);
+    struct live lv = {0};
+    CHECK(live_parse_url(&lv, "http://192.168.1.1:80", err, sizeof err) < 0, "non-loopback refused");
+    /* a real scrape: a child serves the page once on an ephemeral loopback port */
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 4) < 0 ||
+        getsockname(ls, (struct sockaddr *)&a, &alen) < 0) {
+        CHECK(0, "loopback listen: %s", strerror(errno));
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 2; i++) { /* two scrapes make one sample */
+            int c = accept(ls, NULL, NULL);
+            char buf[512], head[128];
+            if (c < 0 || read(c, buf, sizeof buf) <= 0) _exit(1);
+            snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(page));
+            if (write(c, head, strlen(head)) < 0 || write(c, page, strlen(page)) < 0) _exit(1);
+            close(c);
+        }
+        _exit(0);
+    }
+    close(ls);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ntohs(a.sin_port));
+    CHECK(live_parse_url(&lv, url, err, sizeof err) == 0, "loopback url: %s", err);
+    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 && live_poll(&lv, 101.0, err, sizeof err) == 0, "two scrapes: %s", err);
+    CHECK(lv.n == 1 && lv.v[0].t == 1.0 && lv.v[0].rps == 0 && lv.v[0].vt_parked == 731, "one sample from two scrapes");
+    CHECK(live_mode(&lv) == MODEL_VIRTUAL, "carriers mean the virtual model");
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child served both scrapes");
+    free(lv.v);
+}
+
 int main(void)
 {
     test_event_order();
@@ -559,5 +617,6 @@ int main(void)
     test_command_line();
     test_calibration_file();
     test_validate();
+    test_live();
     return check_done("test_sim");
 }
