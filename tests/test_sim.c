@@ -424,6 +424,56 @@ static void test_shipped_scenarios(void)
     CHECK(n >= 6, "at least six scenarios shipped (%d)", n);
 }
 
+/* Load a shipped scenario and run both models on it as shipped. */
+static int run_shipped(const char *path, struct scenario *s, struct result *p, struct result *v)
+{
+    char err[512];
+    scn_defaults(s);
+    if (scn_load(s, path, err, sizeof err) < 0 || scn_finish(s, path, err, sizeof err) < 0) {
+        CHECK(0, "%s: %s", path, err);
+        return -1;
+    }
+    run_one(s, MODEL_PLATFORM, p);
+    run_one(s, MODEL_VIRTUAL, v);
+    return 0;
+}
+
+/* Each teaching scenario's key claim, against the formula its header states. */
+static void test_scenario_claims(void)
+{
+    struct scenario s;
+    struct result p, v;
+    if (run_shipped("scenarios/massive-io.scn", &s, &p, &v) == 0) { /* the thesis's order of magnitude */
+        CHECK_NEAR(p.throughput_rps, 200 / 0.1501, 0.02, "massive-io: platform at T/(K·D)");
+        CHECK_NEAR(v.throughput_rps, 3200 / 0.1501, 0.03, "massive-io: virtual at N/(K·D)");
+        CHECK(v.throughput_rps / p.throughput_rps > 14, "massive-io: >14x (thesis 15.8x): %.1fx", v.throughput_rps / p.throughput_rps);
+    }
+    if (run_shipped("scenarios/no-pool.scn", &s, &p, &v) == 0) { /* the port wall */
+        double wall = (s.port_high - s.port_low + 1) / ((double)s.time_wait / SEC);
+        CHECK(v.failed_kind[FAIL_NO_PORT] > 0 && p.failed_kind[FAIL_NO_PORT] > 0, "no-pool: connects fail in both models");
+        CHECK_NEAR(v.throughput_rps, wall, 0.03, "no-pool: virtual held to range/TIME_WAIT");
+    }
+    if (run_shipped("scenarios/pool-fixed.scn", &s, &p, &v) == 0) {
+        CHECK(v.failed == 0 && p.failed == 0 && v.peak_ports_tw == 0, "pool-fixed: no failures, no TIME_WAIT");
+        CHECK_NEAR(v.throughput_rps, 3200 / 0.1501, 0.03, "pool-fixed: virtual back at N/(K·D)");
+    }
+    if (run_shipped("scenarios/pinning.scn", &s, &p, &v) == 0)
+        CHECK_NEAR(v.throughput_rps, s.parallelism / 0.1502, 0.05, "pinning: virtual at parallelism/(K·D)");
+    if (run_shipped("scenarios/pinning-fixed.scn", &s, &p, &v) == 0)
+        CHECK(v.peak_vt_pinned == 0 && v.throughput_rps > 4 * p.throughput_rps, "pinning-fixed: no pinning, >4x platform");
+    if (run_shipped("scenarios/cpu-bound.scn", &s, &p, &v) == 0) { /* cores / CPU per request for both */
+        CHECK_NEAR(p.throughput_rps, 2 / 5e-3, 0.02, "cpu-bound: platform at cores/CPU");
+        CHECK_NEAR(v.throughput_rps, p.throughput_rps, 0.03, "cpu-bound: virtual brings nothing");
+    }
+    if (run_shipped("scenarios/mixed.scn", &s, &p, &v) == 0) {
+        double ratio = v.throughput_rps / p.throughput_rps;
+        CHECK(ratio > 1.3 && ratio < 1.7, "mixed: the cores cap the gain near 1.5x (%.2fx)", ratio);
+        CHECK(v.cpu_util > 0.97, "mixed: the virtual side's CPU is saturated (%.2f)", v.cpu_util);
+    }
+    if (run_shipped("scenarios/fanout.scn", &s, &p, &v) == 0)
+        CHECK_NEAR(p.throughput_rps, 200 / 0.0502, 0.03, "fanout: platform threads held one call long");
+}
+
 static void expect_error(const char *text, const char *want)
 {
     struct scenario s;
@@ -611,6 +661,7 @@ int main(void)
     test_conservation();
     test_pool_grows_and_shrinks();
     test_blog_thread_counts();
+    test_scenario_claims();
     test_zero_time_loop();
     test_shipped_scenarios();
     test_bad_input();
