@@ -12,15 +12,20 @@
 
 /* ---- helpers ---- */
 
+/* Write text to `path` (a mkstemp template the first time, then the same file again). */
+static void put_file(char *path, const char *text)
+{
+    FILE *f = strstr(path, "XXXXXX") ? fdopen(mkstemp(path), "w") : fopen(path, "w");
+    if (!f) { perror(path); exit(1); }
+    fputs(text, f);
+    fclose(f);
+}
+
 /* Load scenario text (as a file would hold it) over the defaults; returns 0 or -1 with err. */
 static int load_text(struct scenario *s, const char *text, char *err, size_t errlen)
 {
     char path[] = "/tmp/loomlab-test-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) { snprintf(err, errlen, "mkstemp: %s", strerror(errno)); return -1; }
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
+    put_file(path, text);
     scn_defaults(s);
     int rc = scn_load(s, path, err, errlen);
     if (rc == 0) rc = scn_finish(s, path, err, errlen);
@@ -537,11 +542,8 @@ static void test_command_line(void)
 static void test_calibration_file(void)
 {
     char path[] = "/tmp/loomlab-cal-XXXXXX", err[512] = "";
-    int fd = mkstemp(path);
-    FILE *f = fdopen(fd, "w");
-    fputs("# measured\nos.ctx_switch = 953ns   # pipe ping-pong\nvirtual.park = 120ns\n"
-          "virtual.cpu_per_call = 12.5us\nmem.base = 3MiB\n", f);
-    fclose(f);
+    put_file(path, "# measured\nos.ctx_switch = 953ns   # pipe ping-pong\nvirtual.park = 120ns\n"
+                   "virtual.cpu_per_call = 12.5us\nmem.base = 3MiB\n");
     struct scenario s;
     scn_defaults(&s);
     CHECK(scn_load(&s, "scenarios/default.scn", err, sizeof err) == 0, "default loads");
@@ -549,9 +551,7 @@ static void test_calibration_file(void)
     CHECK(s.ctx_switch == 953 && s.vt_park == 120 && s.cpu_per_call[MODEL_VIRTUAL] == 12500 && s.mem_base == 3 << 20,
           "values read back (%" PRId64 " %" PRId64 " %" PRId64 " %ld)", s.ctx_switch, s.vt_park, s.cpu_per_call[1], s.mem_base);
     CHECK(!strcmp(s.calibrated, "os.ctx_switch, virtual.park, virtual.cpu_per_call, mem.base"), "keys listed: %s", s.calibrated);
-    f = fopen(path, "w");
-    fputs("os.ctx_switch = 953ns\nvirtual.parc = 1us\n", f);
-    fclose(f);
+    put_file(path, "os.ctx_switch = 953ns\nvirtual.parc = 1us\n");
     char want[128];
     snprintf(want, sizeof want, "%s:2: unknown key 'virtual.parc'", path);
     CHECK(scn_load_keys(&s, path, NULL, 0, err, sizeof err) < 0 && strstr(err, want), "bad key with its line: %s", err);
@@ -562,11 +562,8 @@ static void test_calibration_file(void)
 static void test_validate(void)
 {
     char path[] = "/tmp/loomlab-val-XXXXXX", err[512] = "";
-    int fd = mkstemp(path);
-    FILE *f = fdopen(fd, "w");
-    fputs("users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes\n"
-          "1000,platform,on,3,50,1300,760,770,780,222,30000000\n", f);
-    fclose(f);
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+                   "1000,platform,on,3,50,1300,760,770,780,222,30000000\n");
     struct val_point *p;
     int n;
     CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
@@ -576,10 +573,8 @@ static void test_validate(void)
         CHECK(p[0].predicted[VM_THREADS] == 222, "predicted threads (%g)", p[0].predicted[VM_THREADS]);
     }
     free(p);
-    f = fopen(path, "w");
-    fputs("users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
-          "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n", f);
-    fclose(f);
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+                   "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n");
     char want[128];
     snprintf(want, sizeof want, "%s:3: mode 'green'", path);
     CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad row named by line: %s", err);
