@@ -347,6 +347,7 @@ struct model {
     int32_t ports_tw;        /* ports in TIME_WAIT, all services (sum of svc[].tw_len) */
     /* connector */
     int32_t conns;           /* connections held by requests in the server */
+    int32_t in_flight;       /* arrived and not yet completed or failed */
     struct fifo backlog;     /* accepted by the kernel, not yet by the server (acceptCount) */
     /* platform: the executor's queue; virtual: the scheduler's run queue */
     struct fifo queue;
@@ -1436,6 +1437,7 @@ static void req_finish(struct model *m, int32_t r)
 {
     struct req *q = &m->req[r];
     struct stats *st = &m->st;
+    m->in_flight--;
     if (q->fail != FAIL_NONE) {
         st->failed[q->fail]++;
     } else {
@@ -1706,6 +1708,7 @@ static void wl_arrive(struct model *m, const struct event *e)
     m->req[r] = (struct req){.next = -1, .thr = -1, .user = user, .fail = FAIL_NONE, .rng = key,
                              .arrived = m->now, .id = ++m->next_req_id};
     m->st.arrived++;
+    m->in_flight++;
     conn_arrive(m, r);
 }
 
@@ -1728,13 +1731,6 @@ static int64_t model_thread_mem(const struct model *m)
     return (int64_t)(s->runtime_threads + m->threads_alive) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
 }
 
-static int32_t model_in_flight(const struct model *m)
-{
-    uint64_t done = m->st.completed;
-    for (int k = 0; k < FAIL_N; k++) done += m->st.failed[k];
-    return (int32_t)(m->st.arrived - done);
-}
-
 #define PEAK(field, value) do { if ((value) > st->field) st->field = (value); } while (0)
 static void model_peaks(struct model *m)
 {
@@ -1746,10 +1742,10 @@ static void model_peaks(struct model *m)
     PEAK(peak_vt_pinned, m->vt_pinned);
     PEAK(peak_queued, m->queue.len);
     PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
-    PEAK(peak_in_flight, model_in_flight(m));
+    PEAK(peak_in_flight, m->in_flight);
     int64_t thread_mem = model_thread_mem(m);
     PEAK(peak_thread_mem, thread_mem);
-    PEAK(peak_rss, m->s->mem_base + thread_mem + (int64_t)model_in_flight(m) * m->s->mem_per_request);
+    PEAK(peak_rss, m->s->mem_base + thread_mem + (int64_t)m->in_flight * m->s->mem_per_request);
     PEAK(peak_thread_reserved, reserved);
     PEAK(peak_ports_tw, m->ports_tw);
 }
@@ -1779,7 +1775,7 @@ static void model_sample(struct model *m, const struct event *e)
     x.vt_parked = m->vt_parked;
     x.vt_pinned = m->vt_pinned;
     x.queued = m->queue.len + m->backlog.len;
-    x.in_flight = model_in_flight(m);
+    x.in_flight = m->in_flight;
     x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
     for (int k = 0; k < FAIL_N; k++) x.failed += st->failed[k];
@@ -1897,7 +1893,7 @@ static void rep_result(const struct model *m, struct result *r)
     r->arrived = (double)st->arrived;
     r->completed = (double)st->completed;
     for (int k = 0; k < FAIL_N; k++) r->failed += (double)st->failed[k], r->failed_kind[k] = (double)st->failed[k];
-    r->in_flight = model_in_flight(m);
+    r->in_flight = m->in_flight;
     r->peak_os_threads = st->peak_os_threads;
     r->peak_blocked = st->peak_blocked;
     r->peak_carriers_busy = st->peak_carriers_busy;
