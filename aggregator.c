@@ -2466,8 +2466,9 @@ static void load_user_main(void *arg)
     struct load *L = u->L;
     const struct load_cfg *cfg = L->cfg;
     struct load_stats *st = &L->st[carrier_self->id];
-    struct client *cl = client_open(&cfg->addr, L->t0, cfg->timeout_ms); /* connect before the window */
-    if (!cl) st->errors[LOAD_ERR_CONNECT]++;
+    /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
+    struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS, cfg->timeout_ms);
+    if (!cl && now_ns() >= L->t0 && !load_over(L)) st->errors[LOAD_ERR_CONNECT]++;
     /* Closed-loop users send from the start and count only the answers inside the window,
      * so it opens on a steady state; an open-loop schedule starts at the window. */
     if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
