@@ -881,11 +881,11 @@ static void carrier_expire_timers(struct carrier *c, int64_t now)
 static void carrier_cancel_all(struct carrier *c)
 {
     c->cancelled_all = 1;
-    for (int fd = 0; fd < rt.io_cap; fd++)
-        for (int d = 0; d < 2; d++) {
-            struct vt *w = rt.io[fd].waiter[d];
-            if (w && w->carrier == c) vt_wake(w, VT_WOKE_CANCEL);
-        }
+    for (int fd = 0; fd < rt.io_cap; fd++) {
+        if (LOAD(rt.io[fd].owner) != c) continue; /* another carrier's fd: its waiters too */
+        for (int d = 0; d < 2; d++)
+            if (rt.io[fd].waiter[d]) vt_wake(rt.io[fd].waiter[d], VT_WOKE_CANCEL);
+    }
     while (c->heap_len) vt_wake(c->heap[0], VT_WOKE_CANCEL);
 }
 
@@ -914,7 +914,7 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
             continue;
         }
         struct vt_io *io = &rt.io[ev[i].data.u64];
-        if (io->owner != c) continue; /* stale event for an fd closed in this batch */
+        if (LOAD(io->owner) != c) continue; /* stale event for an fd closed in this batch */
         uint32_t e = ev[i].events;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             io->ready[VT_READ] = 1;
