@@ -2020,7 +2020,10 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
     struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
     for (int i = 0; i < k; i++) calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
     if (cfg->pin) vt_pin(); /* like a synchronized block around the calls (JDK 21) */
-    if (parallel && k > 1) agg_fan_out(calls, k);
+    /* A pinned thread cannot park in a join, and its children live on its own carrier, so
+     * under --pin a fan-out would wait forever: the calls run one after the other instead. */
+    struct vt *self = vt_current();
+    if (parallel && k > 1 && !(self && self->pinned)) agg_fan_out(calls, k);
     else
         for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++) agg_call_run(&calls[i]);
     if (cfg->pin) vt_unpin();
