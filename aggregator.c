@@ -3083,6 +3083,34 @@ static int bench_cmp_rps(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void bench_headers(const struct bench_cfg *bc, FILE *csv)
+{
+    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
+                 "cpu_us_per_req,ideal_rps,errors\n");
+    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc->fanout,
+           bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
+    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
+           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors");
+}
+
+/* One point of the grid: --runs cells, the median (by throughput) printed and written.
+ * Returns 0, or -1 if interrupted. */
+static int bench_point(const struct bench_cfg *bc, struct bench_kids *k, int users, int pool, int mode, FILE *csv)
+{
+    struct bench_row runs[16];
+    int n = bc->runs < 16 ? bc->runs : 16;
+    for (int r = 0; r < n; r++) {
+        runs[r] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
+        if (bench_cell(bc, k, &runs[r]) < 0) return -1;
+    }
+    qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
+    bench_print_row(stdout, bc, &runs[n / 2], 0);
+    bench_print_row(csv, bc, &runs[n / 2], 1);
+    fflush(stdout);
+    fflush(csv);
+    return 0;
+}
+
 #define BENCH_SYNOPSIS                                                                                    \
     "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] [--fanout K]" \
     " [--delay-ms D] [--duration S] [--out results.csv]"
@@ -3100,7 +3128,7 @@ static int cmd_bench(int argc, char **argv)
         {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
         {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
         {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds measured per cell; default 10"},
-        {"--runs", OPT_INT, &bc.runs, "runs per cell, the median is kept; default 1"},
+        {"--runs", OPT_INT, &bc.runs, "runs per cell (at most 16), the median is kept; default 1"},
         {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
         {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
         {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19300"},
@@ -3114,13 +3142,12 @@ static int cmd_bench(int argc, char **argv)
     if (strstr(bc.modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
     if (!nmodes || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool%s", "");
-    if (bc.runs < 1 || bc.fanout < 1 || bc.delay_ms < 0) opt_fail(BENCH_SYNOPSIS, "bad --runs/--fanout%s", "");
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1%s", "");
     raise_fd_limit();
     signals_block();
     FILE *csv = fopen(bc.out, "w");
     if (!csv) die("cannot write %s: %s", bc.out, strerror(errno));
-    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
-                 "cpu_us_per_req,ideal_rps,errors\n");
+    bench_headers(&bc, csv);
     char bport[16], delay[16];
     snprintf(bport, sizeof bport, "%d", bc.port);
     snprintf(delay, sizeof delay, "%d", bc.delay_ms);
@@ -3128,28 +3155,11 @@ static int cmd_bench(int argc, char **argv)
     struct bench_kids kids = {{0}};
     pid_t be = bench_spawn(&kids, bargv, -1, 0);
     if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
-    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc.fanout,
-           bc.delay_ms, bc.think_ms, bc.duration_s, bc.runs);
-    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
-           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors");
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
         char *save = NULL, *list = strdup(bc.users);
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++) {
-                struct bench_row runs[16];
-                int n = bc.runs < 16 ? bc.runs : 16;
-                for (int r = 0; r < n && !rc; r++) {
-                    runs[r] = (struct bench_row){.users = atoi(u), .pool = pools[pi], .mode = modes[mi]};
-                    rc = bench_cell(&bc, &kids, &runs[r]);
-                }
-                if (rc) break;
-                qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
-                bench_print_row(stdout, &bc, &runs[n / 2], 0);
-                bench_print_row(csv, &bc, &runs[n / 2], 1);
-                fflush(stdout);
-                fflush(csv);
-            }
+            for (int mi = 0; mi < nmodes && !rc; mi++) rc = bench_point(&bc, &kids, atoi(u), pools[pi], modes[mi], csv);
         free(list);
     }
     bench_kill(&kids, be);
