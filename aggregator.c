@@ -1700,7 +1700,7 @@ struct config {
     int fanout;                 /* K: downstream calls per /aggregate */
     int threads;                /* platform: most pool threads (Tomcat maxThreads) */
     int min_spare;              /* platform: pool threads started up front (minSpareThreads) */
-    int max_connections;        /* platform: connections held at most (maxConnections) */
+    int max_connections;        /* connections held at most, both modes (maxConnections) */
     int accept_count;           /* listen backlog (acceptCount) */
     int max_queue;              /* platform: queued requests before 503 (0: unbounded) */
     int carriers;               /* virtual: carrier threads (0: one per CPU) */
@@ -1730,6 +1730,7 @@ struct server {
     int npool_slots;            /* one slot per carrier (virtual) or a single shared one */
     struct pool *pool;          /* platform mode's connector and executor */
     uint64_t seed;              /* backend jitter: xorshift state (per server, racy is fine) */
+    long vconns;                /* virtual mode: connections held (atomic) */
 };
 
 /* A client connection: the read buffer keeps bytes past one request (pipelining). */
@@ -2309,28 +2310,36 @@ static void vconn_main(void *arg)
     struct conn *c = arg;
     if (io_adopt(c->fd, 0) < 0) { /* register with this carrier's epoll */
         c->fd = -1;
+        SHARED_ADD(c->srv->vconns, -1);
         conn_free(c);
         return;
     }
     while (conn_serve_one(c)) {}
+    SHARED_ADD(c->srv->vconns, -1);
     conn_free(c);
 }
 
 /* The acceptor: a virtual thread parked in accept, handing each connection to a new
- * virtual thread, spread round-robin over the carriers. Ends when the runtime shuts down. */
+ * virtual thread, spread round-robin over the carriers. Ends when the runtime shuts down.
+ * As in Tomcat with virtual threads, --max-connections still bounds the connections held
+ * (Tomcat's LimitLatch; here polled every ms while at the limit, which is rare). */
 static void vserver_acceptor(void *arg)
 {
     struct server *s = arg;
     if (fcntl(s->lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(s->lfd) < 0) die("listener: %s", strerror(errno));
     for (;;) {
+        while (LOAD(s->vconns) >= s->cfg->max_connections)
+            if (vt_sleep_until(now_ns() + NS_PER_MS) < 0) goto cancelled;
         int fd = io_accept(s->lfd, -1);
         if (fd < 0) {
             if (errno == ECANCELED) break;
             if (errno == EMFILE || errno == ENFILE) vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* back off */
             continue;
         }
+        SHARED_ADD(s->vconns, 1);
         vt_spawn_spread(vconn_main, conn_new(s, fd));
     }
+cancelled:
     io_close(s->lfd);
     s->lfd = -1;
 }
@@ -2772,7 +2781,7 @@ static int cmd_serve(int argc, char **argv)
         {"--fanout", OPT_INT, &cfg.fanout, "K, downstream calls per /aggregate; default 3"},
         {"--threads", OPT_INT, &cfg.threads, "platform: most pool threads (maxThreads); default 200"},
         {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
-        {"--max-connections", OPT_INT, &cfg.max_connections, "platform: connections held; default 8192"},
+        {"--max-connections", OPT_INT, &cfg.max_connections, "connections held at most (both modes); default 8192"},
         {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
         {"--max-queue", OPT_INT, &cfg.max_queue, "platform: queued requests before 503; default 0 = unbounded"},
         {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
