@@ -3152,6 +3152,11 @@ static int cmd_bench(int argc, char **argv)
     if (!nmodes || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool%s", "");
     if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1%s", "");
+    for (int port = bc.port; port <= bc.port + 1; port++) { /* never measure a stranger */
+        int fd = io_listen("127.0.0.1", port, 1, NULL);
+        if (fd < 0) die("port %d is in use (%s); choose others with --port", port, strerror(errno));
+        close(fd);
+    }
     raise_fd_limit();
     signals_block();
     FILE *csv = fopen(bc.out, "w");
