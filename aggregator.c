@@ -545,6 +545,7 @@ static struct rt {
     unsigned next_carrier;       /* atomic: round-robin placement of new threads */
     long pinned;                 /* atomic: threads inside vt_pin now */
     long pinned_blocked;         /* atomic: pinned threads blocked in the kernel right now */
+    uint64_t spawned, finished;  /* atomic: virtual threads created / whose function returned */
     struct sigaction old_segv;   /* restored for faults that are not stack overflows */
     struct metrics *m;           /* process-wide counters for /metrics (see Metrics) */
 } rt;
@@ -723,6 +724,7 @@ static void vt_boot(void *arg)
     c = v->carrier;
     v->state = VT_DONE;
     SHARED_ADD(c->alive, -1);
+    SHARED_ADD(rt.finished, 1);
     if (v->joiner) vt_wake(v->joiner, VT_WOKE_EVENT);
     vt_to_scheduler(c, v);
     abort(); /* a done thread is never switched to again */
@@ -791,6 +793,7 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     vt_frame_init(&v->ctx, v->saved + VT_FRAME_BYTES, vt_boot, v);
     v->ctx.sp = c->stk_hi - VT_FRAME_BYTES;
     SHARED_ADD(c->alive, 1);
+    SHARED_ADD(rt.spawned, 1);
     vt_ready(v);
     return v;
 }

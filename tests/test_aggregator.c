@@ -486,6 +486,8 @@ static void t_integration(void)
     free(pc.backends == vc.backends ? NULL : pc.backends);
     free(dc.backends);
     CHECK(LOAD(rt.m->conns) == 0, "connections left open: %ld", LOAD(rt.m->conns));
+    CHECK(rt.spawned == rt.finished, "virtual threads leaked: %llu spawned, %llu finished",
+          (unsigned long long)rt.spawned, (unsigned long long)rt.finished);
     CHECK(proc_count_dir("/proc/self/fd") == fds0, "fd leak: %d open, %d before", proc_count_dir("/proc/self/fd"), fds0);
     CHECK(proc_count_dir("/proc/self/task") == tasks0, "thread leak: %d, %d before", proc_count_dir("/proc/self/task"), tasks0);
 }
