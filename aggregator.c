@@ -32,6 +32,7 @@
  *   Command line         opt_ flag tables and --help, signals, cmd_serve/backend/load
  *   Bench                bench_ the grid of child processes, sampling /proc, the CSV
  *   Microbench           mb_ switch, yield, park/unpark, create, RSS per parked thread
+ *   Calibrate            the simulator's cost parameters, measured, as scenario keys
  *   main                 the command table
  *
  * The two models, side by side.
@@ -2908,6 +2909,7 @@ struct bench_row {
     int users, pool, mode;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
     long peak_threads, peak_rss, errors;
+    long base_rss;              /* the aggregator's RSS before the load, bytes */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -3034,6 +3036,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
                      "4096", "--timeout-ms", "30000", row->pool ? NULL : "--no-pool", NULL};
     pid_t agg = bench_spawn(k, sargv, -1, 0);
     if (bench_wait_port(bc->port + 1) < 0) die("the aggregator did not start on port %s", port);
+    row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
     char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
@@ -3362,6 +3365,87 @@ static int mb_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* RSS per parked pthread with the pool's 256 KiB stacks: n threads wait on a condition. */
+struct mb_gate {
+    pthread_mutex_t mu; /* guards open and waiting */
+    pthread_cond_t cv;
+    int open, waiting;
+};
+
+static void *mb_gate_wait(void *arg)
+{
+    struct mb_gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    g->waiting++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static double mb_pthread_rss(int n)
+{
+    struct mb_gate g = {.open = 0};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    pthread_t *t = xcalloc((size_t)n, sizeof *t);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    long rss0 = proc_rss_bytes();
+    int made = 0;
+    while (made < n && pthread_create(&t[made], &at, mb_gate_wait, &g) == 0) made++;
+    pthread_mutex_lock(&g.mu);
+    while (g.waiting < made) pthread_cond_wait(&g.cv, &g.mu);
+    double per = made ? (double)(proc_rss_bytes() - rss0) / made : 0;
+    g.open = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    for (int i = 0; i < made; i++) pthread_join(t[i], NULL);
+    pthread_attr_destroy(&at);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+    free(t);
+    return per;
+}
+
+/* Every micro-figure, as medians of `runs` runs. The names index mb_figure_names. */
+enum { MB_SWITCH, MB_YIELD, MB_PARK_IO, MB_CREATE, MB_VT_RSS, MB_PT_SWITCH, MB_PT_CREATE, MB_PT_RSS, MB_N };
+static const char *const mb_figure_names[MB_N] = {
+    "virtual thread switch (register swap), ns",
+    "virtual thread yield through the scheduler, ns",
+    "park + unpark through epoll (pipe ping-pong), ns",
+    "virtual thread create + run + exit + join, ns",
+    "RSS per parked virtual thread at 100,000, bytes",
+    "pthread switch on one CPU (pipe ping-pong), ns",
+    "pthread create + join, ns",
+    "RSS per parked pthread (256 KiB stack), bytes",
+};
+
+static void mb_measure(long n, int runs, double med[MB_N])
+{
+    double m[MB_N][16];
+    for (int r = 0; r < runs; r++) {
+        rt_start(1); /* one carrier: the figures are per CPU */
+        struct mb_results res = {.n = n};
+        rt_run(mb_runtime, &res);
+        rt_shutdown();
+        rt_join();
+        m[MB_SWITCH][r] = mb_raw_switch_ns(n);
+        m[MB_YIELD][r] = res.yield_ns;
+        m[MB_PARK_IO][r] = res.park_io_ns;
+        m[MB_CREATE][r] = res.create_ns;
+        m[MB_VT_RSS][r] = res.rss_per_parked;
+        m[MB_PT_SWITCH][r] = mb_pthread_switch_ns(n / 20);
+        m[MB_PT_CREATE][r] = mb_pthread_create_ns(n / 200);
+        m[MB_PT_RSS][r] = mb_pthread_rss(1000);
+    }
+    for (int i = 0; i < MB_N; i++) {
+        qsort(m[i], (size_t)runs, sizeof m[i][0], mb_cmp);
+        med[i] = m[i][runs / 2];
+    }
+}
+
 #define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R]"
 
 static int cmd_microbench(int argc, char **argv)
@@ -3369,39 +3453,102 @@ static int cmd_microbench(int argc, char **argv)
     int n = 1000000, runs = 3;
     const struct opt o[] = {
         {"--n", OPT_INT, &n, "iterations of the switch loops; default 1000000"},
-        {"--runs", OPT_INT, &runs, "runs, the median is printed; default 3"},
+        {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
     };
     opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (n < 100 || runs < 1 || runs > 15) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 100 and 1 <= --runs <= 15%s", "");
-    double m[7][15];
-    for (int r = 0; r < runs; r++) {
-        rt_start(1); /* one carrier: the figures are per CPU */
-        struct mb_results res = {.n = n};
-        rt_run(mb_runtime, &res);
-        rt_shutdown();
-        rt_join();
-        m[0][r] = mb_raw_switch_ns(n);
-        m[1][r] = res.yield_ns;
-        m[2][r] = res.park_io_ns;
-        m[3][r] = res.create_ns;
-        m[4][r] = res.rss_per_parked;
-        m[5][r] = mb_pthread_switch_ns(n / 20);
-        m[6][r] = mb_pthread_create_ns(n / 200);
-    }
-    static const char *what[] = {
-        "virtual thread switch (register swap), ns",
-        "virtual thread yield through the scheduler, ns",
-        "park + unpark through epoll (pipe ping-pong), ns",
-        "virtual thread create + run + exit + join, ns",
-        "RSS per parked virtual thread at 100,000, bytes",
-        "pthread switch on one CPU (pipe ping-pong), ns",
-        "pthread create + join, ns",
-    };
+    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16%s", "");
+    double med[MB_N];
+    mb_measure(n, runs, med);
     printf("median of %d runs, one carrier\n", runs);
-    for (int i = 0; i < 7; i++) {
-        qsort(m[i], (size_t)runs, sizeof m[i][0], mb_cmp);
-        printf("  %-50s %10.1f\n", what[i], m[i][runs / 2]);
+    for (int i = 0; i < MB_N; i++) printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
+    return 0;
+}
+
+/* ==== Calibrate ==== */
+
+/* Measure the costs the simulator takes as parameters and write them as scenario keys
+ * (`key = value  # how`), for `./sim --calibration FILE`. The micro-figures come from the
+ * microbench; the CPU per request and per downstream call come from real runs of the
+ * aggregator at fan-out 1 and 3 (CPU = a + b*K, so b = per call, a = per request), lightly
+ * loaded so that queueing does not inflate them; memory from the same runs. */
+#define CALIBRATE_SYNOPSIS "aggregator calibrate [--out calibration.ini] [--users N] [--duration S] [--port P]"
+
+static int cmd_calibrate(int argc, char **argv)
+{
+    const char *out = "calibration.ini";
+    struct bench_cfg bc = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 1, .threads = 200, .port = 19400};
+    int users = 100;
+    const struct opt o[] = {
+        {"--out", OPT_STR, &out, "file to write; default calibration.ini"},
+        {"--users", OPT_INT, &users, "users of the load runs (light load); default 100"},
+        {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds per load run; default 3"},
+        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19400"},
+    };
+    opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (users < 1) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 1%s", "");
+    FILE *f = fopen(out, "w");
+    if (!f) die("cannot write %s: %s", out, strerror(errno));
+    double mb[MB_N];
+    fprintf(stderr, "calibrate: microbench (median of 3)...\n");
+    mb_measure(1000000, 3, mb);
+    raise_fd_limit();
+    signals_block();
+    char bport[16];
+    snprintf(bport, sizeof bport, "%d", bc.port);
+    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", "50", NULL};
+    struct bench_kids kids = {{0}};
+    pid_t be = bench_spawn(&kids, bargv, -1, 0);
+    if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
+    struct bench_row r[2][2]; /* [mode][fanout 1 or 3] */
+    for (int mode = 0; mode < 2; mode++)
+        for (int k = 0; k < 2; k++) {
+            fprintf(stderr, "calibrate: %s, K=%d, %d users...\n", mode == MODE_VIRTUAL ? "virtual" : "platform", 1 + 2 * k, users);
+            bc.fanout = 1 + 2 * k;
+            r[mode][k] = (struct bench_row){.users = users, .pool = 1, .mode = mode};
+            if (bench_cell(&bc, &kids, &r[mode][k]) < 0) {
+                bench_kill_all(&kids);
+                fclose(f);
+                return 130;
+            }
+        }
+    bench_kill(&kids, be);
+    time_t now = time(NULL);
+    char host[64] = "?", when[32];
+    gethostname(host, sizeof host - 1);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
+    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; CPU costs come from %g s runs of\n"
+               "# %d users at fan-out 1 and 3 (K), D = 50 ms, pooling on.\n", bc.duration_s, users);
+    fprintf(f, "os.ctx_switch = %.0fns  # pthread switch on one CPU, pipe ping-pong (its syscalls included)\n", mb[MB_PT_SWITCH]);
+    fprintf(f, "os.thread_create = %.1fus  # pthread_create + pthread_join\n", mb[MB_PT_CREATE] / 1e3);
+    fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
+    fprintf(f, "os.stack_rss = %.0fB  # RSS per parked pool thread, 1000 of them\n", mb[MB_PT_RSS]);
+    fprintf(f, "virtual.create = %.0fns  # create + run + exit + join of an empty virtual thread\n", mb[MB_CREATE]);
+    fprintf(f, "virtual.park = %.0fns  # half a yield through the scheduler (switch, stack copy)\n", mb[MB_YIELD] / 2);
+    fprintf(f, "virtual.unpark = %.0fns  # the other half\n", mb[MB_YIELD] / 2);
+    fprintf(f, "virtual.stack_bytes = %.0fB  # RSS per parked virtual thread at 100,000\n", mb[MB_VT_RSS]);
+    static const char *const prefix[2] = {"platform", "virtual"};
+    for (int mode = 0; mode < 2; mode++) {
+        double c1 = r[mode][0].cpu_us_per_req, c3 = r[mode][1].cpu_us_per_req;
+        double per_call = (c3 - c1) / 2 > 0 ? (c3 - c1) / 2 : 0, per_req = c1 - per_call > 0 ? c1 - per_call : 0;
+        fprintf(f, "%s.cpu_per_request = %.1fus  # aggregator CPU per request: %.1f us at K=1, %.1f us at K=3\n",
+                prefix[mode], per_req, c1, c3);
+        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (K=3 - K=1) / 2\n", prefix[mode], per_call);
     }
+    fprintf(f, "runtime_threads = 1  # threads besides the pool or the carriers: main (platform adds its poller)\n");
+    long lo = 0, hi = 0, reuse = 0;
+    FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2) fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
+    if (pf) fclose(pf);
+    pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
+    if (pf && fscanf(pf, "%ld", &reuse) == 1) fprintf(f, "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on loopback)\n", reuse > 0, reuse);
+    if (pf) fclose(pf);
+    const struct bench_row *v = &r[MODE_VIRTUAL][1];
+    double per_req_mem = v->peak_rss > v->base_rss ? (double)(v->peak_rss - v->base_rss) / users : 0;
+    fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
+    fprintf(f, "mem.per_request = %.0fB  # (peak RSS - base) / users, virtual mode, K=3\n", per_req_mem);
+    fclose(f);
+    printf("wrote %s\n", out);
     return 0;
 }
 
@@ -3419,6 +3566,7 @@ static const struct command commands[] = {
     {"load", cmd_load, "load generator: closed-loop users or open-loop rate"},
     {"bench", cmd_bench, "run the grid of users x modes x pooling, write a CSV"},
     {"microbench", cmd_microbench, "switch, park/unpark, create costs; RSS per parked thread"},
+    {"calibrate", cmd_calibrate, "measure the simulator's cost parameters, write scenario keys"},
 };
 
 static void usage(FILE *f)
