@@ -12,6 +12,7 @@
  *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
  *   ./aggregator bench --users 100,1000,5000      (starts all of the above itself)
  *   ./aggregator microbench                       (context switch, park, create, RSS)
+ *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *
  * Table of contents (sections appear in this order, each under a ==== banner):
  *   Utilities            time in ns, string buffer, fatal errors, /proc readers
