@@ -2655,10 +2655,14 @@ static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
     fprintf(f, "  %-18s %s\n", "--help", "print this help");
 }
 
-static void opt_fail(const char *synopsis, const char *fmt, const char *arg)
+static void opt_fail(const char *synopsis, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void opt_fail(const char *synopsis, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "aggregator: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\nusage: %s\n(try --help)\n", synopsis);
     exit(2);
 }
@@ -2799,9 +2803,9 @@ static int cmd_serve(int argc, char **argv)
     if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;
     else if (strcmp(mode, "virtual")) opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
     if (!backends || config_backends(&cfg, backends) < 0)
-        opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]%s", "");
+        opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
     if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
-        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1%s", "");
+        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1");
     cfg.pool = !no_pool;
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);
@@ -2881,7 +2885,7 @@ static int cmd_load(int argc, char **argv)
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!url || load_parse_url(&cfg, url) < 0) opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
-    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1%s", "");
+    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
     return load_run_cli(&cfg);
 }
 /* ==== Bench ==== */
@@ -3157,8 +3161,8 @@ static int cmd_bench(int argc, char **argv)
     if (strstr(bc.modes, "platform")) modes[nmodes++] = MODE_PLATFORM;
     if (strstr(bc.modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
     if (!nmodes || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
-        opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool%s", "");
-    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1%s", "");
+        opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
     for (int port = bc.port; port <= bc.port + 1; port++) { /* never measure a stranger */
         int fd = io_listen("127.0.0.1", port, 1, NULL);
         if (fd < 0) die("port %d is in use (%s); choose others with --port", port, strerror(errno));
@@ -3457,7 +3461,7 @@ static int cmd_microbench(int argc, char **argv)
         {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
     };
     opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16%s", "");
+    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
     double med[MB_N];
     mb_measure(n, runs, med);
     printf("median of %d runs, one carrier\n", runs);
@@ -3486,7 +3490,7 @@ static int cmd_calibrate(int argc, char **argv)
         {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19400"},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (users < 1) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 1%s", "");
+    if (users < 1) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 1");
     FILE *f = fopen(out, "w");
     if (!f) die("cannot write %s: %s", out, strerror(errno));
     double mb[MB_N];
