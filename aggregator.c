@@ -280,6 +280,21 @@ static int proc_count_dir(const char *path)
     return n;
 }
 
+/* IPv4 TCP sockets in TIME_WAIT on the whole machine (state 06 in /proc/net/tcp): what
+ * --no-pool piles up, one per downstream call, for 60 s each. */
+static long proc_count_time_wait(void)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return -1;
+    char line[512];
+    long n = 0;
+    unsigned st;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%*s %*s %*s %x", &st) == 1 && st == 6) n++;
+    fclose(f);
+    return n;
+}
+
 /* Raise the soft fd limit to the hard limit: 5000 users need 10,000+ sockets. */
 static void raise_fd_limit(void)
 {
@@ -297,7 +312,7 @@ static void raise_fd_limit(void)
  * there. Everything else is caller-saved by the C ABI, so it is already on the stack or dead.
  * Nothing is touched below the stack pointer (no red-zone use), so a signal is always safe.
  *
- * x86-64 frame, from to_sp upwards (72 bytes, then the return address):
+ * x86-64 frame, from to_sp upwards (56 bytes, then the return address):
  *     +0  MXCSR (4 bytes) and x87 control word (2 bytes): the FP modes are callee-saved
  *     +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp   +56 return address
  * aarch64 frame (160 bytes): x19..x28, x29 (fp), x30 (lr, the return address), d8..d15.
@@ -306,7 +321,9 @@ static void raise_fd_limit(void)
  * vt_boot_asm, which calls boot(vt) with both taken from callee-saved registers. boot never
  * returns; if it did, the trap instruction after the call stops the process loudly. */
 #if VT_SWITCH_X86_64
-#define VT_FRAME_BYTES 80 /* 72-byte register frame + return address + 8 bytes padding */
+/* A new frame: 56 bytes of registers, the return address, then 16 bytes of padding, so
+ * that after `ret` the stack pointer is 16-byte aligned as vt_boot_asm's call needs. */
+#define VT_FRAME_BYTES 80
 __asm__(".text\n"
         ".type vt_switch_asm,@function\n"
         "vt_switch_asm:\n"
@@ -1672,6 +1689,7 @@ static void metrics_page(struct sbuf *b)
         {"agg_os_threads", "OS threads of the process", (double)proc_status_field(0, "Threads")},
         {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
         {"agg_open_fds", "open file descriptors", (double)proc_count_dir("/proc/self/fd")},
+        {"agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine", (double)proc_count_time_wait()},
         {"agg_connections", "client connections open", (double)LOAD(m->conns)},
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
