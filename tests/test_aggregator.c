@@ -98,6 +98,44 @@ static void t_park_io(void *arg)
     free(p);
 }
 
+/* Pinning: a pinned thread that sleeps holds its carrier, so a thread queued behind it on
+ * the same carrier runs only after it; unpinned, the sleeper parks and the other runs first. */
+struct pin_case {
+    int pin;
+    int sleeper_done;   /* set by the sleeper after its sleep */
+    int seen;           /* what the other thread saw when it ran */
+};
+
+static void pin_sleeper(void *arg)
+{
+    struct pin_case *p = arg;
+    if (p->pin) vt_pin();
+    vt_sleep_until(now_ns() + 5 * NS_PER_MS);
+    if (p->pin) vt_unpin();
+    p->sleeper_done = 1;
+}
+
+static void pin_observer(void *arg)
+{
+    struct pin_case *p = arg;
+    p->seen = p->sleeper_done;
+}
+
+static void t_pinning(void *arg)
+{
+    (void)arg;
+    for (int pin = 0; pin < 2; pin++) {
+        struct pin_case *p = xcalloc(1, sizeof *p);
+        p->pin = pin;
+        struct vt *a = vt_spawn(pin_sleeper, p, 0), *b = vt_spawn(pin_observer, p, 0);
+        vt_join(a);
+        vt_join(b);
+        CHECK(p->seen == pin, "%s sleeper: the next thread ran %s it", pin ? "pinned" : "unpinned",
+              p->seen ? "after" : "before");
+        free(p);
+    }
+}
+
 /* 100,000 virtual threads parked at once (vm.max_map_count is 65530 here). */
 #define MANY 100000
 struct many {
@@ -504,6 +542,7 @@ int main(void)
     rt_run(t_spawn_join, NULL);
     rt_run(t_timers, NULL);
     rt_run(t_park_io, NULL);
+    rt_run(t_pinning, NULL);
     rt_run(t_many, NULL);
     rt_shutdown();
     rt_join();
