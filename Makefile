@@ -18,9 +18,9 @@ SDL_CF  := $(shell pkg-config --cflags sdl2 stb 2>/dev/null)
 SDL_LD  := $(shell pkg-config --libs sdl2 stb 2>/dev/null)
 SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-TESTS    = $(O)/tests/test_sim $(O)/tests/test_aggregator
+TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator
 
-.PHONY: all test asan run bench fuzz clean
+.PHONY: all test asan run bench fuzz tutorial-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -36,6 +36,10 @@ $(O)/tests/test_sim: tests/test_sim.c sim.c tests/check.h
 	@mkdir -p $(O)/tests
 	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/test_sim.c $(SDL_LD) -lm
 
+$(O)/tests/test_ui: tests/test_ui.c sim.c tests/check.h
+	@mkdir -p $(O)/tests
+	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/test_ui.c $(SDL_LD) -lm
+
 $(O)/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p $(O)/tests
 	$(CC) $(STD) $(CFLAGS) -I. -o $@ tests/test_aggregator.c -lpthread -lm
@@ -47,7 +51,20 @@ asan:
 	$(MAKE) O=build/asan CFLAGS="$(SAN)" test
 
 run: $(O)/sim
-	$(O)/sim --headless scenarios/default.scn
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \
+	else $(O)/sim --headless scenarios/default.scn && \
+	     $(O)/sim scenarios/default.scn --screenshot default.png --at 5s && echo "wrote default.png"; fi
+
+# Every picture in TUTORIAL.md and README.md, drawn by the simulator (CI checks they are current).
+# One per shipped scenario (NAME:TIME), plus the default in the light theme.
+TUTORIAL_SHOTS = default:5s blog-100:8s blog-1000:8s massive-io:6s no-pool:2s pool-fixed:10s \
+                 pinning:8s pinning-fixed:8s cpu-bound:8s mixed:8s fanout:5s mmc:20s
+tutorial-images: $(O)/sim
+	@for shot in $(TUTORIAL_SHOTS); do \
+	    $(O)/sim scenarios/$${shot%%:*}.scn --screenshot assets/$${shot%%:*}.png --at $${shot#*:} || exit 1; \
+	done; \
+	$(O)/sim scenarios/default.scn --screenshot assets/default-light.png --at 5s --theme light && \
+	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images and default-light.png in assets/"
 
 # libFuzzer targets (clang): the scenario parser + engine, the HTTP request and response
 # parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
@@ -80,4 +97,4 @@ bench: all
 	@sh tests/bench $(O)
 
 clean:
-	rm -rf sim aggregator tests/test_sim tests/test_aggregator build
+	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator build

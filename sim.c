@@ -70,6 +70,11 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#define SDL_MAIN_HANDLED
+#include <SDL.h>
+#include <stb_image_write.h>
+#include <stb_truetype.h>
+#include <sys/stat.h>
 
 typedef int64_t simtime; /* nanoseconds of simulated time */
 #define NS ((simtime)1)
@@ -2537,7 +2542,1856 @@ static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MOD
 
 /* ==== Window ==== */
 
-/* (The SDL2 window and headless screenshots live here; see ui_main.) */
+/* The animated window, headless screenshots and frame dumps share one drawing path, ui_draw.
+ *
+ * LAYOUT (everything scales with the output height; 1280x800 is scale 1)
+ *   top bar      scenario, clock, speed, PAUSED, the colour legend
+ *   two panels   platform left, virtual right; each station sits at the same height in both
+ *                so the eye compares across:
+ *                  arrivals  users -> dots in flight -> the queue for a thread
+ *                  workers   a lane per OS thread (platform) or carrier (virtual), a heat
+ *                            strip when lanes get too thin; below the carriers, the parking
+ *                            lot of parked virtual threads, one column per service
+ *                  cores     which thread runs on each of the C cores
+ *                  services  calls in flight, the connection pool or the ephemeral ports
+ *                  counters  throughput, latency, threads, memory, errors
+ *   charts       one per time series, shared time axis, platform solid, virtual dashed
+ *   slider       the timeline: click or drag to re-simulate to that time
+ *   status line  what the last event did, and the main keys
+ *
+ * DRAWING IS BATCHED
+ *   No item is drawn with its own call. Drawing functions append to three lists: opaque
+ *   rectangles, translucent shapes and lines (quads), and glyph quads, whose glyphs come
+ *   from one atlas texture baked once per size with stbtt_PackFontRanges. ui_flush sends a
+ *   layer as a few SDL_RenderFillRects calls (one per run of one colour, adjacent equal
+ *   cells merged) and one SDL_RenderGeometry per quad list. A frame is two layers (the
+ *   scene, then hover ring, card and help), whatever the load. Where items outnumber
+ *   pixels a grid aggregates: a cell stands for k items, its colour is stronger the fuller
+ *   it is, and the exact count is written beside it. Each model's requests are read once
+ *   per frame (ui_scan_model), so 100,000 virtual threads cost a pass, not a pass per item.
+ *
+ * The window only reads the two models. Going back in time re-simulates from zero (a run is
+ * deterministic); a step is one model_step on the model whose next event comes first. */
+
+/* -- Colours ----------------------------------------------------------------------------- */
+
+/* The first UI_NLEGEND inks are states, shown in the legend and used the same way in both
+ * panels (Okabe-Ito: safe for colour-blind readers). The rest are the theme. */
+enum ui_ink {
+    UI_RUN, UI_READY, UI_IO, UI_PINNED, UI_QUEUED, UI_CREATED, UI_IDLE, UI_FAILED, UI_NLEGEND,
+    UI_BG = UI_NLEGEND, UI_PANEL, UI_TEXT, UI_DIM, UI_LINE, UI_ALERT, UI_NINKS
+};
+
+static const struct ui_ink_def {
+    const char *legend;    /* label in the legend, NULL for theme inks */
+    uint32_t dark, light;  /* 0xRRGGBB per theme */
+} ui_inks[UI_NINKS] = {
+    [UI_RUN]     = {"running", 0x009E73, 0x009E73},
+    [UI_READY]   = {"ready (wants a core)", 0xF0E442, 0xF0E442},
+    [UI_IO]      = {"blocked/parked on I/O", 0x56B4E9, 0x56B4E9},
+    [UI_PINNED]  = {"pinned", 0xD55E00, 0xD55E00},
+    [UI_QUEUED]  = {"queued", 0xE69F00, 0xE69F00},
+    [UI_CREATED] = {"new", 0xCC79A7, 0xCC79A7},
+    [UI_IDLE]    = {"idle", 0x999999, 0x999999},
+    [UI_FAILED]  = {"failed", 0x000000, 0x000000},
+    [UI_BG]      = {NULL, 0x16181d, 0xf2f2ee},
+    [UI_PANEL]   = {NULL, 0x20232a, 0xffffff},
+    [UI_TEXT]    = {NULL, 0xe6e6e6, 0x1c1c1c},
+    [UI_DIM]     = {NULL, 0x8d939c, 0x6b6b6b},
+    [UI_LINE]    = {NULL, 0x3b404a, 0xcfcfcf},
+    [UI_ALERT]   = {NULL, 0xff3b30, 0xd11a10},
+};
+
+/* A thread's colour by state. A blocked carrier is pinned: its virtual thread could not
+ * unmount, so the carrier is lost to everyone else. */
+static const uint8_t ui_state_ink[THR_NSTATES] = {
+    [THR_IDLE] = UI_IDLE, [THR_READY] = UI_READY, [THR_RUNNING] = UI_RUN, [THR_BLOCKED] = UI_IO,
+};
+
+/* -- Drawing context --------------------------------------------------------------------- */
+
+enum ui_font_id { UI_SMALL, UI_BIG, UI_NFONTS };
+static const float ui_font_px[UI_NFONTS] = {13.0f, 16.0f}; /* at scale 1 */
+#define UI_FIRST_CHAR 32
+#define UI_NCHARS 95 /* printable ASCII */
+
+struct ui_font {
+    stbtt_packedchar ch[UI_NCHARS];
+    float ascent, line, adv; /* pixels: baseline offset, line height, monospaced advance */
+};
+
+/* A growable array of vertices and their indices, sent with one SDL_RenderGeometry. */
+struct ui_batch {
+    SDL_Vertex *v;
+    int *ix;
+    int nv, ni, capv, capi;
+};
+
+/* What a drawn item is, so the mouse (and the tests) can find it again. */
+enum ui_hit_kind { UI_HIT_THREAD, UI_HIT_REQ, UI_HIT_CORE, UI_HIT_LEGEND, UI_HIT_COUNTERS, UI_HIT_LOT,
+                   UI_HIT_PANEL, UI_HIT_SLIDER, UI_HIT_LANES };
+struct ui_hit {
+    SDL_FRect r;
+    int8_t model, kind; /* model -1 for items of neither */
+    int32_t idx;        /* thread, request, core or ink index */
+};
+
+/* One pass over a model's request slots per frame (the loads reach 100,000 requests, so
+ * the drawing reads its requests from here rather than scanning them again). */
+#define UI_MAX_FLIGHTS 48
+struct ui_scan {
+    int32_t *parked, *tmp;/* parked requests, grouped by the service they wait for */
+    int32_t cap;
+    long svc_first[MAX_SERVICES + 1]; /* parked[svc_first[s] .. svc_first[s + 1]) wait for s */
+    int32_t recent[UI_MAX_FLIGHTS];   /* requests that arrived within the view's `travel` */
+    int nrecent;
+};
+
+/* Options from the command line. */
+struct ui_options {
+    const char *font;  /* TTF path; NULL = DejaVu Sans Mono */
+    int light;         /* light theme, for projectors */
+    int width, height; /* window or image size in pixels, 0 = 1280x800 */
+    double fps;        /* window frame cap, 0 = 60 */
+};
+#define UI_DEFAULT_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
+
+struct ui_gfx {
+    SDL_Renderer *r;
+    SDL_Texture *atlas;        /* every glyph of every size, white with alpha */
+    int atlas_w, atlas_h;
+    struct ui_font font[UI_NFONTS];
+    unsigned char *ttf;        /* the font file, kept to re-bake when the scale changes */
+    const char *font_path;
+    float scale, baked_scale;  /* output height / 800, and the scale the atlas was baked at */
+    int light;
+    Uint32 target_format;      /* pixel format drawn into, to match the atlas to it */
+    SDL_FRect *rect; SDL_Color *rect_c; int nrect, caprect; /* opaque rectangles, in order */
+    struct ui_batch shade, glyphs; /* translucent shapes and lines; text */
+    struct ui_hit *hit; int nhit, caphit;
+    struct ui_scan *scan[MODEL_N];                     /* this frame's pass over each model's requests */
+    uint8_t *ink; int32_t *idx; long capscratch;      /* items of one grid */
+};
+
+/* A thing on screen: a thread, a request or a core of one model. */
+enum ui_pick_kind { UI_PICK_NONE = -1, UI_PICK_THREAD = UI_HIT_THREAD, UI_PICK_REQ = UI_HIT_REQ, UI_PICK_CORE = UI_HIT_CORE };
+struct ui_pick {
+    int8_t model, kind;
+    int32_t idx;
+};
+#define UI_NO_PICK ((struct ui_pick){-1, UI_PICK_NONE, -1})
+
+/* Everything a frame shows besides the two models. */
+struct ui_view {
+    simtime t;           /* the shared clock */
+    simtime travel;      /* simulated time a new request's dot takes to reach the queue */
+    double speed;        /* simulated seconds per wall second, 0 = as fast as possible */
+    int paused, help;
+    float mx, my;        /* mouse in output pixels; negative when not over the window */
+    struct ui_pick pick; /* clicked: its card stays open */
+    struct ui_pick ring; /* what the last step touched */
+    double wall;         /* seconds, drives the bounce of refused requests */
+    char status[200];    /* the narrated last event */
+};
+
+static SDL_Color ui_color(const struct ui_gfx *g, int ink, int alpha)
+{
+    uint32_t c = g->light ? ui_inks[ink].light : ui_inks[ink].dark;
+    return (SDL_Color){(Uint8)(c >> 16), (Uint8)(c >> 8), (Uint8)c, (Uint8)alpha};
+}
+
+/* An opaque mix of two inks, f of the first in eighths: density cells are drawn opaque
+ * (fast, and equal cells merge into one fill call) rather than blended. */
+static SDL_Color ui_mix(const struct ui_gfx *g, int ink, int under, double f)
+{
+    SDL_Color a = ui_color(g, ink, 255), b = ui_color(g, under, 255);
+    int k = (int)(f * 8 + 0.5);
+    return (SDL_Color){(Uint8)((a.r * k + b.r * (8 - k)) / 8), (Uint8)((a.g * k + b.g * (8 - k)) / 8),
+                       (Uint8)((a.b * k + b.b * (8 - k)) / 8), 255};
+}
+
+/* -- Geometry batches -------------------------------------------------------------------- */
+
+static void ui_batch_quad(struct ui_batch *b, const SDL_FPoint p[4], const SDL_FPoint *uv, SDL_Color c)
+{
+    static const int order[6] = {0, 1, 2, 0, 2, 3};
+    if (b->nv + 4 > b->capv) b->capv = b->capv ? 2 * b->capv : 8192, b->v = xrealloc(b->v, (size_t)b->capv, sizeof *b->v);
+    if (b->ni + 6 > b->capi) b->capi = b->capi ? 2 * b->capi : 12288, b->ix = xrealloc(b->ix, (size_t)b->capi, sizeof *b->ix);
+    for (int k = 0; k < 4; k++) b->v[b->nv + k] = (SDL_Vertex){p[k], c, uv ? uv[k] : (SDL_FPoint){0, 0}};
+    for (int k = 0; k < 6; k++) b->ix[b->ni++] = b->nv + order[k];
+    b->nv += 4;
+}
+
+static void ui_rect(struct ui_gfx *g, float x, float y, float w, float h, SDL_Color c)
+{
+    if (w <= 0 || h <= 0) return;
+    if (c.a == 255) {
+        SDL_FRect *last = g->nrect ? &g->rect[g->nrect - 1] : NULL;
+        if (last && last->y == y && last->h == h && last->x + last->w == x && !memcmp(&g->rect_c[g->nrect - 1], &c, sizeof c)) {
+            last->w += w; /* a run of equal cells (a full density grid) becomes one rectangle */
+            return;
+        }
+        if (g->nrect == g->caprect) {
+            g->caprect = g->caprect ? 2 * g->caprect : 4096;
+            g->rect = xrealloc(g->rect, (size_t)g->caprect, sizeof *g->rect);
+            g->rect_c = xrealloc(g->rect_c, (size_t)g->caprect, sizeof *g->rect_c);
+        }
+        g->rect[g->nrect] = (SDL_FRect){x, y, w, h}, g->rect_c[g->nrect++] = c;
+        return;
+    }
+    SDL_FPoint p[4] = {{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}};
+    ui_batch_quad(&g->shade, p, NULL, c);
+}
+
+static void ui_fill(struct ui_gfx *g, SDL_FRect r, int ink) { ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, ink, 255)); }
+
+static void ui_outline(struct ui_gfx *g, SDL_FRect r, float t, SDL_Color c)
+{
+    ui_rect(g, r.x, r.y, r.w, t, c);
+    ui_rect(g, r.x, r.y + r.h - t, r.w, t, c);
+    ui_rect(g, r.x, r.y + t, t, r.h - 2 * t, c);
+    ui_rect(g, r.x + r.w - t, r.y + t, t, r.h - 2 * t, c);
+}
+
+/* A segment as a thin quad, in the quad list: the chart lines cost no extra calls. */
+static void ui_line(struct ui_gfx *g, float x0, float y0, float x1, float y1, float width, SDL_Color c)
+{
+    float dx = x1 - x0, dy = y1 - y0, len = sqrtf(dx * dx + dy * dy);
+    if (len < 1e-3f) return;
+    float nx = -dy / len * width / 2, ny = dx / len * width / 2;
+    SDL_FPoint p[4] = {{x0 + nx, y0 + ny}, {x1 + nx, y1 + ny}, {x1 - nx, y1 - ny}, {x0 - nx, y0 - ny}};
+    ui_batch_quad(&g->shade, p, NULL, c);
+}
+
+/* Send what a layer drew: opaque rectangles, then translucent shapes and lines, then text.
+ * Opaque rectangles go as SDL_RenderFillRects, one call per run of one colour (drawing order
+ * kept), without blending: the software renderer then fills rows with wide stores instead
+ * of blending each pixel, several times faster (RenderGeometry's quads would blend). */
+static void ui_flush(struct ui_gfx *g)
+{
+    SDL_SetRenderDrawBlendMode(g->r, SDL_BLENDMODE_NONE);
+    for (int i = 0, j; i < g->nrect; i = j) {
+        SDL_Color c = g->rect_c[i];
+        for (j = i + 1; j < g->nrect && !memcmp(&g->rect_c[j], &c, sizeof c); j++) {}
+        SDL_SetRenderDrawColor(g->r, c.r, c.g, c.b, 255);
+        SDL_RenderFillRectsF(g->r, g->rect + i, j - i);
+    }
+    g->nrect = 0;
+    SDL_SetRenderDrawBlendMode(g->r, SDL_BLENDMODE_BLEND);
+    struct ui_batch *b[2] = {&g->shade, &g->glyphs};
+    SDL_Texture *tex[2] = {NULL, g->atlas};
+    for (int i = 0; i < 2; i++) {
+        if (b[i]->ni) SDL_RenderGeometry(g->r, tex[i], b[i]->v, b[i]->nv, b[i]->ix, b[i]->ni);
+        b[i]->nv = b[i]->ni = 0;
+    }
+}
+
+static void ui_hit_add(struct ui_gfx *g, SDL_FRect r, int model, int kind, int32_t idx)
+{
+    if (g->nhit == g->caphit) {
+        g->caphit = g->caphit ? 2 * g->caphit : 1024;
+        g->hit = xrealloc(g->hit, (size_t)g->caphit, sizeof *g->hit);
+    }
+    g->hit[g->nhit++] = (struct ui_hit){r, (int8_t)model, (int8_t)kind, idx};
+}
+
+/* The topmost hit of a kind (or any kind, -1) for a model (or any, -1) under a point. */
+static const struct ui_hit *ui_hit_at(const struct ui_gfx *g, float x, float y, int kind, int model)
+{
+    for (int i = g->nhit - 1; i >= 0; i--) {
+        const struct ui_hit *h = &g->hit[i];
+        if ((kind < 0 || h->kind == kind) && (model < 0 || h->model == model) && x >= h->r.x && x < h->r.x + h->r.w &&
+            y >= h->r.y && y < h->r.y + h->r.h)
+            return h;
+    }
+    return NULL;
+}
+
+static const struct ui_hit *ui_hit_find(const struct ui_gfx *g, int model, int kind, int32_t idx)
+{
+    for (int i = 0; i < g->nhit; i++)
+        if (g->hit[i].model == model && g->hit[i].kind == kind && g->hit[i].idx == idx) return &g->hit[i];
+    return NULL;
+}
+
+/* -- Text -------------------------------------------------------------------------------- */
+
+static unsigned char *ui_read_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *data = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+        data = xrealloc(NULL, (size_t)n, 1);
+        if (fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+    }
+    if (!data) snprintf(err, errlen, "%s", f && n >= 0 ? "short read" : strerror(errno));
+    if (f) fclose(f);
+    return data;
+}
+
+/* The atlas in the byte order of the target (a software renderer then blits glyphs without
+ * swapping channels), ARGB8888 or ABGR8888. Either way white with alpha a is the
+ * same number, a << 24 | 0xffffff. */
+static Uint32 ui_atlas_format(Uint32 target)
+{
+    return target == SDL_PIXELFORMAT_ABGR8888 || target == SDL_PIXELFORMAT_BGR888 ? SDL_PIXELFORMAT_ABGR8888 : SDL_PIXELFORMAT_ARGB8888;
+}
+
+/* Bake every size into one atlas for the current scale. Returns 0 or -1 with a message. */
+static int ui_bake(struct ui_gfx *g)
+{
+    stbtt_fontinfo info;
+    if (!stbtt_InitFont(&info, g->ttf, stbtt_GetFontOffsetForIndex(g->ttf, 0))) {
+        fprintf(stderr, "sim: %s is not a TrueType font (pass --font PATH)\n", g->font_path);
+        return -1;
+    }
+    for (int size = 256;; size *= 2) {
+        unsigned char *bitmap = xrealloc(NULL, (size_t)size * size, 1);
+        stbtt_pack_context pc;
+        stbtt_pack_range ranges[UI_NFONTS];
+        for (int f = 0; f < UI_NFONTS; f++)
+            ranges[f] = (stbtt_pack_range){.font_size = ui_font_px[f] * g->scale, .first_unicode_codepoint_in_range = UI_FIRST_CHAR,
+                                           .num_chars = UI_NCHARS, .chardata_for_range = g->font[f].ch};
+        int ok = stbtt_PackBegin(&pc, bitmap, size, size, 0, 1, NULL);
+        if (ok) ok = stbtt_PackFontRanges(&pc, g->ttf, 0, ranges, UI_NFONTS), stbtt_PackEnd(&pc);
+        if (!ok && size < 4096) { free(bitmap); continue; }
+        if (!ok) { free(bitmap); fprintf(stderr, "sim: cannot fit the glyphs of %s in a texture\n", g->font_path); return -1; }
+        /* white RGBA with the glyph as alpha: the vertex colour tints it */
+        uint32_t *rgba = xrealloc(NULL, (size_t)size * size, sizeof *rgba);
+        for (long i = 0; i < (long)size * size; i++) rgba[i] = (uint32_t)bitmap[i] << 24 | 0xffffffu;
+        free(bitmap);
+        if (g->atlas) SDL_DestroyTexture(g->atlas);
+        g->atlas = SDL_CreateTexture(g->r, ui_atlas_format(g->target_format), SDL_TEXTUREACCESS_STATIC, size, size);
+        if (!g->atlas) { free(rgba); fprintf(stderr, "sim: font texture: %s\n", SDL_GetError()); return -1; }
+        SDL_UpdateTexture(g->atlas, NULL, rgba, size * 4);
+        SDL_SetTextureBlendMode(g->atlas, SDL_BLENDMODE_BLEND);
+        free(rgba);
+        g->atlas_w = g->atlas_h = size;
+        break;
+    }
+    for (int f = 0; f < UI_NFONTS; f++) {
+        int asc, desc, gap;
+        float px = ui_font_px[f] * g->scale, k = stbtt_ScaleForPixelHeight(&info, px);
+        stbtt_GetFontVMetrics(&info, &asc, &desc, &gap);
+        g->font[f].ascent = roundf((float)asc * k);
+        g->font[f].line = roundf((float)(asc - desc + gap) * k);
+        g->font[f].adv = g->font[f].ch['0' - UI_FIRST_CHAR].xadvance;
+    }
+    g->baked_scale = g->scale;
+    return 0;
+}
+
+/* Draw a string with its top-left at (x, y); returns the x after it. */
+static float ui_text(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *s)
+{
+    const struct ui_font *f = &g->font[font];
+    float bx = roundf(x), by = roundf(y) + f->ascent;
+    for (; *s; s++) {
+        int ch = (unsigned char)*s;
+        if (ch < UI_FIRST_CHAR || ch >= UI_FIRST_CHAR + UI_NCHARS) ch = '?';
+        stbtt_aligned_quad q;
+        stbtt_GetPackedQuad(f->ch, g->atlas_w, g->atlas_h, ch - UI_FIRST_CHAR, &bx, &by, &q, 1);
+        if (ch == ' ') continue;
+        SDL_FPoint p[4] = {{q.x0, q.y0}, {q.x1, q.y0}, {q.x1, q.y1}, {q.x0, q.y1}};
+        SDL_FPoint uv[4] = {{q.s0, q.t0}, {q.s1, q.t0}, {q.s1, q.t1}, {q.s0, q.t1}};
+        ui_batch_quad(&g->glyphs, p, uv, c);
+    }
+    return bx;
+}
+
+static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return ui_text(g, font, x, y, c, buf);
+}
+
+/* Text cut to fit a width (the face is monospaced, so that is a count of characters). */
+static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *s, float maxw)
+{
+    char buf[256];
+    int n = (int)(maxw / g->font[font].adv);
+    snprintf(buf, sizeof buf, "%.*s", n < 0 ? 0 : n > 255 ? 255 : n, s);
+    return ui_text(g, font, x, y, c, buf);
+}
+
+/* The face is monospaced, so a width is a count of characters. */
+static float ui_text_w(const struct ui_gfx *g, int font, const char *s) { return g->font[font].adv * (float)strlen(s); }
+
+/* -- Setup ------------------------------------------------------------------------------- */
+
+static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format, const struct ui_options *uo, int out_h)
+{
+    char err[256];
+    memset(g, 0, sizeof *g);
+    g->r = r;
+    g->target_format = target_format;
+    g->light = uo->light;
+    g->font_path = uo->font ? uo->font : UI_DEFAULT_FONT;
+    g->scale = (float)out_h / 800.0f;
+    if (g->scale < 0.5f) g->scale = 0.5f;
+    if (!(g->ttf = ui_read_file(g->font_path, err, sizeof err))) {
+        fprintf(stderr, "sim: cannot read font %s: %s (pass --font PATH to use another)\n", g->font_path, err);
+        return -1;
+    }
+    SDL_SetRenderDrawBlendMode(r, SDL_BLENDMODE_BLEND);
+    return ui_bake(g);
+}
+
+static void ui_gfx_free(struct ui_gfx *g)
+{
+    if (g->atlas) SDL_DestroyTexture(g->atlas);
+    free(g->ttf), free(g->hit);
+    free(g->rect), free(g->rect_c);
+    struct ui_batch *b[] = {&g->shade, &g->glyphs};
+    for (int i = 0; i < 2; i++) free(b[i]->v), free(b[i]->ix);
+    for (int k = 0; k < MODEL_N; k++)
+        if (g->scan[k]) free(g->scan[k]->parked), free(g->scan[k]->tmp), free(g->scan[k]);
+    free(g->ink), free(g->idx);
+    memset(g, 0, sizeof *g);
+}
+
+/* A new output size: re-bake the glyphs only when the scale moved noticeably. */
+static int ui_gfx_resize(struct ui_gfx *g, int out_h)
+{
+    float s = (float)out_h / 800.0f;
+    g->scale = s < 0.5f ? 0.5f : s;
+    if (fabsf(g->scale - g->baked_scale) < 0.05f * g->baked_scale) { g->scale = g->baked_scale; return 0; }
+    return ui_bake(g);
+}
+
+/* -- Reading the models ------------------------------------------------------------------ */
+
+/* The parked request's service: what its current step calls first. */
+static int ui_parked_svc(const struct model *m, const struct req *q)
+{
+    return q->pc < m->s->nsteps ? m->s->prog[q->pc].svc[0] : 0;
+}
+
+/* The frame's pass over m's request slots: the parked ones by service (a counting sort)
+ * and the newest arrivals. It reads free slots too, on purpose: walking the free list to
+ * skip them costs more than the pass, a freed slot is never `parked` (a request unparks
+ * before it can end), and a freed slot that arrived recently did arrive. */
+static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime travel)
+{
+    int k = m->kind;
+    if (!g->scan[k]) g->scan[k] = xrealloc(NULL, 1, sizeof *g->scan[k]), memset(g->scan[k], 0, sizeof *g->scan[k]);
+    struct ui_scan *sc = g->scan[k];
+    if (m->nreq > sc->cap) {
+        sc->cap = m->nreq + m->nreq / 2;
+        sc->parked = xrealloc(sc->parked, (size_t)sc->cap, sizeof *sc->parked);
+        sc->tmp = xrealloc(sc->tmp, (size_t)sc->cap, sizeof *sc->tmp);
+    }
+    long count[MAX_SERVICES] = {0}, n = 0;
+    sc->nrecent = 0;
+    for (int32_t i = 0; i < m->nreq; i++) {
+        const struct req *q = &m->req[i];
+        if (q->parked) sc->tmp[n++] = i, count[ui_parked_svc(m, q)]++;
+        if (m->now - q->arrived < travel && q->arrived <= m->now && sc->nrecent < UI_MAX_FLIGHTS) sc->recent[sc->nrecent++] = i;
+    }
+    sc->svc_first[0] = 0;
+    for (int v = 0; v < MAX_SERVICES; v++) sc->svc_first[v + 1] = sc->svc_first[v] + count[v];
+    long at[MAX_SERVICES];
+    memcpy(at, sc->svc_first, sizeof at);
+    for (long j = 0; j < n; j++) sc->parked[at[ui_parked_svc(m, &m->req[sc->tmp[j]])]++] = sc->tmp[j];
+}
+
+/* Is slot r on the free list? Walks it: for one narrated event, not for every frame. */
+static int ui_slot_free(const struct model *m, int32_t r)
+{
+    for (int32_t i = m->free_req; i >= 0; i = m->req[i].next)
+        if (i == r) return 1;
+    return 0;
+}
+
+/* A request slot in use (for the one request a card or a ring is about). */
+static int ui_live(const struct model *m, int32_t r) { return r >= 0 && r < m->nreq && !ui_slot_free(m, r); }
+
+static void ui_scratch(struct ui_gfx *g, long n)
+{
+    if (n <= g->capscratch) return;
+    g->capscratch = n + n / 2 + 256;
+    g->ink = xrealloc(g->ink, (size_t)g->capscratch, 1);
+    g->idx = xrealloc(g->idx, (size_t)g->capscratch, sizeof *g->idx);
+}
+
+static uint64_t ui_failed(const struct model *m)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < FAIL_N; k++) n += m->st.failed[k];
+    return n;
+}
+
+static int ui_thr_ink(const struct model *m, int32_t t)
+{
+    const struct thr *th = &m->thr[t];
+    if (m->kind == MODEL_VIRTUAL && th->state == THR_BLOCKED) return UI_PINNED;
+    return ui_state_ink[th->state];
+}
+
+static int ui_req_ink(const struct model *m, int32_t r)
+{
+    const struct req *q = &m->req[r];
+    if (q->fail != FAIL_NONE) return UI_FAILED;
+    if (q->parked) return UI_IO;
+    if (q->thr >= 0) return ui_thr_ink(m, q->thr);
+    if (m->kind == MODEL_PLATFORM) return UI_QUEUED;
+    return q->pc == 0 && q->phase == PH_START ? UI_CREATED : UI_READY; /* never mounted yet: new */
+}
+
+static const char *ui_thr_prefix(const struct model *m) { return m->kind == MODEL_PLATFORM ? "T" : "C"; }
+static const char *ui_req_prefix(const struct model *m) { return m->kind == MODEL_PLATFORM ? "req" : "VT"; }
+
+/* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
+static void ui_step_name(const struct scenario *s, int pc, char *buf, size_t len)
+{
+    static const char *const ops[] = {[OP_CPU] = "cpu", [OP_CALL] = "call", [OP_PAR] = "par", [OP_IO] = "io",
+                                      [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
+    if (pc >= s->nsteps) { snprintf(buf, len, "end"); return; }
+    const struct step *st = &s->prog[pc];
+    int o = snprintf(buf, len, "%s", ops[st->op]);
+    if (st->op != OP_CALL && st->op != OP_PAR) return;
+    for (int i = 0; i < st->nsvc && o > 0 && (size_t)o < len; i++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[st->svc[i]].name);
+    if (o > 0 && (size_t)o < len) snprintf(buf + o, len - (size_t)o, ")");
+}
+
+/* The services the program calls, in declaration order: scn_defaults declares the default
+ * program's services too, and a scenario with its own program never uses them. */
+static int ui_used_services(const struct scenario *s, int out[MAX_SERVICES])
+{
+    int used[MAX_SERVICES] = {0}, n = 0;
+    for (int i = 0; i < s->nsteps; i++)
+        for (int k = 0; k < s->prog[i].nsvc; k++) used[s->prog[i].svc[k]] = 1;
+    for (int i = 0; i < s->nsvc; i++)
+        if (used[i]) out[n++] = i;
+    return n;
+}
+
+/* What request r is doing now, in words: the status line and the inspect card use it. */
+static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len)
+{
+    const struct req *q = &m->req[r];
+    char step[64];
+    /* step names are bounded to 40 characters so every line fits in 96 */
+    ui_step_name(m->s, q->pc, step, sizeof step);
+    if (q->fail != FAIL_NONE) snprintf(buf, len, "fails: %s", fail_names[q->fail]);
+    else if (q->parked) snprintf(buf, len, "parked, waiting for %.40s", step);
+    else if (q->pinned && q->pc < m->s->nsteps && m->s->prog[q->pc].op == OP_IO)
+        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)", m->thr[q->thr].id);
+    else if (q->pinned) snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[q->thr].id, step);
+    else if (q->thr >= 0) {
+        const struct thr *th = &m->thr[q->thr];
+        if (th->state == THR_RUNNING) snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, ui_thr_prefix(m), th->id, th->core);
+        else if (th->state == THR_READY) snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id, step);
+        else if (th->state == THR_BLOCKED) snprintf(buf, len, "blocks T#%u in the kernel in %.40s", th->id, step);
+        else snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
+    } else if (!q->admitted) snprintf(buf, len, "waits in the accept backlog");
+    else snprintf(buf, len, "waits in the %s", m->kind == MODEL_PLATFORM ? "executor queue for a thread" : "run queue for a carrier");
+}
+
+/* -- Grids: many items, each a dot, or k items a cell ------------------------------------ */
+
+struct ui_grid {
+    SDL_FRect r;
+    float cell, dot; /* cell pitch and the square drawn in it */
+    int cols;
+    long per;        /* items per cell: 1, or more when items outnumber cells */
+};
+
+/* The largest cell up to max_cell that fits n items in r; below 2 px, cells aggregate. */
+static struct ui_grid ui_grid_fit(SDL_FRect r, long n, float max_cell)
+{
+    struct ui_grid gr = {r, max_cell, 0, 1, 1};
+    if (n < 1) n = 1;
+    while (gr.cell > 2) {
+        long cols = (long)(r.w / gr.cell), rows = (long)(r.h / gr.cell);
+        if (cols * rows >= n) break;
+        gr.cell = floorf(gr.cell * 0.85f);
+    }
+    if (gr.cell < 2) gr.cell = 2;
+    gr.cols = (int)(r.w / gr.cell);
+    if (gr.cols < 1) gr.cols = 1;
+    long cells = (long)gr.cols * (long)(r.h / gr.cell);
+    if (cells < 1) cells = 1;
+    gr.per = (n + cells - 1) / cells;
+    gr.dot = gr.cell >= 4 && gr.per == 1 ? gr.cell - 1 : gr.cell; /* gaps between single items only */
+    return gr;
+}
+
+static SDL_FRect ui_inset(SDL_FRect r, float d) { return (SDL_FRect){r.x + d, r.y + d, r.w - 2 * d, r.h - 2 * d}; }
+
+static SDL_FRect ui_grid_cell(const struct ui_grid *gr, long c)
+{
+    return (SDL_FRect){gr->r.x + (float)(c % gr->cols) * gr->cell, gr->r.y + (float)(c / gr->cols) * gr->cell, gr->dot, gr->dot};
+}
+
+/* A density grid of one ink: its full cells are whole rows, so a few rectangles. */
+static void ui_grid_draw_uniform(struct ui_gfx *g, const struct ui_grid *gr, long n)
+{
+    long full = n / gr->per, rows = full / gr->cols, rest = full % gr->cols, part = n % gr->per;
+    SDL_Color col = ui_mix(g, g->ink[0], UI_PANEL, 1);
+    ui_rect(g, gr->r.x, gr->r.y, (float)gr->cols * gr->cell, (float)rows * gr->cell, col);
+    ui_rect(g, gr->r.x, gr->r.y + (float)rows * gr->cell, (float)rest * gr->cell, gr->cell, col);
+    if (part) {
+        SDL_FRect c = ui_grid_cell(gr, full);
+        ui_rect(g, c.x, c.y, c.w, c.h, ui_mix(g, g->ink[0], UI_PANEL, 0.3 + 0.7 * (double)part / (double)gr->per));
+    }
+}
+
+/* Draw g->ink[0..n) as a grid on the panel. One item per cell: a solid dot (and a hit,
+ * so it can be inspected). k per cell: the first item's colour, stronger the fuller it is. */
+static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int model, int hit_kind)
+{
+    if (gr->per > 1 && n > 1 && g->ink[0] != UI_FAILED && !memcmp(g->ink, g->ink + 1, (size_t)n - 1)) { /* all one ink */
+        ui_grid_draw_uniform(g, gr, n);
+        return;
+    }
+    int last_ink = -1;
+    long last_in = -1;
+    SDL_Color col = {0, 0, 0, 255};
+    for (long i = 0; i < n; i += gr->per) {
+        long in = n - i < gr->per ? n - i : gr->per;
+        SDL_FRect c = ui_grid_cell(gr, i / gr->per);
+        int ink = g->ink[i];
+        if (ink != last_ink || in != last_in) /* mixing per cell would cost more than the fill */
+            col = ui_mix(g, ink, UI_PANEL, gr->per == 1 ? 1 : 0.3 + 0.7 * (double)in / (double)gr->per), last_ink = ink, last_in = in;
+        ui_rect(g, c.x, c.y, c.w, c.h, col);
+        if (ink == UI_FAILED && c.w >= 4) ui_outline(g, c, 1, ui_color(g, UI_ALERT, 255));
+        if (gr->per == 1 && gr->dot >= 3) ui_hit_add(g, c, model, hit_kind, g->idx[i]);
+    }
+}
+
+/* -- Time series: what the charts plot and the counters quote ---------------------------- */
+
+enum ui_field_type { UI_F64, UI_I32, UI_I64 };
+/* Per-interval rates and percentiles jump with the waves of completions, so those charts
+ * plot a mean over the last 0.5 s; a p99 of 0 means "no completion" and is skipped. */
+enum ui_smooth { UI_RAW, UI_MEAN, UI_MEAN_NONZERO };
+static const struct ui_chart {
+    const char *title;
+    size_t off;     /* field of struct sample */
+    uint8_t type;   /* enum ui_field_type */
+    double scale;   /* value shown = field * scale */
+    uint8_t smooth; /* enum ui_smooth */
+} ui_charts[] = {
+    {"req/s (0.5 s mean)", offsetof(struct sample, rps), UI_F64, 1, UI_MEAN},
+    {"p99 latency ms", offsetof(struct sample, p99_ms), UI_F64, 1, UI_MEAN_NONZERO},
+    {"OS threads", offsetof(struct sample, os_threads), UI_I32, 1, UI_RAW},
+    {"thread memory MiB", offsetof(struct sample, thread_mem), UI_I64, 1.0 / 1048576, UI_RAW},
+    {"ports in TIME_WAIT", offsetof(struct sample, ports_tw), UI_I32, 1, UI_RAW},
+};
+#define UI_NCHARTS (int)(sizeof ui_charts / sizeof ui_charts[0])
+
+static double ui_sample_value(const struct sample *x, const struct ui_chart *c)
+{
+    const char *p = (const char *)x + c->off;
+    double v = c->type == UI_F64 ? *(const double *)p : c->type == UI_I32 ? *(const int32_t *)p : (double)*(const int64_t *)p;
+    return v * c->scale;
+}
+
+/* The value plotted at sample i, smoothed as the chart says. */
+static double ui_plot_value(const struct model *m, const struct ui_chart *c, int i)
+{
+    if (c->smooth == UI_RAW) return ui_sample_value(&m->series[i], c);
+    int k = (int)(SEC / 2 / m->s->sample_interval), n = 0;
+    double sum = 0;
+    for (int j = i; j >= 0 && j > i - (k > 1 ? k : 1); j--) {
+        double y = ui_sample_value(&m->series[j], c);
+        if (y > 0 || c->smooth == UI_MEAN) sum += y, n++;
+    }
+    return n ? sum / n : 0;
+}
+
+/* -- Panel stations ---------------------------------------------------------------------- */
+
+/* The rectangles of one panel; both panels get the same heights. */
+struct ui_panel_rects {
+    SDL_FRect all, title, arrivals, workers, cores, services, counters;
+};
+
+static void ui_panel_layout(const struct ui_gfx *g, SDL_FRect p, struct ui_panel_rects *L)
+{
+    float S = g->scale, pad = 8 * S, x = p.x + pad, w = p.w - 2 * pad, y = p.y + 4 * S;
+    float small = g->font[UI_SMALL].line, big = g->font[UI_BIG].line;
+    L->all = p;
+    L->title = (SDL_FRect){x, y, w, big + 2 * S}; y += L->title.h;
+    L->arrivals = (SDL_FRect){x, y, w, small + 24 * S}; y += L->arrivals.h + 4 * S;
+    float bottom = p.y + p.h - 4 * S;
+    L->counters = (SDL_FRect){x, bottom - 2 * small - 4 * S, w, 2 * small + 4 * S};
+    L->services = (SDL_FRect){x, L->counters.y - 2 * small - 12 * S, w, 2 * small + 8 * S};
+    L->cores = (SDL_FRect){x, L->services.y - small - 10 * S, w, small + 6 * S};
+    L->workers = (SDL_FRect){x, y, w, L->cores.y - 4 * S - y};
+}
+
+/* The requests of some FIFOs, in order, into the grid scratch; returns how many. */
+static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct fifo *const *fifos, int nf)
+{
+    long n = 0, k = 0;
+    for (int f = 0; f < nf; f++) n += fifos[f]->len;
+    ui_scratch(g, n);
+    for (int f = 0; f < nf; f++)
+        for (int32_t i = fifos[f]->head; i >= 0 && k < n; i = m->req[i].next) g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
+    return k;
+}
+
+/* Dots for the requests that arrived during the last `travel`, flying from the users to
+ * the queue, and bouncing red-edged ones for recent failures. Both come from the models'
+ * state, so a screenshot shows them too. */
+static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect r, float x0, float x1)
+{
+    float S = g->scale, y = r.y + r.h * 0.55f, d = 5 * S;
+    const struct ui_scan *sc = g->scan[m->kind];
+    simtime travel = v->travel > 0 ? v->travel : 20 * MS;
+    for (int j = 0; j < sc->nrecent; j++) {
+        const struct req *q = &m->req[sc->recent[j]];
+        float f = (float)(m->now - q->arrived) / (float)travel;
+        float jitter = (float)(q->id % 7) * 1.5f * S - 4.5f * S;
+        ui_rect(g, x0 + f * (x1 - x0 - d), y + jitter - d / 2, d, d, ui_color(g, UI_QUEUED, 255));
+    }
+    /* failures in the last sample interval bounce back to the users */
+    if (m->nseries >= 1) {
+        uint64_t before = m->nseries >= 2 ? m->series[m->nseries - 2].failed : 0;
+        uint64_t recent = m->series[m->nseries - 1].failed - before;
+        for (uint64_t k = 0; k < recent && k < 6; k++) {
+            float ph = (float)fmod(v->wall * 1.5 + (double)k / 6, 1.0);
+            float bx = x1 - ph * (x1 - x0), by = r.y + 6 * S + 10 * S * (4 * ph * (1 - ph));
+            SDL_FRect c = {bx, by, d + S, d + S};
+            ui_fill(g, c, UI_FAILED);
+            ui_outline(g, c, S, ui_color(g, UI_ALERT, 255));
+        }
+    }
+}
+
+/* users -> flights -> queue: the queue is a grid of its requests, then the accept backlog. */
+static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect r)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    SDL_Color text = ui_color(g, UI_TEXT, 255), dim = ui_color(g, UI_DIM, 255);
+    const struct scenario *s = m->s;
+    char who[48], failed[48] = "";
+    if (s->users) snprintf(who, sizeof who, "%ld users", s->users);
+    else snprintf(who, sizeof who, "%.0f/s in", s->rate);
+    if (ui_failed(m)) snprintf(failed, sizeof failed, "%" PRIu64 " failed", ui_failed(m));
+    ui_text(g, UI_SMALL, r.x, r.y, text, who);
+    ui_text(g, UI_SMALL, r.x, r.y + small, ui_color(g, UI_ALERT, 255), failed);
+    float qx = r.x + r.w * 0.38f, arrow_y = r.y + r.h * 0.55f;
+    float x0 = r.x + fmaxf(ui_text_w(g, UI_SMALL, who), ui_text_w(g, UI_SMALL, failed)) + 8 * S;
+    ui_line(g, x0, arrow_y, qx - 4 * S, arrow_y, S, dim);
+    ui_line(g, qx - 4 * S, arrow_y, qx - 9 * S, arrow_y - 4 * S, S, dim);
+    ui_line(g, qx - 4 * S, arrow_y, qx - 9 * S, arrow_y + 4 * S, S, dim);
+    ui_flights(g, m, v, r, x0 + 4 * S, qx);
+    /* the queue: the run queue (virtual); the platform's executor queue has the big grid
+     * below its threads, so here it shows only the kernel's accept backlog */
+    const struct fifo *fifos[2] = {&m->backlog, &m->queue};
+    long n = ui_fifo_items(g, m, fifos, m->kind == MODEL_PLATFORM ? 1 : 2);
+    char label[96];
+    if (m->kind == MODEL_PLATFORM) snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
+    else snprintf(label, sizeof label, "run queue: %d%s", m->queue.len + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
+    ui_text(g, UI_SMALL, qx, r.y, text, label);
+    SDL_FRect box = {qx, r.y + small + 2 * S, r.w - (qx - r.x), r.h - small - 2 * S};
+    ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
+    struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 8 * S);
+    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+}
+
+/* One lane: the thread's state colour across, its id, and the request it carries. */
+static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRect r, int text)
+{
+    const struct thr *th = &m->thr[t];
+    float S = g->scale;
+    ui_fill(g, r, ui_thr_ink(m, t));
+    ui_hit_add(g, r, m->kind, UI_HIT_THREAD, t);
+    if (!text) return;
+    SDL_Color ink = ui_color(g, UI_FAILED, 255); /* black reads on every state colour */
+    float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, "%s#%-4u %-8s", ui_thr_prefix(m),
+                       th->id, thr_state_names[th->state]);
+    if (th->req < 0) return;
+    char step[64];
+    ui_step_name(m->s, m->req[th->req].pc, step, sizeof step);
+    ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " %s#%u %s%s  %.1f ms", ui_req_prefix(m),
+             m->req[th->req].id, step, m->req[th->req].pinned ? " PINNED" : "", (double)(m->now - th->since) / 1e6);
+}
+
+/* Every alive thread: readable lanes while they fit, else a heat strip (a grid of cells). */
+static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    float S = g->scale, need = g->font[UI_SMALL].line + 3 * S;
+    long n = 0;
+    ui_scratch(g, m->nthr);
+    for (int32_t t = 0; t < m->nthr; t++)
+        if (m->thr[t].alive) g->ink[n] = (uint8_t)ui_thr_ink(m, t), g->idx[n++] = t;
+    ui_hit_add(g, r, m->kind, UI_HIT_LANES, -1);
+    if (n && r.h / (float)n >= need) {
+        float h = r.h / (float)n > 22 * S ? 22 * S : r.h / (float)n;
+        for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], (SDL_FRect){r.x, r.y + (float)i * h, r.w, h - S}, 1);
+        return;
+    }
+    struct ui_grid gr = ui_grid_fit(r, n, 24 * S);
+    if (gr.per == 1) { /* lanes too thin for text: each thread a cell, still inspectable */
+        for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], ui_grid_cell(&gr, i), 0);
+        return;
+    }
+    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_THREAD);
+}
+
+/* Counts by state, written above the lanes: "200 threads: 196 blocked, 3 ready, 1 running". */
+static void ui_thread_counts(struct ui_gfx *g, const struct model *m, float x, float y)
+{
+    char buf[160];
+    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, m->kind == MODEL_PLATFORM ? "pool threads" : "carriers");
+    for (int st = THR_NSTATES - 1; st >= 0; st--)
+        if (m->thr_state_n[st]) o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[st], thr_state_names[st]);
+    ui_text(g, UI_SMALL, x, y, ui_color(g, UI_TEXT, 255), buf);
+}
+
+/* The parking lot: one column per service, one dot per parked virtual thread (a density
+ * grid past a few thousand), pinned ones stay on their carriers above. */
+static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    const struct scenario *s = m->s;
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    int svc[MAX_SERVICES], nsvc = ui_used_services(s, svc);
+    const struct ui_scan *sc = g->scan[m->kind];
+    char count[32];
+    rep_human(count, sizeof count, m->vt_parked, R_INT);
+    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "parking lot: %s virtual threads parked on I/O (off any carrier)", count);
+    ui_hit_add(g, r, m->kind, UI_HIT_LOT, -1);
+    const char *none = nsvc ? NULL : "no calls: nothing parks"; /* a program without call() */
+    if (!nsvc) svc[0] = 0, nsvc = 1;
+    float cw = r.w / (float)nsvc;
+    for (int col_i = 0; col_i < nsvc; col_i++) {
+        int sv = svc[col_i];
+        long first = sc->svc_first[sv], n = sc->svc_first[sv + 1] - first;
+        ui_scratch(g, n);
+        memset(g->ink, UI_IO, (size_t)n);
+        memcpy(g->idx, sc->parked + first, (size_t)n * sizeof *g->idx);
+        SDL_FRect col = {r.x + (float)col_i * cw, r.y + small + 2 * S, cw - 6 * S, r.h - 2 * small - 4 * S};
+        ui_outline(g, col, S, ui_color(g, UI_LINE, 255));
+        struct ui_grid gr = ui_grid_fit(ui_inset(col, 2 * S), n, 7 * S);
+        ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+        char count[32];
+        rep_human(count, sizeof count, (double)n, R_INT);
+        SDL_Color dim = ui_color(g, UI_DIM, 255);
+        float x = ui_textf(g, UI_SMALL, col.x, col.y + col.h + S, dim, "%s %s", none ? none : s->svc[sv].name, none ? "" : count);
+        if (gr.per > 1) ui_textf(g, UI_SMALL, x, col.y + col.h + S, dim, " (density: up to %ld per cell)", gr.per);
+    }
+}
+
+/* The platform's twin of the parking lot: requests the executor queued because every
+ * thread is taken. They hold no thread and make no progress. */
+static void ui_queue_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    const struct fifo *q = &m->queue;
+    long n = ui_fifo_items(g, m, &q, 1);
+    char count[32];
+    rep_human(count, sizeof count, (double)n, R_INT);
+    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "queue for a thread: %s requests wait, holding no thread", count);
+    SDL_FRect box = {r.x, r.y + small + 2 * S, r.w, r.h - 2 * small - 4 * S};
+    ui_hit_add(g, r, m->kind, UI_HIT_LOT, -1);
+    ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
+    struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 7 * S);
+    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+    if (gr.per > 1)
+        ui_textf(g, UI_SMALL, box.x, box.y + box.h + S, ui_color(g, UI_DIM, 255), "(density: up to %ld per cell)", gr.per);
+}
+
+/* Threads on top, the lot of waiting requests below: the same split in both panels, so the
+ * queued requests on the left face the parked virtual threads on the right. */
+static void ui_workers(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    ui_thread_counts(g, m, r.x, r.y);
+    SDL_FRect lanes = {r.x, r.y + small + 2 * S, r.w, r.h - small - 2 * S};
+    float h = lanes.h * 0.42f; /* a fixed split, so the two lots start at the same height */
+    SDL_FRect lot = {r.x, lanes.y + h + 6 * S, r.w, lanes.h - h - 6 * S};
+    if (m->kind == MODEL_VIRTUAL) ui_lot(g, m, lot);
+    else ui_queue_lot(g, m, lot);
+    lanes.h = h;
+    ui_threads(g, m, lanes);
+}
+
+static void ui_cores(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    float S = g->scale, lw = ui_text_w(g, UI_SMALL, "cores "), w = (r.w - lw) / (float)m->s->cores;
+    ui_text(g, UI_SMALL, r.x, r.y + 3 * S, ui_color(g, UI_TEXT, 255), "cores");
+    for (int c = 0; c < m->s->cores; c++) {
+        SDL_FRect box = {r.x + lw + (float)c * w, r.y, w - (w > 6 * S ? 3 * S : 0), r.h};
+        int32_t t = m->core[c].thr;
+        ui_fill(g, box, t >= 0 ? UI_RUN : UI_IDLE);
+        ui_hit_add(g, box, m->kind, UI_HIT_CORE, c);
+        char buf[48];
+        if (t >= 0 && m->thr[t].req >= 0)
+            snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m), m->thr[t].id, ui_req_prefix(m), m->req[m->thr[t].req].id);
+        else if (t >= 0) snprintf(buf, sizeof buf, "%d: %s#%u", c, ui_thr_prefix(m), m->thr[t].id);
+        else snprintf(buf, sizeof buf, "%d: idle", c);
+        if (ui_text_w(g, UI_SMALL, buf) < box.w - 4 * S) /* black reads on both core colours */
+            ui_text(g, UI_SMALL, box.x + 3 * S, box.y + 3 * S, ui_color(g, UI_FAILED, 255), buf);
+    }
+}
+
+/* A bar of parts (value, ink) out of a total, on a track. */
+static void ui_bar(struct ui_gfx *g, SDL_FRect r, double total, const double *part, const int *ink, int n)
+{
+    ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_LINE, 255));
+    float x = r.x;
+    for (int i = 0; i < n && total > 0; i++) {
+        float w = (float)(part[i] / total) * r.w;
+        if (x + w > r.x + r.w) w = r.x + r.w - x;
+        ui_rect(g, x, r.y, w, r.h, ui_color(g, ink[i], 255));
+        x += w;
+    }
+}
+
+/* One column per service: calls in flight, then the pool (busy/open of its size) or,
+ * without pooling, the ephemeral ports (open, TIME_WAIT) of the range. */
+static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    const struct scenario *s = m->s;
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    SDL_Color text = ui_color(g, UI_TEXT, 255), dim = ui_color(g, UI_DIM, 255);
+    int used[MAX_SERVICES], n = ui_used_services(s, used);
+    if (!n) { ui_text(g, UI_SMALL, r.x, r.y, dim, "no downstream services"); return; }
+    float cw = r.w / (float)n;
+    for (int col = 0; col < n; col++) {
+        int i = used[col];
+        const struct svc_state *v = &m->svc[i];
+        const struct service_cfg *c = &s->svc[i];
+        float x = r.x + (float)col * cw;
+        char line1[96], line2[96];
+        double part[2];
+        int ink[2] = {UI_IO, UI_IDLE}, total;
+        if (c->pool > 0) { /* busy and idle keep-alive connections; the bar is the pool once it is near full */
+            part[0] = v->conns_busy, part[1] = v->conns_open - v->conns_busy;
+            total = c->pool <= 2 * v->conns_open ? c->pool : (v->conns_open ? v->conns_open : 1);
+            snprintf(line2, sizeof line2, "pool %d/%d busy%s", v->conns_busy, v->conns_open, v->wait_conn.len ? ", calls wait" : "");
+        } else { /* a new connection per call: open ports and TIME_WAIT out of the range */
+            part[0] = v->ports_open, part[1] = v->tw_len, ink[1] = UI_PINNED;
+            total = s->port_high - s->port_low + 1;
+            snprintf(line2, sizeof line2, "ports %d open, %d TIME_WAIT", v->ports_open, v->tw_len);
+        }
+        char calls[32];
+        rep_human(calls, sizeof calls, (double)v->inflight, R_INT);
+        snprintf(line1, sizeof line1, "%s: %s calls", c->name, calls);
+        ui_text_fit(g, UI_SMALL, x, r.y, text, line1, cw - 6 * S);
+        SDL_FRect bar = {x, r.y + small + 2 * S, cw - 10 * S, 6 * S};
+        ui_bar(g, bar, total, part, ink, 2);
+        ui_text_fit(g, UI_SMALL, x, bar.y + bar.h + S, dim, line2, cw - 6 * S);
+    }
+}
+
+/* "12.3 MiB", "812 KiB": memory for people. */
+static void ui_bytes(char *buf, size_t len, double b)
+{
+    if (b >= 1024.0 * 1048576) snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1048576));
+    else if (b >= 1048576) snprintf(buf, len, "%.1f MiB", b / 1048576);
+    else snprintf(buf, len, "%.0f KiB", b / 1024);
+}
+
+static void ui_ms(char *buf, size_t len, double ms)
+{
+    if (ms >= 1000) snprintf(buf, len, "%.2f s", ms / 1000);
+    else snprintf(buf, len, "%.1f ms", ms);
+}
+
+/* The counters, the same ones in the same place in both panels. Latency is over the
+ * requests completed since warmup; before it, over the interval so far, or the last one. */
+static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
+{
+    const struct hist *h = m->st.lat.n ? &m->st.lat : &m->st.lat_interval;
+    char p50[24] = "-", p99[24] = "-", mem[24], rps[32];
+    if (h->n) ui_ms(p50, sizeof p50, hist_quantile(h, 0.50) / 1e6), ui_ms(p99, sizeof p99, hist_quantile(h, 0.99) / 1e6);
+    else if (m->nseries && m->series[m->nseries - 1].p99_ms > 0) ui_ms(p99, sizeof p99, m->series[m->nseries - 1].p99_ms);
+    ui_bytes(mem, sizeof mem, (double)model_thread_mem(m));
+    /* throughput as the chart shows it: the mean of the last 0.5 s */
+    rep_human(rps, sizeof rps, m->nseries ? ui_plot_value(m, &ui_charts[0], m->nseries - 1) : 0, R_INT);
+    uint64_t failed = ui_failed(m);
+    float y2 = r.y + g->font[UI_SMALL].line + 2 * g->scale;
+    ui_hit_add(g, r, m->kind, UI_HIT_COUNTERS, -1);
+    float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
+    ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%" PRIu64, failed);
+    /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
+    char io[32], busy[32] = "-";
+    rep_human(io, sizeof io, m->kind == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked, R_INT);
+    if (m->kind == MODEL_VIRTUAL) snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
+    ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255), "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s",
+             m->s->runtime_threads + m->threads_alive, io, busy, mem);
+}
+
+static const char *const ui_panel_titles[MODEL_N] = {"PLATFORM THREADS (1:1, a Tomcat pool)", "VIRTUAL THREADS (M:N, Loom)"};
+
+static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect p)
+{
+    struct ui_panel_rects L;
+    ui_panel_layout(g, p, &L);
+    ui_hit_add(g, p, m->kind, UI_HIT_PANEL, -1);
+    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_panel_titles[m->kind]);
+    ui_arrivals(g, m, v, L.arrivals);
+    ui_workers(g, m, L.workers);
+    ui_cores(g, m, L.cores);
+    ui_services(g, m, L.services);
+    ui_counters(g, m, L.counters);
+}
+
+/* -- Charts ------------------------------------------------------------------------------ */
+
+/* 1, 2 or 5 times a power of ten, at least v: axis maxima people can read. */
+static double ui_nice(double v)
+{
+    if (v <= 0) return 1;
+    double p = pow(10, floor(log10(v)));
+    return v <= p ? p : v <= 2 * p ? 2 * p : v <= 5 * p ? 5 * p : 10 * p;
+}
+
+/* A model's series as a polyline; dashed draws every other 6-pixel stretch. */
+static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r, double ymax, int dashed)
+{
+    SDL_Color ink = ui_color(g, UI_TEXT, 255);
+    double dur = (double)m->s->duration;
+    int step = m->nseries / (int)(r.w / 2 + 1) + 1; /* no more than a point per 2 pixels */
+    float px = 0, py = 0, run = 0, dash = 6 * g->scale;
+    for (int i = 0; i < m->nseries; i += step) {
+        const struct sample *x = &m->series[i];
+        float X = r.x + (float)((double)x->t / dur) * r.w, Y = r.y + r.h - (float)(ui_plot_value(m, c, i) / ymax) * r.h;
+        if (i > 0) {
+            float len = sqrtf((X - px) * (X - px) + (Y - py) * (Y - py));
+            if (!dashed) ui_line(g, px, py, X, Y, 1.6f * g->scale, ink);
+            else /* split the segment into dash-sized pieces, drawing the even ones */
+                for (float a = 0; a < len; a += dash / 2) {
+                    float b = a + dash / 2 < len ? a + dash / 2 : len;
+                    if (fmodf(run + a, 2 * dash) < dash)
+                        ui_line(g, px + (X - px) * a / len, py + (Y - py) * a / len, px + (X - px) * b / len, py + (Y - py) * b / len,
+                                1.6f * g->scale, ink);
+                }
+            run += len;
+        }
+        px = X, py = Y;
+    }
+}
+
+/* "-- platform - - virtual" under a chart, centred, where it fits between the axis labels. */
+static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
+{
+    float S = g->scale, seg = 14 * S, adv = g->font[UI_SMALL].adv;
+    float w = 2 * seg + (float)strlen("platform  virtual") * adv + 8 * S, x = plot.x + (plot.w - w) / 2;
+    if (w > plot.w - 2 * ui_text_w(g, UI_SMALL, "10 s ")) return;
+    float ly = y + g->font[UI_SMALL].line / 2;
+    SDL_Color dim = ui_color(g, UI_DIM, 255);
+    ui_line(g, x, ly, x + seg, ly, 1.6f * S, dim);
+    x = ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "platform") + 2 * adv;
+    for (float a = 0; a < seg; a += 2 * 3 * S) ui_line(g, x + a, ly, x + a + 3 * S, ly, 1.6f * S, dim);
+    ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "virtual");
+}
+
+static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_chart *c, SDL_FRect r, simtime t)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    SDL_FRect plot = {r.x + 6 * S, r.y + small + 4 * S, r.w - 12 * S, r.h - 2 * small - 8 * S};
+    double ymax = 0;
+    for (int k = 0; k < MODEL_N; k++)
+        for (int i = 0, step = ms[k].nseries / (int)(plot.w / 2 + 1) + 1; i < ms[k].nseries; i += step) {
+            double y = ui_plot_value(&ms[k], c, i);
+            if (y > ymax) ymax = y;
+        }
+    ymax = ui_nice(ymax);
+    ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
+    ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
+    char top[24];
+    rep_human(top, sizeof top, ymax, ymax < 10 ? R_RATE : R_INT);
+    ui_text(g, UI_SMALL, r.x + 6 * S, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
+    ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S, ui_color(g, UI_DIM, 255), top);
+    for (int k = 0; k < MODEL_N; k++) ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL);
+    float cx = plot.x + (float)((double)t / (double)ms[0].s->duration) * plot.w;
+    ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
+    ui_textf(g, UI_SMALL, plot.x, plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), "0 s");
+    char end[16];
+    snprintf(end, sizeof end, "%.0f s", (double)ms[0].s->duration / SEC);
+    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, end), plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), end);
+    ui_chart_key(g, plot, plot.y + plot.h + 2 * S);
+}
+
+/* -- Bars, overlays and the whole frame -------------------------------------------------- */
+
+struct ui_layout {
+    SDL_FRect top, panel[MODEL_N], charts, chart[16], slider, status;
+};
+
+static void ui_layout(const struct ui_gfx *g, int w, int h, struct ui_layout *L)
+{
+    float S = g->scale, gap = 6 * S, W = (float)w, H = (float)h, small = g->font[UI_SMALL].line;
+    L->top = (SDL_FRect){0, 0, W, g->font[UI_BIG].line + 10 * S};
+    L->status = (SDL_FRect){0, H - small - 8 * S, W, small + 8 * S};
+    L->slider = (SDL_FRect){gap, L->status.y - 12 * S, W - 2 * gap, 8 * S};
+    float charts_h = H * 0.2f;
+    L->charts = (SDL_FRect){gap, L->slider.y - gap - charts_h, W - 2 * gap, charts_h};
+    float py = L->top.h + gap, ph = L->charts.y - gap - py, pw = (W - 3 * gap) / 2;
+    for (int k = 0; k < MODEL_N; k++) L->panel[k] = (SDL_FRect){gap + (float)k * (pw + gap), py, pw, ph};
+    float cw = (L->charts.w - (float)(UI_NCHARTS - 1) * gap) / UI_NCHARTS;
+    for (int i = 0; i < UI_NCHARTS; i++) L->chart[i] = (SDL_FRect){L->charts.x + (float)i * (cw + gap), L->charts.y, cw, L->charts.h};
+}
+
+/* The frame is cleared to the panel colour (most of its area) and only the gaps around
+ * panels and charts are filled with the background: each pixel is written about once,
+ * which is what the software renderer's time is made of. */
+static void ui_background(struct ui_gfx *g, const struct ui_layout *L, float w)
+{
+    SDL_Color bg = ui_color(g, UI_BG, 255);
+    const SDL_FRect *p = L->panel, *c = L->chart, *last = &L->chart[UI_NCHARTS - 1];
+    ui_rect(g, 0, 0, w, p[0].y, bg);
+    ui_rect(g, 0, p[0].y + p[0].h, w, c[0].y - (p[0].y + p[0].h), bg);
+    ui_rect(g, 0, c[0].y + c[0].h, w, L->status.y - (c[0].y + c[0].h), bg);
+    ui_rect(g, 0, p[0].y, p[0].x, p[0].h, bg);
+    ui_rect(g, p[0].x + p[0].w, p[0].y, p[1].x - (p[0].x + p[0].w), p[0].h, bg);
+    ui_rect(g, p[1].x + p[1].w, p[1].y, w - (p[1].x + p[1].w), p[1].h, bg);
+    ui_rect(g, 0, c[0].y, c[0].x, c[0].h, bg);
+    for (int i = 0; i + 1 < UI_NCHARTS; i++) ui_rect(g, c[i].x + c[i].w, c[i].y, c[i + 1].x - (c[i].x + c[i].w), c[i].h, bg);
+    ui_rect(g, last->x + last->w, last->y, w - (last->x + last->w), last->h, bg);
+}
+
+/* The legend, right-aligned: a swatch and a label per state. Returns its left edge. */
+static float ui_legend(struct ui_gfx *g, float right, float y)
+{
+    float S = g->scale, lx = right, sw = 10 * S;
+    for (int i = UI_NLEGEND - 1; i >= 0; i--) {
+        lx -= ui_text_w(g, UI_SMALL, ui_inks[i].legend) + sw + 14 * S;
+        SDL_FRect box = {lx, y + 2 * S, sw, sw};
+        ui_fill(g, box, i);
+        if (i == UI_FAILED) ui_outline(g, box, S, ui_color(g, UI_ALERT, 255));
+        ui_hit_add(g, box, -1, UI_HIT_LEGEND, i);
+        ui_text(g, UI_SMALL, lx + sw + 4 * S, y, ui_color(g, UI_TEXT, 255), ui_inks[i].legend);
+    }
+    return lx;
+}
+
+/* Clock, speed and PAUSED first; the scenario's name gets what room the legend leaves. */
+static void ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v, SDL_FRect r)
+{
+    float S = g->scale, y = r.y + 5 * S;
+    float left = ui_legend(g, r.x + r.w - 8 * S, y + (g->font[UI_BIG].line - g->font[UI_SMALL].line) / 2);
+    char clock[96];
+    int o = snprintf(clock, sizeof clock, "t = %.3f s   ", (double)v->t / SEC);
+    if (v->speed <= 0) snprintf(clock + o, sizeof clock - (size_t)o, "as fast as possible");
+    else snprintf(clock + o, sizeof clock - (size_t)o, "speed x%g", v->speed);
+    float x = ui_text(g, UI_BIG, r.x + 8 * S, y, ui_color(g, UI_TEXT, 255), clock);
+    if (v->paused) x = ui_text(g, UI_BIG, x + 12 * S, y, ui_color(g, UI_ALERT, 255), "PAUSED");
+    ui_text_fit(g, UI_BIG, x + 24 * S, y, ui_color(g, UI_DIM, 255), ms[0].s->name, left - x - 36 * S);
+}
+
+static void ui_slider(struct ui_gfx *g, const struct ui_view *v, simtime dur, SDL_FRect r)
+{
+    float f = (float)((double)v->t / (double)dur);
+    ui_rect(g, r.x, r.y + r.h / 3, r.w, r.h / 3, ui_color(g, UI_LINE, 255));
+    ui_rect(g, r.x, r.y + r.h / 3, r.w * f, r.h / 3, ui_color(g, UI_DIM, 255));
+    ui_rect(g, r.x + r.w * f - r.h / 2, r.y, r.h, r.h, ui_color(g, UI_TEXT, 255));
+    ui_hit_add(g, r, -1, UI_HIT_SLIDER, -1);
+}
+
+static const char ui_hints[] = "[space] run  [->] step  [shift ->] next done  [<-] back  [+/-] speed  [h] help";
+
+/* The narration, and the main keys when there is room for both (the narration wins). */
+static void ui_status(struct ui_gfx *g, const struct ui_view *v, SDL_FRect r)
+{
+    float S = g->scale, adv = g->font[UI_SMALL].adv, hw = ui_text_w(g, UI_SMALL, ui_hints);
+    int fits = (float)strlen(v->status) * adv < r.w - hw - 24 * S;
+    if (fits) ui_text(g, UI_SMALL, r.w - hw - 8 * S, r.y + 4 * S, ui_color(g, UI_DIM, 255), ui_hints);
+    ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), v->status, r.w - 16 * S);
+}
+
+/* A ring around what the last step touched: a request's dot, or the lane carrying it. */
+static void ui_ring(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p)
+{
+    if (p.model < 0 || p.kind == UI_PICK_NONE) return;
+    const struct ui_hit *h = ui_hit_find(g, p.model, p.kind, p.idx);
+    if (!h && p.kind == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) && ms[p.model].req[p.idx].thr >= 0)
+        h = ui_hit_find(g, p.model, UI_HIT_THREAD, ms[p.model].req[p.idx].thr);
+    if (!h) return;
+    float S = g->scale;
+    SDL_FRect r = {h->r.x - 3 * S, h->r.y - 3 * S, h->r.w + 6 * S, h->r.h + 6 * S};
+    ui_outline(g, r, 2 * S, ui_color(g, UI_ALERT, 255));
+}
+
+/* The lines of an inspect card for a pick; returns how many. */
+static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][96], int max)
+{
+    int n = 0;
+    int32_t r = -1;
+    if (p.kind == UI_PICK_CORE) {
+        int32_t t = m->core[p.idx].thr;
+        snprintf(lines[n++], 96, "core %d: %s", p.idx, t >= 0 ? "busy" : "idle");
+        if (t < 0) return n;
+        p.kind = UI_PICK_THREAD, p.idx = t;
+    }
+    if (p.kind == UI_PICK_THREAD) {
+        const struct thr *th = &m->thr[p.idx];
+        if (!th->alive) return n;
+        snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id, m->kind == MODEL_PLATFORM ? "OS thread" : "carrier",
+                 thr_state_names[th->state], (double)(m->now - th->since) / 1e6);
+        if (th->core >= 0) snprintf(lines[n++], 96, "on core %d", th->core);
+        r = th->req;
+    } else if (p.kind == UI_PICK_REQ) r = p.idx;
+    if (!ui_live(m, r) || n + 3 > max) return n;
+    const struct req *q = &m->req[r];
+    char step[64], doing[96];
+    ui_step_name(m->s, q->pc, step, sizeof step);
+    ui_req_doing(m, r, doing, sizeof doing);
+    snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), q->id, (double)(m->now - q->arrived) / 1e6);
+    snprintf(lines[n++], 96, "step %d of %d: %.40s", q->pc + 1, m->s->nsteps, step);
+    snprintf(lines[n++], 96, "%.95s", doing);
+    return n;
+}
+
+static void ui_card(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p, float x, float y, int w, int h)
+{
+    if (p.model < 0 || p.kind == UI_PICK_NONE) return;
+    char lines[6][96];
+    int n = ui_card_lines(&ms[p.model], p, lines, 6);
+    if (!n) return;
+    float S = g->scale, lh = g->font[UI_SMALL].line, cw = 0;
+    for (int i = 0; i < n; i++) cw = fmaxf(cw, ui_text_w(g, UI_SMALL, lines[i]));
+    SDL_FRect r = {x + 14 * S, y + 14 * S, cw + 16 * S, (float)n * lh + 12 * S};
+    if (r.x + r.w > (float)w) r.x = x - r.w - 8 * S;
+    if (r.y + r.h > (float)h) r.y = y - r.h - 8 * S;
+    ui_fill(g, r, UI_BG);
+    ui_outline(g, r, S, ui_color(g, UI_TEXT, 255));
+    for (int i = 0; i < n; i++) ui_text(g, UI_SMALL, r.x + 8 * S, r.y + 6 * S + (float)i * lh, ui_color(g, UI_TEXT, 255), lines[i]);
+}
+
+/* The key table lives with the window loop; the help overlay reads its names. */
+struct ui_key;
+static const struct ui_key *ui_key_row(int i, const char **keys, const char **help);
+
+static void ui_help(struct ui_gfx *g, int w, int h)
+{
+    float S = g->scale, lh = g->font[UI_SMALL].line + 2 * S;
+    const char *keys, *help;
+    int n = 0;
+    while (ui_key_row(n, &keys, &help)) n++;
+    SDL_FRect r = {(float)w * 0.25f, (float)h * 0.15f, (float)w * 0.5f, (float)(n + 7) * lh};
+    ui_rect(g, 0, 0, (float)w, (float)h, ui_color(g, UI_BG, 150));
+    ui_flush(g); /* the dimming is translucent: it must land before the opaque panel */
+    ui_fill(g, r, UI_PANEL);
+    ui_outline(g, r, S, ui_color(g, UI_TEXT, 255));
+    float y = r.y + 10 * S;
+    ui_text(g, UI_BIG, r.x + 14 * S, y, ui_color(g, UI_TEXT, 255), "Keys and mouse");
+    y += 2 * lh;
+    for (int i = 0; ui_key_row(i, &keys, &help); i++, y += lh) {
+        ui_text(g, UI_SMALL, r.x + 14 * S, y, ui_color(g, UI_QUEUED, 255), keys);
+        ui_text(g, UI_SMALL, r.x + 14 * S + 14 * g->font[UI_SMALL].adv, y, ui_color(g, UI_TEXT, 255), help);
+    }
+    y += lh;
+    ui_text(g, UI_SMALL, r.x + 14 * S, y, ui_color(g, UI_DIM, 255), "mouse: hover or click a lane, dot or core to inspect it;");
+    ui_text(g, UI_SMALL, r.x + 14 * S, y + lh, ui_color(g, UI_DIM, 255), "click or drag the timeline to re-simulate to that time");
+}
+
+/* One whole frame of the two models into g's renderer, w x h output pixels. */
+static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v, int w, int h)
+{
+    struct ui_layout L;
+    g->nhit = 0;
+    for (int k = 0; k < MODEL_N; k++) ui_scan_model(g, &ms[k], v->travel > 0 ? v->travel : 20 * MS);
+    ui_layout(g, w, h, &L);
+    SDL_Color panel = ui_color(g, UI_PANEL, 255);
+    SDL_SetRenderDrawColor(g->r, panel.r, panel.g, panel.b, 255);
+    SDL_RenderClear(g->r);
+    ui_background(g, &L, (float)w);
+    ui_top_bar(g, ms, v, L.top);
+    for (int k = 0; k < MODEL_N; k++) ui_panel(g, &ms[k], v, L.panel[k]);
+    for (int i = 0; i < UI_NCHARTS; i++) ui_chart(g, ms, &ui_charts[i], L.chart[i], v->t);
+    ui_slider(g, v, ms[0].s->duration, L.slider);
+    ui_status(g, v, L.status);
+    ui_flush(g);
+    /* overlays: above everything, so a second layer */
+    ui_ring(g, ms, v->ring);
+    /* the card: for what is under the mouse, else for what was clicked, beside it */
+    const struct ui_hit *under = v->mx >= 0 ? ui_hit_at(g, v->mx, v->my, -1, -1) : NULL;
+    if (!under || under->model < 0 || under->kind > UI_HIT_CORE) under = NULL;
+    const struct ui_hit *at = under ? under : v->pick.model >= 0 ? ui_hit_find(g, v->pick.model, v->pick.kind, v->pick.idx) : NULL;
+    if (at) {
+        ui_outline(g, at->r, g->scale, ui_color(g, UI_TEXT, 255));
+        struct ui_pick p = {at->model, at->kind, at->idx};
+        ui_card(g, ms, p, under ? v->mx : at->r.x + at->r.w / 2, under ? v->my : at->r.y, w, h);
+    }
+    if (v->help) ui_help(g, w, h);
+    ui_flush(g);
+}
+
+/* -- Driving the two models together ----------------------------------------------------- */
+
+/* Both models on one clock. `t` is the time shown; after a step the model that did not
+ * step may still be before it, which is harmless: it has no event before t. */
+struct ui_sim {
+    struct scenario s;
+    struct model m[MODEL_N];
+    simtime t;
+    int ready;
+};
+
+static void ui_sim_reset(struct ui_sim *x)
+{
+    for (int k = 0; k < MODEL_N; k++) {
+        if (x->ready) model_free(&x->m[k]);
+        model_init(&x->m[k], &x->s, k);
+    }
+    x->ready = 1;
+    x->t = 0;
+}
+
+static void ui_sim_free(struct ui_sim *x)
+{
+    for (int k = 0; k < MODEL_N && x->ready; k++) model_free(&x->m[k]);
+    x->ready = 0;
+}
+
+static void ui_sim_run(struct ui_sim *x, simtime to)
+{
+    if (to > x->s.duration) to = x->s.duration;
+    for (int k = 0; k < MODEL_N; k++) model_run(&x->m[k], to);
+    if (to > x->t) x->t = to;
+}
+
+/* Go to time t; backwards means re-simulating from zero, which gives the same state. */
+static void ui_sim_seek(struct ui_sim *x, simtime t)
+{
+    if (t < 0) t = 0;
+    if (t > x->s.duration) t = x->s.duration;
+    if (t < x->t) ui_sim_reset(x);
+    ui_sim_run(x, t);
+}
+
+static double ui_wall(void)
+{
+    return (double)SDL_GetPerformanceCounter() / (double)SDL_GetPerformanceFrequency();
+}
+
+/* Run forward toward `target`, but give back control after `budget` wall seconds so the
+ * window stays responsive at any load. */
+static void ui_sim_advance(struct ui_sim *x, simtime target, double budget)
+{
+    double t0 = ui_wall();
+    simtime chunk = MS;
+    while (x->t < target && x->t < x->s.duration && ui_wall() - t0 < budget) {
+        ui_sim_run(x, x->t + chunk < target ? x->t + chunk : target);
+        chunk *= 2;
+    }
+}
+
+/* The model whose next event comes first (platform on ties), or -1 at the end. */
+static int ui_sim_next(const struct ui_sim *x)
+{
+    int best = -1;
+    for (int k = 0; k < MODEL_N; k++) {
+        const struct model *m = &x->m[k];
+        if (m->stuck || !m->q.len || m->q.heap[0].t > x->s.duration) continue;
+        if (best < 0 || m->q.heap[0].t < x->m[best].q.heap[0].t) best = k;
+    }
+    return best;
+}
+
+/* What an event is about, read from the queue before it runs. */
+struct ui_subject {
+    int type;
+    int32_t thr, req, core; /* -1 when not involved */
+    uint32_t req_id, thr_id;
+    simtime arrived;
+    int svc, user;
+    int32_t new_slot;       /* the slot a request arriving now will take */
+    uint64_t arrived_n;     /* requests arrived before the event */
+};
+
+static struct ui_subject ui_subject_of(const struct model *m)
+{
+    const struct event *e = &m->q.heap[0];
+    struct ui_subject u = {ev_type_of(e), -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq, m->st.arrived};
+    switch (u.type) {
+    case EV_ARRIVE: u.user = m->s->users ? (int)e->a : -1; break;
+    case EV_BURST_END: u.core = (int32_t)e->a, u.thr = m->core[e->a].thr, u.req = u.thr >= 0 ? m->thr[u.thr].req : -1; break;
+    case EV_IO_DONE: u.req = m->call[e->a].req, u.svc = m->call[e->a].svc; break;
+    case EV_IO_STEP_DONE: u.req = (int32_t)e->a; break;
+    case EV_IDLE_CHECK: u.thr = (int32_t)e->a; break;
+    }
+    if (u.thr >= 0) u.thr_id = m->thr[u.thr].id;
+    if (u.req >= 0) u.req_id = m->req[u.req].id, u.arrived = m->req[u.req].arrived;
+    return u;
+}
+
+/* "user 17 sends a request", "orders answers VT#512": the event, before it runs. */
+static int ui_said_before(const struct model *m, const struct ui_subject *u, char *buf, size_t len)
+{
+    const char *rp = ui_req_prefix(m), *tp = ui_thr_prefix(m);
+    switch (u->type) {
+    case EV_ARRIVE:
+        return u->user >= 0 ? snprintf(buf, len, "user %d sends a request", u->user) : snprintf(buf, len, "a request arrives");
+    case EV_BURST_END: return snprintf(buf, len, "%s#%u (%s#%u) ends a CPU slice on core %d", tp, u->thr_id, rp, u->req_id, u->core);
+    case EV_IO_DONE: return snprintf(buf, len, "%s answers %s#%u", m->s->svc[u->svc].name, rp, u->req_id);
+    case EV_IO_STEP_DONE: return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
+    case EV_IDLE_CHECK: return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
+    default: return snprintf(buf, len, "time-series sample");
+    }
+}
+
+/* Narrate one event of model m (already run) and say what it touched. */
+static void ui_narrate(const struct model *m, const struct ui_subject *u, char *buf, size_t len, struct ui_pick *touched)
+{
+    int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->kind]);
+    o += ui_said_before(m, u, buf + o, len - (size_t)o);
+    int32_t r = u->req;
+    if (u->type == EV_ARRIVE && m->st.arrived > u->arrived_n) r = u->new_slot;
+    *touched = (struct ui_pick){(int8_t)m->kind, u->thr >= 0 ? UI_PICK_THREAD : UI_PICK_NONE, u->thr};
+    if ((size_t)o >= len) return;
+    if (r >= 0 && !ui_slot_free(m, r)) {
+        char doing[96];
+        ui_req_doing(m, r, doing, sizeof doing);
+        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s", ui_req_prefix(m), m->req[r].id, doing);
+        *touched = (struct ui_pick){(int8_t)m->kind, UI_PICK_REQ, r};
+    } else if (r >= 0) /* it left the server; a freed slot keeps its `fail` and `id` */
+        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", ui_req_prefix(m), m->req[r].id,
+                 m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail], (double)(m->now - m->req[r].arrived) / 1e6);
+    else if (u->type == EV_IDLE_CHECK && !m->thr[u->thr].alive)
+        snprintf(buf + o, len - (size_t)o, " -> it retires (idle too long)");
+}
+
+/* Exactly one event, of whichever model is first. Returns the model stepped, or -1 when
+ * both are at the end; with buf, the event is narrated there and `touched` says what to
+ * ring. */
+static int ui_sim_step(struct ui_sim *x, char *buf, size_t len, struct ui_pick *touched)
+{
+    int k = ui_sim_next(x);
+    if (k < 0) {
+        if (buf) snprintf(buf, len, "the end of the scenario");
+        return -1;
+    }
+    struct model *m = &x->m[k];
+    struct ui_subject u = ui_subject_of(m);
+    model_step(m, m->q.heap[0].t);
+    if (m->now > x->t) x->t = m->now;
+    if (buf) ui_narrate(m, &u, buf, len, touched);
+    return k;
+}
+
+/* Step until a request completes in either model (bounded, so it always returns); only
+ * that last event is narrated. */
+static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_pick *touched)
+{
+    uint64_t done = x->m[0].st.completed + x->m[1].st.completed;
+    for (long n = 0; n < 10000000; n++) {
+        int k = ui_sim_next(x);
+        if (k < 0) return ui_sim_step(x, buf, len, touched);
+        struct model *m = &x->m[k];
+        struct ui_subject u = ui_subject_of(m);
+        model_step(m, m->q.heap[0].t);
+        if (m->now > x->t) x->t = m->now;
+        if (x->m[0].st.completed + x->m[1].st.completed > done) {
+            ui_narrate(m, &u, buf, len, touched);
+            return k;
+        }
+    }
+    snprintf(buf, len, "no request completed in 10,000,000 events");
+    return -1;
+}
+
+/* -- Headless: screenshots and frame dumps ----------------------------------------------- */
+
+/* A software renderer drawing into a surface: no display and no SDL_Init needed. */
+struct ui_canvas {
+    SDL_Surface *surf;
+    SDL_Renderer *r;
+    struct ui_gfx g;
+    int w, h;
+};
+
+static int ui_canvas_open_format(struct ui_canvas *c, const struct ui_options *uo, Uint32 format)
+{
+    memset(c, 0, sizeof *c);
+    c->w = uo->width > 0 ? uo->width : 1280;
+    c->h = uo->height > 0 ? uo->height : 800;
+    c->surf = SDL_CreateRGBSurfaceWithFormat(0, c->w, c->h, 32, format);
+    if (c->surf) c->r = SDL_CreateSoftwareRenderer(c->surf);
+    if (!c->r) {
+        fprintf(stderr, "sim: cannot create a %dx%d software canvas: %s\n", c->w, c->h, SDL_GetError());
+        if (c->surf) SDL_FreeSurface(c->surf);
+        return -1;
+    }
+    if (ui_gfx_init(&c->g, c->r, c->surf->format->format, uo, c->h) < 0) {
+        ui_gfx_free(&c->g);
+        SDL_DestroyRenderer(c->r), SDL_FreeSurface(c->surf);
+        return -1;
+    }
+    return 0;
+}
+
+/* RGBA bytes in memory, what stbi_write_png takes. (A window's surface is usually XRGB8888,
+ * which ui_canvas_open_format can imitate for timing.) */
+static int ui_canvas_open(struct ui_canvas *c, const struct ui_options *uo)
+{
+    return ui_canvas_open_format(c, uo, SDL_PIXELFORMAT_ABGR8888);
+}
+
+static void ui_canvas_close(struct ui_canvas *c)
+{
+    ui_gfx_free(&c->g);
+    SDL_DestroyRenderer(c->r);
+    SDL_FreeSurface(c->surf);
+    memset(c, 0, sizeof *c);
+}
+
+/* Draw a frame; the surface holds the pixels (RGBA bytes in memory) afterwards. */
+static void ui_canvas_draw(struct ui_canvas *c, const struct model ms[MODEL_N], const struct ui_view *v)
+{
+    ui_draw(&c->g, ms, v, c->w, c->h);
+    SDL_RenderFlush(c->r);
+}
+
+static int ui_canvas_png(const struct ui_canvas *c, const char *path)
+{
+    if (!stbi_write_png(path, c->w, c->h, 4, c->surf->pixels, c->surf->pitch)) {
+        fprintf(stderr, "sim: cannot write %s: %s\n", path, errno ? strerror(errno) : "stbi_write_png failed");
+        return -1;
+    }
+    return 0;
+}
+
+static struct ui_view ui_view_at(simtime t)
+{
+    struct ui_view v = {.t = t, .travel = 20 * MS, .speed = 0.05, .paused = 1, .mx = -1, .my = -1,
+                        .pick = UI_NO_PICK, .ring = UI_NO_PICK};
+    snprintf(v.status, sizeof v.status, "t=%.3f s  (headless screenshot)", (double)t / SEC);
+    return v;
+}
+
+/* One frame at simulated time `at`, without a display. */
+static int ui_screenshot(const struct scenario *s, simtime at, const char *png_path, const struct ui_options *uo)
+{
+    struct ui_canvas c;
+    struct ui_sim *x = calloc(1, sizeof *x);
+    if (!x) return 1;
+    x->s = *s;
+    if (ui_canvas_open(&c, uo) < 0) { free(x); return 1; }
+    ui_sim_reset(x);
+    ui_sim_run(x, at);
+    struct ui_view v = ui_view_at(x->t);
+    ui_canvas_draw(&c, x->m, &v);
+    int rc = ui_canvas_png(&c, png_path) < 0;
+    ui_canvas_close(&c);
+    ui_sim_free(x);
+    free(x);
+    return rc;
+}
+
+/* frame_00000.png ... at `fps` frames per simulated second, for making videos. */
+static int ui_frames(const struct scenario *s, const char *dir, double fps, const struct ui_options *uo)
+{
+    enum { UI_MAX_FRAMES = 2000 };
+    if (fps <= 0) fps = 30;
+    long n = (long)((double)s->duration / SEC * fps) + 1;
+    if (n > UI_MAX_FRAMES) {
+        fprintf(stderr, "sim: %ld frames at %g fps; writing the first %d (lower the fps for the whole run)\n", n, fps, UI_MAX_FRAMES);
+        n = UI_MAX_FRAMES;
+    }
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST) { fprintf(stderr, "sim: cannot create %s: %s\n", dir, strerror(errno)); return 1; }
+    struct ui_canvas c;
+    struct ui_sim *x = calloc(1, sizeof *x);
+    if (!x) return 1;
+    x->s = *s;
+    if (ui_canvas_open(&c, uo) < 0) { free(x); return 1; }
+    ui_sim_reset(x);
+    int rc = 0;
+    for (long i = 0; i < n && !rc; i++) {
+        ui_sim_run(x, (simtime)((double)i / fps * SEC));
+        struct ui_view v = ui_view_at(x->t);
+        v.travel = (simtime)(SEC / fps * 3); /* a dot crosses in three frames */
+        v.wall = (double)i / 30;
+        ui_canvas_draw(&c, x->m, &v);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/frame_%05ld.png", dir, i);
+        rc = ui_canvas_png(&c, path) < 0;
+    }
+    if (!rc) fprintf(stderr, "sim: wrote %ld frames to %s/\n", n, dir);
+    ui_canvas_close(&c);
+    ui_sim_free(x);
+    free(x);
+    return rc;
+}
+
+/* -- The interactive window -------------------------------------------------------------- */
+
+typedef int (*ui_load_fn)(struct scenario *, const char *path, void *ctx, char *err, size_t errlen);
+
+struct ui_app {
+    struct ui_sim sim;
+    struct ui_view view;
+    struct ui_gfx g;
+    SDL_Window *win;
+    const char *const *paths;
+    int npaths, cur;
+    ui_load_fn load;
+    void *ctx;
+    const struct ui_options *uo;
+    int speed_i, quit, dragging, w, h, shots;
+    double last;      /* wall time of the previous frame */
+    double since_ev;  /* simulated time owed from fractional frames */
+};
+
+/* Simulation speed on a log scale; the last entry, 0, is as fast as possible. */
+static const double ui_speeds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 0};
+#define UI_NSPEEDS (int)(sizeof ui_speeds / sizeof ui_speeds[0])
+
+static void ui_key_pause(struct ui_app *a, int arg) { (void)arg; a->view.paused = !a->view.paused; }
+static void ui_key_help(struct ui_app *a, int arg) { (void)arg; a->view.help = !a->view.help; }
+static void ui_key_quit(struct ui_app *a, int arg) { (void)arg; a->quit = 1; }
+static void ui_key_theme(struct ui_app *a, int arg) { (void)arg; a->g.light = !a->g.light; }
+
+static void ui_key_speed(struct ui_app *a, int arg)
+{
+    a->speed_i += arg;
+    if (a->speed_i < 0) a->speed_i = 0;
+    if (a->speed_i >= UI_NSPEEDS) a->speed_i = UI_NSPEEDS - 1;
+    a->view.speed = ui_speeds[a->speed_i];
+}
+
+static void ui_key_step(struct ui_app *a, int until_done)
+{
+    a->view.paused = 1;
+    if (until_done) ui_sim_next_done(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
+    else ui_sim_step(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
+    a->view.t = a->sim.t;
+}
+
+static void ui_seek(struct ui_app *a, simtime t)
+{
+    ui_sim_seek(&a->sim, t);
+    a->view.t = a->sim.t;
+    a->view.ring = UI_NO_PICK;
+    snprintf(a->view.status, sizeof a->view.status, "t=%.6f s  re-simulated from 0 to here (the same seed gives the same run)",
+             (double)a->sim.t / SEC);
+}
+
+/* Back by arg milliseconds of simulated time. */
+static void ui_key_back(struct ui_app *a, int arg) { ui_seek(a, a->sim.t - (simtime)arg * MS); }
+
+static int ui_load(struct ui_app *a, int i)
+{
+    char err[512];
+    struct scenario s;
+    if (a->load(&s, a->paths[i], a->ctx, err, sizeof err) < 0) {
+        snprintf(a->view.status, sizeof a->view.status, "%.199s", err);
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    ui_sim_free(&a->sim);
+    a->sim.s = s;
+    a->cur = i;
+    ui_sim_reset(&a->sim);
+    a->view.t = 0;
+    a->view.ring = a->view.pick = UI_NO_PICK;
+    snprintf(a->view.status, sizeof a->view.status, "loaded %s (%d of %d)", a->paths[i], i + 1, a->npaths);
+    return 0;
+}
+
+static void ui_key_restart(struct ui_app *a, int arg) { (void)arg; ui_load(a, a->cur); }
+
+static void ui_key_scenario(struct ui_app *a, int arg)
+{
+    if (arg < a->npaths) ui_load(a, arg);
+    else snprintf(a->view.status, sizeof a->view.status, "no scenario %d: %d given on the command line", arg + 1, a->npaths);
+}
+
+/* 's': the window as it is, into loomlab-NAME-T.png in the current directory. */
+static void ui_key_shot(struct ui_app *a, int arg)
+{
+    (void)arg;
+    char path[128];
+    snprintf(path, sizeof path, "loomlab-%d-%.3fs-%d.png", a->cur + 1, (double)a->sim.t / SEC, ++a->shots);
+    uint8_t *px = malloc((size_t)a->w * (size_t)a->h * 4);
+    if (px && SDL_RenderReadPixels(a->g.r, NULL, SDL_PIXELFORMAT_ABGR8888, px, a->w * 4) == 0 &&
+        stbi_write_png(path, a->w, a->h, 4, px, a->w * 4))
+        snprintf(a->view.status, sizeof a->view.status, "wrote %s", path);
+    else snprintf(a->view.status, sizeof a->view.status, "screenshot failed: %s", SDL_GetError());
+    free(px);
+}
+
+/* The key bindings: one row each; the help overlay is generated from this table. */
+static const struct ui_key {
+    SDL_Keycode key;
+    int shift;          /* 1: only with shift, 0: only without, -1: either */
+    void (*fn)(struct ui_app *, int);
+    int arg;
+    const char *keys, *help; /* NULL for rows that repeat one already shown */
+} ui_keys[] = {
+    {SDLK_SPACE, -1, ui_key_pause, 0, "space", "pause / resume"},
+    {SDLK_RIGHT, 0, ui_key_step, 0, "-> or n", "advance one event (narrated in the status line)"},
+    {SDLK_n, -1, ui_key_step, 0, NULL, NULL},
+    {SDLK_RIGHT, 1, ui_key_step, 1, "shift ->", "advance to the next request completion"},
+    {SDLK_LEFT, 0, ui_key_back, 100, "<-", "back 100 ms (re-simulates from zero)"},
+    {SDLK_LEFT, 1, ui_key_back, 1000, "shift <-", "back 1 s"},
+    {SDLK_PLUS, -1, ui_key_speed, 1, "+ / -", "faster / slower (x0.001 ... as fast as possible)"},
+    {SDLK_EQUALS, -1, ui_key_speed, 1, NULL, NULL},
+    {SDLK_KP_PLUS, -1, ui_key_speed, 1, NULL, NULL},
+    {SDLK_MINUS, -1, ui_key_speed, -1, NULL, NULL},
+    {SDLK_KP_MINUS, -1, ui_key_speed, -1, NULL, NULL},
+    {SDLK_r, -1, ui_key_restart, 0, "r", "restart the scenario"},
+    {SDLK_1, -1, ui_key_scenario, 0, "1 ... 9", "switch to scenario N of the command line"},
+    {SDLK_2, -1, ui_key_scenario, 1, NULL, NULL},
+    {SDLK_3, -1, ui_key_scenario, 2, NULL, NULL},
+    {SDLK_4, -1, ui_key_scenario, 3, NULL, NULL},
+    {SDLK_5, -1, ui_key_scenario, 4, NULL, NULL},
+    {SDLK_6, -1, ui_key_scenario, 5, NULL, NULL},
+    {SDLK_7, -1, ui_key_scenario, 6, NULL, NULL},
+    {SDLK_8, -1, ui_key_scenario, 7, NULL, NULL},
+    {SDLK_9, -1, ui_key_scenario, 8, NULL, NULL},
+    {SDLK_s, -1, ui_key_shot, 0, "s", "screenshot to loomlab-SCENARIO-TIME-K.png"},
+    {SDLK_t, -1, ui_key_theme, 0, "t", "light / dark theme"},
+    {SDLK_h, -1, ui_key_help, 0, "h or ?", "this help"},
+    {SDLK_SLASH, -1, ui_key_help, 0, NULL, NULL},
+    {SDLK_ESCAPE, -1, ui_key_quit, 0, "q or esc", "quit"},
+    {SDLK_q, -1, ui_key_quit, 0, NULL, NULL},
+};
+#define UI_NKEYS (int)(sizeof ui_keys / sizeof ui_keys[0])
+
+/* The i-th documented row, for the help overlay; NULL past the end. */
+static const struct ui_key *ui_key_row(int i, const char **keys, const char **help)
+{
+    for (int k = 0; k < UI_NKEYS; k++)
+        if (ui_keys[k].keys && i-- == 0) { *keys = ui_keys[k].keys, *help = ui_keys[k].help; return &ui_keys[k]; }
+    return NULL;
+}
+
+static void ui_on_key(struct ui_app *a, const SDL_KeyboardEvent *e)
+{
+    int shift = (e->keysym.mod & KMOD_SHIFT) != 0;
+    for (int k = 0; k < UI_NKEYS; k++) {
+        const struct ui_key *b = &ui_keys[k];
+        if (b->key == e->keysym.sym && (b->shift < 0 || b->shift == shift)) { b->fn(a, b->arg); return; }
+    }
+}
+
+/* Window coordinates to output pixels (they differ on high-DPI screens). */
+static void ui_mouse(struct ui_app *a, int x, int y)
+{
+    int ww, wh;
+    SDL_GetWindowSize(a->win, &ww, &wh);
+    a->view.mx = (float)x * (float)a->w / (float)(ww ? ww : 1);
+    a->view.my = (float)y * (float)a->h / (float)(wh ? wh : 1);
+}
+
+static void ui_slider_seek(struct ui_app *a)
+{
+    const struct ui_hit *h = ui_hit_find(&a->g, -1, UI_HIT_SLIDER, -1);
+    if (!h) return;
+    double f = (a->view.mx - h->r.x) / h->r.w;
+    ui_seek(a, (simtime)(fmin(fmax(f, 0), 1) * (double)a->sim.s.duration));
+}
+
+static void ui_on_click(struct ui_app *a)
+{
+    const struct ui_hit *h = ui_hit_at(&a->g, a->view.mx, a->view.my, -1, -1);
+    if (h && h->kind == UI_HIT_SLIDER) { a->dragging = 1; ui_slider_seek(a); return; }
+    a->view.pick = h && h->model >= 0 && h->kind <= UI_HIT_CORE ? (struct ui_pick){h->model, h->kind, h->idx} : UI_NO_PICK;
+}
+
+static void ui_on_event(struct ui_app *a, const SDL_Event *e)
+{
+    if (e->type == SDL_QUIT) a->quit = 1;
+    else if (e->type == SDL_KEYDOWN) ui_on_key(a, &e->key);
+    else if (e->type == SDL_MOUSEMOTION) {
+        ui_mouse(a, e->motion.x, e->motion.y);
+        if (a->dragging) ui_slider_seek(a);
+    } else if (e->type == SDL_MOUSEBUTTONDOWN && e->button.button == SDL_BUTTON_LEFT) {
+        ui_mouse(a, e->button.x, e->button.y);
+        ui_on_click(a);
+    } else if (e->type == SDL_MOUSEBUTTONUP) a->dragging = 0;
+    else if (e->type == SDL_WINDOWEVENT && e->window.event == SDL_WINDOWEVENT_LEAVE) a->view.mx = a->view.my = -1;
+}
+
+/* Advance the clock by the wall time since the last frame times the speed. */
+static void ui_tick(struct ui_app *a)
+{
+    double now = ui_wall(), dt = now - a->last;
+    a->last = now;
+    a->view.wall = now;
+    if (dt > 0.25) dt = 0.25; /* after a stall (a drag, a minimised window) do not jump */
+    if (a->view.paused || a->sim.t >= a->sim.s.duration) return;
+    double speed = a->view.speed;
+    simtime target = speed > 0 ? a->sim.t + (simtime)(dt * speed * SEC) : a->sim.s.duration;
+    ui_sim_advance(&a->sim, target, 0.012);
+    a->view.t = a->sim.t;
+    /* a dot crosses in 150 ms of screen time, whatever the speed */
+    a->view.travel = speed > 0 ? (simtime)(0.15 * speed * SEC) : (simtime)(dt * 10 * MS * 1000);
+    if (a->view.travel < US) a->view.travel = US;
+    snprintf(a->view.status, sizeof a->view.status, "t=%.3f s  running", (double)a->sim.t / SEC);
+    if (a->sim.t >= a->sim.s.duration) a->view.paused = 1;
+    for (int k = 0; k < MODEL_N; k++)
+        if (a->sim.m[k].stuck) {
+            a->view.paused = 1;
+            snprintf(a->view.status, sizeof a->view.status, "the %s model cannot advance time at t=%.6f s (a zero-time loop): "
+                     "give the program or `think` some time", model_names[k], (double)a->sim.m[k].now / SEC);
+        }
+}
+
+static int ui_frame(struct ui_app *a)
+{
+    int w, h;
+    if (SDL_GetRendererOutputSize(a->g.r, &w, &h) < 0 || w < 64 || h < 64) return 0; /* minimised or tiny: skip */
+    if (h != a->h && ui_gfx_resize(&a->g, h) < 0) return -1;
+    a->w = w, a->h = h;
+    ui_draw(&a->g, a->sim.m, &a->view, w, h);
+    SDL_RenderPresent(a->g.r);
+    return 0;
+}
+
+/* The interactive window on paths[first]; 1-9 switch among paths. Returns an exit code. */
+static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn load, void *ctx, const struct ui_options *uo)
+{
+    struct ui_app *a = calloc(1, sizeof *a);
+    if (!a) return 1;
+    a->paths = paths, a->npaths = npaths, a->load = load, a->ctx = ctx, a->uo = uo;
+    a->speed_i = 5; /* x0.05: a request of 150 ms takes 3 s to watch */
+    a->view = ui_view_at(0);
+    a->view.paused = 0;
+    a->view.speed = ui_speeds[a->speed_i];
+    int rc = 1;
+    SDL_SetHint(SDL_HINT_VIDEO_ALLOW_SCREENSAVER, "1");
+    if (SDL_Init(SDL_INIT_VIDEO) < 0) {
+        fprintf(stderr, "sim: no display: %s (try --headless or --screenshot)\n", SDL_GetError());
+        free(a);
+        return 1;
+    }
+    a->win = SDL_CreateWindow("Loom Lab", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, uo->width > 0 ? uo->width : 1280,
+                              uo->height > 0 ? uo->height : 800, SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+    SDL_Renderer *r = a->win ? SDL_CreateRenderer(a->win, -1, SDL_RENDERER_PRESENTVSYNC) : NULL;
+    if (a->win && !r) r = SDL_CreateRenderer(a->win, -1, 0);
+    if (!r) { fprintf(stderr, "sim: cannot open the window: %s\n", SDL_GetError()); goto out; }
+    SDL_GetRendererOutputSize(r, &a->w, &a->h);
+    if (ui_gfx_init(&a->g, r, SDL_GetWindowPixelFormat(a->win), uo, a->h) < 0) goto out;
+    if (ui_load(a, first) < 0) goto out;
+    double frame = 1.0 / (uo->fps > 0 ? uo->fps : 60);
+    a->last = ui_wall();
+    while (!a->quit) {
+        double t0 = ui_wall();
+        SDL_Event e;
+        while (SDL_PollEvent(&e)) ui_on_event(a, &e);
+        ui_tick(a);
+        if (SDL_GetWindowFlags(a->win) & SDL_WINDOW_MINIMIZED) { SDL_WaitEventTimeout(NULL, 100); continue; }
+        if (ui_frame(a) < 0) goto out;
+        double left = frame - (ui_wall() - t0);
+        if (left > 0) SDL_Delay((Uint32)(left * 1000));
+    }
+    rc = 0;
+out:
+    ui_sim_free(&a->sim);
+    ui_gfx_free(&a->g);
+    if (r) SDL_DestroyRenderer(r);
+    if (a->win) SDL_DestroyWindow(a->win);
+    SDL_Quit();
+    free(a);
+    return rc;
+}
 
 /* ==== Command line ==== */
 
@@ -2557,9 +4411,16 @@ static const char sim_usage[] =
     "  --calibration FILE  apply measured costs (./aggregator calibrate) over the scenario\n"
     "  --live URL          poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and\n"
     "                      put it beside the scenario's prediction, once a second\n"
-    "  --at TIME           with --live: stop after TIME (default: the scenario's duration)\n"
+    "  --at TIME           with --live: stop after TIME; with --screenshot: the frame's time\n"
+    "                      (default: the scenario's duration)\n"
     "  --validate FILE.csv simulate each point of ./aggregator bench's results and compare\n"
     "                      (with --calibration; --json for machines; no scenario needed)\n"
+    "  --screenshot F.png  draw one frame at --at TIME (default: the end) without a display\n"
+    "  --frames DIR        write DIR/frame_00000.png ... at --fps frames per simulated second\n"
+    "  --fps N             frames per simulated second for --frames (default 30)\n"
+    "  --font PATH         TrueType font for the window (default DejaVu Sans Mono)\n"
+    "  --theme light|dark  light suits projectors (default dark)\n"
+    "  --size WxH          window or image size in pixels (default 1280x800)\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this text\n";
 
@@ -2570,6 +4431,8 @@ struct options {
     const char *seed;
     int headless, json, csv, quiet;
     const char *series, *trace, *calibration, *validate, *live, *at;
+    const char *screenshot, *frames, *fps, *font, *theme, *size; /* the window (ui_) */
+    const char *more[8]; int nmore; /* scenarios 2..9: keys 2-9 switch to them in the window */
 };
 
 static int opt_fail(const char *fmt, const char *arg)
@@ -2595,7 +4458,8 @@ static int opt_parse(int argc, char **argv, struct options *o)
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
         else if (!strcmp(a, "--seed") || !strcmp(a, "--set") || !strcmp(a, "--series") || !strcmp(a, "--trace") ||
                  !strcmp(a, "--calibration") || !strcmp(a, "--validate") || !strcmp(a, "--live") ||
-                 !strcmp(a, "--at")) {
+                 !strcmp(a, "--at") || !strcmp(a, "--screenshot") || !strcmp(a, "--frames") || !strcmp(a, "--fps") ||
+                 !strcmp(a, "--font") || !strcmp(a, "--theme") || !strcmp(a, "--size")) {
             if (!has_value) return opt_fail("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--seed")) o->seed = v;
@@ -2603,16 +4467,25 @@ static int opt_parse(int argc, char **argv, struct options *o)
             else if (!strcmp(a, "--validate")) o->validate = v;
             else if (!strcmp(a, "--live")) o->live = v;
             else if (!strcmp(a, "--at")) o->at = v;
+            else if (!strcmp(a, "--screenshot")) o->screenshot = v;
+            else if (!strcmp(a, "--frames")) o->frames = v;
+            else if (!strcmp(a, "--fps")) o->fps = v;
+            else if (!strcmp(a, "--font")) o->font = v;
+            else if (!strcmp(a, "--theme")) o->theme = v;
+            else if (!strcmp(a, "--size")) o->size = v;
             else if (!strcmp(a, "--series")) o->series = v;
             else if (!strcmp(a, "--trace")) o->trace = v;
             else if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0])) return opt_fail("too many --set (%s)", v);
             else o->sets[o->nsets++] = v;
         } else if (a[0] == '-') return opt_fail("unknown option '%s'", a);
-        else if (o->scenario) return opt_fail("one scenario at a time ('%s' is extra)", a);
+        else if (o->scenario && o->nmore == (int)(sizeof o->more / sizeof o->more[0]))
+            return opt_fail("nine scenarios at most ('%s' is extra)", a);
+        else if (o->scenario) o->more[o->nmore++] = a;
         else o->scenario = a;
     }
     if (!o->scenario && !o->validate) return opt_fail("%s", "no scenario file given");
     if (o->json && o->csv) return opt_fail("%s", "--json or --csv, not both");
+    if (o->theme && strcmp(o->theme, "light") && strcmp(o->theme, "dark")) return opt_fail("--theme %s: want light or dark", o->theme);
     return 0;
 }
 
@@ -2638,6 +4511,12 @@ static int sim_load(struct scenario *s, const char *path, const struct options *
         if (scn_set(s, "seed", o->seed, &src) < 0) return -1;
     }
     return scn_finish(s, path, err, errlen);
+}
+
+/* sim_load for the window, which restarts and switches scenarios with the same options. */
+static int sim_load_window(struct scenario *s, const char *path, void *o, char *err, size_t errlen)
+{
+    return sim_load(s, path, o, err, errlen);
 }
 
 static double wall_now(void)
@@ -2806,6 +4685,21 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.live) return sim_live_text(&s, &o);
+    struct ui_options uo = {o.font, o.theme && !strcmp(o.theme, "light"), 0, 0, 0};
+    if (o.size && (sscanf(o.size, "%dx%d", &uo.width, &uo.height) != 2 || uo.width < 64 || uo.height < 64)) {
+        fprintf(stderr, "sim: --size %s: want WIDTHxHEIGHT, e.g. 1280x800\n", o.size);
+        return 2;
+    }
+    if (o.screenshot) {
+        simtime at = opt_at(&s, &o);
+        return at < 0 ? 2 : ui_screenshot(&s, at, o.screenshot, &uo);
+    }
+    if (o.frames) return ui_frames(&s, o.frames, o.fps ? atof(o.fps) : 30, &uo);
+    if (!o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"))) {
+        const char *paths[9] = {o.scenario};
+        for (int i = 0; i < o.nmore; i++) paths[i + 1] = o.more[i];
+        return ui_window(paths, o.nmore + 1, 0, sim_load_window, &o, &uo);
+    }
     return sim_headless(&s, &o);
 }
 #endif

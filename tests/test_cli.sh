@@ -47,5 +47,11 @@ done
 [ "$("$sim" $args --csv | wc -l)" -eq 3 ] && ok || bad "--csv: a header and two rows"
 "$sim" $args --trace "$tmp/t.json" > /dev/null && head -c 1 "$tmp/t.json" | grep -q '\[' && tail -n 1 "$tmp/t.json" | grep -q '\]' && ok || bad "--trace writes a JSON array"
 
+# screenshots: drawn without a display, deterministic, and the committed ones are current
+"$sim" scenarios/default.scn --screenshot "$tmp/d.png" --at 5s && ok || bad "--screenshot fails"
+cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale: run make tutorial-images"
+expect 1 "cannot read font" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
+expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blue
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
