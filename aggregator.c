@@ -2450,7 +2450,7 @@ struct load_cfg {
     char path[200];             /* path and query sent */
     int users;                  /* N: concurrent users (connections) */
     double duration_s;          /* measured window */
-    double warmup_s;            /* users connect first; the window opens after this */
+    double warmup_s;            /* traffic before the window opens (connects, warm pools; not counted) */
     int think_ms;               /* Z: think time between a user's requests (closed loop) */
     double rate;                /* > 0: open loop, requests/s in total; 0: closed loop */
     int timeout_ms;             /* per request */
@@ -2541,10 +2541,8 @@ static void load_user_main(void *arg)
             int counted = now_ns() >= L->t0;                 /* warm-up: not counted either */
             if (err >= 0) {
                 st->errors[err] += (uint64_t)counted;
-                if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break;
-                continue;
-            }
-            if (counted) {
+                if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break; /* no spin */
+            } else if (counted) {
                 st->completed++;
                 hist_add(&st->h, (uint64_t)(lat / 1000));
             }
