@@ -73,18 +73,19 @@
  * 100,1000,5000 --pool both --duration 10 --runs 3`: K = 3 sequential calls, D = 50 ms, think
  * 0, medians; backend, aggregator and load generator share the 2 CPUs):
  *     users  mode      pool  req/s   % of N/(K*D)  p50 ms  threads  peak RSS   CPU/request
- *      1000  platform  on     1,320      20          758     202      9.4 MiB    83 us
- *      1000  virtual   on     6,342      95          158       3     12.5 MiB    50 us
- *      5000  platform  on     1,302       4        3,818     202     27.6 MiB    92 us
- *      5000  virtual   on    15,220      46          311       3     55.1 MiB    54 us
- *      5000  platform  off    1,258       4        3,981     202     28.0 MiB   208 us
- *      5000  virtual   off    2,995       9        1,614       3     59.0 MiB   242 us
+ *      1000  platform  on     1,320      20          758     202      9.4 MiB    92 us
+ *      1000  virtual   on     6,537      98          153       3     12.6 MiB    55 us
+ *      5000  platform  on     1,318       4        3,785     202     27.6 MiB   105 us
+ *      5000  virtual   on    16,589      50          303       3     54.9 MiB    53 us
+ *      5000  platform  off    1,292       4        3,850     202     28.1 MiB   159 us
+ *      5000  virtual   off    2,993       9        1,655       3     61.0 MiB   202 us
  * The platform pool is capped at threads / (K*D) = 1,333 req/s; virtual threads are capped
- * by the CPUs. Without pooling, every call pays a TCP handshake and a TIME_WAIT. The same
- * run of Go's net/http peer (/work/shared/peers) gave 4,954 and 3,749 req/s at 1000 and 5000
- * users, 488 MiB peak RSS. `./aggregator microbench`: a switch (register swap) 17 ns, a park +
- * unpark through epoll 1.3-1.6 us, create + run + join 0.4-0.7 us, 400 bytes of RSS per parked
- * virtual thread at 100,000; a pthread switch through a pipe 1.95 us.
+ * by the CPUs. Without pooling, every call pays a TCP handshake and a TIME_WAIT. Go's
+ * net/http peer (/work/shared/peers) on the same machine and load gave 4,954 and 3,749 req/s
+ * at 1000 and 5000 users, 488 MiB peak RSS. `./aggregator microbench`: a switch (register
+ * swap) 15-18 ns, a yield through the scheduler 86-150 ns, a park + unpark through epoll
+ * 1.3-1.6 us, create + run + join 0.4 us, 400 bytes of RSS per parked virtual thread at
+ * 100,000 (a parked 256 KiB pthread: 7.2 KB); a pthread switch through a pipe 1.6-2.0 us.
  *
  * Each section opens with its own data structures, so a section reads on its own; the only
  * global state is the runtime context `rt` (plus `carrier_self`, the calling thread's
