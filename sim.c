@@ -2537,6 +2537,16 @@ static int live_poll(struct live *lv, double now, char *err, size_t errlen)
     return 0;
 }
 
+/* Wait until a second after the previous scrape (the polling interval), then scrape. */
+static int live_next(struct live *lv, double (*now)(void), char *err, size_t errlen)
+{
+    double wait = lv->last_t + 1.0 - now();
+    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+    if (wait > 0)
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+    return live_poll(lv, now(), err, errlen);
+}
+
 /* The model a live aggregator runs: carriers mean virtual threads. */
 static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM; }
 
@@ -2653,6 +2663,7 @@ struct ui_options {
     int light;         /* light theme, for projectors */
     int width, height; /* window or image size in pixels, 0 = 1280x800 */
     double fps;        /* window frame cap, 0 = 60 */
+    struct live *live; /* --live: a real aggregator polled beside the simulation, or NULL */
 };
 #define UI_DEFAULT_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
 
@@ -2692,6 +2703,7 @@ struct ui_view {
     struct ui_pick ring; /* what the last step touched */
     double wall;         /* seconds, drives the bounce of refused requests */
     char status[200];    /* the narrated last event */
+    const struct live *live; /* --live: measured series drawn over the charts, or NULL */
 };
 
 static SDL_Color ui_color(const struct ui_gfx *g, int ink, int alpha)
@@ -3180,12 +3192,15 @@ static const struct ui_chart {
     uint8_t type;   /* enum ui_field_type */
     double scale;   /* value shown = field * scale */
     uint8_t smooth; /* enum ui_smooth */
+    int live_off;   /* --live: the measured field of struct live_sample drawn over it, -1 none */
+    double live_scale;
 } ui_charts[] = {
-    {"req/s (0.5 s mean)", offsetof(struct sample, rps), UI_F64, 1, UI_MEAN},
-    {"p99 latency ms", offsetof(struct sample, p99_ms), UI_F64, 1, UI_MEAN_NONZERO},
-    {"OS threads", offsetof(struct sample, os_threads), UI_I32, 1, UI_RAW},
-    {"thread memory MiB", offsetof(struct sample, thread_mem), UI_I64, 1.0 / 1048576, UI_RAW},
-    {"ports in TIME_WAIT", offsetof(struct sample, ports_tw), UI_I32, 1, UI_RAW},
+    {"req/s (0.5 s mean)", offsetof(struct sample, rps), UI_F64, 1, UI_MEAN, offsetof(struct live_sample, rps), 1},
+    {"p99 latency ms", offsetof(struct sample, p99_ms), UI_F64, 1, UI_MEAN_NONZERO, offsetof(struct live_sample, p99_ms), 1},
+    {"OS threads", offsetof(struct sample, os_threads), UI_I32, 1, UI_RAW, offsetof(struct live_sample, os_threads), 1},
+    {"thread memory MiB", offsetof(struct sample, thread_mem), UI_I64, 1.0 / 1048576, UI_RAW,
+     offsetof(struct live_sample, rss), 1.0 / 1048576}, /* measured: the whole RSS */
+    {"ports in TIME_WAIT", offsetof(struct sample, ports_tw), UI_I32, 1, UI_RAW, -1, 0},
 };
 #define UI_NCHARTS (int)(sizeof ui_charts / sizeof ui_charts[0])
 
@@ -3590,8 +3605,29 @@ static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
     ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "virtual");
 }
 
-static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_chart *c, SDL_FRect r, simtime t)
+static double ui_live_value(const struct live *lv, const struct ui_chart *c, int i)
 {
+    return *(const double *)((const char *)&lv->v[i] + c->live_off) * c->live_scale;
+}
+
+/* --live: the measured series as a thick line in the running colour, over the predictions. */
+static void ui_plot_live(struct ui_gfx *g, const struct live *lv, const struct ui_chart *c, SDL_FRect r, double ymax,
+                         simtime dur)
+{
+    SDL_Color ink = ui_color(g, UI_RUN, 255);
+    for (int i = 1; i < lv->n; i++) {
+        float x0 = r.x + (float)(lv->v[i - 1].t * SEC / (double)dur) * r.w, x1 = r.x + (float)(lv->v[i].t * SEC / (double)dur) * r.w;
+        float y0 = r.y + r.h - (float)(ui_live_value(lv, c, i - 1) / ymax) * r.h;
+        float y1 = r.y + r.h - (float)(ui_live_value(lv, c, i) / ymax) * r.h;
+        if (x1 <= r.x + r.w) ui_line(g, x0, y0, x1, y1, 3 * g->scale, ink);
+    }
+}
+
+static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_chart *c, SDL_FRect r,
+                     const struct ui_view *v)
+{
+    simtime t = v->t;
+    const struct live *lv = c->live_off >= 0 ? v->live : NULL;
     float S = g->scale, small = g->font[UI_SMALL].line;
     SDL_FRect plot = {r.x + 6 * S, r.y + small + 4 * S, r.w - 12 * S, r.h - 2 * small - 8 * S};
     double ymax = 0;
@@ -3600,6 +3636,8 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
             double y = ui_plot_value(&ms[k], c, i);
             if (y > ymax) ymax = y;
         }
+    for (int i = 0; lv && i < lv->n; i++)
+        if (ui_live_value(lv, c, i) > ymax) ymax = ui_live_value(lv, c, i);
     ymax = ui_nice(ymax);
     ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
     ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
@@ -3608,6 +3646,7 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     ui_text(g, UI_SMALL, r.x + 6 * S, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
     ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S, ui_color(g, UI_DIM, 255), top);
     for (int k = 0; k < MODEL_N; k++) ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL);
+    if (lv) ui_plot_live(g, lv, c, plot, ymax, ms[0].s->duration);
     float cx = plot.x + (float)((double)t / (double)ms[0].s->duration) * plot.w;
     ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
     ui_textf(g, UI_SMALL, plot.x, plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), "0 s");
@@ -3702,6 +3741,16 @@ static void ui_status(struct ui_gfx *g, const struct ui_view *v, SDL_FRect r)
     int fits = (float)strlen(v->status) * adv < r.w - hw - 24 * S;
     if (fits) ui_text(g, UI_SMALL, r.w - hw - 8 * S, r.y + 4 * S, ui_color(g, UI_DIM, 255), ui_hints);
     ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), v->status, r.w - 16 * S);
+}
+
+/* --live: the latest measurement in words, for the status line. */
+static void ui_live_status(struct ui_view *v, const struct live *lv)
+{
+    if (!lv->n) { snprintf(v->status, sizeof v->status, "LIVE: waiting for the first interval"); return; }
+    const struct live_sample *x = &lv->v[lv->n - 1];
+    snprintf(v->status, sizeof v->status,
+             "LIVE %s mode, t=%.0f s: %.0f req/s, p99 %.1f ms, %.0f threads, %.0f parked, RSS %.1f MiB (thick green: measured)",
+             model_names[live_mode(lv)], x->t, x->rps, x->p99_ms, x->os_threads, x->vt_parked, x->rss / 1048576);
 }
 
 /* A ring around what the last step touched: a request's dot, or the lane carrying it. */
@@ -3803,7 +3852,7 @@ static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const stru
     ui_background(g, &L, (float)w);
     ui_top_bar(g, ms, v, L.top);
     for (int k = 0; k < MODEL_N; k++) ui_panel(g, &ms[k], v, L.panel[k]);
-    for (int i = 0; i < UI_NCHARTS; i++) ui_chart(g, ms, &ui_charts[i], L.chart[i], v->t);
+    for (int i = 0; i < UI_NCHARTS; i++) ui_chart(g, ms, &ui_charts[i], L.chart[i], v);
     ui_slider(g, v, ms[0].s->duration, L.slider);
     ui_status(g, v, L.status);
     ui_flush(g);
@@ -4076,6 +4125,7 @@ static int ui_screenshot(const struct scenario *s, simtime at, const char *png_p
     ui_sim_reset(x);
     ui_sim_run(x, at);
     struct ui_view v = ui_view_at(x->t);
+    if ((v.live = uo->live)) ui_live_status(&v, uo->live);
     ui_canvas_draw(&c, x->m, &v);
     int rc = ui_canvas_png(&c, png_path) < 0;
     ui_canvas_close(&c);
@@ -4316,6 +4366,19 @@ static void ui_tick(struct ui_app *a)
     a->last = now;
     a->view.wall = now;
     if (dt > 0.25) dt = 0.25; /* after a stall (a drag, a minimised window) do not jump */
+    struct live *lv = a->uo->live;
+    if (lv) { /* the clock follows the real aggregator: real time, polled once a second */
+        char err[256];
+        a->view.live = lv;
+        if (now - lv->last_t >= 1.0 && live_poll(lv, now, err, sizeof err) < 0) {
+            snprintf(a->view.status, sizeof a->view.status, "LIVE: %.180s", err);
+            return;
+        }
+        if (lv->n) ui_sim_advance(&a->sim, (simtime)(lv->v[lv->n - 1].t * SEC), 0.012);
+        a->view.t = a->sim.t;
+        ui_live_status(&a->view, lv);
+        return;
+    }
     if (a->view.paused || a->sim.t >= a->sim.s.duration) return;
     double speed = a->view.speed;
     simtime target = speed > 0 ? a->sim.t + (simtime)(dt * speed * SEC) : a->sim.s.duration;
@@ -4633,6 +4696,30 @@ static struct sample model_mean_sample(const struct model *m, simtime from, simt
     return mean;
 }
 
+/* --live with the window or a screenshot: check the URL answers before drawing anything. */
+static int sim_live_open(struct live *lv, const struct options *o)
+{
+    char err[512], *body;
+    if (live_parse_url(lv, o->live, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+    if (!(body = live_fetch(lv, err, sizeof err))) {
+        fprintf(stderr, "sim: %s (is ./aggregator serve running there?)\n", err);
+        return -1;
+    }
+    free(body);
+    return 0;
+}
+
+/* --live --screenshot: measure for `at` of wall time, once a second. Returns the time the
+ * measurement reached, or -1 on an error. */
+static simtime sim_live_collect(struct live *lv, simtime at)
+{
+    char err[512];
+    if (live_poll(lv, wall_now(), err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+    while (lv->n == 0 || lv->v[lv->n - 1].t * SEC < (double)at)
+        if (live_next(lv, wall_now, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+    return (simtime)(lv->v[lv->n - 1].t * SEC);
+}
+
 /* --live without a window: one row a second, measured beside predicted. */
 static int sim_live_text(const struct scenario *s, const struct options *o)
 {
@@ -4653,9 +4740,7 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
            "predicted", "threads", "pred", "parked", "pred", "RSS MiB", "pred");
     int rc = 0;
     while (lv.n == 0 || lv.v[lv.n - 1].t * SEC < (double)until) {
-        struct timespec second = {1, 0};
-        while (nanosleep(&second, &second) < 0 && errno == EINTR) {} /* the polling interval */
-        if (live_poll(&lv, wall_now(), err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); rc = 1; break; }
+        if (live_next(&lv, wall_now, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); rc = 1; break; }
         const struct live_sample *x = &lv.v[lv.n - 1];
         simtime t = (simtime)(x->t * SEC), from = lv.n > 1 ? (simtime)(lv.v[lv.n - 2].t * SEC) : 0;
         model_run(&m, t);
@@ -4684,21 +4769,30 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    if (o.live) return sim_live_text(&s, &o);
-    struct ui_options uo = {o.font, o.theme && !strcmp(o.theme, "light"), 0, 0, 0};
+    int window = !o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
+    if (o.live && !window && !o.screenshot) return sim_live_text(&s, &o);
+    struct live lv = {0};
+    struct ui_options uo = {o.font, o.theme && !strcmp(o.theme, "light"), 0, 0, 0, o.live ? &lv : NULL};
     if (o.size && (sscanf(o.size, "%dx%d", &uo.width, &uo.height) != 2 || uo.width < 64 || uo.height < 64)) {
         fprintf(stderr, "sim: --size %s: want WIDTHxHEIGHT, e.g. 1280x800\n", o.size);
         return 2;
     }
+    if (o.live && sim_live_open(&lv, &o) < 0) return 1;
     if (o.screenshot) {
         simtime at = opt_at(&s, &o);
-        return at < 0 ? 2 : ui_screenshot(&s, at, o.screenshot, &uo);
+        if (at < 0) return 2;
+        if (o.live && (at = sim_live_collect(&lv, at)) < 0) return 1;
+        rc = ui_screenshot(&s, at, o.screenshot, &uo);
+        free(lv.v);
+        return rc;
     }
     if (o.frames) return ui_frames(&s, o.frames, o.fps ? atof(o.fps) : 30, &uo);
-    if (!o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"))) {
+    if (window) {
         const char *paths[9] = {o.scenario};
         for (int i = 0; i < o.nmore; i++) paths[i + 1] = o.more[i];
-        return ui_window(paths, o.nmore + 1, 0, sim_load_window, &o, &uo);
+        rc = ui_window(paths, o.nmore + 1, 0, sim_load_window, &o, &uo);
+        free(lv.v);
+        return rc;
     }
     return sim_headless(&s, &o);
 }

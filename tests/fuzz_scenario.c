@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct scenario s;
     char err[512];
     (void)opt_parse, (void)sim_load, (void)sim_headless, (void)sim_validate, (void)sim_live_text; /* not fuzzed here */
-    (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window;
+    (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window, (void)sim_live_open, (void)sim_live_collect;
     FILE *f = fmemopen((void *)data, size, "r");
     if (!f) return 0;
     scn_defaults(&s);
