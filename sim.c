@@ -140,6 +140,7 @@ struct scenario {
     /* machine and runtime */
     int cores;
     int runtime_threads;     /* GC, JIT, acceptor, poller...: counted in both models */
+    int model_threads[2];    /* per model, overriding runtime_threads when >= 0 */
     simtime ctx_switch;      /* CPU cost when a core switches to another OS thread */
     simtime timeslice;       /* the OS scheduler's quantum */
     simtime thread_create;   /* CPU cost of creating an OS thread */
@@ -608,6 +609,8 @@ static const struct scn_key scn_keys[] = {
     {"program", K_PROGRAM, SK(program_text), "cpu(100us) call(A) call(B) call(C) cpu(50us)", 0, 0, "what each request does (see FORMAT)"},
     {"cores", K_INT, SK(cores), "2", 1, 1024, "CPU cores C of the server"},
     {"runtime_threads", K_INT, SK(runtime_threads), "22", 0, 10000, "JVM's own threads (GC, JIT, acceptor, poller), counted in both models"},
+    {"platform.runtime_threads", K_INT, SK(model_threads[0]), "-1", -1, 10000, "platform: runtime threads if not runtime_threads (-1)"},
+    {"virtual.runtime_threads", K_INT, SK(model_threads[1]), "-1", -1, 10000, "virtual: runtime threads if not runtime_threads (-1)"},
     {"os.ctx_switch", K_TIME, SK(ctx_switch), "3us", 0, 1e9, "CPU cost of switching a core to another OS thread"},
     {"os.timeslice", K_TIME, SK(timeslice), "3ms", 1e4, 1e10, "OS scheduler quantum before a runnable thread is preempted"},
     {"os.wakeup", K_TIME, SK(wakeup), "2us", 0, 1e9, "CPU a platform thread spends returning from a blocking call (the kernel wakes it)"},
@@ -1730,18 +1733,25 @@ static void wl_next(struct model *m, int32_t r)
 
 /* ==== Engine ==== */
 
+/* The process's OS threads: the runtime's own, plus pool workers or carriers. */
+static int32_t model_os_threads(const struct model *m)
+{
+    int own = m->s->model_threads[m->kind];
+    return (own >= 0 ? own : m->s->runtime_threads) + m->threads_alive;
+}
+
 static int64_t model_thread_mem(const struct model *m)
 {
     const struct scenario *s = m->s;
-    return (int64_t)(s->runtime_threads + m->threads_alive) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
+    return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
 }
 
 #define PEAK(field, value) do { if ((value) > st->field) st->field = (value); } while (0)
 static void model_peaks(struct model *m)
 {
     struct stats *st = &m->st;
-    int64_t reserved = (int64_t)(m->s->runtime_threads + m->threads_alive) * m->s->thread_stack_reserved;
-    PEAK(peak_os_threads, m->s->runtime_threads + m->threads_alive);
+    int64_t reserved = (int64_t)model_os_threads(m) * m->s->thread_stack_reserved;
+    PEAK(peak_os_threads, model_os_threads(m));
     PEAK(peak_carriers_busy, m->carriers_busy);
     PEAK(peak_vt_parked, m->vt_parked);
     PEAK(peak_vt_pinned, m->vt_pinned);
@@ -1773,7 +1783,7 @@ static void model_sample(struct model *m, const struct event *e)
     x.p99_ms = hist_quantile(&st->lat_interval, 0.99) / 1e6;
     x.cpu_util = (double)(st->busy_ns - st->busy_at_sample) / ((double)s->cores * (double)s->sample_interval);
     if (x.cpu_util > 1) x.cpu_util = 1;
-    x.os_threads = s->runtime_threads + m->threads_alive;
+    x.os_threads = model_os_threads(m);
     x.blocked = m->thr_state_n[THR_BLOCKED];
     x.carriers_busy = m->carriers_busy;
     x.vt_runnable = m->kind == MODEL_VIRTUAL ? m->queue.len : 0;
@@ -3537,7 +3547,7 @@ static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     rep_human(io, sizeof io, m->kind == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked, R_INT);
     if (m->kind == MODEL_VIRTUAL) snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
     ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255), "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s",
-             m->s->runtime_threads + m->threads_alive, io, busy, mem);
+             model_os_threads(m), io, busy, mem);
 }
 
 static const char *const ui_panel_titles[MODEL_N] = {"PLATFORM THREADS (1:1, a Tomcat pool)", "VIRTUAL THREADS (M:N, Loom)"};
