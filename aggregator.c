@@ -1732,6 +1732,7 @@ struct config {
     int pin;                    /* 1: hold the carrier across downstream calls (--pin) */
     int timeout_ms;             /* downstream call timeout (504 after it) */
     int idle_ms;                /* keep-alive idle timeout for client connections */
+    int thread_idle_ms;         /* platform: an idle pool thread exits after this (maxIdleTime) */
     int delay_ms, jitter_ms;    /* backend: answer delay and its random spread */
 };
 
@@ -2113,6 +2114,8 @@ static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out
  *     --max-queue; a full queue answers 503 at once).
  *   - Pool threads take tasks. Like Tomcat's TaskQueue, a task that finds no idle thread
  *     makes the pool grow, from min_spare up to threads; only then do tasks wait in line.
+ *     A thread idle for --thread-idle-ms (Tomcat's maxIdleTime, 60 s) exits, down to
+ *     min_spare.
  *   - A pool thread serves the request with blocking sockets, downstream calls included,
  *     then hands the connection back to the poller. */
 struct pool {
@@ -2120,19 +2123,23 @@ struct pool {
     int epfd;                   /* the poller's epoll: listening socket, stop eventfd, conns */
     int stopfd;                 /* eventfd: wakes the poller to stop */
     pthread_t poller;
-    pthread_t *tids;            /* pool threads, joined at stop (the pool never shrinks) */
+    pthread_t *tids;            /* pool thread slots, cfg->threads of them */
+    unsigned char *slot;        /* per slot: POOL_SLOT_FREE, _RUNNING or _EXITED (join first) */
     pthread_attr_t attr;        /* pool threads: 256 KiB stacks so thousands would fit */
     pthread_mutex_t mu;         /* guards everything below */
-    pthread_cond_t cv;          /* signalled when a task arrives or when stopping */
+    pthread_cond_t cv;          /* signalled when a task arrives or when stopping (monotonic) */
     struct conn *qhead, *qtail; /* tasks: connections with a request to serve */
     long qlen;                  /* tasks queued */
     int nthreads;               /* pool threads alive */
+    int peak_threads;           /* most pool threads alive at once */
     int idle;                   /* pool threads waiting for a task */
     int stopping;               /* 1: pool threads exit when the queue is empty */
     long nconns;                /* connections held */
     int accept_paused;          /* listening socket removed from epoll (at max_connections) */
     struct conn *all;           /* every connection held, to free them at stop */
 };
+
+enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
 
 static void *pool_thread(void *arg);
 
@@ -2148,12 +2155,32 @@ static void pool_watch_listener(struct pool *p, int op)
     epoll_ctl(p->epfd, op, p->srv->lfd, &ev);
 }
 
-/* Start one more pool thread; the caller holds p->mu. */
+/* Start one more pool thread in a slot that is free or whose thread has exited (joined
+ * here: it has already left, or is leaving, p->mu). The caller holds p->mu. */
 static void pool_grow(struct pool *p)
 {
-    if (pthread_create(&p->tids[p->nthreads], &p->attr, pool_thread, p) != 0) return; /* queue absorbs it */
-    p->nthreads++;
+    int i = 0;
+    while (i < p->srv->cfg->threads && p->slot[i] == POOL_SLOT_RUNNING) i++;
+    if (i == p->srv->cfg->threads) return;
+    if (p->slot[i] == POOL_SLOT_EXITED) pthread_join(p->tids[i], NULL);
+    p->slot[i] = POOL_SLOT_FREE;
+    if (pthread_create(&p->tids[i], &p->attr, pool_thread, p) != 0) return; /* the queue absorbs it */
+    p->slot[i] = POOL_SLOT_RUNNING;
+    if (++p->nthreads > p->peak_threads) p->peak_threads = p->nthreads;
     SHARED_ADD(rt.m->pool_size, 1);
+}
+
+/* Wait for a task up to the idle time; returns ETIMEDOUT if none came. Holds p->mu. */
+static int pool_wait_task(struct pool *p)
+{
+    struct timespec ts;
+    int64_t t = now_ns() + (int64_t)p->srv->cfg->thread_idle_ms * NS_PER_MS;
+    ts.tv_sec = t / NS_PER_S;
+    ts.tv_nsec = t % NS_PER_S;
+    p->idle++;
+    int r = pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    p->idle--;
+    return r;
 }
 
 static void pool_unlink(struct pool *p, struct conn *c)
@@ -2207,12 +2234,10 @@ static void *pool_thread(void *arg)
     struct pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->qhead && !p->stopping) {
-            p->idle++;
-            pthread_cond_wait(&p->cv, &p->mu);
-            p->idle--;
-        }
-        if (!p->qhead) break;
+        int retire = 0;
+        while (!p->qhead && !p->stopping && !retire)
+            retire = pool_wait_task(p) == ETIMEDOUT && !p->qhead && p->nthreads > p->srv->cfg->min_spare;
+        if (!p->qhead) break; /* stopping, or idle too long */
         struct conn *c = p->qhead;
         p->qhead = c->next;
         if (!p->qhead) p->qtail = NULL;
@@ -2227,6 +2252,9 @@ static void *pool_thread(void *arg)
         else pool_close(p, c);
         pthread_mutex_lock(&p->mu);
     }
+    for (int i = 0; i < p->srv->cfg->threads; i++) /* tell pool_grow or pool_stop to join us */
+        if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self())) p->slot[i] = POOL_SLOT_EXITED;
+    p->nthreads--;
     SHARED_ADD(rt.m->pool_size, -1);
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -2282,8 +2310,13 @@ static void pool_start(struct server *s)
     s->pool = p;
     p->srv = s;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
     p->tids = xcalloc((size_t)s->cfg->threads, sizeof *p->tids);
+    p->slot = xcalloc((size_t)s->cfg->threads, 1);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* idle deadlines are now_ns() values */
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_attr_init(&p->attr);
     pthread_attr_setstacksize(&p->attr, 256 * 1024);
     p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -2309,8 +2342,10 @@ static void pool_stop(struct server *s)
     p->stopping = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->nthreads; i++) pthread_join(p->tids[i], NULL); /* no more can start */
+    for (int i = 0; i < s->cfg->threads; i++) /* the poller is gone: no more can start */
+        if (p->slot[i] != POOL_SLOT_FREE) pthread_join(p->tids[i], NULL);
     free(p->tids);
+    free(p->slot);
     while (p->all) {
         struct conn *c = p->all;
         pool_unlink(p, c);
@@ -2754,6 +2789,7 @@ static void config_defaults(struct config *c)
     c->pool = 1;
     c->timeout_ms = 5000;
     c->idle_ms = 20000;
+    c->thread_idle_ms = 60000;
 }
 
 /* Parse "H:P,H:P" into cfg->backends. Returns 0 or -1. */
@@ -2815,6 +2851,7 @@ static int cmd_serve(int argc, char **argv)
         {"--pin", OPT_FLAG, &cfg.pin, "virtual: pin the carrier across downstream calls (synchronized)"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
         {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
+        {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms, "platform: idle pool threads exit, down to --min-spare; default 60000"},
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;

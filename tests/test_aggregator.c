@@ -427,6 +427,28 @@ static void check_load(int port, const char *what)
     free(st);
 }
 
+/* The pool grows under load and, idle, shrinks back to min_spare (Tomcat's maxIdleTime).
+ * Shrinking takes thread_idle_ms of idleness, so we wait for it, with a deadline. */
+static void check_pool_shrinks(struct server *s)
+{
+    double secs;
+    free(run_load(s->port, 8, 0.3, 0, &secs));
+    pthread_mutex_lock(&s->pool->mu);
+    int peak = s->pool->peak_threads;
+    pthread_mutex_unlock(&s->pool->mu);
+    int64_t deadline = now_ns() + 5 * NS_PER_S;
+    int n;
+    for (;;) {
+        pthread_mutex_lock(&s->pool->mu);
+        n = s->pool->nthreads;
+        pthread_mutex_unlock(&s->pool->mu);
+        if (n <= s->cfg->min_spare || now_ns() > deadline) break;
+        vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* a real sleep: we are not on a virtual thread */
+    }
+    CHECK(peak > s->cfg->min_spare, "pool did not grow under load: peak %d", peak);
+    CHECK(n == s->cfg->min_spare, "idle pool has %d threads, want min_spare %d", n, s->cfg->min_spare);
+}
+
 /* A bounded executor queue (--max-queue) refuses the overflow with 503 at once. */
 static void check_overload(int port)
 {
@@ -465,7 +487,7 @@ static void t_integration(void)
     bc.port = 0;
     bc.delay_ms = 10;
     bc.accept_count = 1024;
-    struct server be, sv, sp, st, sd, sq;
+    struct server be, sv, sp, st, sd, sq, sg;
     CHECK(server_start(&be, &bc, backend_route) == 0, "backend listen: %s", strerror(errno));
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", be.port);
@@ -477,6 +499,10 @@ static void t_integration(void)
     pc.threads = 16;
     tc = vc;
     tc.timeout_ms = 3; /* shorter than the backend's 10 ms: 504 */
+    struct config gc = pc;
+    gc.min_spare = 1;
+    gc.threads = 8;
+    gc.thread_idle_ms = 30;
     struct config qc = pc;
     qc.threads = qc.min_spare = 1;
     qc.max_queue = 1;
@@ -487,6 +513,7 @@ static void t_integration(void)
     CHECK(server_start(&st, &tc, agg_route) == 0, "timeout server listen");
     CHECK(server_start(&sd, &dc, agg_route) == 0, "dead-backend server listen");
     CHECK(server_start(&sq, &qc, agg_route) == 0, "bounded-queue server listen");
+    CHECK(server_start(&sg, &gc, agg_route) == 0, "shrinking-pool server listen");
 
     check_answers(sv.port, "virtual");
     check_answers(sp.port, "platform");
@@ -509,9 +536,12 @@ static void t_integration(void)
 
     check_load(sv.port, "virtual");
     check_load(sp.port, "platform");
-    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads, "pools grew past --threads: %ld", LOAD(rt.m->pool_size));
+    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads + gc.threads, "pools grew past --threads: %ld",
+          LOAD(rt.m->pool_size));
 
     check_overload(sq.port);
+    check_pool_shrinks(&sg);
+    server_stop(&sg);
     server_stop(&sq);
     server_stop(&sp);
     rt_shutdown();
