@@ -151,7 +151,8 @@ struct scenario {
     simtime cpu_per_request[2];  /* CPU to accept, parse and answer one request */
     simtime cpu_per_call[2];     /* CPU per downstream call: its syscalls, on the caller's thread */
     long mem_base;               /* process RSS with no load, bytes */
-    long mem_per_request;        /* buffers per request in flight, bytes */
+    long mem_per_request;        /* per request being served (on a thread or a virtual thread), bytes */
+    long mem_per_connection;     /* per open client connection, served or waiting, bytes */
     /* platform model (Tomcat defaults) */
     int max_threads, min_spare, max_connections, accept_count, max_queue;
     simtime idle_timeout;
@@ -298,6 +299,7 @@ struct sample {
     int32_t queued;      /* requests waiting for a thread (executor queue / run queue) */
     int32_t in_flight, ports_tw, ports_open, conns_busy;
     int64_t thread_mem;  /* committed bytes of thread stacks */
+    int64_t rss;         /* predicted RSS (see model_rss) */
     uint64_t failed;     /* failures so far */
 };
 
@@ -622,7 +624,8 @@ static const struct scn_key scn_keys[] = {
     {"virtual.cpu_per_request", K_TIME, SK(cpu_per_request[1]), "0", 0, 1e9, "virtual: CPU per request beyond its program"},
     {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9, "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
     {"mem.base", K_BYTES, SK(mem_base), "0", 0, 1e12, "process RSS with no load (for the predicted RSS)"},
-    {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9, "memory per request in flight: buffers, connection (predicted RSS)"},
+    {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9, "memory per request being served: buffers, a virtual thread's frames (predicted RSS)"},
+    {"mem.per_connection", K_BYTES, SK(mem_per_connection), "0", 0, 1e9, "memory per open connection, served or queued (predicted RSS)"},
     {"platform.max_threads", K_INT, SK(max_threads), "200", 1, 100000, "Tomcat maxThreads: the pool's ceiling"},
     {"platform.min_spare", K_INT, SK(min_spare), "10", 0, 100000, "Tomcat minSpareThreads: threads created at start and never retired"},
     {"platform.max_connections", K_INT, SK(max_connections), "8192", 1, 10000000, "Tomcat maxConnections (both models)"},
@@ -1746,6 +1749,19 @@ static int64_t model_thread_mem(const struct model *m)
     return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
 }
 
+/* Requests being served: holding a pool thread (platform) or a virtual thread (virtual). */
+static int32_t model_in_service(const struct model *m)
+{
+    return m->kind == MODEL_PLATFORM ? m->threads_alive - m->idle.len : m->vt_alive;
+}
+
+/* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
+static int64_t model_rss(const struct model *m, int64_t thread_mem)
+{
+    const struct scenario *s = m->s;
+    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection + (int64_t)model_in_service(m) * s->mem_per_request;
+}
+
 #define PEAK(field, value) do { if ((value) > st->field) st->field = (value); } while (0)
 static void model_peaks(struct model *m)
 {
@@ -1760,7 +1776,7 @@ static void model_peaks(struct model *m)
     PEAK(peak_in_flight, m->in_flight);
     int64_t thread_mem = model_thread_mem(m);
     PEAK(peak_thread_mem, thread_mem);
-    PEAK(peak_rss, m->s->mem_base + thread_mem + (int64_t)m->in_flight * m->s->mem_per_request);
+    PEAK(peak_rss, model_rss(m, thread_mem));
     PEAK(peak_thread_reserved, reserved);
     PEAK(peak_ports_tw, m->ports_tw);
 }
@@ -1793,6 +1809,7 @@ static void model_sample(struct model *m, const struct event *e)
     x.in_flight = m->in_flight;
     x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
+    x.rss = model_rss(m, x.thread_mem);
     for (int k = 0; k < FAIL_N; k++) x.failed += st->failed[k];
     st->interval_done = 0;
     st->busy_at_sample = st->busy_ns;
@@ -4696,12 +4713,12 @@ static struct sample model_mean_sample(const struct model *m, simtime from, simt
         const struct sample *x = &m->series[i];
         if (x->t <= from || x->t > to) continue;
         mean.rps += x->rps, mean.p99_ms += x->p99_ms, mean.os_threads += x->os_threads;
-        mean.vt_parked += x->vt_parked, mean.thread_mem += x->thread_mem, mean.in_flight += x->in_flight;
+        mean.vt_parked += x->vt_parked, mean.thread_mem += x->thread_mem, mean.rss += x->rss;
         n++;
     }
     if (n) {
         mean.rps /= n, mean.p99_ms /= n, mean.os_threads /= n, mean.vt_parked /= n;
-        mean.thread_mem /= n, mean.in_flight /= n;
+        mean.thread_mem /= n, mean.rss /= n;
     }
     return mean;
 }
@@ -4755,10 +4772,9 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
         simtime t = (simtime)(x->t * SEC), from = lv.n > 1 ? (simtime)(lv.v[lv.n - 2].t * SEC) : 0;
         model_run(&m, t);
         struct sample p = model_mean_sample(&m, from, t);
-        int64_t rss = s->mem_base + p.thread_mem + (int64_t)p.in_flight * s->mem_per_request;
         printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t, x->rps, p.rps,
                x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked, p.vt_parked, x->rss / 1048576,
-               (double)rss / 1048576);
+               (double)p.rss / 1048576);
         fflush(stdout);
     }
     model_free(&m);
