@@ -3594,7 +3594,8 @@ static int cmd_calibrate(int argc, char **argv)
                 prefix[mode], per_req, c1, c3);
         fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (K=3 - K=1) / 2\n", prefix[mode], per_call);
     }
-    fprintf(f, "runtime_threads = 1  # threads besides the pool or the carriers: main (platform adds its poller)\n");
+    fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
+    fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
     long lo = 0, hi = 0, reuse = 0;
     FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
     if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2) fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
