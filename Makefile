@@ -93,8 +93,12 @@ fuzz: $(FUZZERS)
 	    ls build/fuzz/$$f-* >/dev/null 2>&1 && { echo "fuzz: $$f found a crash"; exit 1; }; \
 	done; echo "fuzz: no crash"
 
-bench: all
+$(O)/tests/bench_ui: tests/bench_ui.c sim.c
+	@mkdir -p $(O)/tests
+	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/bench_ui.c $(SDL_LD) -lm
+
+bench: all $(O)/tests/bench_ui
 	@sh tests/bench $(O)
 
 clean:
-	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator build
+	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/bench_ui build
