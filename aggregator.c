@@ -83,7 +83,7 @@
  * by the CPUs. Without pooling, every call pays a TCP handshake and a TIME_WAIT. Go's
  * net/http peer (/work/shared/peers) on the same machine and load gave 4,954 and 3,749 req/s
  * at 1000 and 5000 users, 488 MiB peak RSS. `./aggregator microbench`: a switch (register
- * swap) 15-18 ns, a yield through the scheduler 86-150 ns, a park + unpark through epoll
+ * swap) 15-18 ns, a yield through the scheduler about 65 ns, a park + unpark through epoll
  * 1.3-1.6 us, create + run + join 0.4 us, 400 bytes of RSS per parked virtual thread at
  * 100,000 (a parked 256 KiB pthread: 7.2 KB); a pthread switch through a pipe 1.6-2.0 us.
  *
