@@ -2964,12 +2964,14 @@ struct bench_cfg {
     int carriers;               /* virtual carriers (0: one per CPU) */
     int port;                   /* backend port; the aggregator uses port + 1 */
     const char *out;            /* CSV path */
+    pid_t backend;              /* the backend's pid, for its CPU time */
 };
 
 /* One cell's figures. */
 struct bench_row {
     int users, pool, mode;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
+    double other_cpu_us_per_req; /* the backend's and the load generator's, on the same CPUs */
     long peak_threads, peak_rss, errors;
     long base_rss;              /* the aggregator's RSS before the load, bytes */
 };
@@ -3106,20 +3108,21 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     pid_t load = bench_spawn(k, largv, pfd[1], 1);
     close(pfd[1]);
     int64_t t_start = now_ns() + NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
-    double cpu0 = -1, cpu1 = -1;
+    double cpu0 = -1, cpu1 = -1, other0 = -1, other1 = -1;
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads) row->peak_threads = th;
-        if (cpu0 < 0 && now_ns() >= t_start) cpu0 = bench_cpu_us(agg);
-        if (cpu1 < 0 && now_ns() >= t_end) cpu1 = bench_cpu_us(agg);
+        if (cpu0 < 0 && now_ns() >= t_start) cpu0 = bench_cpu_us(agg), other0 = bench_cpu_us(load) + bench_cpu_us(bc->backend);
+        if (cpu1 < 0 && now_ns() >= t_end) cpu1 = bench_cpu_us(agg), other1 = bench_cpu_us(load) + bench_cpu_us(bc->backend);
         if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
             interrupted = 1;
             break;
         }
     }
     if (cpu1 < 0) cpu1 = bench_cpu_us(agg);
+    if (other1 < 0) other1 = other0; /* the load generator exited first: its share is unknown */
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
@@ -3136,6 +3139,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
     row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / (row->rps * bc->duration_s) : 0;
+    row->other_cpu_us_per_req = completed > 0 && other0 >= 0 ? (other1 - other0) / (row->rps * bc->duration_s) : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
 }
@@ -3144,9 +3148,9 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform", *pool = r->pool ? "on" : "off";
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld\n", r->users, mode, pool, bc->fanout,
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f\n", r->users, mode, pool, bc->fanout,
                 bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal,
-                r->errors);
+                r->errors, r->other_cpu_us_per_req);
         return;
     }
     fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld\n", r->users, mode, pool,
@@ -3163,7 +3167,7 @@ static int bench_cmp_rps(const void *a, const void *b)
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
-                 "cpu_us_per_req,ideal_rps,errors\n");
+                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc->fanout,
            bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
     printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
@@ -3235,7 +3239,7 @@ static int cmd_bench(int argc, char **argv)
     snprintf(delay, sizeof delay, "%d", bc.delay_ms);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bench_spawn(&kids, bargv, -1, 0);
+    pid_t be = bc.backend = bench_spawn(&kids, bargv, -1, 0);
     if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
@@ -3528,13 +3532,56 @@ static int cmd_microbench(int argc, char **argv)
 
 /* ==== Calibrate ==== */
 
-/* Measure the costs the simulator takes as parameters and write them as scenario keys
- * (`key = value  # how`), for `./sim --calibration FILE`. The micro-figures come from the
- * microbench; the CPU per request and per downstream call come from real runs of the
- * aggregator at fan-out 1 and 3 (CPU = a + b*K, so b = per call, a = per request), lightly
- * loaded so that queueing does not inflate them; memory from the same runs. */
 #define CALIBRATE_SYNOPSIS "aggregator calibrate [--out calibration.ini] [--users N] [--duration S] [--port P]"
 
+/* One calibration run: `users` users on the aggregator in `mode` with fan-out K. */
+static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, int mode, int fanout, int pool, int threads, int users,
+                   struct bench_row *r)
+{
+    fprintf(stderr, "calibrate: %s, K=%d, pool %s, %d threads, %d users...\n", mode == MODE_VIRTUAL ? "virtual" : "platform",
+            fanout, pool ? "on" : "off", threads, users);
+    bc->fanout = fanout, bc->threads = threads;
+    *r = (struct bench_row){.users = users, .pool = pool, .mode = mode};
+    return bench_cell(bc, kids, r);
+}
+
+/* The backend's latency as a client sees it over loopback: the load generator on /item/0. */
+static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50, double *p99)
+{
+    char url[64], dur[16];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/item/0", bc->port);
+    snprintf(dur, sizeof dur, "%g", bc->duration_s);
+    char *largv[] = {"aggregator", "load", "--url", url, "--users", "20", "--duration", dur, "--warmup", "1", "--json", NULL};
+    int pfd[2], status;
+    if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
+    pid_t load = bench_spawn(kids, largv, pfd[1], 1);
+    close(pfd[1]);
+    char json[2048];
+    size_t n = 0;
+    for (ssize_t got; n < sizeof json - 1 && (got = read(pfd[0], json + n, sizeof json - 1 - n)) != 0;)
+        if (got > 0) n += (size_t)got;
+        else if (errno != EINTR) break;
+    json[n] = '\0';
+    close(pfd[0]);
+    waitpid(load, &status, 0);
+    bench_forget(kids, load);
+    *p50 = bench_json_num(json, "p50"), *p99 = bench_json_num(json, "p99");
+    return *p50 > 0 && *p99 >= *p50 ? 0 : -1;
+}
+
+static double cal_nonneg(double x) { return x > 0 ? x : 0; }
+
+/* Measure the costs the simulator takes as parameters and write them as scenario keys
+ * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
+ *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
+ *   - CPU per request and per downstream call, from light-load runs at fan-out 1 and 3
+ *     (CPU = a + b*K). They count every process on the machine's cores (the aggregator, the
+ *     backend and the load generator), because in the bench they share those cores, so the
+ *     CPU ceiling the model must find is the machine's;
+ *   - CPU per new TCP connection, from the same K=3 run without pooling;
+ *   - memory: the idle RSS, and per connection / per request served, from a virtual run (all
+ *     served) and a platform run with 20 threads for 100 users (80 connections queued);
+ *   - the backend's latency distribution as a client sees it, and the kernel's port facts. */
 static int cmd_calibrate(int argc, char **argv)
 {
     const char *out = "calibration.ini";
@@ -3547,7 +3594,7 @@ static int cmd_calibrate(int argc, char **argv)
         {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19400"},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (users < 1) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 1");
+    if (users < 25) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 25");
     FILE *f = fopen(out, "w");
     if (!f) die("cannot write %s: %s", out, strerror(errno));
     double mb[MB_N];
@@ -3559,28 +3606,33 @@ static int cmd_calibrate(int argc, char **argv)
     snprintf(bport, sizeof bport, "%d", bc.port);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", "50", NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bench_spawn(&kids, bargv, -1, 0);
+    pid_t be = bc.backend = bench_spawn(&kids, bargv, -1, 0);
     if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
-    struct bench_row r[2][2]; /* [mode][fanout 1 or 3] */
-    for (int mode = 0; mode < 2; mode++)
-        for (int k = 0; k < 2; k++) {
-            fprintf(stderr, "calibrate: %s, K=%d, %d users...\n", mode == MODE_VIRTUAL ? "virtual" : "platform", 1 + 2 * k, users);
-            bc.fanout = 1 + 2 * k;
-            r[mode][k] = (struct bench_row){.users = users, .pool = 1, .mode = mode};
-            if (bench_cell(&bc, &kids, &r[mode][k]) < 0) {
-                bench_kill_all(&kids);
-                fclose(f);
-                return 130;
-            }
-        }
+    struct bench_row r[2][2], nopool, queued; /* r: [mode][fan-out 1 or 3] */
+    double lat50 = 0, lat99 = 0;
+    int rc = 0;
+    for (int mode = 0; mode < 2 && !rc; mode++)
+        for (int k = 0; k < 2 && !rc; k++) rc = cal_run(&bc, &kids, mode, 1 + 2 * k, 1, 200, users, &r[mode][k]);
+    if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 0, 200, users, &nopool);
+    if (!rc) rc = cal_run(&bc, &kids, MODE_PLATFORM, 1, 1, users / 5, users, &queued);
+    if (!rc) {
+        fprintf(stderr, "calibrate: the backend's latency...\n");
+        if (cal_backend_latency(&bc, &kids, &lat50, &lat99) < 0) fprintf(stderr, "calibrate: no latency figures from the backend\n");
+    }
     bench_kill(&kids, be);
+    bench_kill_all(&kids);
+    if (rc) {
+        fclose(f);
+        return 130;
+    }
     time_t now = time(NULL);
     char host[64] = "?", when[32];
     gethostname(host, sizeof host - 1);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
-    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; CPU costs come from %g s runs of\n"
-               "# %d users at fan-out 1 and 3 (K), D = 50 ms, pooling on.\n", bc.duration_s, users);
+    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; the other figures come from %g s runs of\n"
+               "# %d users at fan-out K = 1 and 3, D = 50 ms, on loopback.\n", bc.duration_s, users);
+    fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "os.ctx_switch = %.0fns  # pthread switch on one CPU, pipe ping-pong (its syscalls included)\n", mb[MB_PT_SWITCH]);
     fprintf(f, "os.thread_create = %.1fus  # pthread_create + pthread_join\n", mb[MB_PT_CREATE] / 1e3);
     fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
@@ -3591,12 +3643,17 @@ static int cmd_calibrate(int argc, char **argv)
     fprintf(f, "virtual.stack_bytes = %.0fB  # RSS per parked virtual thread at 100,000\n", mb[MB_VT_RSS]);
     static const char *const prefix[2] = {"platform", "virtual"};
     for (int mode = 0; mode < 2; mode++) {
-        double c1 = r[mode][0].cpu_us_per_req, c3 = r[mode][1].cpu_us_per_req;
-        double per_call = (c3 - c1) / 2 > 0 ? (c3 - c1) / 2 : 0, per_req = c1 - per_call > 0 ? c1 - per_call : 0;
-        fprintf(f, "%s.cpu_per_request = %.1fus  # aggregator CPU per request: %.1f us at K=1, %.1f us at K=3\n",
-                prefix[mode], per_req, c1, c3);
-        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (K=3 - K=1) / 2\n", prefix[mode], per_call);
+        const struct bench_row *k1 = &r[mode][0], *k3 = &r[mode][1];
+        double c1 = k1->cpu_us_per_req + k1->other_cpu_us_per_req, c3 = k3->cpu_us_per_req + k3->other_cpu_us_per_req;
+        double per_call = cal_nonneg((c3 - c1) / 2), per_req = cal_nonneg(c1 - per_call);
+        fprintf(f, "%s.cpu_per_request = %.1fus  # machine CPU per request: %.1f us at K=1 (aggregator %.1f, backend and load %.1f)\n",
+                prefix[mode], per_req, c1, k1->cpu_us_per_req, k1->other_cpu_us_per_req);
+        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 - K=1) / 2\n", prefix[mode], per_call, c3);
     }
+    double c3 = r[MODE_VIRTUAL][1].cpu_us_per_req + r[MODE_VIRTUAL][1].other_cpu_us_per_req;
+    double cn = nopool.cpu_us_per_req + nopool.other_cpu_us_per_req;
+    fprintf(f, "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without pooling - %.1f with) / 3\n",
+            cal_nonneg((cn - c3) / 3), cn, c3);
     fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
     fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
     long lo = 0, hi = 0, reuse = 0;
@@ -3606,10 +3663,19 @@ static int cmd_calibrate(int argc, char **argv)
     pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
     if (pf && fscanf(pf, "%ld", &reuse) == 1) fprintf(f, "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on loopback)\n", reuse > 0, reuse);
     if (pf) fclose(pf);
+    /* memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest */
     const struct bench_row *v = &r[MODE_VIRTUAL][1];
-    double per_req_mem = v->peak_rss > v->base_rss ? (double)(v->peak_rss - v->base_rss) / users : 0;
+    int served = users / 5;
+    double V = cal_nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
+    double P = cal_nonneg((double)(queued.peak_rss - queued.base_rss) - (double)(queued.peak_threads - 2) * mb[MB_PT_RSS]);
+    double per_req = cal_nonneg((V - P) / (users - served)), per_conn = cal_nonneg((P - served * per_req) / users);
     fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
-    fprintf(f, "mem.per_request = %.0fB  # (peak RSS - base) / users, virtual mode, K=3\n", per_req_mem);
+    fprintf(f, "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, %d of %d served)\n",
+            per_req, users, served, users);
+    fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n", per_conn);
+    if (lat50 > 0)
+        fprintf(f, "service.backend.latency = lognormal(%.3fms, %.3fms)  # p50 and p99 of GET /item/0 seen by a client, 20 users\n",
+                lat50, lat99);
     fclose(f);
     printf("wrote %s\n", out);
     return 0;

@@ -145,6 +145,7 @@ struct scenario {
     simtime timeslice;       /* the OS scheduler's quantum */
     simtime thread_create;   /* CPU cost of creating an OS thread */
     simtime wakeup;          /* CPU to return from a blocking call on an OS thread */
+    simtime wakeup_latency;  /* from signalling an idle thread until it runs */
     long thread_stack_reserved; /* bytes of address space per OS thread (-Xss) */
     long thread_stack_rss;      /* bytes actually committed per OS thread */
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
@@ -164,6 +165,7 @@ struct scenario {
     /* network */
     int port_low, port_high, tw_reuse;
     simtime time_wait;
+    simtime connect_cpu;  /* CPU a new TCP connection costs (connect, accept, close) */
     /* downstream services */
     struct service_cfg svc[MAX_SERVICES];
     int nsvc;
@@ -315,6 +317,7 @@ struct model_ops {
     void (*block)(struct model *, int32_t r, int op);   /* it waits for I/O */
     void (*wake)(struct model *, int32_t r);            /* its I/O completed */
     void (*release)(struct model *, int32_t r);         /* it left: free its thread */
+    void (*thread_free)(struct model *, int32_t t);     /* a thread ended a burst with no request (started) */
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
@@ -359,6 +362,7 @@ struct model {
     struct fifo backlog;     /* accepted by the kernel, not yet by the server (acceptCount) */
     /* platform: the executor's queue; virtual: the scheduler's run queue */
     struct fifo queue;
+    int32_t waking;          /* platform: idle threads signalled, not yet running */
     struct fifo todo;        /* requests to continue after the current event (see model_defer) */
     /* virtual */
     int32_t vt_alive, vt_parked, vt_pinned, carriers_busy, carriers_compensating;
@@ -521,6 +525,7 @@ enum ev_type {
     EV_IO_STEP_DONE,/* a: request whose io(d) step finished */
     EV_IDLE_CHECK,  /* a: thread, b: its idle_gen when it became idle */
     EV_SAMPLE,
+    EV_THREAD_WAKE, /* a: a signalled platform pool thread */
 };
 
 static int evq_less(const struct event *x, const struct event *y)
@@ -616,6 +621,7 @@ static const struct scn_key scn_keys[] = {
     {"os.ctx_switch", K_TIME, SK(ctx_switch), "3us", 0, 1e9, "CPU cost of switching a core to another OS thread"},
     {"os.timeslice", K_TIME, SK(timeslice), "3ms", 1e4, 1e10, "OS scheduler quantum before a runnable thread is preempted"},
     {"os.wakeup", K_TIME, SK(wakeup), "2us", 0, 1e9, "CPU a platform thread spends returning from a blocking call (the kernel wakes it)"},
+    {"os.wakeup_latency", K_TIME, SK(wakeup_latency), "0", 0, 1e9, "from signalling an idle pool thread until it runs (a wake-up on another CPU)"},
     {"os.thread_create", K_TIME, SK(thread_create), "50us", 0, 1e9, "CPU cost of creating an OS thread"},
     {"os.stack_reserved", K_BYTES, SK(thread_stack_reserved), "1MiB", 4096, 1e10, "address space reserved per OS thread (-Xss)"},
     {"os.stack_rss", K_BYTES, SK(thread_stack_rss), "64KiB", 0, 1e10, "memory committed per OS thread (touched stack, TLS, kernel)"},
@@ -643,6 +649,7 @@ static const struct scn_key scn_keys[] = {
     {"net.port_low", K_INT, SK(port_low), "32768", 1, 65535, "ephemeral port range, low end"},
     {"net.port_high", K_INT, SK(port_high), "60999", 1, 65535, "ephemeral port range, high end"},
     {"net.time_wait", K_TIME, SK(time_wait), "60s", 0, 3600e9, "how long a closed connection's port stays in TIME_WAIT"},
+    {"net.connect_cpu", K_TIME, SK(connect_cpu), "0", 0, 1e9, "CPU a new TCP connection costs its caller (connect, close; set by calibration)"},
     {"net.tw_reuse", K_BOOL, SK(tw_reuse), "0", 0, 1, "1 = tcp_tw_reuse: a TIME_WAIT port older than 1 s may be reused"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
@@ -1265,6 +1272,7 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     }
     v->opened++;
     m->call[c].new_conn = 1;
+    m->req[r].debt += m->s->connect_cpu; /* paid on the caller's thread when it runs again */
     if (cfg->pool > 0) v->conns_open++, v->conns_busy++;
     svc_connected(m, c);
     return 0;
@@ -1347,7 +1355,8 @@ static void cpu_burst_end(struct model *m, const struct event *e)
         return;
     }
     th->core = -1, k->thr = -1;
-    req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
+    if (th->req >= 0) req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
+    else m->ops->thread_free(m, t);
     if (k->thr < 0 && (next = FIFO_POP(&m->ready, m->thr)) >= 0) cpu_dispatch(m, c, next);
 }
 
@@ -1505,23 +1514,41 @@ static void plat_assign(struct model *m, int32_t t, int32_t r)
     model_defer(m, r);
 }
 
+static void plat_thread_free(struct model *m, int32_t t);
+
+/* Tomcat's TaskQueue rule: a request joins the executor's queue, and when more requests
+ * are queued than threads are idle (or being woken), the pool grows by a thread, which
+ * takes the oldest one once it has started. Otherwise an idle thread is signalled; it runs
+ * `os.wakeup_latency` later. Requests arriving while threads start or wake see the queue
+ * longer than the idle threads and grow the pool again: a burst grows it past the number
+ * of requests in flight, as on a real server. */
 static void plat_admit(struct model *m, int32_t r)
 {
     const struct scenario *s = m->s;
-    int32_t t = FIFO_POP(&m->idle, m->thr);
-    if (t >= 0) { plat_assign(m, t, r); return; }
-    if (plat_pool_size(m) < s->max_threads) {
-        t = thr_spawn(m, 0);
-        m->req[r].debt += s->thread_create;
-        plat_assign(m, t, r);
-        return;
-    }
     if (s->max_queue && m->queue.len >= s->max_queue) {
         m->req[r].fail = FAIL_REJECTED; /* 503 */
         model_defer(m, r);
         return;
     }
     FIFO_PUSH(&m->queue, m->req, r);
+    if (m->queue.len > m->idle.len + m->waking && plat_pool_size(m) < s->max_threads) {
+        int32_t t = thr_spawn(m, 0); /* it starts (thread_create of CPU), then takes the oldest */
+        if (s->thread_create > 0) cpu_want(m, t, s->thread_create);
+        else plat_thread_free(m, t);
+        return;
+    }
+    int32_t t = FIFO_POP(&m->idle, m->thr);
+    if (t < 0) return; /* every thread is busy or already signalled: it waits */
+    m->thr[t].idle_gen++;
+    m->waking++;
+    evq_push(&m->q, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
+}
+
+/* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
+static void plat_thread_wake(struct model *m, const struct event *e)
+{
+    m->waking--;
+    plat_thread_free(m, (int32_t)e->a);
 }
 
 static simtime plat_block_cost(struct model *m, int32_t r, int op) { (void)m, (void)r, (void)op; return 0; }
@@ -1544,16 +1571,23 @@ static void plat_idle(struct model *m, int32_t t)
         evq_push(&m->q, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
 }
 
-static void plat_release(struct model *m, int32_t r)
+/* The thread is free: the next queued request, or the idle list. */
+static void plat_thread_free(struct model *m, int32_t t)
 {
-    int32_t t = m->req[r].thr, next;
-    m->thr[t].req = -1;
-    m->req[r].thr = -1;
-    if ((next = FIFO_POP(&m->queue, m->req)) >= 0) plat_assign(m, t, next);
+    int32_t next = FIFO_POP(&m->queue, m->req);
+    if (next >= 0) plat_assign(m, t, next);
     else plat_idle(m, t);
 }
 
-static const struct model_ops plat_ops = {plat_admit, plat_block_cost, plat_block, plat_wake, plat_release};
+static void plat_release(struct model *m, int32_t r)
+{
+    int32_t t = m->req[r].thr;
+    m->thr[t].req = -1;
+    m->req[r].thr = -1;
+    plat_thread_free(m, t);
+}
+
+static const struct model_ops plat_ops = {plat_admit, plat_block_cost, plat_block, plat_wake, plat_release, plat_thread_free};
 
 /* ==== Virtual model ==== */
 
@@ -1666,7 +1700,7 @@ static void vt_release(struct model *m, int32_t r)
     vt_carrier_free(m, c);
 }
 
-static const struct model_ops vt_ops = {vt_admit, vt_block_cost, vt_block, vt_wake, vt_release};
+static const struct model_ops vt_ops = {vt_admit, vt_block_cost, vt_block, vt_wake, vt_release, vt_carrier_free};
 
 /* EV_IDLE_CHECK: a thread idle since generation b may retire (pool shrink, carrier keepalive). */
 static void model_idle_check(struct model *m, const struct event *e)
@@ -1830,6 +1864,7 @@ static const ev_handler ev_handlers[] = {
     [EV_IO_STEP_DONE] = model_io_step_done,
     [EV_IDLE_CHECK] = model_idle_check,
     [EV_SAMPLE] = model_sample,
+    [EV_THREAD_WAKE] = plat_thread_wake,
 };
 
 static void model_init(struct model *m, const struct scenario *s, int kind)
