@@ -20,7 +20,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator
 
-.PHONY: all test asan run bench fuzz tutorial-images clean
+.PHONY: all test asan run bench fuzz tutorial-images calibrate clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -92,6 +92,20 @@ fuzz: $(FUZZERS)
 	        | grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written' ; \
 	    ls build/fuzz/$$f-* >/dev/null 2>&1 && { echo "fuzz: $$f found a crash"; exit 1; }; \
 	done; echo "fuzz: no crash"
+
+# The calibration loop on this machine (a few minutes, loopback only): measure the costs,
+# run the real aggregator over a grid, and have the simulator predict every point.
+# Writes out/calibration.ini, out/results.csv, out/validation.txt and out/validation.json.
+CAL_SECONDS ?= 5
+calibrate: $(O)/sim $(O)/aggregator
+	@mkdir -p out
+	$(O)/aggregator calibrate --out out/calibration.ini
+	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 50 --duration $(CAL_SECONDS) --out out/d50.csv
+	$(O)/aggregator bench --users 1000 --pool off --delay-ms 50 --duration $(CAL_SECONDS) --out out/nopool.csv
+	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 5 --duration $(CAL_SECONDS) --out out/d5.csv
+	@{ cat out/d50.csv; tail -n +2 out/nopool.csv; tail -n +2 out/d5.csv; } > out/results.csv
+	$(O)/sim --validate out/results.csv --calibration out/calibration.ini | tee out/validation.txt
+	@$(O)/sim --validate out/results.csv --calibration out/calibration.ini --json > out/validation.json
 
 $(O)/tests/bench_ui: tests/bench_ui.c sim.c
 	@mkdir -p $(O)/tests

@@ -166,6 +166,7 @@ struct scenario {
     int port_low, port_high, tw_reuse;
     simtime time_wait;
     simtime connect_cpu;  /* CPU a new TCP connection costs (connect, accept, close) */
+    struct dist call_latency; /* added to every call: the network stack between the services */
     /* downstream services */
     struct service_cfg svc[MAX_SERVICES];
     int nsvc;
@@ -650,6 +651,7 @@ static const struct scn_key scn_keys[] = {
     {"net.port_high", K_INT, SK(port_high), "60999", 1, 65535, "ephemeral port range, high end"},
     {"net.time_wait", K_TIME, SK(time_wait), "60s", 0, 3600e9, "how long a closed connection's port stays in TIME_WAIT"},
     {"net.connect_cpu", K_TIME, SK(connect_cpu), "0", 0, 1e9, "CPU a new TCP connection costs its caller (connect, close; set by calibration)"},
+    {"net.call_latency", K_DIST, SK(call_latency), "0", 0, 3600e9, "added to every downstream call: the network stack (loopback) and scheduling delays"},
     {"net.tw_reuse", K_BOOL, SK(tw_reuse), "0", 0, 1, "1 = tcp_tw_reuse: a TIME_WAIT port older than 1 s may be reused"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
@@ -1380,8 +1382,10 @@ static void req_issue(struct model *m, int32_t r, const struct step *st)
         return;
     }
     simtime lat[MAX_PAR];
+    const struct dist *net = &m->s->call_latency;
+    int net_random = net->kind != DIST_CONST || net->a != 0; /* no draw when absent: streams unchanged */
     for (int i = 0; i < st->nsvc; i++) /* sample first, in program order: common random numbers */
-        lat[i] = dist_sample(&m->s->svc[st->svc[i]].latency, &q->rng);
+        lat[i] = dist_sample(&m->s->svc[st->svc[i]].latency, &q->rng) + (net_random ? dist_sample(net, &q->rng) : 0);
     q->pending = st->nsvc;
     for (int i = 0; i < st->nsvc; i++)
         if (svc_call(m, r, st->svc[i], lat[i]) < 0) {
