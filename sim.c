@@ -241,6 +241,8 @@ struct thr {
     uint32_t idle_gen; /* bumps when it leaves idle: stale idle-timeout events are ignored */
     simtime burst_left;/* CPU still wanted in the current burst */
     simtime since;     /* when it entered its state (for the trace and the window) */
+    simtime born;      /* when it was created */
+    uint32_t served;   /* requests it has finished (pool worker) or carried to their end */
 };
 
 /* A core. Invariant: thr >= 0 iff exactly one BURST_END event for this core is pending. */
@@ -1160,7 +1162,8 @@ static int32_t thr_spawn(struct model *m, int extra)
 {
     int32_t t = slot_take((void **)&m->thr, &m->nthr, &m->capthr, &m->free_thr, sizeof *m->thr);
     m->thr[t] = (struct thr){.next = -1, .req = -1, .core = -1, .state = THR_IDLE, .alive = 1,
-                             .extra = (uint8_t)extra, .id = (uint32_t)m->next_thread_id++, .since = m->now};
+                             .extra = (uint8_t)extra, .id = (uint32_t)m->next_thread_id++, .since = m->now,
+                             .born = m->now};
     m->thr_state_n[THR_IDLE]++;
     m->threads_alive++;
     m->st.thread_creations++;
@@ -1586,6 +1589,7 @@ static void plat_thread_free(struct model *m, int32_t t)
 static void plat_release(struct model *m, int32_t r)
 {
     int32_t t = m->req[r].thr;
+    m->thr[t].served++;
     m->thr[t].req = -1;
     m->req[r].thr = -1;
     plat_thread_free(m, t);
@@ -1697,6 +1701,7 @@ static void vt_wake(struct model *m, int32_t r)
 static void vt_release(struct model *m, int32_t r)
 {
     int32_t c = m->req[r].thr;
+    m->thr[c].served++;
     m->thr[c].req = -1;
     m->req[r].thr = -1;
     m->carriers_busy--;
@@ -3848,7 +3853,9 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
         if (!th->alive) return n;
         snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id, m->kind == MODEL_PLATFORM ? "OS thread" : "carrier",
                  thr_state_names[th->state], (double)(m->now - th->since) / 1e6);
-        if (th->core >= 0) snprintf(lines[n++], 96, "on core %d", th->core);
+        int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished", (double)th->born / SEC, th->served);
+        if (th->core >= 0) snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
+        n++;
         r = th->req;
     } else if (p.kind == UI_PICK_REQ) r = p.idx;
     if (!ui_live(m, r) || n + 3 > max) return n;
@@ -3859,14 +3866,22 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
     snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), q->id, (double)(m->now - q->arrived) / 1e6);
     snprintf(lines[n++], 96, "step %d of %d: %.40s", q->pc + 1, m->s->nsteps, step);
     snprintf(lines[n++], 96, "%.95s", doing);
+    if (n < max && q->pc > 0) { /* its history: the steps it has done, oldest first */
+        int o = snprintf(lines[n], 96, "done:");
+        for (int i = 0; i < q->pc && o < 90; i++) {
+            ui_step_name(m->s, i, step, sizeof step);
+            o += snprintf(lines[n] + o, (size_t)(96 - o), " %s", step);
+        }
+        n++;
+    }
     return n;
 }
 
 static void ui_card(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p, float x, float y, int w, int h)
 {
     if (p.model < 0 || p.kind == UI_PICK_NONE) return;
-    char lines[6][96];
-    int n = ui_card_lines(&ms[p.model], p, lines, 6);
+    char lines[7][96];
+    int n = ui_card_lines(&ms[p.model], p, lines, 7);
     if (!n) return;
     float S = g->scale, lh = g->font[UI_SMALL].line, cw = 0;
     for (int i = 0; i < n; i++) cw = fmaxf(cw, ui_text_w(g, UI_SMALL, lines[i]));

@@ -102,12 +102,17 @@ static void test_panels_and_text(void)
     const struct model *p = &x->m[MODEL_PLATFORM];
     int32_t t = 0;
     while (t < p->nthr && (!p->thr[t].alive || p->thr[t].req < 0)) t++;
-    char lines[6][96];
-    int n = t < p->nthr ? ui_card_lines(p, (struct ui_pick){MODEL_PLATFORM, UI_PICK_THREAD, t}, lines, 6) : 0;
+    char lines[7][96];
+    int n = t < p->nthr ? ui_card_lines(p, (struct ui_pick){MODEL_PLATFORM, UI_PICK_THREAD, t}, lines, 7) : 0;
     char want[32];
     snprintf(want, sizeof want, "T#%u", t < p->nthr ? p->thr[t].id : 0);
-    CHECK(n >= 4 && strstr(lines[0], want) && strstr(lines[0], thr_state_names[p->thr[t].state]) && strstr(lines[2], "step "),
-          "card of %s: \"%s\" / \"%s\"", want, n > 0 ? lines[0] : "", n > 2 ? lines[2] : "");
+    CHECK(n >= 5 && strstr(lines[0], want) && strstr(lines[0], thr_state_names[p->thr[t].state]) &&
+              strstr(lines[1], "created at") && strstr(lines[3], "step "),
+          "card of %s: \"%s\" / \"%s\"", want, n > 0 ? lines[0] : "", n > 3 ? lines[3] : "");
+    /* its history: a request past its first step lists the steps it has done */
+    int32_t r = t < p->nthr ? p->thr[t].req : -1;
+    CHECK(r >= 0 && (p->req[r].pc == 0 || (n == 6 && !strncmp(lines[5], "done: ", 6))),
+          "the card lists the steps done (pc %d, %d lines)", r >= 0 ? p->req[r].pc : -1, n);
     CHECK(ui_screenshot(&x->s, 2 * SEC, "test_ui_demo.png", &tu_opts) == 0, "ui_screenshot writes a PNG");
     FILE *f = fopen("test_ui_demo.png", "rb");
     unsigned char sig[8] = {0};
