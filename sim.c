@@ -277,9 +277,19 @@ struct event {
     uint32_t a, b;
 };
 
+/* A lane: events pushed in time order (a FIFO is then already sorted), e.g. the answers of
+ * a service whose latency is constant. A ring buffer, oldest at head. */
+struct evq_lane {
+    struct event *buf;
+    uint32_t head, len, cap; /* cap is a power of two */
+};
+
+#define EVQ_LANES 8
 struct evq {
-    struct event *heap;
-    size_t len, cap;
+    struct event *heap;             /* a binary heap for everything else */
+    size_t nheap, capheap;
+    struct evq_lane lane[EVQ_LANES];
+    size_t len;                     /* events in the heap and the lanes */
     uint64_t seq;
 };
 
@@ -536,15 +546,14 @@ static int evq_less(const struct event *x, const struct event *y)
     return x->t < y->t || (x->t == y->t && x->order < y->order);
 }
 
-static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
+static void evq_heap_push(struct evq *q, struct event e)
 {
-    if (q->len == q->cap) {
-        q->cap = q->cap ? q->cap * 2 : 1024;
-        q->heap = realloc(q->heap, q->cap * sizeof *q->heap);
+    if (q->nheap == q->capheap) {
+        q->capheap = q->capheap ? q->capheap * 2 : 1024;
+        q->heap = realloc(q->heap, q->capheap * sizeof *q->heap);
         if (!q->heap) { perror("sim: event queue"); exit(1); }
     }
-    struct event e = {t, (q->seq++ << 8) | (uint64_t)type, a, b};
-    size_t i = q->len++;
+    size_t i = q->nheap++;
     while (i > 0) { /* sift up */
         size_t parent = (i - 1) / 2;
         if (!evq_less(&e, &q->heap[parent])) break;
@@ -554,10 +563,10 @@ static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
     q->heap[i] = e;
 }
 
-static struct event evq_pop(struct evq *q)
+static struct event evq_heap_pop(struct evq *q)
 {
-    struct event top = q->heap[0], last = q->heap[--q->len];
-    size_t i = 0, n = q->len;
+    struct event top = q->heap[0], last = q->heap[--q->nheap];
+    size_t i = 0, n = q->nheap;
     for (;;) { /* sift the last element down from the root */
         size_t child = 2 * i + 1;
         if (child >= n) break;
@@ -568,6 +577,67 @@ static struct event evq_pop(struct evq *q)
     }
     if (n) q->heap[i] = last;
     return top;
+}
+
+static struct event evq_make(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
+{
+    q->len++;
+    return (struct event){t, (q->seq++ << 8) | (uint64_t)type, a, b};
+}
+
+static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
+{
+    evq_heap_push(q, evq_make(q, t, type, a, b));
+}
+
+/* Push to a lane when it keeps the lane sorted (O(1)); otherwise to the heap. Which lane an
+ * event goes to changes only speed: every event keeps its (time, insertion order) key. */
+static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
+{
+    struct evq_lane *l = &q->lane[lane % EVQ_LANES];
+    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > t) { evq_push(q, t, type, a, b); return; }
+    if (l->len == l->cap) { /* grow, unwrapping the ring */
+        uint32_t cap = l->cap ? 2 * l->cap : 256;
+        struct event *buf = malloc(cap * sizeof *buf);
+        if (!buf) { perror("sim: event queue"); exit(1); }
+        for (uint32_t i = 0; i < l->len; i++) buf[i] = l->buf[(l->head + i) & (l->cap - 1)];
+        free(l->buf);
+        l->buf = buf, l->head = 0, l->cap = cap;
+    }
+    l->buf[(l->head + l->len++) & (l->cap - 1)] = evq_make(q, t, type, a, b);
+}
+
+/* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a
+ * lane; NULL when empty. */
+static const struct event *evq_peek(const struct evq *q, int *from)
+{
+    const struct event *best = q->nheap ? &q->heap[0] : NULL;
+    *from = -1;
+    for (int i = 0; i < EVQ_LANES; i++) {
+        const struct evq_lane *l = &q->lane[i];
+        if (l->len && (!best || evq_less(&l->buf[l->head], best))) best = &l->buf[l->head], *from = i;
+    }
+    return best;
+}
+
+static struct event evq_pop(struct evq *q)
+{
+    int from;
+    evq_peek(q, &from);
+    q->len--;
+    if (from < 0) return evq_heap_pop(q);
+    struct evq_lane *l = &q->lane[from];
+    struct event e = l->buf[l->head];
+    l->head = (l->head + 1) & (l->cap - 1);
+    l->len--;
+    return e;
+}
+
+static void evq_free(struct evq *q)
+{
+    free(q->heap);
+    for (int i = 0; i < EVQ_LANES; i++) free(q->lane[i].buf);
+    memset(q, 0, sizeof *q);
 }
 
 static int ev_type_of(const struct event *e) { return (int)(e->order & 0xff); }
@@ -1244,7 +1314,7 @@ static void svc_start(struct model *m, int32_t c)
     simtime lat = k->latency + (k->new_conn ? cfg->connect_time : 0);
     if (cfg->timeout && lat > cfg->timeout) lat = cfg->timeout, k->timed_out = 1;
     m->svc[k->svc].in_service++;
-    evq_push(&m->q, m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
+    evq_push_lane(&m->q, k->svc % (EVQ_LANES - 1), m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
 }
 
 static void svc_connected(struct model *m, int32_t c)
@@ -1774,7 +1844,7 @@ static void wl_next(struct model *m, int32_t r)
     if (q->user < 0) return;
     uint64_t think_rng = rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)q->user, m->user_iter[q->user] - 1);
     simtime delay = dist_sample(&s->think, &think_rng) + (q->fail != FAIL_NONE ? s->retry_after : 0);
-    evq_push(&m->q, m->now + delay, EV_ARRIVE, (uint32_t)q->user, 0);
+    evq_push_lane(&m->q, EVQ_LANES - 1, m->now + delay, EV_ARRIVE, (uint32_t)q->user, 0);
 }
 
 /* ==== Engine ==== */
@@ -1905,7 +1975,8 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
 
 static void model_free(struct model *m)
 {
-    free(m->q.heap), free(m->req), free(m->call), free(m->thr), free(m->core);
+    evq_free(&m->q);
+    free(m->req), free(m->call), free(m->thr), free(m->core);
     free(m->user_iter), free(m->series);
     for (int i = 0; i < MAX_SERVICES; i++) free(m->svc[i].tw);
     memset(m, 0, sizeof *m);
@@ -1917,7 +1988,9 @@ static int model_step(struct model *m, simtime until)
 {
     if (until > m->s->duration) until = m->s->duration;
     if (m->stuck) return -1;
-    if (m->q.len == 0 || m->q.heap[0].t > until) {
+    int from;
+    const struct event *next = evq_peek(&m->q, &from);
+    if (!next || next->t > until) {
         if (until > m->now) m->now = until;
         return -1;
     }
@@ -1934,6 +2007,14 @@ static int model_step(struct model *m, simtime until)
     model_peaks(m);
     m->st.events++;
     return type;
+}
+
+/* When the model's next event happens; INT64_MAX when it has none. */
+static simtime model_next_time(const struct model *m)
+{
+    int from;
+    const struct event *e = evq_peek(&m->q, &from);
+    return e ? e->t : INT64_MAX;
 }
 
 static void model_run(struct model *m, simtime until)
@@ -4018,8 +4099,8 @@ static int ui_sim_next(const struct ui_sim *x)
     int best = -1;
     for (int k = 0; k < MODEL_N; k++) {
         const struct model *m = &x->m[k];
-        if (m->stuck || !m->q.len || m->q.heap[0].t > x->s.duration) continue;
-        if (best < 0 || m->q.heap[0].t < x->m[best].q.heap[0].t) best = k;
+        if (m->stuck || model_next_time(m) > x->s.duration) continue;
+        if (best < 0 || model_next_time(m) < model_next_time(&x->m[best])) best = k;
     }
     return best;
 }
@@ -4037,7 +4118,8 @@ struct ui_subject {
 
 static struct ui_subject ui_subject_of(const struct model *m)
 {
-    const struct event *e = &m->q.heap[0];
+    int from;
+    const struct event *e = evq_peek(&m->q, &from);
     struct ui_subject u = {ev_type_of(e), -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq, m->st.arrived};
     switch (u.type) {
     case EV_ARRIVE: u.user = m->s->users ? (int)e->a : -1; break;
@@ -4099,7 +4181,7 @@ static int ui_sim_step(struct ui_sim *x, char *buf, size_t len, struct ui_pick *
     }
     struct model *m = &x->m[k];
     struct ui_subject u = ui_subject_of(m);
-    model_step(m, m->q.heap[0].t);
+    model_step(m, model_next_time(m));
     if (m->now > x->t) x->t = m->now;
     if (buf) ui_narrate(m, &u, buf, len, touched);
     return k;
@@ -4115,7 +4197,7 @@ static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_p
         if (k < 0) return ui_sim_step(x, buf, len, touched);
         struct model *m = &x->m[k];
         struct ui_subject u = ui_subject_of(m);
-        model_step(m, m->q.heap[0].t);
+        model_step(m, model_next_time(m));
         if (m->now > x->t) x->t = m->now;
         if (x->m[0].st.completed + x->m[1].st.completed > done) {
             ui_narrate(m, &u, buf, len, touched);

@@ -84,7 +84,13 @@ static void test_event_order(void)
     struct evq q = {0};
     uint64_t rng = 42;
     enum { N = 20000 };
-    for (uint32_t i = 0; i < N; i++) evq_push(&q, (simtime)(rng_splitmix(&rng) % 50), EV_SAMPLE, i, 0);
+    simtime lane_t = 0;
+    for (uint32_t i = 0; i < N; i++) { /* a third go to lanes, in order or not (then to the heap) */
+        simtime t = (simtime)(rng_splitmix(&rng) % 50);
+        if (i % 3 == 0) evq_push_lane(&q, (int)(i % 5), lane_t += t % 3, EV_SAMPLE, i, 0);
+        else if (i % 3 == 1) evq_push_lane(&q, (int)(i % 7), t, EV_SAMPLE, i, 0);
+        else evq_push(&q, t, EV_SAMPLE, i, 0);
+    }
     simtime last_t = -1;
     uint32_t last_a = 0;
     int sorted = 1, ties_in_order = 1, n = 0;
@@ -97,7 +103,7 @@ static void test_event_order(void)
     CHECK(n == N, "popped %d events, pushed %d", n, N);
     CHECK(sorted, "events come out in time order");
     CHECK(ties_in_order, "events at the same time come out in insertion order");
-    free(q.heap);
+    evq_free(&q);
 }
 
 static void test_histogram(void)
