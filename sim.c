@@ -284,12 +284,14 @@ struct evq_lane {
     uint32_t head, len, cap; /* cap is a power of two */
 };
 
-#define EVQ_LANES 8
+/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers. */
+enum { EVQ_SERVICE_LANES = 7, EVQ_ARRIVALS = EVQ_SERVICE_LANES, EVQ_WAKEUPS, EVQ_TIMERS, EVQ_LANES };
 struct evq {
     struct event *heap;             /* a binary heap for everything else */
     size_t nheap, capheap;
     struct evq_lane lane[EVQ_LANES];
     size_t len;                     /* events in the heap and the lanes */
+    size_t nlaned;                  /* of those, in the lanes */
     uint64_t seq;
 };
 
@@ -605,6 +607,7 @@ static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t
         l->buf = buf, l->head = 0, l->cap = cap;
     }
     l->buf[(l->head + l->len++) & (l->cap - 1)] = evq_make(q, t, type, a, b);
+    q->nlaned++;
 }
 
 /* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a
@@ -613,25 +616,26 @@ static const struct event *evq_peek(const struct evq *q, int *from)
 {
     const struct event *best = q->nheap ? &q->heap[0] : NULL;
     *from = -1;
-    for (int i = 0; i < EVQ_LANES; i++) {
+    for (int i = 0; q->nlaned && i < EVQ_LANES; i++) {
         const struct evq_lane *l = &q->lane[i];
         if (l->len && (!best || evq_less(&l->buf[l->head], best))) best = &l->buf[l->head], *from = i;
     }
     return best;
 }
 
-static struct event evq_pop(struct evq *q)
+/* Remove the event evq_peek found, from where it said. */
+static struct event evq_pop_from(struct evq *q, int from)
 {
-    int from;
-    evq_peek(q, &from);
     q->len--;
     if (from < 0) return evq_heap_pop(q);
     struct evq_lane *l = &q->lane[from];
     struct event e = l->buf[l->head];
     l->head = (l->head + 1) & (l->cap - 1);
     l->len--;
+    q->nlaned--;
     return e;
 }
+
 
 static void evq_free(struct evq *q)
 {
@@ -1314,7 +1318,7 @@ static void svc_start(struct model *m, int32_t c)
     simtime lat = k->latency + (k->new_conn ? cfg->connect_time : 0);
     if (cfg->timeout && lat > cfg->timeout) lat = cfg->timeout, k->timed_out = 1;
     m->svc[k->svc].in_service++;
-    evq_push_lane(&m->q, k->svc % (EVQ_LANES - 1), m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
+    evq_push_lane(&m->q, k->svc % EVQ_SERVICE_LANES, m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
 }
 
 static void svc_connected(struct model *m, int32_t c)
@@ -1618,7 +1622,7 @@ static void plat_admit(struct model *m, int32_t r)
     if (t < 0) return; /* every thread is busy or already signalled: it waits */
     m->thr[t].idle_gen++;
     m->waking++;
-    evq_push(&m->q, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
+    evq_push_lane(&m->q, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
 }
 
 /* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
@@ -1645,7 +1649,7 @@ static void plat_idle(struct model *m, int32_t t)
     thr_set(m, t, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, t);
     if (plat_pool_size(m) > m->s->min_spare)
-        evq_push(&m->q, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
+        evq_push_lane(&m->q, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
 }
 
 /* The thread is free: the next queued request, or the idle list. */
@@ -1691,7 +1695,7 @@ static void vt_carrier_free(struct model *m, int32_t c)
     thr_set(m, c, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, c);
     if (m->thr[c].extra)
-        evq_push(&m->q, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK, (uint32_t)c, m->thr[c].idle_gen);
+        evq_push_lane(&m->q, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK, (uint32_t)c, m->thr[c].idle_gen);
 }
 
 static void vt_kick(struct model *m)
@@ -1826,7 +1830,7 @@ static void wl_arrive(struct model *m, const struct event *e)
     } else {
         key = rng_key(s->seed, (uint64_t)1 << 40, m->arrival_index++);
         simtime gap = (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC);
-        evq_push(&m->q, m->now + gap, EV_ARRIVE, 0, 0);
+        evq_push_lane(&m->q, EVQ_ARRIVALS, m->now + gap, EV_ARRIVE, 0, 0);
     }
     int32_t r = req_alloc(m);
     m->req[r] = (struct req){.next = -1, .thr = -1, .user = user, .fail = FAIL_NONE, .rng = key,
@@ -1844,7 +1848,7 @@ static void wl_next(struct model *m, int32_t r)
     if (q->user < 0) return;
     uint64_t think_rng = rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)q->user, m->user_iter[q->user] - 1);
     simtime delay = dist_sample(&s->think, &think_rng) + (q->fail != FAIL_NONE ? s->retry_after : 0);
-    evq_push_lane(&m->q, EVQ_LANES - 1, m->now + delay, EV_ARRIVE, (uint32_t)q->user, 0);
+    evq_push_lane(&m->q, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)q->user, 0);
 }
 
 /* ==== Engine ==== */
@@ -1994,7 +1998,7 @@ static int model_step(struct model *m, simtime until)
         if (until > m->now) m->now = until;
         return -1;
     }
-    struct event e = evq_pop(&m->q);
+    struct event e = evq_pop_from(&m->q, from);
     if (e.t != m->last_t) m->last_t = e.t, m->same_t_events = 0;
     else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
         m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */

@@ -95,7 +95,9 @@ static void test_event_order(void)
     uint32_t last_a = 0;
     int sorted = 1, ties_in_order = 1, n = 0;
     while (q.len) {
-        struct event e = evq_pop(&q);
+        int from;
+        evq_peek(&q, &from);
+        struct event e = evq_pop_from(&q, from);
         if (e.t < last_t) sorted = 0;
         if (e.t == last_t && e.a < last_a) ties_in_order = 0; /* a = insertion index */
         last_t = e.t, last_a = e.a, n++;
