@@ -18,7 +18,7 @@ SDL_CF  := $(shell pkg-config --cflags sdl2 stb 2>/dev/null)
 SDL_LD  := $(shell pkg-config --libs sdl2 stb 2>/dev/null)
 SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator
+TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
 
 .PHONY: all test asan run bench fuzz tutorial-images calibrate clean
 all: $(O)/sim $(O)/aggregator
@@ -43,6 +43,11 @@ $(O)/tests/test_ui: tests/test_ui.c sim.c tests/check.h
 $(O)/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p $(O)/tests
 	$(CC) $(STD) $(CFLAGS) -I. -o $@ tests/test_aggregator.c -lpthread -lm
+
+# Fault injection against the real ./aggregator as a process (bad backends, bad clients, EMFILE).
+$(O)/tests/test_faults: tests/test_faults.c tests/check.h
+	@mkdir -p $(O)/tests
+	$(CC) $(STD) $(CFLAGS) -I. -o $@ tests/test_faults.c -lpthread
 
 test: all $(TESTS)
 	@sh tests/run $(O)
@@ -115,4 +120,4 @@ bench: all $(O)/tests/bench_ui
 	@sh tests/bench $(O)
 
 clean:
-	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/bench_ui build
+	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/test_faults tests/bench_ui build

@@ -1193,7 +1193,11 @@ static ssize_t io_rw(int fd, int dir, void *buf, size_t len, int64_t deadline)
         if (!io || io->ready[dir]) {
             ssize_t n = dir == VT_READ ? read(fd, buf, len) : write(fd, buf, len); /* SIGPIPE is ignored */
             if (n >= 0) {
-                if (io && (size_t)n < len) io->ready[dir] = 0; /* stream drained/full: epoll(7) */
+                /* A short write means the send buffer is full (epoll(7)). A short read does not
+                 * prove the stream drained: the peer's FIN may have come with the data, and its
+                 * edge is already spent, so reads stay ready until EAGAIN or EOF (found by
+                 * fault injection: a backend closing half-way gave 504, not 502). */
+                if (io && dir == VT_WRITE && (size_t)n < len) io->ready[dir] = 0;
                 return n;
             }
             if (errno == EINTR) continue;
