@@ -20,7 +20,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
 
-.PHONY: all test asan run bench fuzz tutorial-images calibrate clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -54,6 +54,13 @@ test: all $(TESTS)
 
 asan:
 	$(MAKE) O=build/asan CFLAGS="$(SAN)" test
+
+# The virtual-thread runtime's tests under ThreadSanitizer (clang; fibers are annotated).
+# Not yet in CI: it still reports races on the shared fd table (see the closing note).
+tsan:
+	@mkdir -p build/tsan/tests
+	clang $(STD) -O1 -g -fsanitize=thread -I. -o build/tsan/tests/test_aggregator tests/test_aggregator.c -lpthread -lm
+	build/tsan/tests/test_aggregator
 
 run: $(O)/sim
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \

@@ -141,6 +141,16 @@
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define VT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VT_TSAN 1
+#endif
+#endif
+#ifdef VT_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 #if defined(__x86_64__) && !defined(VT_UCONTEXT)
 #define VT_SWITCH_X86_64 1
@@ -470,6 +480,20 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* ThreadSanitizer must be told which fiber runs: each virtual thread is one, and so is each
+ * carrier's scheduler loop. A switch with flags 0 also orders the two, as a lock would. */
+#ifdef VT_TSAN
+#define TSAN_CREATE() __tsan_create_fiber(0)
+#define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
+#define TSAN_CURRENT() __tsan_get_current_fiber()
+#define TSAN_SWITCH(f) __tsan_switch_to_fiber((f), 0)
+#else
+#define TSAN_CREATE() NULL
+#define TSAN_DESTROY(f) ((void)(f))
+#define TSAN_CURRENT() NULL
+#define TSAN_SWITCH(f) ((void)(f))
+#endif
+
 /* Counters written only by the owning carrier and read by /metrics from anywhere: relaxed
  * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
 #define OWN_ADD(x, n) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
@@ -509,6 +533,7 @@ struct vt {
     int pinned;              /* > 0 while inside vt_pin: blocking calls hold the carrier */
     struct vt *joiner;       /* thread parked in vt_join on this one, or NULL */
     void *asan_fake;         /* ASan's fake-stack handle across a switch (unused otherwise) */
+    void *tsan_fiber;        /* TSan's fiber for this thread (NULL otherwise) */
 };
 
 /* Per-fd readiness, indexed by fd number. Like Go's pollDesc: the fd is registered once,
@@ -550,6 +575,7 @@ struct carrier {
     long runnable;               /* threads in the run queue */
     int busy;                    /* 1 while running a virtual thread */
     void *asan_fake;             /* ASan bookkeeping for the scheduler's own stack */
+    void *tsan_sched;            /* TSan's fiber for the scheduler loop (NULL otherwise) */
     const void *asan_sched_lo;
     size_t asan_sched_size;
 };
@@ -721,6 +747,7 @@ static void vt_stack_restore(struct carrier *c, struct vt *v)
 
 static void vt_free(struct vt *v)
 {
+    if (v->tsan_fiber) TSAN_DESTROY(v->tsan_fiber);
     free(v->saved);
     free(v);
 }
@@ -731,6 +758,7 @@ static void vt_free(struct vt *v)
 static void vt_to_scheduler(struct carrier *c, struct vt *v)
 {
     ASAN_START(v->state == VT_DONE ? NULL : &v->asan_fake, c->asan_sched_lo, c->asan_sched_size);
+    TSAN_SWITCH(c->tsan_sched);
     vt_ctx_switch(&v->ctx, &c->sched_ctx);
     ASAN_FINISH(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
 }
@@ -768,6 +796,8 @@ static void carrier_run(struct carrier *c, struct vt *v)
     OWN_ADD(c->busy, 1);
     OWN_ADD(c->switches, 1);
     ASAN_START(&c->asan_fake, c->stk_lo, (size_t)(c->stk_hi - c->stk_lo));
+    if (!c->tsan_sched) c->tsan_sched = TSAN_CURRENT();
+    TSAN_SWITCH(v->tsan_fiber);
     vt_ctx_switch(&c->sched_ctx, &v->ctx);
     ASAN_FINISH(c->asan_fake, NULL, NULL);
     OWN_ADD(c->busy, -1);
@@ -810,6 +840,7 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     v->heap_idx = -1;
     v->wait_fd = -1;
     v->state = VT_RUNNABLE;
+    v->tsan_fiber = TSAN_CREATE();
     v->saved_cap = VT_FRAME_BYTES ? 256 : 0;
     v->saved = VT_FRAME_BYTES ? xmalloc(v->saved_cap) : NULL;
     v->saved_len = VT_FRAME_BYTES;
