@@ -1045,6 +1045,10 @@ static int io_register(int fd)
     struct carrier *c = carrier_self;
     if (fd >= rt.io_cap) return errno = EMFILE, -1;
     struct vt_io *io = &rt.io[fd];
+    /* The fd number may have been closed a moment ago on another carrier: the kernel orders
+     * that close before this fd's creation, and this acquire (pairing with io_close's
+     * release) tells the memory model, and ThreadSanitizer, the same. */
+    (void)__atomic_load_n(&io->owner, __ATOMIC_ACQUIRE);
     io->waiter[0] = io->waiter[1] = NULL;
     io->ready[0] = io->ready[1] = 1;
     __atomic_store_n(&io->owner, c, __ATOMIC_RELAXED);
@@ -1257,7 +1261,7 @@ static void io_close(int fd)
     if (fd < 0) return;
     if (rt.io && fd < rt.io_cap && LOAD(rt.io[fd].owner)) {
         rt.io[fd].waiter[0] = rt.io[fd].waiter[1] = NULL;
-        __atomic_store_n(&rt.io[fd].owner, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&rt.io[fd].owner, NULL, __ATOMIC_RELEASE); /* see io_register */
     }
     close(fd);
 }
@@ -1806,6 +1810,7 @@ struct conn {
     struct sbuf out;            /* response being written */
     struct conn *next, *prev;   /* platform: executor queue (next) and the all-connections list */
     struct conn *all_next;
+    int handoff;                /* platform: released by the thread that re-arms it, acquired by the poller */
 };
 
 static struct conn *conn_new(struct server *s, int fd)
@@ -2184,6 +2189,10 @@ static void *pool_thread(void *arg);
 static void pool_watch(struct pool *p, struct conn *c, int op)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+    /* The connection passes from this thread to the poller through the kernel (EPOLLONESHOT
+     * re-armed here, reported there): this release and the poller's acquire say so to the
+     * memory model and to ThreadSanitizer. */
+    __atomic_store_n(&c->handoff, 1, __ATOMIC_RELEASE);
     epoll_ctl(p->epfd, op, c->fd, &ev);
 }
 
@@ -2336,6 +2345,7 @@ static void *pool_poller(void *arg)
                 continue;
             }
             struct conn *c = ev[i].data.ptr;
+            (void)__atomic_load_n(&c->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
             if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN)) pool_close(p, c);
             else pool_submit(p, c);
         }
@@ -2380,8 +2390,12 @@ static void pool_stop(struct server *s)
     p->stopping = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < s->cfg->threads; i++) /* the poller is gone: no more can start */
-        if (p->slot[i] != POOL_SLOT_FREE) pthread_join(p->tids[i], NULL);
+    for (int i = 0; i < s->cfg->threads; i++) { /* the poller is gone: no more can start */
+        pthread_mutex_lock(&p->mu); /* exiting threads mark their slot under the lock */
+        int started = p->slot[i] != POOL_SLOT_FREE;
+        pthread_mutex_unlock(&p->mu);
+        if (started) pthread_join(p->tids[i], NULL);
+    }
     free(p->tids);
     free(p->slot);
     while (p->all) {
