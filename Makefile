@@ -108,13 +108,14 @@ fuzz: $(FUZZERS)
 # The calibration loop on this machine (a few minutes, loopback only): measure the costs,
 # run the real aggregator over a grid, and have the simulator predict every point.
 # Writes out/calibration.ini, out/results.csv, out/validation.txt and out/validation.json.
-CAL_SECONDS ?= 5
+CAL_SECONDS ?= 3
+CAL_RUNS    ?= 3
 calibrate: $(O)/sim $(O)/aggregator
 	@mkdir -p out
 	$(O)/aggregator calibrate --out out/calibration.ini
-	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 50 --duration $(CAL_SECONDS) --out out/d50.csv
-	$(O)/aggregator bench --users 1000 --pool off --delay-ms 50 --duration $(CAL_SECONDS) --out out/nopool.csv
-	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 5 --duration $(CAL_SECONDS) --out out/d5.csv
+	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d50.csv
+	$(O)/aggregator bench --users 1000 --pool off --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/nopool.csv
+	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 5 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d5.csv
 	@{ cat out/d50.csv; tail -n +2 out/nopool.csv; tail -n +2 out/d5.csv; } > out/results.csv
 	$(O)/sim --validate out/results.csv --calibration out/calibration.ini | tee out/validation.txt
 	@$(O)/sim --validate out/results.csv --calibration out/calibration.ini --json > out/validation.json
