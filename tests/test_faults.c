@@ -263,15 +263,25 @@ static void test_bad_backends(const char *mode)
     }
 }
 
+/* A healthy backend (D = 5 ms) and an aggregator in `mode` on it; 0, or -1 after a CHECK. */
+static int setup_healthy(const char *mode, int nofile, const char *what, pid_t *be, int *bport, struct server *s)
+{
+    char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
+    *be = spawn(bargs, 0, bport);
+    if (*be >= 0 && server_start(s, mode, *bport, nofile, 1) == 0) return 0;
+    CHECK(0, "%s: setup", what);
+    if (*be >= 0) stop(*be);
+    return -1;
+}
+
 static void test_backend_killed(const char *mode)
 {
     char what[64];
     snprintf(what, sizeof what, "%s, backend killed and restarted", mode);
     int bport, again;
-    char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
-    pid_t be = spawn(bargs, 0, &bport);
+    pid_t be;
     struct server s;
-    if (be < 0 || server_start(&s, mode, bport, 0, 1) < 0) { CHECK(0, "%s: setup", what); return; }
+    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0) return;
     CHECK(get(s.port, "/aggregate") == 200, "%s: 200 while it runs", what);
     kill(be, SIGKILL);
     waitpid(be, NULL, 0);
@@ -294,10 +304,9 @@ static void test_bad_clients(const char *mode)
     char what[64];
     snprintf(what, sizeof what, "%s, slow and vanishing clients", mode);
     int bport;
-    char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
-    pid_t be = spawn(bargs, 0, &bport);
+    pid_t be;
     struct server s;
-    if (be < 0 || server_start(&s, mode, bport, 0, 1) < 0) { CHECK(0, "%s: setup", what); return; }
+    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0) return;
     enum { SLOW = 40 };
     int slow[SLOW];
     for (int i = 0; i < SLOW; i++) { /* more slow clients than platform threads (8) */
@@ -332,10 +341,9 @@ static void test_fd_limit(const char *mode)
     char what[64];
     snprintf(what, sizeof what, "%s, more connections than fds", mode);
     int bport;
-    char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
-    pid_t be = spawn(bargs, 0, &bport);
+    pid_t be;
     struct server s;
-    if (be < 0 || server_start(&s, mode, bport, 64, 1) < 0) { CHECK(0, "%s: setup", what); return; }
+    if (setup_healthy(mode, 64, what, &be, &bport, &s) < 0) return;
     enum { MANY = 200 };
     int fds[MANY], open_now = 0;
     for (int i = 0; i < MANY; i++) fds[i] = dial_within(s.port, 100);
