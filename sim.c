@@ -22,19 +22,24 @@
  *
  * HOW THE PARTS FIT (sections, in file order)
  *   Data structures    scenario, program steps, requests, calls, threads, cores, model
- *   Random numbers     xoshiro256** for the engine, SplitMix64 streams per request (rng_)
+ *   Random numbers     xoshiro256** for open-loop gaps, SplitMix64 streams per request (rng_)
  *   Distributions      const, uniform, exp, lognormal from p50/p99 (dist_)
  *   Histogram          log-linear buckets, 1/128 relative error (hist_)
- *   Event queue        binary heap ordered by (time, insertion order) (evq_)
+ *   Event queue        a binary heap plus FIFO lanes for events pushed in time order; pops
+ *                      in (time, insertion order) (evq_)
  *   Scenario files     the key table, value parsers, program grammar, checks (scn_)
+ *   Model storage      growable arrays with free lists, intrusive FIFOs (slot_, fifo_)
+ *   Threads            OS threads' states, spawn and exit (thr_)
  *   Downstream         connection pools, ephemeral ports and TIME_WAIT, latency (svc_)
  *   OS scheduler       C cores, a FIFO run queue, time slices, context switches (cpu_)
- *   Requests           the step interpreter shared by both models (req_)
- *   Platform model     Tomcat's connector + thread pool executor (plat_)
+ *   Requests           the step interpreter shared by both models (req_, conn_)
+ *   Platform model     Tomcat's connector + thread pool executor, TaskQueue growth (plat_)
  *   Virtual model      Loom's carriers, parking, pinning, compensation (vt_)
  *   Workload           closed-loop users or open-loop Poisson arrivals (wl_)
- *   Engine             sampling, one event, run to a time (model_)
- *   Reports            text table, JSON, CSV, time series, Chrome trace (rep_)
+ *   Engine             sampling, peaks, one event, run to a time (model_)
+ *   Reports            text table, JSON, CSV, time series, Chrome trace (rep_, trace_)
+ *   Validation         --validate: simulate the aggregator bench's points, compare (val_)
+ *   Live telemetry     --live: scrape a running aggregator's /metrics (live_)
  *   Window             SDL2 + stb_truetype drawing, headless screenshots (ui_)
  *   Command line       flags and main
  *
