@@ -3017,10 +3017,14 @@ struct bench_cfg {
 };
 
 /* One cell's figures. */
+/* The load generator's warm-up before its window, s (the CSV says it, for ./sim --validate). */
+#define BENCH_WARMUP_S 1
+#define BENCH_WARMUP_TEXT "1"
+
 struct bench_row {
     int users, pool, mode;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
-    double other_cpu_us_per_req; /* the backend's and the load generator's, on the same CPUs */
+    double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
     long peak_threads, peak_rss, errors;
     long base_rss;              /* the aggregator's RSS before the load, bytes */
 };
@@ -3106,6 +3110,8 @@ static int bench_wait_port(int port)
     return -1;
 }
 
+static double nonneg(double x) { return x > 0 ? x : 0; }
+
 /* utime + stime of a process, in µs, from /proc/PID/stat (fields 14 and 15). */
 static double bench_cpu_us(pid_t pid)
 {
@@ -3120,6 +3126,22 @@ static double bench_cpu_us(pid_t pid)
     unsigned long ut = 0, st = 0;
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0;
     return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU time the whole machine spent not idle, in µs, from /proc/stat's first line (user,
+ * nice, system, irq, softirq, steal). This is the figure the model's CPU ceiling is about:
+ * the aggregator, the backend and the load generator share the cores, and the loopback TCP
+ * stack's softirq work is charged to whichever of them happens to be running. */
+static double bench_machine_cpu_us(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &v[6], &v[7])
+              : 0;
+    if (f) fclose(f);
+    if (n != 8) return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
 static double bench_json_num(const char *json, const char *key)
@@ -3153,25 +3175,30 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
     char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
-                     "--warmup", "1", "--json", NULL};
+                     "--warmup", BENCH_WARMUP_TEXT, "--json", NULL};
     pid_t load = bench_spawn(k, largv, pfd[1], 1);
     close(pfd[1]);
-    int64_t t_start = now_ns() + NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
-    double cpu0 = -1, cpu1 = -1, other0 = -1, other1 = -1;
+    /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
+     * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
+    int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
+    double cpu0 = -1, cpu1 = -1, all0 = -1, all1 = -1;
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads) row->peak_threads = th;
-        if (cpu0 < 0 && now_ns() >= t_start) cpu0 = bench_cpu_us(agg), other0 = bench_cpu_us(load) + bench_cpu_us(bc->backend);
-        if (cpu1 < 0 && now_ns() >= t_end) cpu1 = bench_cpu_us(agg), other1 = bench_cpu_us(load) + bench_cpu_us(bc->backend);
-        if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
+        int64_t now = now_ns();
+        if (cpu0 < 0 && now >= t_start) cpu0 = bench_cpu_us(agg), all0 = bench_machine_cpu_us();
+        if (cpu1 < 0 && now >= t_end) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu_us();
+        int64_t next = now + 50 * NS_PER_MS;
+        if (cpu0 < 0 && t_start < next) next = t_start;
+        else if (cpu1 < 0 && t_end < next) next = t_end;
+        if (signals_wait_until(next)) {
             interrupted = 1;
             break;
         }
     }
-    if (cpu1 < 0) cpu1 = bench_cpu_us(agg);
-    if (other1 < 0) other1 = other0; /* the load generator exited first: its share is unknown */
+    if (cpu1 < 0) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu_us();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
@@ -3188,7 +3215,8 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
     row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / (row->rps * bc->duration_s) : 0;
-    row->other_cpu_us_per_req = completed > 0 && other0 >= 0 ? (other1 - other0) / (row->rps * bc->duration_s) : 0;
+    double machine = all0 >= 0 && all1 >= 0 ? all1 - all0 : 0, served = row->rps * bc->duration_s;
+    row->other_cpu_us_per_req = completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
 }
@@ -3197,9 +3225,9 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform", *pool = r->pool ? "on" : "off";
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f\n", r->users, mode, pool, bc->fanout,
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g\n", r->users, mode, pool, bc->fanout,
                 bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal,
-                r->errors, r->other_cpu_us_per_req);
+                r->errors, r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s);
         return;
     }
     fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld\n", r->users, mode, pool,
@@ -3216,7 +3244,7 @@ static int bench_cmp_rps(const void *a, const void *b)
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
-                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req\n");
+                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,window_s\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc->fanout,
            bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
     printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
@@ -3581,24 +3609,67 @@ static int cmd_microbench(int argc, char **argv)
 
 /* ==== Calibrate ==== */
 
-#define CALIBRATE_SYNOPSIS "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--duration S] [--port P]"
+enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
 
-/* One calibration run: `users` users on the aggregator in `mode` with fan-out K. */
-static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, int mode, int fanout, int pool, int threads, int users,
-                   struct bench_row *r)
+#define CALIBRATE_SYNOPSIS                                                                           \
+    "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]" \
+    " [--duration S] [--runs R] [--port P]"
+
+/* Machine CPU per request of a run: the aggregator's plus the rest of the machine's, µs. */
+static double cal_cpu(const struct bench_row *r) { return r->cpu_us_per_req + r->other_cpu_us_per_req; }
+
+static int cal_cmp_cpu(const void *a, const void *b)
 {
-    fprintf(stderr, "calibrate: %s, K=%d, pool %s, %d threads, %d users...\n", mode == MODE_VIRTUAL ? "virtual" : "platform",
-            fanout, pool ? "on" : "off", threads, users);
-    bc->fanout = fanout, bc->threads = threads;
-    *r = (struct bench_row){.users = users, .pool = pool, .mode = mode};
-    return bench_cell(bc, kids, r);
+    double x = cal_cpu(a), y = cal_cpu(b);
+    return (x > y) - (x < y);
 }
 
-/* The backend's latency as a client sees it over loopback: the load generator on /item/0. */
+/* A calibration measurement: bc->runs runs of `users` users on the aggregator in `mode`
+ * with fan-out K; *r is the run with the median machine CPU per request, [lo, hi] the
+ * spread of that figure over the runs. */
+struct cal_point {
+    struct bench_row r;
+    double lo, hi;
+};
+
+static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, int mode, int fanout, int pool, int threads, int users,
+                   struct cal_point *pt)
+{
+    struct bench_row runs[16];
+    int n = bc->runs < 16 ? bc->runs : 16;
+    fprintf(stderr, "calibrate: %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
+            mode == MODE_VIRTUAL ? "virtual" : "platform", fanout, bc->delay_ms, pool ? "on" : "off", threads, users, n);
+    bc->fanout = fanout, bc->threads = threads;
+    for (int i = 0; i < n; i++) {
+        runs[i] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
+        if (bench_cell(bc, kids, &runs[i]) < 0) return -1;
+    }
+    qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
+    *pt = (struct cal_point){runs[n / 2], cal_cpu(&runs[0]), cal_cpu(&runs[n - 1])};
+    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", pt->r.rps, cal_cpu(&pt->r), pt->lo,
+            pt->hi);
+    return 0;
+}
+
+/* A backend that answers after delay_ms, on bc->port; the previous one is stopped first. */
+static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay_ms)
+{
+    char bport[16], delay[16];
+    snprintf(bport, sizeof bport, "%d", bc->port);
+    snprintf(delay, sizeof delay, "%d", delay_ms);
+    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
+    if (bc->backend > 0) bench_kill(kids, bc->backend);
+    bc->backend = bench_spawn(kids, bargv, -1, 0);
+    bc->delay_ms = delay_ms;
+    if (bench_wait_port(bc->port) < 0) die("the backend did not start on port %d", bc->port);
+}
+
+/* The backend's latency as a client sees it over loopback: the load generator, 20 users,
+ * on /item/0?delay_ms=5 (short, so that the histogram's buckets are fine). */
 static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50, double *p99)
 {
-    char url[64], dur[16];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/item/0", bc->port);
+    char url[96], dur[16];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/item/0?delay_ms=%d", bc->port, CAL_LATENCY_D_MS);
     snprintf(dur, sizeof dur, "%g", bc->duration_s);
     char *largv[] = {"aggregator", "load", "--url", url, "--users", "20", "--duration", dur, "--warmup", "1", "--json", NULL};
     int pfd[2], status;
@@ -3618,35 +3689,134 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
     return *p50 > 0 && *p99 >= *p50 ? 0 : -1;
 }
 
-static double cal_nonneg(double x) { return x > 0 ? x : 0; }
+static int cal_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of bc->runs latency runs: p50 and p99 less D, in ms; 0 if none worked. */
+static void cal_call_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50, double *p99)
+{
+    double a[16], b[16];
+    int n = 0;
+    fprintf(stderr, "calibrate: the backend's latency, %d runs...\n", bc->runs);
+    for (int i = 0; i < bc->runs && i < 16; i++)
+        if (cal_backend_latency(bc, kids, &a[n], &b[n]) == 0) n++;
+    *p50 = *p99 = 0;
+    if (n == 0) return;
+    qsort(a, (size_t)n, sizeof *a, cal_cmp_double);
+    qsort(b, (size_t)n, sizeof *b, cal_cmp_double);
+    *p50 = a[n / 2] - CAL_LATENCY_D_MS, *p99 = b[n / 2] - CAL_LATENCY_D_MS;
+}
+
+/* The CPU figures, from saturated runs (D = cpu-delay-ms, so that the CPU is the limit):
+ *   c(K) = (per_request + K * per_call) * (1 + pressure * in_service)
+ * K = 1 and 3 give the two costs; virtual K = 3 at `users` and 4 * `users` (all of them in
+ * service, so the caches hold less of each) gives the pressure. A platform pool has at most
+ * its threads in service, however many users wait. */
+struct cal_cpu_fit {
+    double pressure;
+    double per_request[2], per_call[2], connect;
+};
+
+static struct cal_cpu_fit cal_fit(const struct cal_point r[2][2], const struct cal_point *big, const struct cal_point *nopool,
+                                  int users, int threads)
+{
+    struct cal_cpu_fit fit;
+    double c3 = cal_cpu(&r[MODE_VIRTUAL][1].r), ratio = cal_cpu(&big->r) / c3;
+    int big_users = big->r.users;
+    fit.pressure = nonneg((ratio - 1) / (big_users - ratio * users));
+    for (int mode = 0; mode < 2; mode++) {
+        double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
+        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].r), k3 = cal_cpu(&r[mode][1].r);
+        fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
+        fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
+    }
+    fit.connect = nonneg((cal_cpu(&nopool->r) - c3) / 3) / (1 + fit.pressure * users);
+    return fit;
+}
+
+static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_point r[2][2], const struct cal_point *big,
+                          const struct cal_point *nopool, int cpu_delay_ms)
+{
+    static const char *const prefix[2] = {"platform", "virtual"};
+    const struct cal_point *v3 = &r[MODE_VIRTUAL][1];
+    fprintf(f, "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: virtual K=3, %.1f us at %d users, %.1f us at %d\n",
+            fit->pressure, cal_cpu(&v3->r), v3->r.users, cal_cpu(&big->r), big->r.users);
+    for (int mode = 0; mode < 2; mode++) {
+        const struct cal_point *k1 = &r[mode][0], *k3 = &r[mode][1];
+        fprintf(f, "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
+                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->r.users, cal_cpu(&k1->r), k1->lo, k1->hi, k1->r.cpu_us_per_req);
+        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 (%.1f..%.1f) - K=1) / 2, less the cache pressure\n",
+                prefix[mode], fit->per_call[mode], cal_cpu(&k3->r), k3->lo, k3->hi);
+    }
+    fprintf(f, "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without pooling (%.1f..%.1f) - %.1f with) / 3\n",
+            fit->connect, cal_cpu(&nopool->r), nopool->lo, nopool->hi, cal_cpu(&v3->r));
+}
+
+/* Memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest. */
+static void cal_write_memory(FILE *f, const struct cal_point *served, const struct cal_point *queued, const double *mb,
+                             int users)
+{
+    const struct bench_row *v = &served->r, *q = &queued->r;
+    int nserved = users / 5;
+    double V = nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
+    double P = nonneg((double)(q->peak_rss - q->base_rss) - (double)(q->peak_threads - 2) * mb[MB_PT_RSS]);
+    double per_req = nonneg((V - P) / (users - nserved)), per_conn = nonneg((P - nserved * per_req) / users);
+    fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
+    fprintf(f, "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, %d of %d served)\n",
+            per_req, users, nserved, users);
+    fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n", per_conn);
+}
+
+static void cal_write_machine(FILE *f)
+{
+    long lo = 0, hi = 0, reuse = 0;
+    FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2) fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
+    if (pf) fclose(pf);
+    pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
+    if (pf && fscanf(pf, "%ld", &reuse) == 1) fprintf(f, "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on loopback)\n", reuse > 0, reuse);
+    if (pf) fclose(pf);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        fprintf(f, "# fd limit: %llu soft, %llu hard (raised to the hard limit for the runs)\n", (unsigned long long)rl.rlim_cur,
+                (unsigned long long)rl.rlim_max);
+}
 
 /* Measure the costs the simulator takes as parameters and write them as scenario keys
  * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
  *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
- *   - CPU per request and per downstream call, from heavily loaded runs (--cpu-users) at
- *     fan-out 1 and 3 (CPU = a + b*K): at light load every request pays wake-ups of idle
- *     CPUs that a busy server amortises, and the figure that decides throughput is the one
- *     at saturation. They count every process on the machine's cores (the aggregator, the
- *     backend and the load generator), because in the bench they share those cores, so the
- *     CPU ceiling the model must find is the machine's;
- *   - CPU per new TCP connection, from the same K=3 run without pooling;
- *   - memory: the idle RSS, and per connection / per request served, from a virtual run (all
- *     served) and a platform run with 20 threads for 100 users (80 connections queued);
- *   - the backend's latency distribution as a client sees it, and the kernel's port facts. */
+ *   - CPU per request, per downstream call, per new TCP connection, and the cache pressure,
+ *     from saturated runs (see cal_fit). They count the whole machine's CPU (the
+ *     aggregator, the backend, the load generator, the kernel's loopback TCP), because in
+ *     the bench those share the cores, so the ceiling the model must find is the machine's.
+ *     The saturated figure is the one that decides throughput: at light load each request
+ *     costs more (every event wakes an idle CPU, where a busy server finds its events
+ *     already waiting), but then there is CPU to spare;
+ *   - memory: the idle RSS, and per connection / per request served (cal_write_memory);
+ *   - the backend's latency distribution as a client sees it, and the kernel's port facts.
+ * Each load figure is the median of --runs runs, with its spread in the comment. */
 static int cmd_calibrate(int argc, char **argv)
 {
     const char *out = "calibration.ini";
-    struct bench_cfg bc = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 1, .threads = 200, .port = 19400};
-    int users = 100, cpu_users = 1000;
+    struct bench_cfg bc = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 3, .threads = 200, .port = 19400};
+    int users = 100, cpu_users = 1000, cpu_delay_ms = 2;
     const struct opt o[] = {
         {"--out", OPT_STR, &out, "file to write; default calibration.ini"},
         {"--users", OPT_INT, &users, "users of the memory runs (light load); default 100"},
-        {"--cpu-users", OPT_INT, &cpu_users, "users of the CPU runs (saturated); default 1000"},
+        {"--cpu-users", OPT_INT, &cpu_users, "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
+        {"--cpu-delay-ms", OPT_INT, &cpu_delay_ms, "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
         {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds per load run; default 3"},
+        {"--runs", OPT_INT, &bc.runs, "runs per figure, the median is kept (at most 16); default 3"},
         {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19400"},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (users < 25 || cpu_users < 1) opt_fail(CALIBRATE_SYNOPSIS, "--users must be >= 25, --cpu-users >= 1");
+    if (users < 25 || cpu_users < 1 || cpu_users > 2000 || cpu_delay_ms < 0 || bc.runs < 1 || bc.runs > 16 ||
+        !(bc.duration_s > 0))
+        opt_fail(CALIBRATE_SYNOPSIS, "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
+                                     "1 <= --runs <= 16, --duration > 0");
     FILE *f = fopen(out, "w");
     if (!f) die("cannot write %s: %s", out, strerror(errno));
     double mb[MB_N];
@@ -3654,25 +3824,20 @@ static int cmd_calibrate(int argc, char **argv)
     mb_measure(1000000, 3, mb);
     raise_fd_limit();
     signals_block();
-    char bport[16];
-    snprintf(bport, sizeof bport, "%d", bc.port);
-    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", "50", NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bc.backend = bench_spawn(&kids, bargv, -1, 0);
-    if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
-    struct bench_row r[2][2], nopool, served, queued; /* r: [mode][fan-out 1 or 3] */
+    struct cal_point r[2][2], big, nopool, served, queued; /* r: [mode][fan-out 1 or 3] */
     double lat50 = 0, lat99 = 0;
     int rc = 0;
+    /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
+    cal_backend(&bc, &kids, 50);
+    cal_call_latency(&bc, &kids, &lat50, &lat99);
+    rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 1, 200, users, &served);
+    if (!rc) rc = cal_run(&bc, &kids, MODE_PLATFORM, 1, 1, users / 5, users, &queued);
+    if (!rc) cal_backend(&bc, &kids, cpu_delay_ms);
     for (int mode = 0; mode < 2 && !rc; mode++)
         for (int k = 0; k < 2 && !rc; k++) rc = cal_run(&bc, &kids, mode, 1 + 2 * k, 1, 200, cpu_users, &r[mode][k]);
+    if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 1, 200, 4 * cpu_users, &big);
     if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 0, 200, cpu_users, &nopool);
-    if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 1, 200, users, &served);
-    if (!rc) rc = cal_run(&bc, &kids, MODE_PLATFORM, 1, 1, users / 5, users, &queued);
-    if (!rc) {
-        fprintf(stderr, "calibrate: the backend's latency...\n");
-        if (cal_backend_latency(&bc, &kids, &lat50, &lat99) < 0) fprintf(stderr, "calibrate: no latency figures from the backend\n");
-    }
-    bench_kill(&kids, be);
     bench_kill_all(&kids);
     if (rc) {
         fclose(f);
@@ -3683,9 +3848,9 @@ static int cmd_calibrate(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
-    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; the other figures come from %g s runs at\n"
-               "# fan-out K = 1 and 3, D = 50 ms, on loopback: %d users for CPU, %d for memory.\n",
-            bc.duration_s, cpu_users, users);
+    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs of %g s\n"
+               "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
+            bc.runs, bc.duration_s, cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "os.ctx_switch = %.0fns  # pthread switch on one CPU, pipe ping-pong (its syscalls included)\n", mb[MB_PT_SWITCH]);
     fprintf(f, "os.thread_create = %.1fus  # pthread_create + pthread_join\n", mb[MB_PT_CREATE] / 1e3);
@@ -3695,41 +3860,15 @@ static int cmd_calibrate(int argc, char **argv)
     fprintf(f, "virtual.park = %.0fns  # half a yield through the scheduler (switch, stack copy)\n", mb[MB_YIELD] / 2);
     fprintf(f, "virtual.unpark = %.0fns  # the other half\n", mb[MB_YIELD] / 2);
     fprintf(f, "virtual.stack_bytes = %.0fB  # RSS per parked virtual thread at 100,000\n", mb[MB_VT_RSS]);
-    static const char *const prefix[2] = {"platform", "virtual"};
-    for (int mode = 0; mode < 2; mode++) {
-        const struct bench_row *k1 = &r[mode][0], *k3 = &r[mode][1];
-        double c1 = k1->cpu_us_per_req + k1->other_cpu_us_per_req, c3 = k3->cpu_us_per_req + k3->other_cpu_us_per_req;
-        double per_call = cal_nonneg((c3 - c1) / 2), per_req = cal_nonneg(c1 - per_call);
-        fprintf(f, "%s.cpu_per_request = %.1fus  # machine CPU per request: %.1f us at K=1 (aggregator %.1f, backend and load %.1f)\n",
-                prefix[mode], per_req, c1, k1->cpu_us_per_req, k1->other_cpu_us_per_req);
-        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 - K=1) / 2\n", prefix[mode], per_call, c3);
-    }
-    double c3 = r[MODE_VIRTUAL][1].cpu_us_per_req + r[MODE_VIRTUAL][1].other_cpu_us_per_req;
-    double cn = nopool.cpu_us_per_req + nopool.other_cpu_us_per_req;
-    fprintf(f, "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without pooling - %.1f with) / 3\n",
-            cal_nonneg((cn - c3) / 3), cn, c3);
+    struct cal_cpu_fit fit = cal_fit(r, &big, &nopool, cpu_users, bc.threads);
+    cal_write_cpu(f, &fit, r, &big, &nopool, cpu_delay_ms);
     fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
     fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
-    long lo = 0, hi = 0, reuse = 0;
-    FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2) fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
-    if (pf) fclose(pf);
-    pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
-    if (pf && fscanf(pf, "%ld", &reuse) == 1) fprintf(f, "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on loopback)\n", reuse > 0, reuse);
-    if (pf) fclose(pf);
-    /* memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest */
-    const struct bench_row *v = &served;
-    int nserved = users / 5;
-    double V = cal_nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
-    double P = cal_nonneg((double)(queued.peak_rss - queued.base_rss) - (double)(queued.peak_threads - 2) * mb[MB_PT_RSS]);
-    double per_req = cal_nonneg((V - P) / (users - nserved)), per_conn = cal_nonneg((P - nserved * per_req) / users);
-    fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
-    fprintf(f, "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, %d of %d served)\n",
-            per_req, users, nserved, users);
-    fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n", per_conn);
-    if (lat50 > 50 && lat99 > 50) /* what a call takes beyond the backend's own D = 50 ms */
-        fprintf(f, "net.call_latency = lognormal(%.3fms, %.3fms)  # p50 and p99 of GET /item/0 seen by a client (20 users), less D\n",
-                lat50 - 50, lat99 - 50);
+    cal_write_machine(f);
+    cal_write_memory(f, &served, &queued, mb, users);
+    if (lat50 > 0 && lat99 >= lat50) /* what a call takes beyond the backend's own D */
+        fprintf(f, "net.call_latency = lognormal(%.3fms, %.3fms)  # p50 and p99 of GET /item/0 seen by a client (20 users), less D = %d ms\n",
+                lat50, lat99, CAL_LATENCY_D_MS);
     fclose(f);
     printf("wrote %s\n", out);
     return 0;

@@ -156,6 +156,7 @@ struct scenario {
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
     simtime cpu_per_request[2];  /* CPU to accept, parse and answer one request */
     simtime cpu_per_call[2];     /* CPU per downstream call: its syscalls, on the caller's thread */
+    double cache_pressure;       /* these costs (and connect_cpu) grow by this fraction per request in service */
     long mem_base;               /* process RSS with no load, bytes */
     long mem_per_request;        /* per request being served (on a thread or a virtual thread), bytes */
     long mem_per_connection;     /* per open client connection, served or waiting, bytes */
@@ -711,6 +712,7 @@ static const struct scn_key scn_keys[] = {
     {"platform.cpu_per_call", K_TIME, SK(cpu_per_call[0]), "0", 0, 1e9, "platform: CPU per downstream call beyond its program (socket syscalls)"},
     {"virtual.cpu_per_request", K_TIME, SK(cpu_per_request[1]), "0", 0, 1e9, "virtual: CPU per request beyond its program"},
     {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9, "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
+    {"cpu.cache_pressure", K_DOUBLE, SK(cache_pressure), "0", 0, 1, "the per-request, per-call and connect CPU grow by this fraction per request in service (their state competes for the caches)"},
     {"mem.base", K_BYTES, SK(mem_base), "0", 0, 1e12, "process RSS with no load (for the predicted RSS)"},
     {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9, "memory per request being served: buffers, a virtual thread's frames (predicted RSS)"},
     {"mem.per_connection", K_BYTES, SK(mem_per_connection), "0", 0, 1e9, "memory per open connection, served or queued (predicted RSS)"},
@@ -1267,6 +1269,21 @@ static void thr_unidle(struct model *m, int32_t t)
     m->idle = rest;
 }
 
+/* Requests being served: holding a pool thread (platform) or a virtual thread (virtual),
+ * mounted, runnable or parked. A request queued for a pool thread is not in service. */
+static int32_t model_in_service(const struct model *m)
+{
+    return m->kind == MODEL_PLATFORM ? m->threads_alive - m->idle.len : m->vt_alive;
+}
+
+/* A calibrated CPU cost as paid now. Every request in service keeps state the CPU touches
+ * on each step (sockets and their buffers, connection structs, a virtual thread's frames);
+ * the more there are, the less of it stays in the caches and the more each step costs. */
+static simtime cpu_cost(const struct model *m, simtime base)
+{
+    return base + (simtime)((double)base * m->s->cache_pressure * model_in_service(m));
+}
+
 /* ==== Downstream services ==== */
 
 /* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry; the
@@ -1356,7 +1373,7 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     }
     v->opened++;
     m->call[c].new_conn = 1;
-    m->req[r].debt += m->s->connect_cpu; /* paid on the caller's thread when it runs again */
+    m->req[r].debt += cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
     if (cfg->pool > 0) v->conns_open++, v->conns_busy++;
     svc_connected(m, c);
     return 0;
@@ -1513,7 +1530,7 @@ static void req_continue(struct model *m, int32_t r)
             continue;
         }
         default: { /* a blocking step: the model may charge CPU first (parking) */
-            simtime d = m->ops->block_cost(m, r, st->op) + st->nsvc * m->s->cpu_per_call[m->kind];
+            simtime d = m->ops->block_cost(m, r, st->op) + st->nsvc * cpu_cost(m, m->s->cpu_per_call[m->kind]);
             q->phase = PH_PREBLOCK;
             if (d > 0) { cpu_want(m, q->thr, d); return; }
             continue;
@@ -1573,7 +1590,7 @@ static void conn_admit(struct model *m, int32_t r)
 {
     m->conns++;
     m->req[r].admitted = 1;
-    m->req[r].debt += m->s->cpu_per_request[m->kind];
+    m->req[r].debt += cpu_cost(m, m->s->cpu_per_request[m->kind]);
     m->ops->admit(m, r);
 }
 
@@ -1869,12 +1886,6 @@ static int64_t model_thread_mem(const struct model *m)
 {
     const struct scenario *s = m->s;
     return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
-}
-
-/* Requests being served: holding a pool thread (platform) or a virtual thread (virtual). */
-static int32_t model_in_service(const struct model *m)
-{
-    return m->kind == MODEL_PLATFORM ? m->threads_alive - m->idle.len : m->vt_alive;
 }
 
 /* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
@@ -2306,7 +2317,10 @@ static void trace_close(struct trace *tr)
  * prediction beside measurement. The scenario of a point is built from text through scn_set,
  * so it is checked like any scenario, and the calibration file and --set apply on top. */
 
-/* The columns a results CSV must have, in any order (more are ignored). */
+/* The columns a results CSV must have, in any order (more are ignored). The bench also
+ * writes the load generator's warm-up and measured window: the point is then simulated
+ * over the same [warmup, warmup + window], transient included (with 5000 users queued
+ * for 200 threads, a 3 s window sees the first queue drain, not the steady state). */
 enum val_col { VC_USERS, VC_MODE, VC_POOL, VC_FANOUT, VC_DELAY, VC_RPS, VC_P50, VC_P99, VC_THREADS, VC_RSS, VC_N };
 static const char *const val_cols[VC_N] = {"users", "mode", "pool", "fanout", "delay_ms", "throughput_rps",
                                            "p50_ms", "p99_ms", "peak_threads", "peak_rss_bytes"};
@@ -2321,10 +2335,15 @@ static const struct { const char *json, *label; int col; size_t off; double scal
     {"peak_rss_bytes", "RSS MiB", VC_RSS, RR(peak_rss), 1},
 };
 
+enum { VC_WARMUP, VC_WINDOW, VC_OPTIONAL_N };
+static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s"};
+static const double val_optional_default[VC_OPTIONAL_N] = {5, 15}; /* s: a steady state */
+
 struct val_point {
     long users;
     int fanout, pooled, mode;
     double delay_ms;
+    double timing[VC_OPTIONAL_N]; /* s */
     double measured[VM_N], predicted[VM_N];
 };
 
@@ -2362,7 +2381,10 @@ static int val_simulate(struct val_point *pt, const char *calibration, const cha
     scn_defaults(&s);
     for (int i = 0; i < pt->fanout && i < 60; i++) strcat(program, "call(backend) ");
     snprintf(value, sizeof value, "%ld", pt->users);
-    const char *kv[][2] = {{"users", value}, {"think", "0"}, {"duration", "20s"}, {"warmup", "5s"},
+    char duration[32], warmup[32];
+    snprintf(duration, sizeof duration, "%.6gs", pt->timing[VC_WARMUP] + pt->timing[VC_WINDOW]);
+    snprintf(warmup, sizeof warmup, "%.6gs", pt->timing[VC_WARMUP]);
+    const char *kv[][2] = {{"users", value}, {"think", "0"}, {"duration", duration}, {"warmup", warmup},
                            {"program", program}, {"service.backend.pool", pt->pooled ? "100000" : "0"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0) return -1;
@@ -2391,7 +2413,7 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
     struct scn_src src = {path, 0, err, errlen};
     if (!f) return scn_fail(&src, "cannot open: %s", strerror(errno));
     char line[2048], *field[64];
-    int col[VC_N], ncols = 0, cap = 0, rc = 0;
+    int col[VC_N], opt[VC_OPTIONAL_N], ncols = 0, cap = 0, rc = 0;
     *points = NULL, *npoints = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         src.line++;
@@ -2403,6 +2425,11 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
                 for (int i = 0; i < n; i++)
                     if (!strcmp(field[i], val_cols[c])) col[c] = i;
                 if (col[c] < 0) rc = scn_fail(&src, "no column '%s' in the header", val_cols[c]);
+            }
+            for (int c = 0; c < VC_OPTIONAL_N; c++) {
+                opt[c] = -1;
+                for (int i = 0; i < n; i++)
+                    if (!strcmp(field[i], val_optional_cols[c])) opt[c] = i;
             }
             continue;
         }
@@ -2425,6 +2452,12 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
         for (int k = 0; k < VM_N && rc == 0; k++)
             if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 || pt.measured[k] < 0)
                 rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], field[col[val_metrics[k].col]]);
+        for (int c = 0; c < VC_OPTIONAL_N && rc == 0; c++) {
+            pt.timing[c] = val_optional_default[c];
+            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.timing[c]) < 0 || pt.timing[c] < (c == VC_WINDOW ? 0.01 : 0) ||
+                                pt.timing[c] > 3600))
+                rc = scn_fail(&src, "%s: '%s' is not a time in seconds (0 to 3600)", val_optional_cols[c], field[opt[c]]);
+        }
         if (rc) break;
         if (*npoints == cap) *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
         (*points)[(*npoints)++] = pt;

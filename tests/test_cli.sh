@@ -58,7 +58,7 @@ expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blu
 # sanitizers, whose slowdown is not what the calibration measures.
 agg="$dir/aggregator"
 case $dir in *asan*) ;; *)
-    "$agg" calibrate --out "$tmp/cal.ini" --duration 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err" \
+    "$agg" calibrate --out "$tmp/cal.ini" --duration 1 --runs 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err" \
         && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
     keys=$(grep -v '^#' "$tmp/cal.ini" | sed -E 's/ *=.*//' | grep -c .)
     "$sim" --headless scenarios/default.scn --calibration "$tmp/cal.ini" --json --quiet \

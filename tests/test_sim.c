@@ -269,6 +269,20 @@ static void test_virtual_littles_bound(void)
     double demand = 1e-3 + (1 + 3 * 2) * 1e-6; /* cpu + create + 3 x (park + unpark) */
     run_one(&s, MODEL_VIRTUAL, &r);
     CHECK_NEAR(r.throughput_rps, 2 / demand, 0.02, "virtual throughput = cores / CPU demand when CPU bound");
+    /* cache pressure: with all 1000 users in service, each calibrated cost is 1 + 1000 p times
+     * its base, so the CPU ceiling falls by that factor. (The 1 µs unpark, not a calibrated
+     * cost, keeps every step's CPU above zero, so no batch of requests ends at one instant.) */
+    const char *base = "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = call(A)\nservice.A.latency = 1ms\n"
+                       "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 1us\nvirtual.cpu_per_request = 60us\n"
+                       "virtual.cpu_per_call = 40us\n";
+    char text[512];
+    snprintf(text, sizeof text, "%scpu.cache_pressure = 0.0005\n", base);
+    must_load(&s, text);
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, 2 / (100e-6 * (1 + 0.0005 * 1000) + 1e-6), 0.02, "cache pressure: cores / (c (1 + p N))");
+    must_load(&s, base);
+    run_one(&s, MODEL_VIRTUAL, &r);
+    CHECK_NEAR(r.throughput_rps, 2 / 101e-6, 0.02, "no cache pressure: cores / c");
 }
 
 static void test_pinning(void)
@@ -575,6 +589,7 @@ static void test_validate(void)
                    "1000,platform,on,3,50,1300,760,770,780,222,30000000\n");
     struct val_point *p;
     int n;
+    char want[128];
     CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
     if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0) {
         /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
@@ -582,9 +597,23 @@ static void test_validate(void)
         CHECK(p[0].predicted[VM_THREADS] == 222, "predicted threads (%g)", p[0].predicted[VM_THREADS]);
     }
     free(p);
+    /* A short measured window sees the start-up transient. 5000 users arrive at 0 and queue
+     * for 200 threads that finish X = 200 / 0.15 s = 1333 a second, so the first 5000 finish
+     * at t = 0 .. 3.75 s with latency t. A window [1 s, 4 s] is uniform over [1, 3.75] for
+     * its first 2.75 s, so its median is at 1 + 1.5 s = 2.5 s (the steady state is 3.75 s). */
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,warmup_s,window_s\n"
+                   "5000,platform,on,3,50,1333,2300,3800,202,30000000,1,3\n");
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s", err);
+    if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0)
+        CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05, "the window's median latency is the transient's");
+    free(p);
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,window_s\n"
+                   "100,virtual,on,3,50,600,150,160,6,1000,-3\n");
+    snprintf(want, sizeof want, "%s:2: window_s: '-3'", path);
+    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad window named by line: %s", err);
+    free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
                    "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n");
-    char want[128];
     snprintf(want, sizeof want, "%s:3: mode 'green'", path);
     CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad row named by line: %s", err);
     free(p);
