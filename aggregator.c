@@ -3025,6 +3025,7 @@ struct bench_row {
     int users, pool, mode;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
     double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
+    double steal_pct;            /* % of the cores' time the hypervisor took during the window */
     long peak_threads, peak_rss, errors;
     long base_rss;              /* the aggregator's RSS before the load, bytes */
 };
@@ -3128,11 +3129,17 @@ static double bench_cpu_us(pid_t pid)
     return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* CPU time the whole machine spent not idle, in µs, from /proc/stat's first line (user,
- * nice, system, irq, softirq, steal). This is the figure the model's CPU ceiling is about:
- * the aggregator, the backend and the load generator share the cores, and the loopback TCP
- * stack's softirq work is charged to whichever of them happens to be running. */
-static double bench_machine_cpu_us(void)
+/* CPU time the whole machine spent working, and the time the hypervisor stole from it
+ * (a VM's vCPU waiting for the host), in µs, from /proc/stat's first line. Work is user,
+ * nice, system, irq and softirq: the figure the model's CPU ceiling is about, since the
+ * aggregator, the backend and the load generator share the cores, and the loopback TCP
+ * stack's softirq work is charged to whichever of them happens to be running. Steal is
+ * not work; it is capacity the machine did not have, and it makes runs noisy. */
+struct machine_cpu {
+    double work_us, steal_us;
+};
+
+static struct machine_cpu bench_machine_cpu(void)
 {
     FILE *f = fopen("/proc/stat", "r");
     unsigned long long v[8] = {0};
@@ -3140,8 +3147,9 @@ static double bench_machine_cpu_us(void)
                        &v[6], &v[7])
               : 0;
     if (f) fclose(f);
-    if (n != 8) return -1;
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+    double tick = 1e6 / (double)sysconf(_SC_CLK_TCK);
+    if (n != 8) return (struct machine_cpu){-1, -1};
+    return (struct machine_cpu){(double)(v[0] + v[1] + v[2] + v[5] + v[6]) * tick, (double)v[7] * tick};
 }
 
 static double bench_json_num(const char *json, const char *key)
@@ -3181,15 +3189,16 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
     int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
-    double cpu0 = -1, cpu1 = -1, all0 = -1, all1 = -1;
+    double cpu0 = -1, cpu1 = -1;
+    struct machine_cpu all0 = {-1, -1}, all1 = {-1, -1};
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads) row->peak_threads = th;
         int64_t now = now_ns();
-        if (cpu0 < 0 && now >= t_start) cpu0 = bench_cpu_us(agg), all0 = bench_machine_cpu_us();
-        if (cpu1 < 0 && now >= t_end) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu_us();
+        if (cpu0 < 0 && now >= t_start) cpu0 = bench_cpu_us(agg), all0 = bench_machine_cpu();
+        if (cpu1 < 0 && now >= t_end) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu();
         int64_t next = now + 50 * NS_PER_MS;
         if (cpu0 < 0 && t_start < next) next = t_start;
         else if (cpu1 < 0 && t_end < next) next = t_end;
@@ -3198,7 +3207,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
             break;
         }
     }
-    if (cpu1 < 0) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu_us();
+    if (cpu1 < 0) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
@@ -3215,7 +3224,9 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
     row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / (row->rps * bc->duration_s) : 0;
-    double machine = all0 >= 0 && all1 >= 0 ? all1 - all0 : 0, served = row->rps * bc->duration_s;
+    int sampled = all0.work_us >= 0 && all1.work_us >= 0;
+    double machine = sampled ? all1.work_us - all0.work_us : 0, served = row->rps * bc->duration_s;
+    row->steal_pct = sampled ? 100 * (all1.steal_us - all0.steal_us) / (bc->duration_s * 1e6 * (double)sysconf(_SC_NPROCESSORS_ONLN)) : 0;
     row->other_cpu_us_per_req = completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
@@ -3225,14 +3236,14 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform", *pool = r->pool ? "on" : "off";
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g\n", r->users, mode, pool, bc->fanout,
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f\n", r->users, mode, pool, bc->fanout,
                 bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal,
-                r->errors, r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s);
+                r->errors, r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct);
         return;
     }
-    fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld\n", r->users, mode, pool,
-            r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
-            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors);
+    fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld %5.1f%%\n", r->users, mode,
+            pool, r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
+            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -3244,11 +3255,11 @@ static int bench_cmp_rps(const void *a, const void *b)
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
-                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,window_s\n");
+                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,window_s,steal_pct\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc->fanout,
            bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
-    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s\n", "users", "mode", "pool", "req/s", "ideal",
-           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors");
+    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode", "pool", "req/s", "ideal",
+           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal");
 }
 
 /* One point of the grid: --runs cells, the median (by throughput) printed and written.

@@ -2335,15 +2335,18 @@ static const struct { const char *json, *label; int col; size_t off; double scal
     {"peak_rss_bytes", "RSS MiB", VC_RSS, RR(peak_rss), 1},
 };
 
-enum { VC_WARMUP, VC_WINDOW, VC_OPTIONAL_N };
-static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s"};
-static const double val_optional_default[VC_OPTIONAL_N] = {5, 15}; /* s: a steady state */
+/* steal_pct: the share of the cores' time the hypervisor took during the window. It is
+ * printed beside the errors: on a VM, a point with much steal is a disturbed measurement. */
+enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_OPTIONAL_N };
+static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s", "steal_pct"};
+static const double val_optional_default[VC_OPTIONAL_N] = {5, 15, -1}; /* s, s (a steady state); -1 = unknown */
+static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100};
 
 struct val_point {
     long users;
     int fanout, pooled, mode;
     double delay_ms;
-    double timing[VC_OPTIONAL_N]; /* s */
+    double timing[VC_OPTIONAL_N]; /* warm-up and window in s, steal in % */
     double measured[VM_N], predicted[VM_N];
 };
 
@@ -2455,8 +2458,9 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
         for (int c = 0; c < VC_OPTIONAL_N && rc == 0; c++) {
             pt.timing[c] = val_optional_default[c];
             if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.timing[c]) < 0 || pt.timing[c] < (c == VC_WINDOW ? 0.01 : 0) ||
-                                pt.timing[c] > 3600))
-                rc = scn_fail(&src, "%s: '%s' is not a time in seconds (0 to 3600)", val_optional_cols[c], field[opt[c]]);
+                                pt.timing[c] > val_optional_max[c]))
+                rc = scn_fail(&src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[c], field[opt[c]],
+                              val_optional_max[c]);
         }
         if (rc) break;
         if (*npoints == cap) *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
@@ -2493,7 +2497,7 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
 {
     fprintf(out, "%7s %-8s %-4s %2s %6s", "users", "mode", "pool", "K", "D ms");
     for (int k = 0; k < VM_N; k++) fprintf(out, " | %9s %9s %6s", val_metrics[k].label, "predicted", "error");
-    fputc('\n', out);
+    fputs(" | steal\n", out);
     for (int i = 0; i < n; i++) {
         fprintf(out, "%7ld %-8s %-4s %2d %6.1f", p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off",
                 p[i].fanout, p[i].delay_ms);
@@ -2502,7 +2506,8 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
             fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale, p[i].predicted[k] * scale,
                     100 * val_rel(p[i].measured[k], p[i].predicted[k]));
         }
-        fputc('\n', out);
+        if (p[i].timing[VC_STEAL] >= 0) fprintf(out, " | %4.1f%%\n", p[i].timing[VC_STEAL]);
+        else fputs(" |     -\n", out);
     }
     double med, max;
     fputs("summary: |relative error| median (max):", out);
@@ -2522,6 +2527,7 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         for (int k = 0; k < VM_N; k++)
             fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}", val_metrics[k].json,
                     p[i].measured[k], p[i].predicted[k], val_rel(p[i].measured[k], p[i].predicted[k]));
+        if (p[i].timing[VC_STEAL] >= 0) fprintf(out, ", \"steal_pct\": %g", p[i].timing[VC_STEAL]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("],\n\"summary\": {", out);

@@ -609,7 +609,7 @@ static void test_validate(void)
     free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,window_s\n"
                    "100,virtual,on,3,50,600,150,160,6,1000,-3\n");
-    snprintf(want, sizeof want, "%s:2: window_s: '-3'", path);
+    snprintf(want, sizeof want, "%s:2: window_s: '-3' is not a number from 0 to 3600", path);
     CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad window named by line: %s", err);
     free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
