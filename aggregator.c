@@ -3563,8 +3563,29 @@ static double mb_pthread_rss(int n)
     return per;
 }
 
+/* What a pool thread does between writing a response and waiting for the next task
+ * (pool_thread): re-arm the connection with the poller (EPOLLONESHOT) and take the pool's
+ * lock. Uncontended, on a socket pair; ns per release. */
+static double mb_pool_release_ns(long n)
+{
+    int sv[2], ep = epoll_create1(EPOLL_CLOEXEC);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (ep < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) die("socketpair: %s", strerror(errno));
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT};
+    epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev);
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        epoll_ctl(ep, EPOLL_CTL_MOD, sv[0], &ev);
+        pthread_mutex_lock(&mu);
+        pthread_mutex_unlock(&mu);
+    }
+    double per = (double)(now_ns() - t0) / (double)n;
+    close(sv[0]), close(sv[1]), close(ep);
+    return per;
+}
+
 /* Every micro-figure, as medians of `runs` runs. The names index mb_figure_names. */
-enum { MB_SWITCH, MB_YIELD, MB_PARK_IO, MB_CREATE, MB_VT_RSS, MB_PT_SWITCH, MB_PT_CREATE, MB_PT_RSS, MB_N };
+enum { MB_SWITCH, MB_YIELD, MB_PARK_IO, MB_CREATE, MB_VT_RSS, MB_PT_SWITCH, MB_PT_CREATE, MB_PT_RSS, MB_POOL_RELEASE, MB_N };
 static const char *const mb_figure_names[MB_N] = {
     "virtual thread switch (register swap), ns",
     "virtual thread yield through the scheduler, ns",
@@ -3574,6 +3595,7 @@ static const char *const mb_figure_names[MB_N] = {
     "pthread switch on one CPU (pipe ping-pong), ns",
     "pthread create + join, ns",
     "RSS per parked pthread (256 KiB stack), bytes",
+    "pool thread release (epoll re-arm + pool lock), ns",
 };
 
 static void mb_measure(long n, int runs, double med[MB_N])
@@ -3593,6 +3615,7 @@ static void mb_measure(long n, int runs, double med[MB_N])
         m[MB_PT_SWITCH][r] = mb_pthread_switch_ns(n / 20);
         m[MB_PT_CREATE][r] = mb_pthread_create_ns(n / 200);
         m[MB_PT_RSS][r] = mb_pthread_rss(1000);
+        m[MB_POOL_RELEASE][r] = mb_pool_release_ns(n / 10);
     }
     for (int i = 0; i < MB_N; i++) {
         qsort(m[i], (size_t)runs, sizeof m[i][0], mb_cmp);
@@ -3867,6 +3890,8 @@ static int cmd_calibrate(int argc, char **argv)
     fprintf(f, "os.thread_create = %.1fus  # pthread_create + pthread_join\n", mb[MB_PT_CREATE] / 1e3);
     fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
     fprintf(f, "os.stack_rss = %.0fB  # RSS per parked pool thread, 1000 of them\n", mb[MB_PT_RSS]);
+    fprintf(f, "platform.release_cpu = %.0fns  # a pool thread after its response: epoll re-arm + pool lock, uncontended\n",
+            mb[MB_POOL_RELEASE]);
     fprintf(f, "virtual.create = %.0fns  # create + run + exit + join of an empty virtual thread\n", mb[MB_CREATE]);
     fprintf(f, "virtual.park = %.0fns  # half a yield through the scheduler (switch, stack copy)\n", mb[MB_YIELD] / 2);
     fprintf(f, "virtual.unpark = %.0fns  # the other half\n", mb[MB_YIELD] / 2);

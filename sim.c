@@ -151,6 +151,7 @@ struct scenario {
     simtime thread_create;   /* CPU cost of creating an OS thread */
     simtime wakeup;          /* CPU to return from a blocking call on an OS thread */
     simtime wakeup_latency;  /* from signalling an idle thread until it runs */
+    simtime release_cpu;     /* a pool thread's CPU after the response, before it is idle */
     long thread_stack_reserved; /* bytes of address space per OS thread (-Xss) */
     long thread_stack_rss;      /* bytes actually committed per OS thread */
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
@@ -198,6 +199,7 @@ enum req_phase {
     PH_CPU,   /* running step pc's CPU burst */
     PH_PREBLOCK, /* paying the model's cost of blocking (parking) before step pc's I/O */
     PH_WAIT,  /* blocked in step pc's I/O */
+    PH_RELEASE, /* answered; its pool thread is returning to the pool (platform.release_cpu) */
 };
 
 /* A request in flight. Index-linked: never hold a pointer across an allocation.
@@ -705,6 +707,7 @@ static const struct scn_key scn_keys[] = {
     {"os.timeslice", K_TIME, SK(timeslice), "3ms", 1e4, 1e10, "OS scheduler quantum before a runnable thread is preempted"},
     {"os.wakeup", K_TIME, SK(wakeup), "2us", 0, 1e9, "CPU a platform thread spends returning from a blocking call (the kernel wakes it)"},
     {"os.wakeup_latency", K_TIME, SK(wakeup_latency), "0", 0, 1e9, "from signalling an idle pool thread until it runs (a wake-up on another CPU)"},
+    {"platform.release_cpu", K_TIME, SK(release_cpu), "0", 0, 1e9, "CPU a pool thread spends after writing the response before it is idle again (re-arm the connection, take the pool's lock); it runs after the threads already waiting for a core"},
     {"os.thread_create", K_TIME, SK(thread_create), "50us", 0, 1e9, "CPU cost of creating an OS thread"},
     {"os.stack_reserved", K_BYTES, SK(thread_stack_reserved), "1MiB", 4096, 1e10, "address space reserved per OS thread (-Xss)"},
     {"os.stack_rss", K_BYTES, SK(thread_stack_rss), "64KiB", 0, 1e10, "memory committed per OS thread (touched stack, TLS, kernel)"},
@@ -1421,6 +1424,17 @@ static void cpu_dispatch(struct model *m, int c, int32_t t)
     evq_push(&m->q, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
 }
 
+/* Thread t wants `ns` (> 0) of CPU, after the threads already waiting for a core: its last
+ * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
+static void cpu_want(struct model *m, int32_t t, simtime ns);
+static void cpu_yield(struct model *m, int32_t t, simtime ns)
+{
+    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
+    m->thr[t].burst_left = ns;
+    thr_set(m, t, THR_READY);
+    FIFO_PUSH(&m->ready, m->thr, t);
+}
+
 /* Thread t wants `ns` (> 0) of CPU. A free core it ran on last is preferred (no switch). */
 static void cpu_want(struct model *m, int32_t t, simtime ns)
 {
@@ -1501,7 +1515,7 @@ static void req_continue(struct model *m, int32_t r)
     const struct scenario *s = m->s;
     for (;;) {
         struct req *q = &m->req[r];
-        if (q->fail != FAIL_NONE) { req_finish(m, r); return; }
+        if (q->fail != FAIL_NONE || q->phase == PH_RELEASE) { req_finish(m, r); return; }
         const struct step *st = q->pc < s->nsteps ? &s->prog[q->pc] : NULL;
         switch (q->phase) {
         case PH_CPU: case PH_WAIT: /* the step is over */
@@ -1554,9 +1568,8 @@ static void model_io_step_done(struct model *m, const struct event *e) { req_wak
 static void wl_next(struct model *m, int32_t r); /* see Workload */
 static void conn_admit(struct model *m, int32_t r);
 
-/* r leaves the server, answered or failed: count it, free its thread and connection, and
- * let its user think about the next one. */
-static void req_finish(struct model *m, int32_t r)
+/* r is answered (or failed): count it. */
+static void req_count(struct model *m, int32_t r)
 {
     struct req *q = &m->req[r];
     struct stats *st = &m->st;
@@ -1574,14 +1587,38 @@ static void req_finish(struct model *m, int32_t r)
         }
         st->interval_done++;
     }
-    if (q->thr >= 0) m->ops->release(m, r);
+}
+
+/* r's thread and connection are free: the next request in the backlog may have them. */
+static void req_free(struct model *m, int32_t r, int user_goes_on)
+{
+    if (m->req[r].thr >= 0) m->ops->release(m, r);
     if (m->req[r].admitted) {
         int32_t next;
         m->conns--;
         if ((next = FIFO_POP(&m->backlog, m->req)) >= 0) conn_admit(m, next);
     }
-    wl_next(m, r);
+    if (user_goes_on) wl_next(m, r);
     slot_give(m->req, &m->free_req, sizeof *m->req, r);
+}
+
+/* r leaves the server, answered or failed: count it, free its thread and connection, and
+ * let its user think about the next one. A pool thread with `platform.release_cpu` to run
+ * stays busy after the answer is out, while the user already sends the next request:
+ * Tomcat's TaskQueue then sees no idle thread and grows the pool, which is why a real pool
+ * ends up with more threads than users in flight. */
+static void req_finish(struct model *m, int32_t r)
+{
+    struct req *q = &m->req[r];
+    if (q->phase == PH_RELEASE) { req_free(m, r, 0); return; } /* the thread is back */
+    req_count(m, r);
+    if (m->kind == MODEL_PLATFORM && q->thr >= 0 && m->s->release_cpu > 0) {
+        wl_next(m, r);
+        q->phase = PH_RELEASE;
+        cpu_yield(m, q->thr, m->s->release_cpu);
+        return;
+    }
+    req_free(m, r, 1);
 }
 
 /* The connector: maxConnections held at once, then the kernel's listen backlog of

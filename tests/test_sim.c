@@ -363,6 +363,36 @@ static void test_pool_grows_and_shrinks(void)
     model_free(&m);
 }
 
+/* platform.release_cpu: the answer is out before the pool thread is idle again, so a user
+ * with no think time sends its next request while its thread is still releasing, and the
+ * TaskQueue rule finds no idle thread. With users in lockstep (threads start and wake
+ * at no cost, so nothing staggers them) every one of them needs a second thread (2N);
+ * spread out, the one thread released a moment ago serves (N + 1). */
+static void test_pool_release_race(void)
+{
+    static const struct { const char *rampup; int pool; const char *why; } cases[] = {
+        {"0", 20, "10 users in lockstep: 2N pool threads"},
+        {"10ms", 11, "10 users 1 ms apart: N + 1 pool threads"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct scenario s;
+        char text[512];
+        snprintf(text, sizeof text, "users = 10\nrampup = %s\nduration = 2s\nwarmup = 0\nprogram = call(A)\n"
+                                    "service.A.latency = 10ms\nplatform.min_spare = 0\nplatform.release_cpu = 10us\n"
+                                    "os.thread_create = 0\nos.wakeup = 0\n",
+                 cases[i].rampup);
+        must_load(&s, text);
+        struct result r;
+        run_one(&s, MODEL_PLATFORM, &r);
+        CHECK(r.peak_os_threads == s.runtime_threads + cases[i].pool, "%s (%g)", cases[i].why, r.peak_os_threads - s.runtime_threads);
+    }
+    struct scenario s;
+    must_load(&s, "users = 10\nduration = 2s\nwarmup = 0\nprogram = call(A)\nservice.A.latency = 10ms\nplatform.min_spare = 0\n");
+    struct result r;
+    run_one(&s, MODEL_PLATFORM, &r);
+    CHECK(r.peak_os_threads == s.runtime_threads + 10, "no release CPU: N pool threads (%g)", r.peak_os_threads - s.runtime_threads);
+}
+
 /* The blog's observation: platform threads grow with load, virtual threads stay constant. */
 static void test_blog_thread_counts(void)
 {
@@ -693,6 +723,7 @@ int main(void)
     test_port_exhaustion();
     test_conservation();
     test_pool_grows_and_shrinks();
+    test_pool_release_race();
     test_blog_thread_counts();
     test_scenario_claims();
     test_zero_time_loop();
