@@ -112,7 +112,7 @@ CAL_SECONDS ?= 3
 CAL_RUNS    ?= 3
 calibrate: $(O)/sim $(O)/aggregator
 	@mkdir -p out
-	$(O)/aggregator calibrate --out out/calibration.ini
+	$(O)/aggregator calibrate --out out/calibration.ini --duration $(CAL_SECONDS) --runs $(CAL_RUNS)
 	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d50.csv
 	$(O)/aggregator bench --users 1000 --pool off --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/nopool.csv
 	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 5 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d5.csv

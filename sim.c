@@ -52,6 +52,13 @@
  *   sync, where the carrier is pinned. Threads (pool workers or carriers) compete for cores
  *   in one OS scheduler. Everything else (queues, pools, ports) is shared code.
  *
+ * CALIBRATED COSTS
+ *   Teaching scenarios set costs by hand; `./aggregator calibrate` measures them on the
+ *   machine (--calibration FILE): CPU per request, per call and per new connection, each
+ *   scaled by the cache pressure of the requests in service (cpu_cost); a pool thread's
+ *   release after its answer (platform.release_cpu, see req_finish); memory; the loopback's
+ *   latency. --validate then predicts the real aggregator's bench, point by point.
+ *
  * HOW TO ADD A SCENARIO KEY
  *   Add a field to struct scenario and one row to scn_keys[]: name, type, field, default,
  *   doc. Parsing, --set, --keys and the docs all come from that row.
@@ -2519,15 +2526,33 @@ static int val_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median and maximum of |relative error| of one metric over all points. */
-static void val_summary(const struct val_point *p, int n, int metric, double *median, double *max)
+/* A point is calm when the hypervisor took at most this share of the cores while it was
+ * measured (as the bench's retry rule, BENCH_STEAL_RETRY_PCT in aggregator.c). */
+#define VAL_CALM_STEAL_PCT 5.0
+
+static int val_calm(const struct val_point *p) { return p->timing[VC_STEAL] <= VAL_CALM_STEAL_PCT; }
+
+/* Median and maximum of |relative error| of one metric over all points, or (calm_only)
+ * over the calm ones; returns how many points that was. */
+static int val_summary(const struct val_point *p, int n, int metric, int calm_only, double *median, double *max)
 {
     double *e = xrealloc(NULL, (size_t)n, sizeof *e);
-    for (int i = 0; i < n; i++) e[i] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
-    qsort(e, (size_t)n, sizeof *e, val_cmp_double);
-    *median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
-    *max = e[n - 1];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!calm_only || val_calm(&p[i])) e[m++] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
+    qsort(e, (size_t)m, sizeof *e, val_cmp_double);
+    *median = m == 0 ? 0 : m % 2 ? e[m / 2] : (e[m / 2 - 1] + e[m / 2]) / 2;
+    *max = m ? e[m - 1] : 0;
     free(e);
+    return m;
+}
+
+/* Are there points measured under steal? Then the calm points get their own summary. */
+static int val_disturbed(const struct val_point *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!val_calm(&p[i])) return 1;
+    return 0;
 }
 
 static void val_print_text(FILE *out, const struct val_point *p, int n)
@@ -2546,13 +2571,19 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
         if (p[i].timing[VC_STEAL] >= 0) fprintf(out, " | %4.1f%%\n", p[i].timing[VC_STEAL]);
         else fputs(" |     -\n", out);
     }
-    double med, max;
-    fputs("summary: |relative error| median (max):", out);
-    for (int k = 0; k < VM_N; k++) {
-        val_summary(p, n, k, &med, &max);
-        fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
+    for (int calm = 0; calm <= val_disturbed(p, n); calm++) {
+        double med, max;
+        int m = 0;
+        fputs(calm ? "calm points" : "summary", out);
+        for (int k = 0; k < VM_N; k++) m = val_summary(p, n, k, calm, &med, &max);
+        if (calm) fprintf(out, " (%d of %d, steal <= %g%%)", m, n, VAL_CALM_STEAL_PCT);
+        fputs(": |relative error| median (max):", out);
+        for (int k = 0; k < VM_N; k++) {
+            val_summary(p, n, k, calm, &med, &max);
+            fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
+        }
+        fputc('\n', out);
     }
-    fputc('\n', out);
 }
 
 static void val_print_json(FILE *out, const struct val_point *p, int n)
@@ -2567,14 +2598,19 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         if (p[i].timing[VC_STEAL] >= 0) fprintf(out, ", \"steal_pct\": %g", p[i].timing[VC_STEAL]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
-    fputs("],\n\"summary\": {", out);
-    for (int k = 0; k < VM_N; k++) {
-        double med, max;
-        const char *name = k == VM_RPS ? "throughput" : k == VM_P50 ? "p50" : k == VM_P99 ? "p99" : k == VM_THREADS ? "threads" : "rss";
-        val_summary(p, n, k, &med, &max);
-        fprintf(out, "%s\"%s_median_rel_error\": %.6g, \"%s_max_rel_error\": %.6g", k ? ", " : "", name, med, name, max);
+    fputs("]", out);
+    for (int calm = 0; calm <= val_disturbed(p, n); calm++) {
+        fprintf(out, ",\n\"%s\": {", calm ? "summary_calm" : "summary");
+        for (int k = 0; k < VM_N; k++) {
+            double med, max;
+            const char *name = k == VM_RPS ? "throughput" : k == VM_P50 ? "p50" : k == VM_P99 ? "p99" : k == VM_THREADS ? "threads" : "rss";
+            int m = val_summary(p, n, k, calm, &med, &max);
+            if (calm && k == 0) fprintf(out, "\"points\": %d, \"max_steal_pct\": %g, ", m, VAL_CALM_STEAL_PCT);
+            fprintf(out, "%s\"%s_median_rel_error\": %.6g, \"%s_max_rel_error\": %.6g", k ? ", " : "", name, med, name, max);
+        }
+        fputs("}", out);
     }
-    fputs("}}\n", out);
+    fputs("}\n", out);
 }
 
 /* ==== Live telemetry ==== */

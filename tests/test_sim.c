@@ -637,6 +637,17 @@ static void test_validate(void)
     if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0)
         CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05, "the window's median latency is the transient's");
     free(p);
+    /* steal_pct: the calm summary leaves out the disturbed point */
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,steal_pct\n"
+                   "10,virtual,on,1,10,1000,10,11,3,1000000,0.5\n10,virtual,on,1,10,500,20,40,3,1000000,30\n");
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s", err);
+    if (n == 2) {
+        double med, max;
+        p[0].predicted[VM_RPS] = 1100, p[1].predicted[VM_RPS] = 1000; /* errors +10% and +100% */
+        CHECK(val_summary(p, n, VM_RPS, 0, &med, &max) == 2 && fabs(max - 1) < 1e-9, "all points: worst +100%% (%g)", max);
+        CHECK(val_summary(p, n, VM_RPS, 1, &med, &max) == 1 && fabs(max - 0.1) < 1e-9, "calm points: only the first (%g)", max);
+    }
+    free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,window_s\n"
                    "100,virtual,on,3,50,600,150,160,6,1000,-3\n");
     snprintf(want, sizeof want, "%s:2: window_s: '-3' is not a number from 0 to 3600", path);
