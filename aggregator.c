@@ -2186,14 +2186,18 @@ enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
 
 static void *pool_thread(void *arg);
 
+/* Watch a connection for its next request (EPOLLONESHOT: it is reported once, to the
+ * poller, which hands it to one pool thread). A pool thread re-arms it holding p->mu: the
+ * poller can report it, and another pool thread serve and close it, before epoll_ctl has
+ * returned here, and both of those take p->mu first (pool_submit, pool_close), so the lock
+ * orders this thread's last use of the connection before theirs. The release store says
+ * the same to the poller, which reads the connection's events before taking the lock. */
 static void pool_watch(struct pool *p, struct conn *c, int op)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
-    /* The connection passes from this thread to the poller through the kernel (EPOLLONESHOT
-     * re-armed here, reported there): this release and the poller's acquire say so to the
-     * memory model and to ThreadSanitizer. */
+    int fd = c->fd;
     __atomic_store_n(&c->handoff, 1, __ATOMIC_RELEASE);
-    epoll_ctl(p->epfd, op, c->fd, &ev);
+    epoll_ctl(p->epfd, op, fd, &ev);
 }
 
 static void pool_watch_listener(struct pool *p, int op)
@@ -2295,9 +2299,9 @@ static void *pool_thread(void *arg)
         int keep = conn_serve_one(c);
         while (keep && c->len) keep = conn_serve_one(c); /* pipelined requests */
         SHARED_ADD(rt.m->pool_busy, -1);
-        if (keep) pool_watch(p, c, EPOLL_CTL_MOD);
-        else pool_close(p, c);
+        if (!keep) pool_close(p, c);
         pthread_mutex_lock(&p->mu);
+        if (keep) pool_watch(p, c, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
     }
     for (int i = 0; i < p->srv->cfg->threads; i++) /* tell pool_grow or pool_stop to join us */
         if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self())) p->slot[i] = POOL_SLOT_EXITED;

@@ -461,7 +461,7 @@ static void check_pool_shrinks(struct server *s)
 static void check_overload(int port)
 {
     double secs;
-    struct load_stats *st = run_load(port, 8, 0.3, 5, &secs);
+    struct load_stats *st = run_load(port, 8, 1.0, 5, &secs); /* 1 s: time for one answer under TSan */
     CHECK(st->completed > 0, "bounded queue: nothing served");
     CHECK(st->errors[LOAD_ERR_STATUS] > 0, "bounded queue: no 503 with 8 users, 1 thread, queue 1");
     free(st);
