@@ -2390,7 +2390,7 @@ struct val_point {
     long users;
     int fanout, pooled, mode;
     double delay_ms;
-    double timing[VC_OPTIONAL_N]; /* warm-up and window in s, steal in % */
+    double conditions[VC_OPTIONAL_N]; /* warm-up and window in s, steal in % */
     double measured[VM_N], predicted[VM_N];
 };
 
@@ -2429,8 +2429,8 @@ static int val_simulate(struct val_point *pt, const char *calibration, const cha
     for (int i = 0; i < pt->fanout && i < 60; i++) strcat(program, "call(backend) ");
     snprintf(value, sizeof value, "%ld", pt->users);
     char duration[32], warmup[32];
-    snprintf(duration, sizeof duration, "%.6gs", pt->timing[VC_WARMUP] + pt->timing[VC_WINDOW]);
-    snprintf(warmup, sizeof warmup, "%.6gs", pt->timing[VC_WARMUP]);
+    snprintf(duration, sizeof duration, "%.6gs", pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
+    snprintf(warmup, sizeof warmup, "%.6gs", pt->conditions[VC_WARMUP]);
     const char *kv[][2] = {{"users", value}, {"think", "0"}, {"duration", duration}, {"warmup", warmup},
                            {"program", program}, {"service.backend.pool", pt->pooled ? "100000" : "0"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -2500,9 +2500,9 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
             if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 || pt.measured[k] < 0)
                 rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], field[col[val_metrics[k].col]]);
         for (int c = 0; c < VC_OPTIONAL_N && rc == 0; c++) {
-            pt.timing[c] = val_optional_default[c];
-            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.timing[c]) < 0 || pt.timing[c] < (c == VC_WINDOW ? 0.01 : 0) ||
-                                pt.timing[c] > val_optional_max[c]))
+            pt.conditions[c] = val_optional_default[c];
+            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.conditions[c]) < 0 || pt.conditions[c] < (c == VC_WINDOW ? 0.01 : 0) ||
+                                pt.conditions[c] > val_optional_max[c]))
                 rc = scn_fail(&src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[c], field[opt[c]],
                               val_optional_max[c]);
         }
@@ -2530,7 +2530,7 @@ static int val_cmp_double(const void *a, const void *b)
  * measured (as the bench's retry rule, BENCH_STEAL_RETRY_PCT in aggregator.c). */
 #define VAL_CALM_STEAL_PCT 5.0
 
-static int val_calm(const struct val_point *p) { return p->timing[VC_STEAL] <= VAL_CALM_STEAL_PCT; }
+static int val_calm(const struct val_point *p) { return p->conditions[VC_STEAL] <= VAL_CALM_STEAL_PCT; }
 
 /* Median and maximum of |relative error| of one metric over all points, or (calm_only)
  * over the calm ones; returns how many points that was. */
@@ -2568,14 +2568,13 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
             fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale, p[i].predicted[k] * scale,
                     100 * val_rel(p[i].measured[k], p[i].predicted[k]));
         }
-        if (p[i].timing[VC_STEAL] >= 0) fprintf(out, " | %4.1f%%\n", p[i].timing[VC_STEAL]);
+        if (p[i].conditions[VC_STEAL] >= 0) fprintf(out, " | %4.1f%%\n", p[i].conditions[VC_STEAL]);
         else fputs(" |     -\n", out);
     }
     for (int calm = 0; calm <= val_disturbed(p, n); calm++) {
         double med, max;
-        int m = 0;
+        int m = val_summary(p, n, VM_RPS, calm, &med, &max);
         fputs(calm ? "calm points" : "summary", out);
-        for (int k = 0; k < VM_N; k++) m = val_summary(p, n, k, calm, &med, &max);
         if (calm) fprintf(out, " (%d of %d, steal <= %g%%)", m, n, VAL_CALM_STEAL_PCT);
         fputs(": |relative error| median (max):", out);
         for (int k = 0; k < VM_N; k++) {
@@ -2595,7 +2594,7 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         for (int k = 0; k < VM_N; k++)
             fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}", val_metrics[k].json,
                     p[i].measured[k], p[i].predicted[k], val_rel(p[i].measured[k], p[i].predicted[k]));
-        if (p[i].timing[VC_STEAL] >= 0) fprintf(out, ", \"steal_pct\": %g", p[i].timing[VC_STEAL]);
+        if (p[i].conditions[VC_STEAL] >= 0) fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]", out);
