@@ -3156,6 +3156,12 @@ static struct machine_cpu bench_machine_cpu(void)
     return (struct machine_cpu){(double)(v[0] + v[1] + v[2] + v[5] + v[6]) * tick, (double)v[7] * tick};
 }
 
+/* The share of the cores' time, in %, the hypervisor stole between two samples `us` apart. */
+static double bench_steal_pct(struct machine_cpu a, struct machine_cpu b, double us)
+{
+    return 100 * (b.steal_us - a.steal_us) / (us * (double)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 static double bench_json_num(const char *json, const char *key)
 {
     char k[64];
@@ -3227,10 +3233,10 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     row->p99 = bench_json_num(json, "p99");
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
-    row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / (row->rps * bc->duration_s) : 0;
     int sampled = all0.work_us >= 0 && all1.work_us >= 0;
     double machine = sampled ? all1.work_us - all0.work_us : 0, served = row->rps * bc->duration_s;
-    row->steal_pct = sampled ? 100 * (all1.steal_us - all0.steal_us) / (bc->duration_s * 1e6 * (double)sysconf(_SC_NPROCESSORS_ONLN)) : 0;
+    row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / served : 0;
+    row->steal_pct = sampled ? bench_steal_pct(all0, all1, bc->duration_s * 1e6) : 0;
     row->other_cpu_us_per_req = completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
@@ -3745,12 +3751,6 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
     return *p50 > 0 && *p90 >= *p50 && *p99 >= *p90 ? 0 : -1;
 }
 
-static int cal_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* What the loopback adds to a call, in ms: the medians over bc->runs latency runs of p50,
  * p90 and p99, less D; 0 if none worked. A run during which the hypervisor stole CPU is
  * measured once more (see bench_cell_calm): its tail would be the neighbours'. */
@@ -3769,7 +3769,7 @@ static struct cal_latency cal_call_latency(const struct bench_cfg *bc, struct be
             int64_t t0 = now_ns();
             if (cal_backend_latency(bc, kids, &q[0][n], &q[1][n], &q[2][n]) < 0) break;
             struct machine_cpu m1 = bench_machine_cpu();
-            double steal = 100 * (m1.steal_us - m0.steal_us) / ((double)(now_ns() - t0) / 1e3 * (double)sysconf(_SC_NPROCESSORS_ONLN));
+            double steal = bench_steal_pct(m0, m1, (double)(now_ns() - t0) / 1e3);
             if (attempt == 1 || steal <= BENCH_STEAL_RETRY_PCT) {
                 n++;
                 break;
@@ -3778,7 +3778,7 @@ static struct cal_latency cal_call_latency(const struct bench_cfg *bc, struct be
         }
     double med[3] = {CAL_LATENCY_D_MS, CAL_LATENCY_D_MS, CAL_LATENCY_D_MS};
     for (int k = 0; k < 3 && n > 0; k++) {
-        qsort(q[k], (size_t)n, sizeof q[k][0], cal_cmp_double);
+        qsort(q[k], (size_t)n, sizeof q[k][0], mb_cmp);
         med[k] = q[k][n / 2];
     }
     return (struct cal_latency){med[0] - CAL_LATENCY_D_MS, med[1] - CAL_LATENCY_D_MS, med[2] - CAL_LATENCY_D_MS};

@@ -1431,17 +1431,6 @@ static void cpu_dispatch(struct model *m, int c, int32_t t)
     evq_push(&m->q, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
 }
 
-/* Thread t wants `ns` (> 0) of CPU, after the threads already waiting for a core: its last
- * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
-static void cpu_want(struct model *m, int32_t t, simtime ns);
-static void cpu_yield(struct model *m, int32_t t, simtime ns)
-{
-    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
-    m->thr[t].burst_left = ns;
-    thr_set(m, t, THR_READY);
-    FIFO_PUSH(&m->ready, m->thr, t);
-}
-
 /* Thread t wants `ns` (> 0) of CPU. A free core it ran on last is preferred (no switch). */
 static void cpu_want(struct model *m, int32_t t, simtime ns)
 {
@@ -1453,6 +1442,16 @@ static void cpu_want(struct model *m, int32_t t, simtime ns)
             if (free < 0) free = c;
         }
     if (free >= 0) { cpu_dispatch(m, free, t); return; }
+    thr_set(m, t, THR_READY);
+    FIFO_PUSH(&m->ready, m->thr, t);
+}
+
+/* Thread t wants `ns` (> 0) of CPU, after the threads already waiting for a core: its last
+ * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
+static void cpu_yield(struct model *m, int32_t t, simtime ns)
+{
+    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
+    m->thr[t].burst_left = ns;
     thr_set(m, t, THR_READY);
     FIFO_PUSH(&m->ready, m->thr, t);
 }
@@ -4397,23 +4396,37 @@ static struct ui_view ui_view_at(simtime t)
     return v;
 }
 
+/* A simulation of s at time 0 and a canvas to draw it on, without a display; NULL if
+ * either cannot be had. ui_headless_close frees both. */
+static struct ui_sim *ui_headless_open(const struct scenario *s, const struct ui_options *uo, struct ui_canvas *c)
+{
+    struct ui_sim *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->s = *s;
+    if (ui_canvas_open(c, uo) < 0) { free(x); return NULL; }
+    ui_sim_reset(x);
+    return x;
+}
+
+static void ui_headless_close(struct ui_sim *x, struct ui_canvas *c)
+{
+    ui_canvas_close(c);
+    ui_sim_free(x);
+    free(x);
+}
+
 /* One frame at simulated time `at`, without a display. */
 static int ui_screenshot(const struct scenario *s, simtime at, const char *png_path, const struct ui_options *uo)
 {
     struct ui_canvas c;
-    struct ui_sim *x = calloc(1, sizeof *x);
+    struct ui_sim *x = ui_headless_open(s, uo, &c);
     if (!x) return 1;
-    x->s = *s;
-    if (ui_canvas_open(&c, uo) < 0) { free(x); return 1; }
-    ui_sim_reset(x);
     ui_sim_run(x, at);
     struct ui_view v = ui_view_at(x->t);
     if ((v.live = uo->live)) ui_live_status(&v, uo->live);
     ui_canvas_draw(&c, x->m, &v);
     int rc = ui_canvas_png(&c, png_path) < 0;
-    ui_canvas_close(&c);
-    ui_sim_free(x);
-    free(x);
+    ui_headless_close(x, &c);
     return rc;
 }
 
@@ -4429,11 +4442,8 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps, cons
     }
     if (mkdir(dir, 0777) < 0 && errno != EEXIST) { fprintf(stderr, "sim: cannot create %s: %s\n", dir, strerror(errno)); return 1; }
     struct ui_canvas c;
-    struct ui_sim *x = calloc(1, sizeof *x);
+    struct ui_sim *x = ui_headless_open(s, uo, &c);
     if (!x) return 1;
-    x->s = *s;
-    if (ui_canvas_open(&c, uo) < 0) { free(x); return 1; }
-    ui_sim_reset(x);
     int rc = 0;
     for (long i = 0; i < n && !rc; i++) {
         ui_sim_run(x, (simtime)((double)i / fps * SEC));
@@ -4446,9 +4456,7 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps, cons
         rc = ui_canvas_png(&c, path) < 0;
     }
     if (!rc) fprintf(stderr, "sim: wrote %ld frames to %s/\n", n, dir);
-    ui_canvas_close(&c);
-    ui_sim_free(x);
-    free(x);
+    ui_headless_close(x, &c);
     return rc;
 }
 
