@@ -6,6 +6,10 @@
 #   make run        the simulator on the default scenario (window if a display exists,
 #                   otherwise a headless report and a PNG screenshot)
 #   make bench      benchmarks: simulator speed, aggregator grid (prints measured ratios)
+#   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
+#                   kept out of make test: it reports its timing noise beside the verdict)
+#   make format-check the code is in the one dialect of .clang-format
+#   make java       compile java/Aggregator.java into build/java/ (skips without a JDK 21+)
 #   make clean
 #
 # Flags are overridable: make CC=clang CFLAGS="-O0 -g".
@@ -20,7 +24,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate check-model format-check java clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -61,6 +65,21 @@ tsan:
 	@mkdir -p build/tsan/tests
 	clang $(STD) -O1 -g -fsanitize=thread -I. -o build/tsan/tests/test_aggregator tests/test_aggregator.c -lpthread -lm
 	build/tsan/tests/test_aggregator
+
+# The calibration loop, small: the model against a real run of ./aggregator on this machine.
+check-model: all
+	@sh tests/check_model.sh $(O)
+
+# One dialect for both programs (.clang-format); CI fails on any difference.
+FORMATTED = sim.c aggregator.c
+format-check:
+	clang-format --dry-run --Werror $(FORMATTED)
+
+# The JVM aggregator, compiled (java/Aggregator.java also runs as a source file without this).
+java:
+	@jdk=$$(sh java/find-jdk) && cp=$$(sh java/find-jdk --classpath) || exit 0; \
+	mkdir -p build/java && $$(dirname $$jdk)/javac -d build/java -cp "$$cp" java/Aggregator.java && \
+	echo "java: compiled build/java/ with $$jdk"
 
 run: $(O)/sim
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \

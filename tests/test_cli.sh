@@ -53,26 +53,5 @@ cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale
 expect 1 "cannot read font" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
 expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blue
 
-# The calibration loop, small: calibrate, a 4-point grid on loopback, and the simulator's
-# prediction of it. A model regression shows as a large throughput error. Skipped under the
-# sanitizers, whose slowdown is not what the calibration measures.
-agg="$dir/aggregator"
-case $dir in *asan*) ;; *)
-    "$agg" calibrate --out "$tmp/cal.ini" --duration 1 --runs 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err" \
-        && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
-    keys=$(grep -v '^#' "$tmp/cal.ini" | sed -E 's/ *=.*//' | grep -c .)
-    "$sim" --headless scenarios/default.scn --calibration "$tmp/cal.ini" --json --quiet \
-        --set duration=2s --set warmup=1s > "$tmp/cal.json" && ok || bad "sim rejects the calibration file"
-    listed=$(grep '"calibrated_keys"' "$tmp/cal.json" | tr ',' '\n' | grep -c '[a-z]')
-    [ "$keys" -ge 15 ] && [ "$listed" -eq "$keys" ] && ok || bad "calibration: $keys keys written, $listed read back"
-    "$agg" bench --users 100,1000 --modes platform,virtual --pool on --duration 2 --port 27500 \
-        --out "$tmp/results.csv" > /dev/null 2>&1 && ok || bad "bench failed"
-    "$sim" --validate "$tmp/results.csv" --calibration "$tmp/cal.ini" --json > "$tmp/val.json" && ok || bad "validate failed"
-    err=$(sed -nE 's/.*"throughput_median_rel_error": ([0-9.e+-]+).*/\1/p' "$tmp/val.json")
-    awk -v e="$err" 'BEGIN { exit !(e != "" && e < 0.20) }' && ok || {
-        bad "predicted throughput off by a median of $err (more than 20%)"; "$sim" --validate "$tmp/results.csv" --calibration "$tmp/cal.ini" >&2; }
-    echo "test_cli: calibration loop: median throughput error $err over 4 points"
-esac
-
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,33 @@
+#!/bin/sh
+# check_model.sh DIR: `make check-model`, the simulator checked against the real aggregator on
+# this machine. It calibrates (measures the costs), runs a 4-point grid on loopback, and has
+# the simulator predict every point; a model regression shows as a large throughput error.
+# This is a measurement, not a unit test: it lives outside `make test`, and it prints the
+# whole validation table (errors, the CPU the hypervisor stole during each window) so timing
+# noise is reported beside the verdict, never hidden.
+dir=${1:-.}
+sim="$dir/sim"
+agg="$dir/aggregator"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "check_model: FAIL: $*" >&2; }
+
+"$agg" calibrate --out "$tmp/cal.ini" --duration 1 --runs 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err" \
+    && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
+keys=$(grep -v '^#' "$tmp/cal.ini" | sed -E 's/ *=.*//' | grep -c .)
+"$sim" --headless scenarios/default.scn --calibration "$tmp/cal.ini" --json --quiet \
+    --set duration=2s --set warmup=1s > "$tmp/cal.json" && ok || bad "sim rejects the calibration file"
+listed=$(grep '"calibrated_keys"' "$tmp/cal.json" | tr ',' '\n' | grep -c '[a-z]')
+[ "$keys" -ge 15 ] && [ "$listed" -eq "$keys" ] && ok || bad "calibration: $keys keys written, $listed read back"
+"$agg" bench --users 100,1000 --modes platform,virtual --pool on --duration 2 --port 27500 \
+    --out "$tmp/results.csv" > /dev/null 2>&1 && ok || bad "bench failed"
+"$sim" --validate "$tmp/results.csv" --calibration "$tmp/cal.ini" --json > "$tmp/val.json" && ok || bad "validate failed"
+"$sim" --validate "$tmp/results.csv" --calibration "$tmp/cal.ini"
+err=$(sed -nE 's/.*"throughput_median_rel_error": ([0-9.e+-]+).*/\1/p' "$tmp/val.json" | head -n 1)
+awk -v e="$err" 'BEGIN { exit !(e != "" && e < 0.20) }' && ok || bad "predicted throughput off by a median of $err (more than 20%)"
+echo "check_model: median throughput error $err over 4 points (the table above shows each point's steal)"
+
+echo "check_model: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
