@@ -1,0 +1,808 @@
+/*
+ * Aggregator.java: the /aggregate service of aggregator.c, on the real JVM and embedded Tomcat.
+ *
+ * Loom Lab's C aggregator imitates two execution models; this file is the thing it imitates,
+ * so that the same load generator can be pointed at both. For each GET /aggregate the server
+ * calls K downstream services (GET /item/0 .. /item/K-1 on the backends, round-robin) and
+ * answers their bodies as a JSON array, exactly like `./aggregator serve`.
+ *
+ *   JAVA=$(java/find-jdk); CP=$(java/find-jdk --classpath)
+ *   ./aggregator backend --port 9100 --delay-ms 50
+ *   $JAVA -cp "$CP" java/Aggregator.java --mode virtual --port 9101 --backends 127.0.0.1:9100
+ *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
+ *
+ * (or compile once: javac -cp "$CP" -d build/java java/Aggregator.java, then
+ *  $JAVA -cp "build/java:$CP" Aggregator --mode ...; a leading `serve` is accepted too.)
+ *
+ * The two models are two configurations of one Tomcat connector (NIO):
+ *   platform (1:1)  Tomcat's own pool: a request holds a pool thread for its whole life,
+ *                   blocked in the downstream reads, so at most --threads (maxThreads)
+ *                   requests are in progress: throughput <= threads / (K * D).
+ *   virtual (M:N)   one virtual thread per request, as Spring Boot configures Tomcat with
+ *                   spring.threads.virtual.enabled=true: the protocol's executor is Tomcat's
+ *                   VirtualThreadExecutor. A blocking read parks the virtual thread and frees
+ *                   its carrier, so concurrency is bounded by memory, not by threads.
+ * The downstream client is the JDK's: HttpURLConnection (default; its keep-alive cache is the
+ * connection pool) or java.net.http.HttpClient (--client httpclient).
+ *
+ * The file reads top to bottom: command line, metrics, downstream clients, the servlet (the
+ * /aggregate handler), Tomcat for each model, main. No framework beyond embedded Tomcat.
+ * Every Tomcat or JDK setting says, next to it, which simulator key (sim.c) it corresponds to.
+ */
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Proxy;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.URL;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.stream.Stream;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.apache.catalina.AccessLog;
+import org.apache.catalina.Context;
+import org.apache.catalina.LifecycleState;
+import org.apache.catalina.connector.Connector;
+import org.apache.catalina.connector.Request;
+import org.apache.catalina.connector.Response;
+import org.apache.catalina.core.StandardHost;
+import org.apache.catalina.startup.Tomcat;
+import org.apache.catalina.valves.ErrorReportValve;
+import org.apache.catalina.valves.ValveBase;
+import org.apache.coyote.http11.Http11NioProtocol;
+import org.apache.tomcat.util.threads.ThreadPoolExecutor;
+import org.apache.tomcat.util.threads.VirtualThreadExecutor;
+
+public final class Aggregator {
+
+    /* ==== Command line ==== */
+
+    static final String SYNOPSIS = "Aggregator [serve] --mode platform|virtual --port P"
+            + " --backends HOST:PORT[,HOST:PORT...] [--threads T] [--client urlconnection|httpclient]"
+            + " [--no-pool] [--pin] [--fanout K] [...]";
+
+    /** Everything the command line sets; read-only once serving. Defaults as in aggregator.c. */
+    static final class Config {
+        boolean virtual = true;             // --mode; the C server's default is virtual too
+        int port = 0;                       // 0: any free port (printed)
+        List<InetSocketAddress> backends = new ArrayList<>();
+        int fanout = 3;                     // K: downstream calls per /aggregate
+        int threads = 200;                  // platform.max_threads     (Tomcat maxThreads)
+        int minSpare = 10;                  // platform.min_spare       (Tomcat minSpareThreads)
+        int maxConnections = 8192;          // platform.max_connections (Tomcat maxConnections)
+        int acceptCount = 100;              // platform.accept_count    (Tomcat acceptCount)
+        int maxQueue = 0;                   // platform.max_queue       (Tomcat maxQueueSize; 0: unbounded)
+        int threadIdleMs = 60000;           // platform.idle_timeout    (Tomcat threadsMaxIdleTime)
+        int carriers = 0;                   // virtual.parallelism      (0: one per CPU, the JDK's default)
+        boolean pool = true;                // --no-pool: a new downstream connection per call
+        boolean pin = false;                // --pin: `synchronized` around the downstream calls
+        int timeoutMs = 5000;               // downstream budget of one /aggregate, then 504
+        int idleMs = 20000;                 // keep-alive idle timeout of client connections
+        boolean httpClient = false;         // --client httpclient (else HttpURLConnection)
+    }
+
+    /** A bad command line: main prints the message on one line and exits 2. */
+    static final class UsageError extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageError(String message) { super(message); }
+    }
+
+    static final String[][] FLAGS = {
+        {"--mode", "platform (Tomcat's pool, 1:1) or virtual (virtual-thread executor, M:N); default virtual"},
+        {"--port", "port to bind on 127.0.0.1; default 0 (any free port, printed)"},
+        {"--backends", "downstream services HOST:PORT[,...]; required"},
+        {"--fanout", "K, downstream calls per /aggregate; default 3"},
+        {"--threads", "platform: most pool threads (maxThreads); default 200"},
+        {"--min-spare", "platform: threads kept up front (minSpareThreads); default 10"},
+        {"--max-connections", "connections held at most, both modes (maxConnections); default 8192"},
+        {"--accept-count", "listen backlog (acceptCount); default 100"},
+        {"--max-queue", "platform: queued requests before refusal (maxQueueSize); default 0 = unbounded"},
+        {"--thread-idle-ms", "platform: idle pool threads exit, down to --min-spare; default 60000"},
+        {"--carriers", "virtual: carrier threads (jdk.virtualThreadScheduler.parallelism); default one per CPU"},
+        {"--client", "downstream client: urlconnection (HttpURLConnection) or httpclient; default urlconnection"},
+        {"--no-pool", "a new downstream connection per call (no keep-alive)"},
+        {"--pin", "synchronized around the downstream calls (pins the carrier before JDK 24)"},
+        {"--timeout-ms", "downstream budget per /aggregate, then 504; default 5000"},
+        {"--idle-ms", "keep-alive idle timeout (keepAliveTimeout); default 20000"},
+    };
+
+    static void printUsage() {
+        System.out.println("usage: " + SYNOPSIS);
+        for (String[] f : FLAGS) System.out.printf("  %-18s %s%n", f[0], f[1]);
+        System.out.printf("  %-18s %s%n", "--help", "print this help");
+    }
+
+    /** Parse the flags (same names and checks as `aggregator serve`); null means --help. */
+    static Config parseArgs(String[] args) throws UsageError {
+        Config c = new Config();
+        String mode = "virtual", client = "urlconnection", backends = null;
+        int first = args.length > 0 && args[0].equals("serve") ? 1 : 0;
+        for (int a = first; a < args.length; a++) {
+            String flag = args[a];
+            switch (flag) {
+                case "--help", "-h" -> { return null; }
+                case "--no-pool" -> { c.pool = false; continue; }
+                case "--pin" -> { c.pin = true; continue; }
+                default -> { }
+            }
+            if (a + 1 >= args.length) {
+                boolean known = Stream.of(FLAGS).anyMatch(f -> f[0].equals(flag));
+                throw new UsageError(known ? "flag " + flag + " needs a value" : "unknown flag '" + flag + "'");
+            }
+            String v = args[++a];
+            switch (flag) {
+                case "--mode" -> mode = v;
+                case "--client" -> client = v;
+                case "--backends" -> backends = v;
+                case "--port" -> c.port = number(v);
+                case "--fanout" -> c.fanout = number(v);
+                case "--threads" -> c.threads = number(v);
+                case "--min-spare" -> c.minSpare = number(v);
+                case "--max-connections" -> c.maxConnections = number(v);
+                case "--accept-count" -> c.acceptCount = number(v);
+                case "--max-queue" -> c.maxQueue = number(v);
+                case "--thread-idle-ms" -> c.threadIdleMs = number(v);
+                case "--carriers" -> c.carriers = number(v);
+                case "--timeout-ms" -> c.timeoutMs = number(v);
+                case "--idle-ms" -> c.idleMs = number(v);
+                default -> throw new UsageError("unknown flag '" + flag + "'");
+            }
+        }
+        switch (mode) {
+            case "platform" -> c.virtual = false;
+            case "virtual" -> c.virtual = true;
+            default -> throw new UsageError("--mode must be platform or virtual, not '" + mode + "'");
+        }
+        switch (client) {
+            case "urlconnection" -> c.httpClient = false;
+            case "httpclient" -> c.httpClient = true;
+            default -> throw new UsageError("--client must be urlconnection or httpclient, not '" + client + "'");
+        }
+        if (backends == null) throw new UsageError("--backends needs HOST:PORT[,HOST:PORT...]");
+        for (String hp : backends.split(",", -1)) c.backends.add(hostPort(hp));
+        if (c.fanout < 1 || c.threads < 1 || c.maxConnections < 1)
+            throw new UsageError("--fanout, --threads and --max-connections must be >= 1");
+        if (c.port > 65535) throw new UsageError("--port must be 0..65535, not " + c.port);
+        if (c.timeoutMs < 1) throw new UsageError("--timeout-ms must be >= 1");
+        return c;
+    }
+
+    /** A non-negative int, as the C server's OPT_INT. */
+    static int number(String v) throws UsageError {
+        try {
+            int x = Integer.parseInt(v);
+            if (x >= 0 && !v.startsWith("+")) return x;
+        } catch (NumberFormatException e) {
+            // fall through to the message
+        }
+        throw new UsageError("bad number '" + v + "'");
+    }
+
+    /** "HOST:PORT" with HOST a dotted IPv4 address or localhost, as parse_hostport in C. */
+    static InetSocketAddress hostPort(String s) throws UsageError {
+        UsageError bad = new UsageError("--backends needs HOST:PORT[,HOST:PORT...], not '" + s + "'");
+        int colon = s.lastIndexOf(':');
+        if (colon <= 0) throw bad;
+        String host = s.substring(0, colon);
+        if (host.equals("localhost")) host = "127.0.0.1";
+        if (!host.matches("(\\d{1,3}\\.){3}\\d{1,3}")) throw bad;
+        int port;
+        try {
+            port = Integer.parseInt(s.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw bad;
+        }
+        if (port < 1 || port > 65535) throw bad;
+        try {
+            return new InetSocketAddress(InetAddress.getByName(host), port); // numeric: no DNS lookup
+        } catch (IOException e) {
+            throw bad;
+        }
+    }
+
+    /* ==== Metrics ==== */
+
+    /** Statuses with their own counter, as in aggregator.c's HTTP_STATUSES; the rest is "other". */
+    static final int[] STATUSES = {200, 400, 404, 405, 413, 414, 431, 501, 502, 503, 504, 505};
+    static final String[] REASONS = {"OK", "Bad Request", "Not Found", "Method Not Allowed", "Content Too Large",
+        "URI Too Long", "Request Header Fields Too Large", "Not Implemented", "Bad Gateway", "Service Unavailable",
+        "Gateway Timeout", "HTTP Version Not Supported"};
+    /** Latency histogram bounds, ms (the page prints seconds), as metrics_le_ms in C. */
+    static final double[] LE_MS = {1, 5, 10, 25, 50, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000};
+
+    static String reason(int status) {
+        for (int i = 0; i < STATUSES.length; i++) if (STATUSES[i] == status) return REASONS[i];
+        return "Unknown";
+    }
+
+    /**
+     * Process-wide counters and the Prometheus page, with the metric names of aggregator.c.
+     * Requests are counted by an access-log valve (below), so that Tomcat's own answers to
+     * malformed requests (400, 505...) are counted too, not only what the servlet answers.
+     */
+    static final class Metrics {
+        final AtomicLongArray requests = new AtomicLongArray(STATUSES.length + 1); // last: other
+        final AtomicLongArray latencyLe = new AtomicLongArray(LE_MS.length + 1);   // last: +Inf
+        final LongAdder latencySumMicros = new LongAdder();
+        final LongAdder downstreamCalls = new LongAdder();
+        final LongAdder vthreadsStarted = new LongAdder();
+        final AtomicLong vthreadsAlive = new AtomicLong();
+        Http11NioProtocol protocol;          // set once Tomcat is configured
+
+        void request(int status, long nanos) {
+            int i = 0;
+            while (i < STATUSES.length && STATUSES[i] != status) i++;
+            requests.incrementAndGet(i);
+            int b = 0;
+            while (b < LE_MS.length && nanos > LE_MS[b] * 1e6) b++;
+            latencyLe.incrementAndGet(b);
+            latencySumMicros.add(nanos / 1000);
+        }
+
+        /** Wrap a task so that it counts as a virtual thread while it runs. */
+        Runnable countedVirtual(Runnable task) {
+            vthreadsStarted.increment();
+            vthreadsAlive.incrementAndGet();
+            return () -> {
+                try {
+                    task.run();
+                } finally {
+                    vthreadsAlive.decrementAndGet();
+                }
+            };
+        }
+
+        /** Start a counted virtual thread (fan-out calls, HttpClient's tasks). */
+        Thread startVirtual(Runnable task) {
+            return Thread.ofVirtual().name("agg-virtual").start(countedVirtual(task));
+        }
+
+        /** The Prometheus text exposition format (version 0.0.4). */
+        String page() {
+            StringBuilder b = new StringBuilder(4096);
+            b.append("# HELP agg_requests_total Requests answered, by status.\n# TYPE agg_requests_total counter\n");
+            for (int i = 0; i <= STATUSES.length; i++)
+                b.append("agg_requests_total{status=\"").append(i < STATUSES.length ? String.valueOf(STATUSES[i]) : "other")
+                        .append("\"} ").append(requests.get(i)).append('\n');
+            b.append("# HELP agg_request_seconds Server-side latency.\n# TYPE agg_request_seconds histogram\n");
+            long cumulated = 0;
+            for (int i = 0; i < LE_MS.length; i++) {
+                cumulated += latencyLe.get(i);
+                b.append("agg_request_seconds_bucket{le=\"").append(trim(LE_MS[i] / 1000)).append("\"} ")
+                        .append(cumulated).append('\n');
+            }
+            cumulated += latencyLe.get(LE_MS.length);
+            b.append("agg_request_seconds_bucket{le=\"+Inf\"} ").append(cumulated).append('\n');
+            b.append(String.format(Locale.ROOT, "agg_request_seconds_sum %.6f%n", latencySumMicros.sum() / 1e6));
+            b.append("agg_request_seconds_count ").append(cumulated).append('\n');
+
+            ThreadPoolExecutor pool = protocol != null && protocol.getExecutor() instanceof ThreadPoolExecutor p ? p : null;
+            gauge(b, "agg_os_threads", "OS threads of the process", procStatus("Threads:"));
+            gauge(b, "agg_rss_bytes", "resident set size", procStatus("VmRSS:") * 1024);
+            gauge(b, "agg_open_fds", "open file descriptors", countDir("/proc/self/fd"));
+            gauge(b, "agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine", timeWait());
+            gauge(b, "agg_connections", "client connections open", protocol != null ? protocol.getConnectionCount() : 0);
+            gauge(b, "agg_pool_size", "platform pool threads", pool != null ? pool.getPoolSize() : 0);
+            gauge(b, "agg_pool_busy", "platform pool threads serving a request", pool != null ? pool.getActiveCount() : 0);
+            gauge(b, "agg_pool_queue", "requests queued for a pool thread", pool != null ? pool.getQueue().size() : 0);
+            gauge(b, "agg_vthreads_alive", "virtual threads alive (started by this server)", vthreadsAlive.get());
+            gauge(b, "agg_vthreads_started_total", "virtual threads started by this server", vthreadsStarted.sum());
+            // The JDK's virtual-thread scheduler, from jdk.management (JDK 24+); absent before.
+            gauge(b, "agg_carriers", "carrier threads", scheduler("PoolSize"));
+            gauge(b, "agg_carriers_busy", "carriers running a virtual thread", scheduler("MountedVirtualThreadCount"));
+            gauge(b, "agg_vthreads_runnable", "virtual threads queued for a carrier", scheduler("QueuedVirtualThreadCount"));
+            gauge(b, "agg_downstream_calls_total", "downstream calls", downstreamCalls.sum());
+            return b.toString();
+        }
+
+        static void gauge(StringBuilder b, String name, String help, long value) {
+            if (value < 0) return; // not known on this JDK or kernel: leave the metric out
+            b.append("# HELP ").append(name).append(' ').append(help).append(".\n# TYPE ").append(name)
+                    .append(name.endsWith("_total") ? " counter\n" : " gauge\n").append(name).append(' ')
+                    .append(value).append('\n');
+        }
+
+        /** 0.001 -> "0.001", 1.0 -> "1": what C's %g prints for these bounds. */
+        static String trim(double v) {
+            String s = String.format(Locale.ROOT, "%.3f", v);
+            return s.replaceAll("0+$", "").replaceAll("\\.$", "");
+        }
+
+        /** A number field of /proc/self/status ("VmRSS:" in kB, "Threads:"), or -1. */
+        static long procStatus(String key) {
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc/self/status")))
+                    if (line.startsWith(key)) return Long.parseLong(line.substring(key.length()).trim().split("\\s+")[0]);
+            } catch (IOException | RuntimeException e) {
+                // not Linux: unknown
+            }
+            return -1;
+        }
+
+        static long countDir(String dir) {
+            try (Stream<Path> s = Files.list(Path.of(dir))) {
+                return s.count();
+            } catch (IOException | RuntimeException e) {
+                return -1;
+            }
+        }
+
+        /** Sockets in TIME_WAIT (state 06) in /proc/net/tcp and tcp6: the JVM's sockets are IPv6. */
+        static long timeWait() {
+            long n = 0;
+            for (String f : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+                try (Stream<String> lines = Files.lines(Path.of(f))) {
+                    n += lines.skip(1).filter(l -> {
+                        String[] w = l.trim().split("\\s+");
+                        return w.length > 3 && w[3].equals("06");
+                    }).count();
+                } catch (IOException | RuntimeException e) {
+                    // absent: count nothing
+                }
+            }
+            return n;
+        }
+
+        /** An attribute of jdk.management's VirtualThreadSchedulerMXBean (JDK 24+), or -1. */
+        static long scheduler(String attribute) {
+            try {
+                MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+                Object v = server.getAttribute(new ObjectName("jdk.management:type=VirtualThreadScheduler"), attribute);
+                return v instanceof Number n ? n.longValue() : -1;
+            } catch (Exception e) {
+                return -1;
+            }
+        }
+    }
+
+    /**
+     * Counts every request Tomcat answers, with its latency: an access log is what Tomcat calls
+     * once per request, including the ones its parser refused before any servlet saw them.
+     * Tomcat 10 passes the time in nanoseconds.
+     */
+    static final class MetricsValve extends ValveBase implements AccessLog {
+        final Metrics metrics;
+
+        MetricsValve(Metrics metrics) {
+            super(true);
+            this.metrics = metrics;
+        }
+
+        @Override public void invoke(Request request, Response response) throws IOException, jakarta.servlet.ServletException {
+            getNext().invoke(request, response);
+        }
+
+        @Override public void log(Request request, Response response, long nanos) {
+            metrics.request(response.getStatus(), nanos);
+        }
+
+        @Override public void setRequestAttributesEnabled(boolean enabled) { }
+
+        @Override public boolean getRequestAttributesEnabled() { return false; }
+    }
+
+    /**
+     * Tomcat's own error answers (a malformed request refused by its parser, say) as the C
+     * server writes them: the reason phrase in plain text, instead of an HTML page with a
+     * stack trace. The servlet's answers set a status without sendError and never come here.
+     */
+    public static final class PlainErrorValve extends ErrorReportValve {
+        @Override protected void report(Request request, Response response, Throwable t) {
+            int status = response.getStatus();
+            if (status < 400 || response.getContentWritten() > 0 || !response.setErrorReported()) return;
+            try {
+                byte[] body = reason(status).getBytes(StandardCharsets.US_ASCII);
+                response.setContentType("text/plain");
+                response.setContentLength(body.length);
+                response.getOutputStream().write(body);
+                response.finishResponse();
+            } catch (IOException | RuntimeException e) {
+                // the client is gone: nothing to tell it
+            }
+        }
+    }
+
+    /* ==== Downstream ==== */
+
+    /** The outcome of one downstream call: 200 with the backend's body, 502 or 504. */
+    record Answer(int status, byte[] body) {
+        static final Answer BAD_GATEWAY = new Answer(502, new byte[0]);
+        static final Answer TIMEOUT = new Answer(504, new byte[0]);
+    }
+
+    /** A downstream answer larger than this is refused (502), as HTTP_MAX_RESP_BODY in C. */
+    static final int MAX_BODY = 16384;
+
+    /** GET http://backend/item/<item>, within the deadline (System.nanoTime()). */
+    interface Downstream {
+        Answer get(InetSocketAddress backend, int item, long deadline);
+    }
+
+    static URI itemUri(InetSocketAddress backend, int item) {
+        return URI.create("http://" + backend.getAddress().getHostAddress() + ":" + backend.getPort() + "/item/" + item);
+    }
+
+    static long millisLeft(long deadline) {
+        return (deadline - System.nanoTime()) / 1_000_000;
+    }
+
+    /**
+     * HttpURLConnection: blocking I/O. On a virtual thread the JDK parks it instead of blocking
+     * the carrier. Its pool is the JDK's keep-alive cache (a fully read, closed stream returns
+     * the connection to it); a stale pooled connection is retried once by the JDK itself.
+     */
+    static final class UrlConnectionDownstream implements Downstream {
+        @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
+            long left = millisLeft(deadline);
+            if (left <= 0) return Answer.TIMEOUT;
+            HttpURLConnection c = null;
+            try {
+                URL url = itemUri(backend, item).toURL();
+                c = (HttpURLConnection) url.openConnection(Proxy.NO_PROXY);
+                c.setConnectTimeout((int) Math.min(left, Integer.MAX_VALUE));
+                c.setReadTimeout((int) Math.min(left, Integer.MAX_VALUE)); // per read, not per call
+                c.setUseCaches(false);
+                int status = c.getResponseCode(); // -1: not HTTP at all
+                InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
+                byte[] body = in == null ? new byte[0] : in.readNBytes(MAX_BODY + 1);
+                if (in != null) in.close();
+                if (status != 200 || body.length > MAX_BODY) {
+                    c.disconnect();
+                    return Answer.BAD_GATEWAY;
+                }
+                return new Answer(200, body);
+            } catch (SocketTimeoutException e) {
+                if (c != null) c.disconnect();
+                return Answer.TIMEOUT;
+            } catch (IOException | RuntimeException e) {
+                if (c != null) c.disconnect();
+                return Answer.BAD_GATEWAY;
+            }
+        }
+    }
+
+    /**
+     * java.net.http.HttpClient: asynchronous inside (one selector thread), blocking for us:
+     * send() waits on a future, which parks a virtual thread. Its connection pool has no cap.
+     */
+    static final class HttpClientDownstream implements Downstream {
+        final HttpClient client;
+        final boolean pool;
+
+        HttpClientDownstream(Config cfg, Metrics metrics) {
+            HttpClient.Builder b = HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)      // the backends speak HTTP/1.1 only
+                    .proxy(HttpClient.Builder.NO_PROXY)
+                    .connectTimeout(Duration.ofMillis(cfg.timeoutMs));
+            // Its internal tasks: virtual threads in virtual mode, else its default cached pool
+            // of platform threads ("HttpClient-N-Worker-M").
+            if (cfg.virtual) b.executor(metrics::startVirtual);
+            client = b.build();
+            pool = cfg.pool;
+        }
+
+        @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
+            long left = millisLeft(deadline);
+            if (left <= 0) return Answer.TIMEOUT;
+            try {
+                HttpRequest.Builder rq = HttpRequest.newBuilder(itemUri(backend, item)).timeout(Duration.ofMillis(left)).GET();
+                if (!pool) rq.header("Connection", "close"); // allowed by jdk.httpclient.allowRestrictedHeaders (main)
+                HttpResponse<byte[]> rs = client.send(rq.build(), HttpResponse.BodyHandlers.ofByteArray());
+                if (rs.statusCode() != 200 || rs.body().length > MAX_BODY) return Answer.BAD_GATEWAY;
+                return new Answer(200, rs.body());
+            } catch (HttpTimeoutException e) {
+                return Answer.TIMEOUT;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Answer.BAD_GATEWAY;
+            } catch (IOException | RuntimeException e) {
+                return Answer.BAD_GATEWAY;
+            }
+        }
+    }
+
+    /* ==== Aggregate ==== */
+
+    /**
+     * The servlet behind every path: GET /aggregate[?parallel=1], GET /metrics, 404 otherwise,
+     * 405 for any other method (checked first, as in agg_route). Bodies are written whole with a
+     * Content-Length, errors as a plain-text reason phrase, like aggregator.c.
+     */
+    @SuppressWarnings("serial") // never serialized: embedded, one instance
+    static final class AggregateServlet extends HttpServlet {
+        final Config cfg;
+        final Metrics metrics;
+        final Downstream downstream;
+
+        AggregateServlet(Config cfg, Metrics metrics, Downstream downstream) {
+            this.cfg = cfg;
+            this.metrics = metrics;
+            this.downstream = downstream;
+        }
+
+        @Override protected void service(HttpServletRequest rq, HttpServletResponse rs) throws IOException {
+            if (!rq.getMethod().equals("GET")) {
+                reply(rs, 405, "text/plain", reason(405).getBytes(StandardCharsets.US_ASCII));
+                return;
+            }
+            switch (rq.getRequestURI()) {
+                case "/aggregate" -> aggregate(rq, rs);
+                case "/metrics" -> reply(rs, 200, "text/plain; version=0.0.4", metrics.page().getBytes(StandardCharsets.UTF_8));
+                default -> reply(rs, 404, "text/plain", reason(404).getBytes(StandardCharsets.US_ASCII));
+            }
+        }
+
+        /** K downstream calls, their bodies joined into a JSON array; the first failure decides the status. */
+        void aggregate(HttpServletRequest rq, HttpServletResponse rs) throws IOException {
+            int k = cfg.fanout;
+            boolean parallel = queryInt(rq.getQueryString(), "parallel") > 0;
+            long deadline = System.nanoTime() + cfg.timeoutMs * 1_000_000L;
+            Answer[] answers = new Answer[k];
+            if (cfg.pin) {
+                // Like `synchronized` around a client call in application code. The lock is
+                // per request (no contention: only the pinning matters) and published as a
+                // request attribute so that escape analysis cannot elide it. On JDK 21-23 a
+                // virtual thread that blocks while holding a monitor pins its carrier; JDK 24+
+                // (JEP 491) unmounts it anyway. As in C, a pinned request does not fan out.
+                Object lock = new Object();
+                rq.setAttribute("aggregator.pin", lock);
+                synchronized (lock) {
+                    callSequentially(answers, deadline);
+                }
+            } else if (parallel && k > 1) {
+                callConcurrently(answers, deadline);
+            } else {
+                callSequentially(answers, deadline);
+            }
+            int status = 200;
+            var body = new java.io.ByteArrayOutputStream(128 * k);
+            body.write('[');
+            for (int i = 0; i < k; i++) {
+                Answer a = answers[i];
+                if (a == null) a = Answer.TIMEOUT; // not called: an earlier call failed
+                if (a.status() != 200 && status == 200) status = a.status();
+                if (i > 0) body.write(',');
+                body.write(a.body());
+            }
+            body.write(']');
+            if (status != 200) reply(rs, status, "text/plain", reason(status).getBytes(StandardCharsets.US_ASCII));
+            else reply(rs, 200, "application/json", body.toByteArray());
+        }
+
+        Answer call(int item, long deadline) {
+            metrics.downstreamCalls.increment();
+            return downstream.get(cfg.backends.get(item % cfg.backends.size()), item, deadline);
+        }
+
+        /** One call after the other, stopping at the first failure (as aggregator.c). */
+        void callSequentially(Answer[] answers, long deadline) {
+            for (int i = 0; i < answers.length && (i == 0 || answers[i - 1].status() == 200); i++)
+                answers[i] = call(i, deadline);
+        }
+
+        /**
+         * All K calls at once, joined before returning (structured concurrency without the
+         * preview API): a virtual thread per call on a virtual thread, else a platform thread
+         * per call, as the C server does with a pthread per call.
+         */
+        void callConcurrently(Answer[] answers, long deadline) {
+            Thread[] kids = new Thread[answers.length];
+            boolean onVirtual = Thread.currentThread().isVirtual();
+            for (int i = 0; i < kids.length; i++) {
+                final int item = i;
+                Runnable task = () -> answers[item] = call(item, deadline);
+                kids[i] = onVirtual ? metrics.startVirtual(task) : Thread.ofPlatform().name("agg-fanout").start(task);
+            }
+            boolean interrupted = false;
+            for (Thread t : kids) {
+                while (true) {
+                    try {
+                        t.join();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true; // finish the join: the children write into answers
+                    }
+                }
+            }
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+
+        /** The value of key=N in a query string, or 0 (absent or not a number), like http_query_int. */
+        static long queryInt(String query, String key) {
+            if (query == null) return 0;
+            for (String pair : query.split("&")) {
+                if (!pair.startsWith(key + "=")) continue;
+                String v = pair.substring(key.length() + 1);
+                int n = 0;
+                while (n < v.length() && n < 9 && Character.isDigit(v.charAt(n))) n++;
+                return n == 0 ? 0 : Long.parseLong(v.substring(0, n));
+            }
+            return 0;
+        }
+
+        static void reply(HttpServletResponse rs, int status, String contentType, byte[] body) throws IOException {
+            rs.setStatus(status);
+            rs.setContentType(contentType);
+            rs.setContentLength(body.length);
+            try (OutputStream out = rs.getOutputStream()) {
+                out.write(body);
+            }
+        }
+    }
+
+    /* ==== Tomcat: the two models ==== */
+
+    /**
+     * Tomcat's executor for virtual mode, as Spring Boot sets it up (a VirtualThreadExecutor
+     * named "tomcat-handler-" as the protocol's executor), wrapped only to count the virtual
+     * threads it starts for /metrics.
+     */
+    static final class CountingVirtualExecutor implements Executor {
+        final ExecutorService tomcats = new VirtualThreadExecutor("tomcat-handler-");
+        final Metrics metrics;
+
+        CountingVirtualExecutor(Metrics metrics) { this.metrics = metrics; }
+
+        @Override public void execute(Runnable task) {
+            tomcats.execute(metrics.countedVirtual(task));
+        }
+    }
+
+    /** Embedded Tomcat with one NIO connector on 127.0.0.1, configured for the chosen model. */
+    static Tomcat tomcat(Config cfg, Metrics metrics, Path baseDir) {
+        Tomcat tomcat = new Tomcat();
+        tomcat.setBaseDir(baseDir.toString());
+        Connector connector = new Connector(Http11NioProtocol.class.getName());
+        Http11NioProtocol p = (Http11NioProtocol) connector.getProtocolHandler();
+        connector.setPort(cfg.port);
+        p.setAddress(InetAddress.getLoopbackAddress());  // loopback only
+        p.setMaxConnections(cfg.maxConnections);         // platform.max_connections (both models)
+        p.setAcceptCount(cfg.acceptCount);               // platform.accept_count: the listen backlog
+        p.setKeepAliveTimeout(cfg.idleMs);               // no sim key: the C server's --idle-ms
+        p.setConnectionTimeout(cfg.idleMs);              // (Tomcat's default 20 s is the C default too)
+        p.setMaxKeepAliveRequests(-1);                   // no sim key: no cap, as the C server and the
+                                                         // simulator (Tomcat's default closes every 100th)
+        if (cfg.virtual) {
+            p.setExecutor(new CountingVirtualExecutor(metrics)); // virtual model; carriers are the JDK's
+                                                                 // ForkJoinPool (virtual.parallelism)
+        } else {
+            p.setMaxThreads(cfg.threads);                // platform.max_threads
+            p.setMinSpareThreads(cfg.minSpare);          // platform.min_spare
+            connector.setProperty("threadsMaxIdleTime",  // platform.idle_timeout (an endpoint
+                    String.valueOf(cfg.threadIdleMs));   // attribute, no setter on the protocol)
+            if (cfg.maxQueue > 0) p.setMaxQueueSize(cfg.maxQueue); // platform.max_queue (0: unbounded)
+        }
+        tomcat.setConnector(connector);
+        tomcat.getEngine().getPipeline().addValve(new MetricsValve(metrics));
+        // The host adds an ErrorReportValve at start unless one of the named class is there.
+        ((StandardHost) tomcat.getHost()).setErrorReportValveClass(PlainErrorValve.class.getName());
+        tomcat.getHost().getPipeline().addValve(new PlainErrorValve());
+        Context ctx = tomcat.addContext("", null);
+        Downstream ds = cfg.httpClient ? new HttpClientDownstream(cfg, metrics) : new UrlConnectionDownstream();
+        Tomcat.addServlet(ctx, "aggregate", new AggregateServlet(cfg, metrics, ds));
+        ctx.addServletMapping("/", "aggregate");
+        metrics.protocol = p;
+        return tomcat;
+    }
+
+    /* ==== main ==== */
+
+    /** JDK settings that must precede the first use of the class they configure. */
+    static void configureJdk(Config cfg) {
+        if (cfg.carriers > 0) // virtual.parallelism (read when the first virtual thread starts)
+            System.setProperty("jdk.virtualThreadScheduler.parallelism", String.valueOf(cfg.carriers));
+        // HttpURLConnection keeps at most 5 idle connections per backend by default, so 200
+        // busy threads would reconnect on most calls; the C pool has no cap, nor has this one.
+        if (System.getProperty("http.maxConnections") == null) System.setProperty("http.maxConnections", "20000");
+        if (!cfg.pool) {
+            System.setProperty("http.keepAlive", "false");                            // HttpURLConnection
+            System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection"); // HttpClient
+        }
+    }
+
+    /** The root cause of the last SEVERE thing Tomcat logged, for our one-line messages. */
+    static volatile String lastProblem = "unknown error";
+
+    /**
+     * Tomcat logs through java.util.logging: INFO lines at start and stack traces for what we
+     * report ourselves in one line. Keep it silent but remember its last complaint.
+     */
+    static void quietLogging() {
+        Logger root = Logger.getLogger("");
+        for (var h : root.getHandlers()) root.removeHandler(h);
+        root.setLevel(Level.SEVERE);
+        root.addHandler(new java.util.logging.Handler() {
+            @Override public void publish(java.util.logging.LogRecord r) {
+                Throwable t = r.getThrown();
+                while (t != null && t.getCause() != null) t = t.getCause();
+                lastProblem = t != null ? t.getMessage() : r.getMessage();
+            }
+
+            @Override public void flush() { }
+
+            @Override public void close() { }
+        });
+    }
+
+    public static void main(String[] args) throws Exception {
+        Config cfg;
+        try {
+            cfg = parseArgs(args);
+        } catch (UsageError e) {
+            System.err.println("aggregator: " + e.getMessage() + " (try --help)");
+            System.exit(2);
+            return;
+        }
+        if (cfg == null) {
+            printUsage();
+            return;
+        }
+        configureJdk(cfg);
+        quietLogging();
+
+        Path baseDir = Files.createTempDirectory("aggregator-tomcat-");
+        Metrics metrics = new Metrics();
+        Tomcat tomcat = tomcat(cfg, metrics, baseDir);
+        try {
+            tomcat.start();
+        } catch (Exception e) {
+            System.err.println("aggregator: cannot start Tomcat: " + e);
+        }
+        Connector connector = tomcat.getConnector();
+        if (connector.getState() != LifecycleState.STARTED || connector.getLocalPort() <= 0) {
+            System.err.println("aggregator: cannot listen on 127.0.0.1:" + cfg.port + ": " + lastProblem);
+            stop(tomcat, baseDir);
+            System.exit(1);
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            System.err.println("aggregator serve: stopping");
+            stop(tomcat, baseDir);
+        }));
+        System.err.printf("aggregator serve: listening on 127.0.0.1:%d (%s%s; java %s, Tomcat %s, %s)%n",
+                connector.getLocalPort(), cfg.virtual ? "virtual threads" : "platform threads", cfg.pin ? ", pinned" : "",
+                Runtime.version().feature(), org.apache.catalina.util.ServerInfo.getServerNumber(),
+                cfg.httpClient ? "httpclient" : "urlconnection");
+        tomcat.getServer().await(); // until the JVM is told to stop (SIGTERM, SIGINT)
+    }
+
+    static void stop(Tomcat tomcat, Path baseDir) {
+        try {
+            tomcat.stop();
+            tomcat.destroy();
+        } catch (Exception e) {
+            // stopping anyway
+        }
+        try (Stream<Path> s = Files.walk(baseDir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (IOException e) {
+            // a temporary directory left behind
+        }
+    }
+}
