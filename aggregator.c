@@ -1,106 +1,60 @@
-/* aggregator.c: a microservice aggregator in two execution models, with its own
- * virtual-thread runtime, HTTP/1.1, a downstream backend, a load generator and a bench.
- *
- * Loom Lab teaches why virtual threads (Java Loom, M:N) beat platform threads (1:1, a
- * Tomcat-like pool) under heavy concurrent I/O. The simulator (sim.c) models it; this file is
- * the real system it is calibrated against. For each GET /aggregate the aggregator calls K
- * downstream services (GET /item/0 .. /item/K-1) and returns their answers as a JSON array.
+/* aggregator.c: the real system that Loom Lab measures. An HTTP aggregator in two execution
+ * models, platform (a Tomcat-like pool of OS threads, 1:1) and virtual (our own M:N green
+ * threads on epoll, like Java's Loom), with the downstream backend it calls and the tools that
+ * measure it. For each GET /aggregate it calls K downstream services (GET /item/0 .. /item/K-1)
+ * and answers with their bodies as a JSON array. sim.c models this system; `calibrate` measures
+ * the costs the model takes as parameters.
  *
  *   make aggregator
  *   ./aggregator backend --port 9100 --delay-ms 50
  *   ./aggregator serve --mode virtual --port 9101 --backends 127.0.0.1:9100
  *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
  *   ./aggregator bench --users 100,1000,5000      (starts all of the above itself)
- *   ./aggregator microbench                       (context switch, park, create, RSS)
+ *   ./aggregator microbench                       (switch, park, create, RSS per thread)
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *
- * Table of contents (sections appear in this order, each under a ==== banner):
- *   Utilities            time in ns, string buffer, fatal errors, /proc readers
- *   Context switch       the register swap in assembly (x86-64, aarch64; ucontext otherwise)
- *   Virtual threads      vt_ spawn/park/unpark/join, copied stacks, timers, the carrier loop
- *   I/O                  io_ read/write/connect/accept that park a virtual thread or block
- *                        a platform thread, with one code path for both models
- *   Histogram            hist_ log-linear latency histogram with bounded relative error
- *   HTTP                 http_ pure request/response parsers and the response writer
- *   Metrics              counters and the Prometheus text page
- *   Server               conn_ keep-alive connection serving, shared by every server here
- *   Downstream           ds_ per-backend keep-alive connection pools and the client call
- *   Aggregate            the /aggregate handler, sequential or fanned out (parallel=1)
- *   Platform mode        pool_ the Tomcat-like acceptor/poller and growing executor
- *   Virtual mode         the acceptor virtual thread, one virtual thread per connection
- *   Backend              the downstream microservice (answers after D ms on a timer)
- *   Load generator       load_ closed-loop users or an open-loop constant rate
- *   Command line         opt_ flag tables and --help, signals, cmd_serve/backend/load
- *   Bench                bench_ the grid of child processes, sampling /proc, the CSV
- *   Microbench           mb_ switch, yield, park/unpark, create, RSS per parked thread
- *   Calibrate            the simulator's cost parameters, measured, as scenario keys
- *   main                 the command table
+ * Reading path. First evening: the "life of a request" that opens Part II, then the sections
+ * it names. Second evening: Part I, the runtime under the virtual model, from the register
+ * swap up to a read that parks. Part III when you measure; Part IV to add a flag or command.
  *
- * The two models, side by side.
- *   platform (1:1): like Tomcat's NIO connector. An acceptor/poller thread holds up to
- *   --max-connections connections and watches idle keep-alive connections; a readable one
- *   is queued to the executor, whose pool grows from --min-spare to --threads pthreads. A
- *   pool thread owns the request for its whole life, blocking in read() and write() on the
- *   downstream calls, so at most --threads requests are in progress: throughput is capped
- *   at threads / (K * D) however many users wait.
- *   virtual (M:N): like Loom. One virtual thread per connection (and per fanned-out call),
- *   scheduled on --carriers pthreads. A read that would block parks the virtual thread
- *   (the fd is registered with the carrier's epoll) and the carrier runs another one, so
- *   the number of requests in progress is bounded by memory, not by threads.
+ * Contents (each line is a banner below, in this order):
+ *   Part I. The M:N runtime
+ *     I.1 Utilities              time in ns, fatal errors, buffers, /proc readers, signals
+ *     I.2 Context switch         the register swap in assembly; the sanitizer helpers
+ *     I.3 Virtual threads        vt_ carrier_ rt: the stack design, types, the runtime
+ *     I.4 Timer heap             timer_ deadlines of parked threads, O(log n)
+ *     I.5 Run queue              carrier_push, vt_ready, vt_wake; the inbox from other threads
+ *     I.6 Copied stacks          vt_stack_save/restore: frames to the heap and back
+ *     I.7 Switching              vt_boot, carrier_run, park, yield, spawn, join, wait, pin
+ *     I.8 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
+ *     I.9 I/O                    io_ read/write/connect/accept: park or block, one code path
+ *   Part II. The service
+ *     II.1 HTTP                  http_ pure request/response parsers, the response writer
+ *     II.2 Metrics               metrics_ counters and the Prometheus text page
+ *     II.3 Connections           config, server, conn_: serve one request (every server)
+ *     II.4 Aggregate             agg_ the /aggregate handler, sequential or fanned out
+ *     II.5 Downstream            client_ ds_: keep-alive pools and the downstream call
+ *     II.6 Backend               backend_route: GET /item/<i> after D ms, a timed park
+ *     II.7 Platform server       pool_ Tomcat-like acceptor/poller and growing executor
+ *     II.8 Virtual server        vserver_ vconn_: one virtual thread per connection
+ *   Part III. Lab tools
+ *     III.1 Latency histogram    hist_ log-linear, the same text as in sim.c
+ *     III.2 Load generator       load_ closed-loop users or an open-loop rate
+ *     III.3 Bench                bench_ the grid of child processes, /proc sampling, CSV
+ *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
+ *     III.5 Calibrate            cal_ the simulator's costs, measured, as scenario keys
+ *   Part IV. The command line
+ *     IV.1 Options               opt_ flag tables, typed at parse time, --help from them
+ *     IV.2 Subcommands           cmd_ serve, backend, load, bench, microbench, calibrate
+ *     IV.3 main                  the command table
  *
- * The stack design, and why. 100,000 parked virtual threads must fit in one process where
- * vm.max_map_count is 65530, so one mmap plus a guard page per stack cannot work (each guard
- * page splits a mapping: about 32,700 stacks at most). We copy stacks, as Loom does with its
- * heap stack chunks and libaco with its shared stack:
- *   - each carrier owns one run stack (256 KiB, one mmap) with a 64 KiB PROT_NONE guard
- *     region below it: two mappings per carrier, whatever the number of virtual threads;
- *   - a virtual thread always runs on its carrier's run stack; when another virtual thread
- *     needs that stack, the frames in use (from the saved stack pointer to the top, usually
- *     a few hundred bytes) are copied to a heap buffer owned by the parked thread, and copied
- *     back before it runs again. The copy is lazy: a thread that parks and is the next to
- *     run on its carrier is not copied at all;
- *   - so a parked virtual thread costs its struct plus the bytes it really used (measured
- *     by `./aggregator microbench`), and an overflow hits the guard region and faults; the
- *     SIGSEGV handler (on an alternate signal stack) recognises the address and prints
- *     "virtual thread stack overflow" before aborting: detected, never silent.
- *   The price, stated plainly: saved frames hold absolute addresses inside the run stack, so
- *   a virtual thread never migrates to another carrier (no work stealing: new threads are
- *   spread round-robin instead), and no pointer to a virtual thread's stack may be handed to
- *   another virtual thread, since those bytes move while it is parked. Everything shared
- *   (join records, fan-out results, connections) lives on the heap.
- *
- * Measured on the 2-core VM this was written on (2026-12-02; `./aggregator bench --users
- * 100,1000,5000 --pool both --duration 10 --runs 3`: K = 3 sequential calls, D = 50 ms, think
- * 0, medians; backend, aggregator and load generator share the 2 CPUs):
- *     users  mode      pool  req/s   % of N/(K*D)  p50 ms  threads  peak RSS   CPU/request
- *      1000  platform  on     1,320      20          758     202      9.4 MiB    92 us
- *      1000  virtual   on     6,537      98          153       3     12.6 MiB    55 us
- *      5000  platform  on     1,318       4        3,785     202     27.6 MiB   105 us
- *      5000  virtual   on    16,589      50          303       3     54.9 MiB    53 us
- *      5000  platform  off    1,292       4        3,850     202     28.1 MiB   159 us
- *      5000  virtual   off    2,993       9        1,655       3     61.0 MiB   202 us
- * The platform pool is capped at threads / (K*D) = 1,333 req/s; virtual threads are capped
- * by the CPUs. Without pooling, every call pays a TCP handshake and a TIME_WAIT. Go's
- * net/http peer (/work/shared/peers) on the same machine and load gave 4,954 and 3,749 req/s
- * at 1000 and 5000 users, 488 MiB peak RSS. `./aggregator microbench`: a switch (register
- * swap) 15-18 ns, a yield through the scheduler about 65 ns, a park + unpark through epoll
- * 1.3-1.6 us, create + run + join 0.4 us, 400 bytes of RSS per parked virtual thread at
- * 100,000 (a parked 256 KiB pthread: 7.2 KB); a pthread switch through a pipe 1.6-2.0 us.
- *
- * Each section opens with its own data structures, so a section reads on its own; the only
- * global state is the runtime context `rt` (plus `carrier_self`, the calling thread's
- * carrier). Times are int64 nanoseconds of CLOCK_MONOTONIC unless a name says _ms or _us.
- * Other targets than x86-64 and aarch64 switch with ucontext (build with -DVT_UCONTEXT to
- * try it here); under AddressSanitizer each switch is announced with
- * __sanitizer_start/finish_switch_fiber and copied frames are unpoisoned.
- *
- * How to add an endpoint: write a handler with the signature of agg_route's callees and add
- * its path to agg_route. How to add a subcommand: an options table (see "Command line"), a
- * cmd_ function, and a line in main's table.
+ * Conventions. Everything but main is static; one prefix per subsystem. The only global
+ * state is the runtime `rt` and `carrier_self`, the calling thread's carrier. Times are
+ * int64 ns of CLOCK_MONOTONIC unless a name says _ms, _us or _s. Out of memory aborts;
+ * recoverable errors return -1 with errno. To add an endpoint: a handler like agg_aggregate
+ * and its path in agg_route. To add a subcommand: a cmd_ function with its options table
+ * (IV.2) and a line in main's table (IV.3).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -161,8 +115,16 @@
 #include <ucontext.h>
 #endif
 
-/* ==== Utilities ==== */
+/* ==== Part I. The M:N runtime ==== */
 
+/* Virtual threads on carrier threads, as Loom runs them: a virtual thread that would block
+ * parks instead (its frames are set aside, its fd is watched by the carrier's epoll) and the
+ * carrier runs another one. Built from the bottom: the utilities, the register swap, the
+ * thread and carrier types, the timers and run queues, the copied stacks, the switches
+ * between a thread and its carrier's scheduler, the carrier loop, and the I/O calls that
+ * park a virtual thread or block a platform thread through one code path. */
+
+/* ---- I.1 Utilities ---- */
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
@@ -316,7 +278,33 @@ static void raise_fd_limit(void)
     }
 }
 
-/* ==== Context switch ==== */
+/* SIGINT and SIGTERM are blocked in every thread (main blocks them before creating any) and
+ * taken synchronously with sigtimedwait: no handler, no async-signal-safety traps. */
+static void signals_block(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Wait until the deadline (ns; -1 = forever) or a signal. Returns 1 if a signal came. */
+static int signals_wait_until(int64_t deadline)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    for (;;) {
+        int64_t left = deadline < 0 ? NS_PER_S : deadline - now_ns();
+        if (left <= 0) return 0;
+        struct timespec ts = {left / NS_PER_S, left % NS_PER_S};
+        if (sigtimedwait(&set, NULL, &ts) > 0) return 1;
+    }
+}
+
+/* ---- I.2 Context switch ---- */
 
 /* vt_switch_asm(&from_sp, to_sp) saves the callee-saved state of the running context on its
  * own stack, stores the stack pointer in *from_sp, loads to_sp and restores the state found
@@ -461,7 +449,81 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 }
 #endif
 
-/* ==== Virtual threads ==== */
+/* Announcing a switch to the sanitizers. Every switch between a virtual thread and its
+ * carrier's scheduler calls san_before_switch just before vt_ctx_switch and san_after_switch
+ * just after it (back on the context that switched away). AddressSanitizer must know the
+ * stack that runs next ([lo, lo + size)), keeps the leaving context's fake stack in *fake
+ * (NULL: it never runs again), and on return tells where the previous stack was.
+ * ThreadSanitizer must know which fiber runs next: each virtual thread is one, and so is each
+ * carrier's scheduler loop; a switch with flags 0 also orders the two, as a lock would. Both
+ * are empty in other builds, and always inlined: ASan wants them in the frame that switches.
+ * Copied frames are unpoisoned by vt_stack_save and vt_stack_restore (ASAN_UNPOISON). */
+#ifdef VT_ASAN
+#define ASAN_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#ifdef VT_TSAN
+#define TSAN_CREATE()   __tsan_create_fiber(0)
+#define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
+#define TSAN_CURRENT()  __tsan_get_current_fiber()
+#else
+#define TSAN_CREATE()   NULL
+#define TSAN_DESTROY(f) ((void)(f))
+#define TSAN_CURRENT()  NULL
+#endif
+
+static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo, size_t size,
+                                                                     void *tsan_fiber)
+{
+#ifdef VT_ASAN
+    __sanitizer_start_switch_fiber(fake, lo, size);
+#else
+    (void)fake;
+    (void)lo;
+    (void)size;
+#endif
+#ifdef VT_TSAN
+    __tsan_switch_to_fiber(tsan_fiber, 0);
+#else
+    (void)tsan_fiber;
+#endif
+}
+
+static inline __attribute__((always_inline)) void san_after_switch(void *fake, const void **from_lo,
+                                                                    size_t *from_size)
+{
+#ifdef VT_ASAN
+    __sanitizer_finish_switch_fiber(fake, from_lo, from_size);
+#else
+    (void)fake;
+    (void)from_lo;
+    (void)from_size;
+#endif
+}
+
+/* ---- I.3 Virtual threads ---- */
+
+/* The stack design, and why. 100,000 parked virtual threads must fit in one process where
+ * vm.max_map_count is 65530, so one mmap plus a guard page per stack cannot work (each guard
+ * page splits a mapping: about 32,700 stacks at most). We copy stacks, as Loom does with its
+ * heap stack chunks and libaco with its shared stack:
+ *   - each carrier owns one run stack (256 KiB, one mmap) with a 64 KiB PROT_NONE guard
+ *     region below it: two mappings per carrier, whatever the number of virtual threads;
+ *   - a virtual thread always runs on its carrier's run stack; when another virtual thread
+ *     needs that stack, the frames in use (from the saved stack pointer to the top, usually
+ *     a few hundred bytes) are copied to a heap buffer owned by the parked thread, and copied
+ *     back before it runs again. The copy is lazy: a thread that parks and is the next to
+ *     run on its carrier is not copied at all;
+ *   - so a parked virtual thread costs its struct plus the bytes it really used (measured
+ *     by `./aggregator microbench`), and an overflow hits the guard region and faults; the
+ *     SIGSEGV handler (on an alternate signal stack) recognises the address and prints
+ *     "virtual thread stack overflow" before aborting: detected, never silent.
+ *   The price, stated plainly: saved frames hold absolute addresses inside the run stack, so
+ *   a virtual thread never migrates to another carrier (no work stealing: new threads are
+ *   spread round-robin instead), and no pointer to a virtual thread's stack may be handed to
+ *   another virtual thread, since those bytes move while it is parked. Everything shared
+ *   (join records, fan-out results, connections) lives on the heap. */
 
 /* Sizes. The run stack is per carrier, so it can be generous: a virtual thread may use up to
  * 256 KiB of stack while running, and pays only for what is in use when it parks. The guard
@@ -469,30 +531,6 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #define VT_RUN_STACK (256 * 1024)
 #define VT_GUARD (64 * 1024)
 #define VT_ALTSTACK (64 * 1024) /* per-carrier signal stack for the overflow message */
-
-#ifdef VT_ASAN
-#define ASAN_START(save, lo, n) __sanitizer_start_switch_fiber((save), (lo), (n))
-#define ASAN_FINISH(fake, lo, n) __sanitizer_finish_switch_fiber((fake), (lo), (n))
-#define ASAN_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define ASAN_START(save, lo, n) ((void)(save), (void)(lo), (void)(n))
-#define ASAN_FINISH(fake, lo, n) ((void)(fake), (void)(lo), (void)(n))
-#define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
-/* ThreadSanitizer must be told which fiber runs: each virtual thread is one, and so is each
- * carrier's scheduler loop. A switch with flags 0 also orders the two, as a lock would. */
-#ifdef VT_TSAN
-#define TSAN_CREATE() __tsan_create_fiber(0)
-#define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
-#define TSAN_CURRENT() __tsan_get_current_fiber()
-#define TSAN_SWITCH(f) __tsan_switch_to_fiber((f), 0)
-#else
-#define TSAN_CREATE() NULL
-#define TSAN_DESTROY(f) ((void)(f))
-#define TSAN_CURRENT() NULL
-#define TSAN_SWITCH(f) ((void)(f))
-#endif
 
 /* Counters written only by the owning carrier and read by /metrics from anywhere: relaxed
  * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
@@ -576,7 +614,7 @@ struct carrier {
     int busy;                    /* 1 while running a virtual thread */
     void *asan_fake;             /* ASan bookkeeping for the scheduler's own stack */
     void *tsan_sched;            /* TSan's fiber for the scheduler loop (NULL otherwise) */
-    const void *asan_sched_lo;
+    const void *asan_sched_lo;   /* ASan: the scheduler's stack, learnt at the first switch */
     size_t asan_sched_size;
 };
 
@@ -604,8 +642,10 @@ static struct vt *vt_current(void)
     return carrier_self ? carrier_self->cur : NULL;
 }
 
-/* ---- timer heap (ns deadlines), O(log n) insert and remove ---- */
+/* ---- I.4 Timer heap ---- */
 
+/* The deadlines (ns) of a carrier's timed parks, a binary min-heap: O(log n) insert and
+ * remove. */
 static void timer_swap(struct carrier *c, int i, int j)
 {
     struct vt *t = c->heap[i];
@@ -654,7 +694,7 @@ static void timer_remove(struct carrier *c, struct vt *v)
     }
 }
 
-/* ---- run queue, inbox, wake-ups ---- */
+/* ---- I.5 Run queue ---- */
 
 static void carrier_push(struct carrier *c, struct vt *v)
 {
@@ -719,7 +759,7 @@ static void vt_wake(struct vt *v, int why)
     vt_ready(v);
 }
 
-/* ---- copied stacks ---- */
+/* ---- I.6 Copied stacks ---- */
 
 /* Copy the frames of the run stack's owner to its heap buffer. Runs on the scheduler's
  * stack, never on the run stack it copies. */
@@ -752,15 +792,16 @@ static void vt_free(struct vt *v)
     free(v);
 }
 
-/* ---- switching: scheduler <-> virtual thread ---- */
+/* ---- I.7 Switching ---- */
 
+/* Between a virtual thread and its carrier's scheduler, and the calls built on that. */
 /* From a virtual thread back to its carrier's scheduler loop. */
 static void vt_to_scheduler(struct carrier *c, struct vt *v)
 {
-    ASAN_START(v->state == VT_DONE ? NULL : &v->asan_fake, c->asan_sched_lo, c->asan_sched_size);
-    TSAN_SWITCH(c->tsan_sched);
+    void **fake = v->state == VT_DONE ? NULL : &v->asan_fake; /* a done thread never returns */
+    san_before_switch(fake, c->asan_sched_lo, c->asan_sched_size, c->tsan_sched);
     vt_ctx_switch(&v->ctx, &c->sched_ctx);
-    ASAN_FINISH(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
 }
 
 /* Every virtual thread starts here, on its carrier's run stack, and never returns: when fn
@@ -770,7 +811,7 @@ static void vt_boot(void *arg)
 {
     struct vt *v = arg;
     struct carrier *c = v->carrier;
-    ASAN_FINISH(NULL, &c->asan_sched_lo, &c->asan_sched_size);
+    san_after_switch(NULL, &c->asan_sched_lo, &c->asan_sched_size);
     v->fn(v->arg);
     c = v->carrier;
     v->state = VT_DONE;
@@ -795,11 +836,9 @@ static void carrier_run(struct carrier *c, struct vt *v)
     c->cur = v;
     OWN_ADD(c->busy, 1);
     OWN_ADD(c->switches, 1);
-    ASAN_START(&c->asan_fake, c->stk_lo, (size_t)(c->stk_hi - c->stk_lo));
-    if (!c->tsan_sched) c->tsan_sched = TSAN_CURRENT();
-    TSAN_SWITCH(v->tsan_fiber);
+    san_before_switch(&c->asan_fake, c->stk_lo, (size_t)(c->stk_hi - c->stk_lo), v->tsan_fiber);
     vt_ctx_switch(&c->sched_ctx, &v->ctx);
-    ASAN_FINISH(c->asan_fake, NULL, NULL);
+    san_after_switch(c->asan_fake, NULL, NULL);
     OWN_ADD(c->busy, -1);
     c->cur = NULL;
     if (v->state == VT_DONE) {
@@ -926,7 +965,7 @@ static int vt_sleep_until(int64_t deadline)
     return 0;
 }
 
-/* ---- the carrier loop ---- */
+/* ---- I.8 The carrier loop ---- */
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
@@ -988,6 +1027,7 @@ static void *carrier_main(void *arg)
 {
     struct carrier *c = arg;
     carrier_self = c;
+    c->tsan_sched = TSAN_CURRENT(); /* this thread's own fiber runs the scheduler loop */
     stack_t ss = {.ss_sp = c->altstack, .ss_size = VT_ALTSTACK, .ss_flags = 0};
     sigaltstack(&ss, NULL);
     for (;;) {
@@ -1036,28 +1076,6 @@ static void vt_segv_handler(int sig, siginfo_t *si, void *uctx)
         return;
     }
     signal(SIGSEGV, SIG_DFL); /* returning re-executes the fault, which now kills us */
-}
-
-/* Register fd (non-blocking) with the calling carrier's epoll, edge-triggered, once for its
- * lifetime. Returns 0 or -1. */
-static int io_register(int fd)
-{
-    struct carrier *c = carrier_self;
-    if (fd >= rt.io_cap) return errno = EMFILE, -1;
-    struct vt_io *io = &rt.io[fd];
-    /* The fd number may have been closed a moment ago on another carrier: the kernel orders
-     * that close before this fd's creation, and this acquire (pairing with io_close's
-     * release) tells the memory model, and ThreadSanitizer, the same. */
-    (void)__atomic_load_n(&io->owner, __ATOMIC_ACQUIRE);
-    io->waiter[0] = io->waiter[1] = NULL;
-    io->ready[0] = io->ready[1] = 1;
-    __atomic_store_n(&io->owner, c, __ATOMIC_RELAXED);
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.u64 = (uint64_t)fd};
-    if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        io->owner = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 static void carrier_init(struct carrier *c, int id)
@@ -1191,13 +1209,36 @@ static void rt_run(void (*fn)(void *), void *arg)
     pthread_mutex_destroy(&rc.mu);
 }
 
-/* ==== I/O ==== */
+/* ---- I.9 I/O ---- */
 
 /* One code path for both models. On a virtual thread, sockets are non-blocking and registered
  * with the carrier: EAGAIN parks the thread (Loom's NIO poller mechanism). On a platform
  * thread, sockets are blocking with SO_RCVTIMEO/SO_SNDTIMEO, so the kernel blocks the thread
  * (Tomcat's blocking I/O); EAGAIN then means the timeout passed. A pinned virtual thread
  * blocks its carrier in poll(). Deadlines are absolute ns, -1 for none. */
+
+/* Register fd (non-blocking) with the calling carrier's epoll, edge-triggered, once for its
+ * lifetime. Returns 0 or -1. */
+static int io_register(int fd)
+{
+    struct carrier *c = carrier_self;
+    if (fd >= rt.io_cap) return errno = EMFILE, -1;
+    struct vt_io *io = &rt.io[fd];
+    /* The fd number may have been closed a moment ago on another carrier: the kernel orders
+     * that close before this fd's creation, and this acquire (pairing with io_close's
+     * release) tells the memory model, and ThreadSanitizer, the same. */
+    (void)__atomic_load_n(&io->owner, __ATOMIC_ACQUIRE);
+    io->waiter[0] = io->waiter[1] = NULL;
+    io->ready[0] = io->ready[1] = 1;
+    __atomic_store_n(&io->owner, c, __ATOMIC_RELAXED);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.u64 = (uint64_t)fd};
+    if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        io->owner = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 
 static int io_wait(int fd, int dir, int64_t deadline)
 {
@@ -1368,69 +1409,45 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     return fd;
 }
 
-/* ==== Histogram ==== */
+/* ==== Part II. The service ==== */
 
-/* A log-linear histogram like HdrHistogram: values below 2^HIST_BITS are counted exactly;
- * above, each power of two is split into 2^HIST_BITS equal buckets, so a bucket is never
- * wider than 1/128 of its values: relative error < 0.8% at every percentile. Values are
- * microseconds up to 2^40 (12 days). */
-#define HIST_BITS 7
-#define HIST_SUB (1 << HIST_BITS)
-#define HIST_MAX_MSB 40
-#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_BITS + 2) * HIST_SUB)
+/* The two models, side by side.
+ *   platform (1:1): like Tomcat's NIO connector. An acceptor/poller thread holds up to
+ *   --max-connections connections and watches idle keep-alive connections; a readable one
+ *   is queued to the executor, whose pool grows from --min-spare to --threads pthreads. A
+ *   pool thread owns the request for its whole life, blocking in read() and write() on the
+ *   downstream calls, so at most --threads requests are in progress: throughput is capped
+ *   at threads / (K * D) however many users wait.
+ *   virtual (M:N): like Loom. One virtual thread per connection (and per fanned-out call),
+ *   scheduled on --carriers pthreads. A read that would block parks the virtual thread
+ *   (the fd is registered with the carrier's epoll) and the carrier runs another one, so
+ *   the number of requests in progress is bounded by memory, not by threads.
+ *
+ * The life of a request: GET /aggregate, from accept to response.
+ *   virtual: vserver_acceptor, a virtual thread parked in io_accept, gets the connection and
+ *     vt_spawn_spread starts vconn_main on a carrier; io_adopt registers the socket with
+ *     that carrier's epoll. conn_serve_one -> conn_read_request -> io_rw: EAGAIN parks the
+ *     thread in io_wait -> vt_wait -> vt_park until carrier_poll sees the bytes and calls
+ *     vt_wake. http_parse_request, then the server's route, agg_route -> agg_aggregate,
+ *     which runs agg_call_run K times in turn (agg_fan_out with ?parallel=1: one child
+ *     thread per call, vt_spawn + vt_join). Each is ds_call: ds_take an idle connection from
+ *     this carrier's pool (or client_open -> io_connect), client_exchange -> io_write_all,
+ *     io_rw (parked again while the backend's backend_route waits D ms in vt_sleep_until),
+ *     http_parse_response, ds_put. Back in agg_aggregate, http_write_response writes the
+ *     JSON array; conn_serve_one sends it with io_write_all, counts it (metrics_request) and
+ *     loops for the next request on the keep-alive connection.
+ *   platform: pool_poller's epoll reports the listening socket: pool_accept -> conn_new,
+ *     io_adopt (blocking, with timeouts), pool_watch (EPOLLONESHOT). When the connection is
+ *     readable, pool_submit queues it (pool_grow adds a thread if none is idle) and a
+ *     pool_thread takes it: conn_serve_one and everything below it as above, except that
+ *     io_rw blocks the pthread in read() and write() instead of parking, ds_call shares one
+ *     pool of connections, and agg_fan_out starts pthreads. Then pool_watch re-arms the
+ *     connection (or pool_close drops it) and the thread takes the next task.
+ *
+ * The sections follow that path down: HTTP, the metrics every answer updates, connections,
+ * the aggregate handler, the downstream call, the backend; then the two servers that accept. */
 
-struct hist {
-    uint64_t count;               /* values recorded */
-    uint64_t sum;                 /* their exact sum (for means: Little's law needs it) */
-    uint64_t max;                 /* largest value */
-    uint64_t b[HIST_BUCKETS];     /* counts per bucket */
-};
-
-static int hist_index(uint64_t v)
-{
-    if (v >= ((uint64_t)1 << (HIST_MAX_MSB + 1))) v = ((uint64_t)1 << (HIST_MAX_MSB + 1)) - 1;
-    if (v < HIST_SUB) return (int)v;
-    int shift = (63 - __builtin_clzll(v)) - HIST_BITS;
-    return (shift + 1) * HIST_SUB + (int)((v >> shift) - HIST_SUB);
-}
-
-/* The largest value that falls in bucket i (what HdrHistogram reports for a percentile). */
-static uint64_t hist_bucket_top(int i)
-{
-    if (i < HIST_SUB) return (uint64_t)i;
-    int shift = i / HIST_SUB - 1;
-    uint64_t sub = (uint64_t)(i % HIST_SUB + HIST_SUB);
-    return ((sub + 1) << shift) - 1;
-}
-
-static void hist_add(struct hist *h, uint64_t v)
-{
-    h->b[hist_index(v)]++;
-    h->count++;
-    h->sum += v;
-    if (v > h->max) h->max = v;
-}
-
-static void hist_merge(struct hist *into, const struct hist *from)
-{
-    for (int i = 0; i < HIST_BUCKETS; i++) into->b[i] += from->b[i];
-    into->count += from->count;
-    into->sum += from->sum;
-    if (from->max > into->max) into->max = from->max;
-}
-
-/* The value at quantile q (0..1): the top of the bucket holding the ceil(q*count)-th value. */
-static uint64_t hist_quantile(const struct hist *h, double q)
-{
-    if (!h->count) return 0;
-    uint64_t rank = (uint64_t)ceil(q * (double)h->count), seen = 0;
-    if (rank < 1) rank = 1;
-    for (int i = 0; i < HIST_BUCKETS; i++)
-        if ((seen += h->b[i]) >= rank) return hist_bucket_top(i) < h->max ? hist_bucket_top(i) : h->max;
-    return h->max;
-}
-
-/* ==== HTTP ==== */
+/* ---- II.1 HTTP ---- */
 
 /* Limits. Anything larger is refused with the status in parentheses. */
 #define HTTP_MAX_LINE 2048    /* request line (414) */
@@ -1671,7 +1688,7 @@ static long http_query_int(const char *q, size_t n, const char *key, long def)
     return def;
 }
 
-/* ==== Metrics ==== */
+/* ---- II.2 Metrics ---- */
 
 /* Latency histogram bounds for /metrics, in ms (Prometheus wants seconds; we print both). */
 static const double metrics_le_ms[] = {1, 5, 10, 25, 50, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000};
@@ -1754,7 +1771,7 @@ static void metrics_page(struct sbuf *b)
                     strstr(g[i].name, "_total") ? "counter" : "gauge", g[i].name, g[i].v);
 }
 
-/* ==== Server ==== */
+/* ---- II.3 Connections ---- */
 
 /* Everything the command line sets, read-only once serving. Times in ms. */
 struct config {
@@ -1779,6 +1796,36 @@ struct config {
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
+
+static void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->mode = MODE_VIRTUAL;
+    c->host = "127.0.0.1";
+    c->fanout = 3;
+    c->threads = 200;
+    c->min_spare = 10;
+    c->max_connections = 8192;
+    c->accept_count = 100;
+    c->pool = 1;
+    c->timeout_ms = 5000;
+    c->idle_ms = 20000;
+    c->thread_idle_ms = 60000;
+}
+
+/* Parse "H:P,H:P" into cfg->backends. Returns 0 or -1. */
+static int config_backends(struct config *cfg, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    int ok = 1;
+    for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+        cfg->backends = xrealloc(cfg->backends, (size_t)(cfg->nbackends + 1) * sizeof *cfg->backends);
+        ok = parse_hostport(t, &cfg->backends[cfg->nbackends++]) == 0;
+    }
+    free(copy);
+    return ok && cfg->nbackends > 0 ? 0 : -1;
+}
+
 
 struct server;
 struct conn;
@@ -1872,7 +1919,131 @@ static int conn_serve_one(struct conn *c)
     return keep && ok;
 }
 
-/* ==== Downstream ==== */
+/* Part II follows a request down, so the handler (II.4) comes before the call it makes (II.5). */
+static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline);
+
+/* ---- II.4 Aggregate ---- */
+
+/* One downstream call of an /aggregate request. Heap-allocated: with ?parallel=1 a child
+ * virtual thread fills it in while the parent is parked (and its stack copied away). */
+struct agg_call {
+    struct server *s;
+    int item;                   /* /item/<item>, sent to backends[item % nbackends] */
+    int64_t deadline;           /* ns */
+    int status;                 /* 200, 502 or 504 */
+    struct sbuf body;           /* the backend's answer */
+};
+
+static void agg_call_run(void *arg)
+{
+    struct agg_call *a = arg;
+    a->status = ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline);
+}
+
+static void *agg_call_pthread(void *arg)
+{
+    agg_call_run(arg);
+    return NULL;
+}
+
+/* Run the k calls concurrently and return when all are done: structured concurrency, like
+ * Java's StructuredTaskScope. Children are virtual threads on this carrier, or, on a
+ * platform thread, one pthread each (what a fixed pool would have to do, at ~20 µs each). */
+static void agg_fan_out(struct agg_call *calls, int k)
+{
+    if (vt_current()) {
+        struct vt **kids = xcalloc((size_t)k, sizeof *kids);
+        for (int i = 0; i < k; i++) kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
+        for (int i = 0; i < k; i++) vt_join(kids[i]);
+        free(kids);
+        return;
+    }
+    pthread_t *t = xcalloc((size_t)k, sizeof *t);
+    int *started = xcalloc((size_t)k, sizeof *started);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    for (int i = 0; i < k; i++) {
+        started[i] = pthread_create(&t[i], &at, agg_call_pthread, &calls[i]) == 0;
+        if (!started[i]) agg_call_run(&calls[i]); /* out of threads: do it ourselves */
+    }
+    for (int i = 0; i < k; i++)
+        if (started[i]) pthread_join(t[i], NULL);
+    pthread_attr_destroy(&at);
+    free(started);
+    free(t);
+}
+
+/* GET /aggregate[?parallel=1]: K downstream calls, answers joined into a JSON array. The
+ * first failing call decides the status (502 or 504). */
+static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+{
+    const struct config *cfg = s->cfg;
+    int k = cfg->fanout, status = 200;
+    int parallel = (int)http_query_int(rq->query, rq->query_len, "parallel", 0);
+    int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
+    struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
+    for (int i = 0; i < k; i++) calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
+    if (cfg->pin) vt_pin(); /* like a synchronized block around the calls (JDK 21) */
+    /* A pinned thread cannot park in a join, and its children live on its own carrier, so
+     * under --pin a fan-out would wait forever: the calls run one after the other instead. */
+    struct vt *self = vt_current();
+    if (parallel && k > 1 && !(self && self->pinned)) agg_fan_out(calls, k);
+    else
+        for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++) agg_call_run(&calls[i]);
+    if (cfg->pin) vt_unpin();
+    struct sbuf body = {0};
+    sbuf_add(&body, "[", 1);
+    for (int i = 0; i < k; i++) {
+        if (calls[i].status != 200 && status == 200) status = calls[i].status ? calls[i].status : 504;
+        if (i) sbuf_add(&body, ",", 1);
+        if (calls[i].body.len) sbuf_add(&body, calls[i].body.p, calls[i].body.len);
+        sbuf_free(&calls[i].body);
+    }
+    sbuf_add(&body, "]", 1);
+    free(calls);
+    if (status != 200) {
+        const char *reason = http_reasons[http_status_index(status)];
+        http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
+    } else {
+        http_write_response(out, 200, "application/json", body.p, body.len, keep);
+    }
+    sbuf_free(&body);
+    return status;
+}
+
+static int route_metrics(struct sbuf *out, int keep)
+{
+    struct sbuf page = {0};
+    metrics_page(&page);
+    http_write_response(out, 200, "text/plain; version=0.0.4", page.p, page.len, keep);
+    sbuf_free(&page);
+    return 200;
+}
+
+static int route_not_found(struct sbuf *out, int keep)
+{
+    http_write_response(out, 404, "text/plain", "Not Found", 9, keep);
+    return 404;
+}
+
+static int path_is(const struct http_request *rq, const char *p)
+{
+    return rq->path_len == strlen(p) && !memcmp(rq->path, p, rq->path_len);
+}
+
+static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+{
+    if (rq->method_len != 3 || memcmp(rq->method, "GET", 3)) {
+        http_write_response(out, 405, "text/plain", "Method Not Allowed", 18, keep);
+        return 405;
+    }
+    if (path_is(rq, "/aggregate")) return agg_aggregate(s, rq, out, keep);
+    if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+    return route_not_found(out, keep);
+}
+
+/* ---- II.5 Downstream ---- */
 
 /* An HTTP client connection, used for downstream calls and by the load generator. */
 #define CLIENT_BUF (HTTP_MAX_HEAD + HTTP_MAX_RESP_BODY)
@@ -2026,128 +2197,35 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
     return 502;
 }
 
-/* ==== Aggregate ==== */
+/* ---- II.6 Backend ---- */
 
-/* One downstream call of an /aggregate request. Heap-allocated: with ?parallel=1 a child
- * virtual thread fills it in while the parent is parked (and its stack copied away). */
-struct agg_call {
-    struct server *s;
-    int item;                   /* /item/<item>, sent to backends[item % nbackends] */
-    int64_t deadline;           /* ns */
-    int status;                 /* 200, 502 or 504 */
-    struct sbuf body;           /* the backend's answer */
-};
-
-static void agg_call_run(void *arg)
+/* GET /item/<i>[?delay_ms=D]: a ~100-byte JSON body after D ms (default --delay-ms, plus a
+ * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held. */
+static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
-    struct agg_call *a = arg;
-    a->status = ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline);
-}
-
-static void *agg_call_pthread(void *arg)
-{
-    agg_call_run(arg);
-    return NULL;
-}
-
-/* Run the k calls concurrently and return when all are done: structured concurrency, like
- * Java's StructuredTaskScope. Children are virtual threads on this carrier, or, on a
- * platform thread, one pthread each (what a fixed pool would have to do, at ~20 µs each). */
-static void agg_fan_out(struct agg_call *calls, int k)
-{
-    if (vt_current()) {
-        struct vt **kids = xcalloc((size_t)k, sizeof *kids);
-        for (int i = 0; i < k; i++) kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
-        for (int i = 0; i < k; i++) vt_join(kids[i]);
-        free(kids);
-        return;
+    if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
+        if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+        return route_not_found(out, keep);
     }
-    pthread_t *t = xcalloc((size_t)k, sizeof *t);
-    int *started = xcalloc((size_t)k, sizeof *started);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 256 * 1024);
-    for (int i = 0; i < k; i++) {
-        started[i] = pthread_create(&t[i], &at, agg_call_pthread, &calls[i]) == 0;
-        if (!started[i]) agg_call_run(&calls[i]); /* out of threads: do it ourselves */
+    long id = 0;
+    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000; i++)
+        id = id * 10 + (rq->path[i] - '0');
+    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
+    if (s->cfg->jitter_ms > 0) {
+        uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        s->seed = x;
+        delay += (long)(x % (uint64_t)(s->cfg->jitter_ms + 1));
     }
-    for (int i = 0; i < k; i++)
-        if (started[i]) pthread_join(t[i], NULL);
-    pthread_attr_destroy(&at);
-    free(started);
-    free(t);
-}
-
-/* GET /aggregate[?parallel=1]: K downstream calls, answers joined into a JSON array. The
- * first failing call decides the status (502 or 504). */
-static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
-{
-    const struct config *cfg = s->cfg;
-    int k = cfg->fanout, status = 200;
-    int parallel = (int)http_query_int(rq->query, rq->query_len, "parallel", 0);
-    int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
-    struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
-    for (int i = 0; i < k; i++) calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
-    if (cfg->pin) vt_pin(); /* like a synchronized block around the calls (JDK 21) */
-    /* A pinned thread cannot park in a join, and its children live on its own carrier, so
-     * under --pin a fan-out would wait forever: the calls run one after the other instead. */
-    struct vt *self = vt_current();
-    if (parallel && k > 1 && !(self && self->pinned)) agg_fan_out(calls, k);
-    else
-        for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++) agg_call_run(&calls[i]);
-    if (cfg->pin) vt_unpin();
-    struct sbuf body = {0};
-    sbuf_add(&body, "[", 1);
-    for (int i = 0; i < k; i++) {
-        if (calls[i].status != 200 && status == 200) status = calls[i].status ? calls[i].status : 504;
-        if (i) sbuf_add(&body, ",", 1);
-        if (calls[i].body.len) sbuf_add(&body, calls[i].body.p, calls[i].body.len);
-        sbuf_free(&calls[i].body);
-    }
-    sbuf_add(&body, "]", 1);
-    free(calls);
-    if (status != 200) {
-        const char *reason = http_reasons[http_status_index(status)];
-        http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
-    } else {
-        http_write_response(out, 200, "application/json", body.p, body.len, keep);
-    }
-    sbuf_free(&body);
-    return status;
-}
-
-static int route_metrics(struct sbuf *out, int keep)
-{
-    struct sbuf page = {0};
-    metrics_page(&page);
-    http_write_response(out, 200, "text/plain; version=0.0.4", page.p, page.len, keep);
-    sbuf_free(&page);
+    if (delay > 0 && vt_sleep_until(now_ns() + delay * NS_PER_MS) < 0) return 503;
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"id\":%ld,\"name\":\"item-%ld\",\"price\":%ld.%02ld,\"stock\":%ld,\"tags\":[\"loom\",\"lab\"]}",
+                     id, id, 10 + id % 90, id * 7 % 100, 100 - id % 100);
+    http_write_response(out, 200, "application/json", body, (size_t)n, keep);
     return 200;
 }
 
-static int route_not_found(struct sbuf *out, int keep)
-{
-    http_write_response(out, 404, "text/plain", "Not Found", 9, keep);
-    return 404;
-}
-
-static int path_is(const struct http_request *rq, const char *p)
-{
-    return rq->path_len == strlen(p) && !memcmp(rq->path, p, rq->path_len);
-}
-
-static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
-{
-    if (rq->method_len != 3 || memcmp(rq->method, "GET", 3)) {
-        http_write_response(out, 405, "text/plain", "Method Not Allowed", 18, keep);
-        return 405;
-    }
-    if (path_is(rq, "/aggregate")) return agg_aggregate(s, rq, out, keep);
-    if (path_is(rq, "/metrics")) return route_metrics(out, keep);
-    return route_not_found(out, keep);
-}
-
-/* ==== Platform mode ==== */
+/* ---- II.7 Platform server ---- */
 
 /* Tomcat's NIO connector and its executor, in miniature.
  *   - The acceptor/poller thread accepts up to max_connections connections (then stops
@@ -2416,7 +2494,7 @@ static void pool_stop(struct server *s)
     s->pool = NULL;
 }
 
-/* ==== Virtual mode ==== */
+/* ---- II.8 Virtual server ---- */
 
 /* One virtual thread per connection, for its whole life: the code reads as if it blocked,
  * and every wait parks. This is Tomcat with spring.threads.virtual.enabled=true. */
@@ -2486,35 +2564,116 @@ static void server_stop(struct server *s)
     ds_free(s);
 }
 
-/* ==== Backend ==== */
-
-/* GET /item/<i>[?delay_ms=D]: a ~100-byte JSON body after D ms (default --delay-ms, plus a
- * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held. */
-static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
+/* Run a server until SIGINT/SIGTERM, then stop it cleanly. */
+static int serve_until_signal(struct config *cfg, route_fn route, const char *what)
 {
-    if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
-        if (path_is(rq, "/metrics")) return route_metrics(out, keep);
-        return route_not_found(out, keep);
+    struct server s;
+    signals_block();
+    if (cfg->mode == MODE_VIRTUAL) rt_start(cfg->carriers);
+    else raise_fd_limit();
+    if (server_start(&s, cfg, route) < 0) die("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(errno));
+    fprintf(stderr, "aggregator %s: listening on %s:%d (%s%s)\n", what, cfg->host, s.port,
+            cfg->mode == MODE_VIRTUAL ? "virtual threads" : "platform threads", cfg->pin ? ", pinned" : "");
+    signals_wait_until(-1);
+    fprintf(stderr, "aggregator %s: stopping\n", what);
+    if (cfg->mode == MODE_VIRTUAL) {
+        rt_shutdown();
+        rt_join();
     }
-    long id = 0;
-    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000; i++)
-        id = id * 10 + (rq->path[i] - '0');
-    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
-    if (s->cfg->jitter_ms > 0) {
-        uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        s->seed = x;
-        delay += (long)(x % (uint64_t)(s->cfg->jitter_ms + 1));
-    }
-    if (delay > 0 && vt_sleep_until(now_ns() + delay * NS_PER_MS) < 0) return 503;
-    char body[160];
-    int n = snprintf(body, sizeof body, "{\"id\":%ld,\"name\":\"item-%ld\",\"price\":%ld.%02ld,\"stock\":%ld,\"tags\":[\"loom\",\"lab\"]}",
-                     id, id, 10 + id % 90, id * 7 % 100, 100 - id % 100);
-    http_write_response(out, 200, "application/json", body, (size_t)n, keep);
-    return 200;
+    server_stop(&s);
+    return 0;
 }
 
-/* ==== Load generator ==== */
+/* ==== Part III. Lab tools ==== */
+
+/* The load generator, the benchmark grid that runs the service and the load generator as
+ * child processes, the microbench of the runtime, and calibrate, which turns measurements
+ * into the simulator's scenario keys. They run on the runtime of Part I (the load
+ * generator's users are virtual threads) and spawn this same binary as their children. */
+
+/* ---- III.1 Latency histogram ---- */
+
+/* Latencies here are microseconds, up to 2^41 us (about 25 days). */
+#define HIST_MAX_MSB 40
+
+/* ---- latency histogram: the same text in sim.c and aggregator.c (a test compares) ---- */
+
+/* A log-linear histogram like HdrHistogram: values below 2^HIST_BITS are counted exactly;
+ * above, each power of two is split into 2^HIST_BITS equal buckets, so a bucket is never
+ * wider than 1/128 of its values: relative error < 0.8% at every percentile. The unit and the
+ * range (HIST_MAX_MSB) are set by the file before this block.
+ * Percentile rule, in both programs: the q-quantile is the top of the bucket holding the
+ * ceil(q * count)-th smallest value, clamped to the largest value seen (HdrHistogram's rule). */
+#define HIST_BITS    7
+#define HIST_SUB     (1 << HIST_BITS)
+#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_BITS + 2) * HIST_SUB)
+
+struct hist {
+    uint64_t count;           /* values recorded */
+    uint64_t sum;             /* their exact sum (for means: Little's law needs it) */
+    uint64_t max;             /* largest value */
+    uint64_t b[HIST_BUCKETS]; /* counts per bucket */
+};
+
+static int hist_index(uint64_t v)
+{
+    if (v >= ((uint64_t)1 << (HIST_MAX_MSB + 1)))
+        v = ((uint64_t)1 << (HIST_MAX_MSB + 1)) - 1;
+    if (v < HIST_SUB)
+        return (int)v;
+    int shift = (63 - __builtin_clzll(v)) - HIST_BITS;
+    return (shift + 1) * HIST_SUB + (int)((v >> shift) - HIST_SUB);
+}
+
+/* The largest value that falls in bucket i (what HdrHistogram reports for a percentile). */
+static uint64_t hist_bucket_top(int i)
+{
+    if (i < HIST_SUB)
+        return (uint64_t)i;
+    int shift = i / HIST_SUB - 1;
+    uint64_t sub = (uint64_t)(i % HIST_SUB + HIST_SUB);
+    return ((sub + 1) << shift) - 1;
+}
+
+static void hist_add(struct hist *h, uint64_t v)
+{
+    h->b[hist_index(v)]++;
+    h->count++;
+    h->sum += v;
+    if (v > h->max)
+        h->max = v;
+}
+
+static void hist_merge(struct hist *into, const struct hist *from)
+{
+    for (int i = 0; i < HIST_BUCKETS; i++)
+        into->b[i] += from->b[i];
+    into->count += from->count;
+    into->sum += from->sum;
+    if (from->max > into->max)
+        into->max = from->max;
+}
+
+/* The value at quantile q (0..1], 0 when empty. */
+static uint64_t hist_quantile(const struct hist *h, double q)
+{
+    if (!h->count)
+        return 0;
+    uint64_t rank = (uint64_t)ceil(q * (double)h->count);
+    if (rank < 1)
+        rank = 1;
+    uint64_t seen = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank)
+            return hist_bucket_top(i) < h->max ? hist_bucket_top(i) : h->max;
+    }
+    return h->max;
+}
+
+/* ---- end of the shared latency histogram ---- */
+
+/* ---- III.2 Load generator ---- */
 
 /* Error kinds, one table for counting and printing. */
 #define LOAD_ERRORS(X)                                   \
@@ -2742,210 +2901,6 @@ static int load_parse_url(struct load_cfg *cfg, const char *url)
     return 0;
 }
 
-/* ==== Command line ==== */
-
-/* Each subcommand describes its flags in a table; opt_parse fills the destinations, prints
- * --help, and exits 2 with a clear message on a bad flag. */
-enum opt_kind { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
-
-struct opt {
-    const char *name;   /* "--port" */
-    int kind;           /* enum opt_kind */
-    void *dst;          /* int *, double *, const char ** or int * (flag: set to 1) */
-    const char *help;   /* one line, with the default */
-};
-
-static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
-{
-    fprintf(f, "usage: %s\n", synopsis);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "  %-18s %s\n", o[i].name, o[i].help);
-    fprintf(f, "  %-18s %s\n", "--help", "print this help");
-}
-
-static void opt_fail(const char *synopsis, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-static void opt_fail(const char *synopsis, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "aggregator: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nusage: %s\n(try --help)\n", synopsis);
-    exit(2);
-}
-
-static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc, char **argv)
-{
-    for (int a = 0; a < argc; a++) {
-        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
-            opt_usage(stdout, synopsis, o, n);
-            exit(0);
-        }
-        int i = 0;
-        while (i < n && strcmp(argv[a], o[i].name)) i++;
-        if (i == n) opt_fail(synopsis, "unknown flag '%s'", argv[a]);
-        if (o[i].kind == OPT_FLAG) {
-            *(int *)o[i].dst = 1;
-            continue;
-        }
-        if (a + 1 >= argc) opt_fail(synopsis, "flag %s needs a value", argv[a]);
-        const char *v = argv[++a];
-        char *end;
-        if (o[i].kind == OPT_STR) {
-            *(const char **)o[i].dst = v;
-        } else if (o[i].kind == OPT_INT) {
-            long x = strtol(v, &end, 10);
-            if (!*v || *end || x < 0 || x > INT_MAX) opt_fail(synopsis, "bad number '%s'", v);
-            *(int *)o[i].dst = (int)x;
-        } else {
-            double x = strtod(v, &end);
-            if (!*v || *end || !(x >= 0)) opt_fail(synopsis, "bad number '%s'", v);
-            *(double *)o[i].dst = x;
-        }
-    }
-}
-
-/* SIGINT and SIGTERM are blocked in every thread (main blocks them before creating any) and
- * taken synchronously with sigtimedwait: no handler, no async-signal-safety traps. */
-static void signals_block(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-}
-
-/* Wait until the deadline (ns; -1 = forever) or a signal. Returns 1 if a signal came. */
-static int signals_wait_until(int64_t deadline)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    for (;;) {
-        int64_t left = deadline < 0 ? NS_PER_S : deadline - now_ns();
-        if (left <= 0) return 0;
-        struct timespec ts = {left / NS_PER_S, left % NS_PER_S};
-        if (sigtimedwait(&set, NULL, &ts) > 0) return 1;
-    }
-}
-
-static void config_defaults(struct config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->mode = MODE_VIRTUAL;
-    c->host = "127.0.0.1";
-    c->fanout = 3;
-    c->threads = 200;
-    c->min_spare = 10;
-    c->max_connections = 8192;
-    c->accept_count = 100;
-    c->pool = 1;
-    c->timeout_ms = 5000;
-    c->idle_ms = 20000;
-    c->thread_idle_ms = 60000;
-}
-
-/* Parse "H:P,H:P" into cfg->backends. Returns 0 or -1. */
-static int config_backends(struct config *cfg, const char *list)
-{
-    char *copy = strdup(list), *save = NULL;
-    int ok = 1;
-    for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
-        cfg->backends = xrealloc(cfg->backends, (size_t)(cfg->nbackends + 1) * sizeof *cfg->backends);
-        ok = parse_hostport(t, &cfg->backends[cfg->nbackends++]) == 0;
-    }
-    free(copy);
-    return ok && cfg->nbackends > 0 ? 0 : -1;
-}
-
-/* Run a server until SIGINT/SIGTERM, then stop it cleanly. */
-static int serve_until_signal(struct config *cfg, route_fn route, const char *what)
-{
-    struct server s;
-    signals_block();
-    if (cfg->mode == MODE_VIRTUAL) rt_start(cfg->carriers);
-    else raise_fd_limit();
-    if (server_start(&s, cfg, route) < 0) die("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(errno));
-    fprintf(stderr, "aggregator %s: listening on %s:%d (%s%s)\n", what, cfg->host, s.port,
-            cfg->mode == MODE_VIRTUAL ? "virtual threads" : "platform threads", cfg->pin ? ", pinned" : "");
-    signals_wait_until(-1);
-    fprintf(stderr, "aggregator %s: stopping\n", what);
-    if (cfg->mode == MODE_VIRTUAL) {
-        rt_shutdown();
-        rt_join();
-    }
-    server_stop(&s);
-    return 0;
-}
-
-#define SERVE_SYNOPSIS                                                                     \
-    "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]" \
-    " [--threads T] [--carriers C] [--no-pool] [--pin] [--fanout K] [...]"
-
-static int cmd_serve(int argc, char **argv)
-{
-    struct config cfg;
-    config_defaults(&cfg);
-    const char *mode = "virtual", *backends = NULL;
-    int no_pool = 0;
-    const struct opt o[] = {
-        {"--mode", OPT_STR, &mode, "platform (1:1 pool, Tomcat-like) or virtual (M:N); default virtual"},
-        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
-        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
-        {"--backends", OPT_STR, &backends, "downstream services HOST:PORT[,...]; required"},
-        {"--fanout", OPT_INT, &cfg.fanout, "K, downstream calls per /aggregate; default 3"},
-        {"--threads", OPT_INT, &cfg.threads, "platform: most pool threads (maxThreads); default 200"},
-        {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
-        {"--max-connections", OPT_INT, &cfg.max_connections, "connections held at most (both modes); default 8192"},
-        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
-        {"--max-queue", OPT_INT, &cfg.max_queue, "platform: queued requests before 503; default 0 = unbounded"},
-        {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
-        {"--no-pool", OPT_FLAG, &no_pool, "a new downstream connection per call (no keep-alive pool)"},
-        {"--pin", OPT_FLAG, &cfg.pin, "virtual: pin the carrier across downstream calls (synchronized)"},
-        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
-        {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
-        {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms, "platform: idle pool threads exit, down to --min-spare; default 60000"},
-    };
-    opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;
-    else if (strcmp(mode, "virtual")) opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
-    if (!backends || config_backends(&cfg, backends) < 0)
-        opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
-    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
-        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1");
-    cfg.pool = !no_pool;
-    int rc = serve_until_signal(&cfg, agg_route, "serve");
-    free(cfg.backends);
-    return rc;
-}
-
-#define BACKEND_SYNOPSIS "aggregator backend --port P --delay-ms D [--jitter-ms J] [--carriers C]"
-
-static int cmd_backend(int argc, char **argv)
-{
-    struct config cfg;
-    config_defaults(&cfg);
-    cfg.accept_count = 4096;
-    cfg.idle_ms = 120000;
-    const struct opt o[] = {
-        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
-        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
-        {"--delay-ms", OPT_INT, &cfg.delay_ms, "D, answer delay (a ?delay_ms= query overrides); default 0"},
-        {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
-        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
-        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
-    };
-    opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    return serve_until_signal(&cfg, backend_route, "backend");
-}
-
-#define LOAD_SYNOPSIS                                                                    \
-    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]" \
-    " [--timeout-ms T] [--carriers C]"
-
 static void load_defaults(struct load_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -2977,28 +2932,7 @@ static int load_run_cli(struct load_cfg *cfg)
     return interrupted;
 }
 
-static int cmd_load(int argc, char **argv)
-{
-    struct load_cfg cfg;
-    load_defaults(&cfg);
-    const char *url = NULL;
-    const struct opt o[] = {
-        {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
-        {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
-        {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
-        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds of traffic before the window (not counted); default 1"},
-        {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
-        {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
-        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
-        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
-        {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
-    };
-    opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (!url || load_parse_url(&cfg, url) < 0) opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
-    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
-    return load_run_cli(&cfg);
-}
-/* ==== Bench ==== */
+/* ---- III.3 Bench ---- */
 
 /* The grid: for each pooling setting, mode and user count, a fresh aggregator (and the
  * load generator) run as child processes of this one, next to one backend, all on loopback.
@@ -3306,71 +3240,48 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *k, int use
     return 0;
 }
 
-#define BENCH_SYNOPSIS                                                                                    \
-    "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] [--fanout K]" \
-    " [--delay-ms D] [--duration S] [--out results.csv]"
-
-static int cmd_bench(int argc, char **argv)
+/* The grid cmd_bench asked for: a backend, then every point, pooling on and off, each user
+ * count, each mode. Returns 0, or 130 if interrupted (Ctrl-C). */
+static int bench_run(struct bench_cfg *bc)
 {
-    struct bench_cfg bc = {.users = "100,1000,5000", .modes = "platform,virtual", .pool = "on", .fanout = 3,
-                           .delay_ms = 50, .duration_s = 10, .runs = 1, .threads = 200, .port = 19300,
-                           .out = "results.csv"};
-    const struct opt o[] = {
-        {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
-        {"--modes", OPT_STR, &bc.modes, "platform,virtual (or one of them); default both"},
-        {"--pool", OPT_STR, &bc.pool, "downstream pooling: on, off or both; default on"},
-        {"--fanout", OPT_INT, &bc.fanout, "K, downstream calls per request; default 3"},
-        {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
-        {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
-        {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds measured per cell; default 10"},
-        {"--runs", OPT_INT, &bc.runs, "runs per cell (at most 16), the median is kept; default 1"},
-        {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
-        {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
-        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19300"},
-        {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
-    };
-    opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     int pools[2], npools = 0, modes[2], nmodes = 0;
-    if (strcmp(bc.pool, "off")) pools[npools++] = 1;
-    if (strcmp(bc.pool, "on")) pools[npools++] = 0;
-    if (strstr(bc.modes, "platform")) modes[nmodes++] = MODE_PLATFORM;
-    if (strstr(bc.modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
-    if (!nmodes || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
-        opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
-    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
-    for (int port = bc.port; port <= bc.port + 1; port++) { /* never measure a stranger */
+    if (strcmp(bc->pool, "off")) pools[npools++] = 1;
+    if (strcmp(bc->pool, "on")) pools[npools++] = 0;
+    if (strstr(bc->modes, "platform")) modes[nmodes++] = MODE_PLATFORM;
+    if (strstr(bc->modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
+    for (int port = bc->port; port <= bc->port + 1; port++) { /* never measure a stranger */
         int fd = io_listen("127.0.0.1", port, 1, NULL);
         if (fd < 0) die("port %d is in use (%s); choose others with --port", port, strerror(errno));
         close(fd);
     }
     raise_fd_limit();
     signals_block();
-    FILE *csv = fopen(bc.out, "w");
-    if (!csv) die("cannot write %s: %s", bc.out, strerror(errno));
-    bench_headers(&bc, csv);
+    FILE *csv = fopen(bc->out, "w");
+    if (!csv) die("cannot write %s: %s", bc->out, strerror(errno));
+    bench_headers(bc, csv);
     char bport[16], delay[16];
-    snprintf(bport, sizeof bport, "%d", bc.port);
-    snprintf(delay, sizeof delay, "%d", bc.delay_ms);
+    snprintf(bport, sizeof bport, "%d", bc->port);
+    snprintf(delay, sizeof delay, "%d", bc->delay_ms);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bc.backend = bench_spawn(&kids, bargv, -1, 0);
-    if (bench_wait_port(bc.port) < 0) die("the backend did not start on port %d", bc.port);
+    pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, 0);
+    if (bench_wait_port(bc->port) < 0) die("the backend did not start on port %d", bc->port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
-        char *save = NULL, *list = strdup(bc.users);
+        char *save = NULL, *list = strdup(bc->users);
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++) rc = bench_point(&bc, &kids, atoi(u), pools[pi], modes[mi], csv);
+            for (int mi = 0; mi < nmodes && !rc; mi++) rc = bench_point(bc, &kids, atoi(u), pools[pi], modes[mi], csv);
         free(list);
     }
     bench_kill(&kids, be);
     bench_kill_all(&kids);
     fclose(csv);
-    if (rc) fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc.out);
-    else printf("wrote %s\n", bc.out);
+    if (rc) fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
+    else printf("wrote %s\n", bc->out);
     return rc ? 130 : 0;
 }
 
-/* ==== Microbench ==== */
+/* ---- III.4 Microbench ---- */
 
 /* Raw switch: two contexts handing control back and forth, no scheduler involved. */
 struct mb_pingpong {
@@ -3651,31 +3562,9 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
     }
 }
 
-#define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R]"
-
-static int cmd_microbench(int argc, char **argv)
-{
-    int n = 1000000, runs = 3;
-    const struct opt o[] = {
-        {"--n", OPT_INT, &n, "iterations of the switch loops; default 1000000"},
-        {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
-    };
-    opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
-    double med[MB_N];
-    mb_measure(n, runs, med, NULL, NULL);
-    printf("median of %d runs, one carrier\n", runs);
-    for (int i = 0; i < MB_N; i++) printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
-    return 0;
-}
-
-/* ==== Calibrate ==== */
+/* ---- III.5 Calibrate ---- */
 
 enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
-
-#define CALIBRATE_SYNOPSIS                                                                           \
-    "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]" \
-    " [--duration S] [--runs R] [--port P]"
 
 /* Machine CPU per request of a run: the aggregator's plus the rest of the machine's, µs. */
 static double cal_cpu(const struct bench_row *r) { return r->cpu_us_per_req + r->other_cpu_us_per_req; }
@@ -3686,30 +3575,39 @@ static int cal_cmp_cpu(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A calibration measurement: bc->runs runs of `users` users on the aggregator in `mode`
- * with fan-out K; *r is the run with the median machine CPU per request, [lo, hi] the
- * spread of that figure over the runs. */
+/* A calibration point: the aggregator in one configuration under one load. */
 struct cal_point {
-    struct bench_row r;
+    int mode;    /* MODE_PLATFORM or MODE_VIRTUAL */
+    int fanout;  /* K, downstream calls per request */
+    int pool;    /* 1: downstream keep-alive pool; 0: a connection per call */
+    int threads; /* platform pool threads */
+    int users;   /* N, the load generator's users */
+};
+
+/* Its measurement: bc->runs runs; row is the run with the median machine CPU per request,
+ * [lo, hi] the spread of that figure over the runs. */
+struct cal_result {
+    struct bench_row row;
     double lo, hi;
 };
 
-static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, int mode, int fanout, int pool, int threads, int users,
-                   struct cal_point *pt)
+static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt, struct cal_result *res)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     fprintf(stderr, "calibrate: %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
-            mode == MODE_VIRTUAL ? "virtual" : "platform", fanout, bc->delay_ms, pool ? "on" : "off", threads, users, n);
-    bc->fanout = fanout, bc->threads = threads;
+            pt->mode == MODE_VIRTUAL ? "virtual" : "platform", pt->fanout, bc->delay_ms, pt->pool ? "on" : "off",
+            pt->threads, pt->users, n);
+    bc->fanout = pt->fanout;
+    bc->threads = pt->threads;
     for (int i = 0; i < n; i++) {
-        runs[i] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
+        runs[i] = (struct bench_row){.users = pt->users, .pool = pt->pool, .mode = pt->mode};
         if (bench_cell_calm(bc, kids, &runs[i]) < 0) return -1;
     }
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
-    *pt = (struct cal_point){runs[n / 2], cal_cpu(&runs[0]), cal_cpu(&runs[n - 1])};
-    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", pt->r.rps, cal_cpu(&pt->r), pt->lo,
-            pt->hi);
+    *res = (struct cal_result){.row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
+    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", res->row.rps, cal_cpu(&res->row),
+            res->lo, res->hi);
     return 0;
 }
 
@@ -3806,42 +3704,42 @@ struct cal_cpu_fit {
     double per_request[2], per_call[2], connect;
 };
 
-static struct cal_cpu_fit cal_fit(const struct cal_point r[2][2], const struct cal_point *big, const struct cal_point *nopool,
+static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct cal_result *big, const struct cal_result *nopool,
                                   int users, int threads)
 {
     struct cal_cpu_fit fit;
-    double c3 = cal_cpu(&r[MODE_VIRTUAL][1].r), ratio = cal_cpu(&big->r) / c3;
-    int big_users = big->r.users;
+    double c3 = cal_cpu(&r[MODE_VIRTUAL][1].row), ratio = cal_cpu(&big->row) / c3;
+    int big_users = big->row.users;
     fit.pressure = nonneg((ratio - 1) / (big_users - ratio * users));
     for (int mode = 0; mode < 2; mode++) {
         double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
-        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].r), k3 = cal_cpu(&r[mode][1].r);
+        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].row), k3 = cal_cpu(&r[mode][1].row);
         fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
         fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
     }
-    fit.connect = nonneg((cal_cpu(&nopool->r) - c3) / 3) / (1 + fit.pressure * users);
+    fit.connect = nonneg((cal_cpu(&nopool->row) - c3) / 3) / (1 + fit.pressure * users);
     return fit;
 }
 
-static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_point r[2][2], const struct cal_point *big,
-                          const struct cal_point *nopool, int cpu_delay_ms)
+static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_result r[2][2], const struct cal_result *big,
+                          const struct cal_result *nopool, int cpu_delay_ms)
 {
     static const char *const prefix[2] = {"platform", "virtual"};
-    const struct cal_point *v3 = &r[MODE_VIRTUAL][1];
+    const struct cal_result *v3 = &r[MODE_VIRTUAL][1];
     fprintf(f, "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: virtual K=3, %.1f us at %d users, %.1f us at %d\n",
-            fit->pressure, cal_cpu(&v3->r), v3->r.users, cal_cpu(&big->r), big->r.users);
+            fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users);
     for (int mode = 0; mode < 2; mode++) {
-        const struct cal_point *k1 = &r[mode][0], *k3 = &r[mode][1];
+        const struct cal_result *k1 = &r[mode][0], *k3 = &r[mode][1];
         fprintf(f, "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
-                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->r.users, cal_cpu(&k1->r), k1->lo, k1->hi, k1->r.cpu_us_per_req);
+                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users, cal_cpu(&k1->row), k1->lo, k1->hi, k1->row.cpu_us_per_req);
         fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 (%.1f..%.1f) - K=1) / 2, less the cache pressure\n",
-                prefix[mode], fit->per_call[mode], cal_cpu(&k3->r), k3->lo, k3->hi);
-        double agg_call = nonneg((k3->r.cpu_us_per_req - k1->r.cpu_us_per_req) / 2);
+                prefix[mode], fit->per_call[mode], cal_cpu(&k3->row), k3->lo, k3->hi);
+        double agg_call = nonneg((k3->row.cpu_us_per_req - k1->row.cpu_us_per_req) / 2);
         fprintf(f, "# %s: the aggregator process alone spends %.1f us per request and %.1f us per call of that\n",
-                prefix[mode], nonneg(k1->r.cpu_us_per_req - agg_call), agg_call);
+                prefix[mode], nonneg(k1->row.cpu_us_per_req - agg_call), agg_call);
     }
     fprintf(f, "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without pooling (%.1f..%.1f) - %.1f with) / 3\n",
-            fit->connect, cal_cpu(&nopool->r), nopool->lo, nopool->hi, cal_cpu(&v3->r));
+            fit->connect, cal_cpu(&nopool->row), nopool->lo, nopool->hi, cal_cpu(&v3->row));
 }
 
 /* The micro-figures as scenario keys: which figure, scaled to the unit, and how measured. */
@@ -3873,10 +3771,10 @@ static void cal_write_micro(FILE *f, const double *med, const double *lo, const 
 }
 
 /* Memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest. */
-static void cal_write_memory(FILE *f, const struct cal_point *served, const struct cal_point *queued, const double *mb,
+static void cal_write_memory(FILE *f, const struct cal_result *served, const struct cal_result *queued, const double *mb,
                              int users)
 {
-    const struct bench_row *v = &served->r, *q = &queued->r;
+    const struct bench_row *v = &served->row, *q = &queued->row;
     int nserved = users / 5;
     double V = nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
     double P = nonneg((double)(q->peak_rss - q->base_rss) - (double)(q->peak_threads - 2) * mb[MB_PT_RSS]);
@@ -3902,6 +3800,16 @@ static void cal_write_machine(FILE *f)
                 (unsigned long long)rl.rlim_max);
 }
 
+
+/* What cmd_calibrate sets. */
+struct cal_cfg {
+    const char *out;        /* the file to write */
+    int users;              /* users of the memory runs (light load) */
+    int cpu_users;          /* users of the CPU runs (saturated; 4x as many for the cache pressure) */
+    int cpu_delay_ms;       /* backend delay D of the CPU runs, short to saturate the CPU */
+    struct bench_cfg bench; /* duration_s, runs and port from the command line; the rest per run */
+};
+
 /* Measure the costs the simulator takes as parameters and write them as scenario keys
  * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
  *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
@@ -3915,25 +3823,11 @@ static void cal_write_machine(FILE *f)
  *   - memory: the idle RSS, and per connection / per request served (cal_write_memory);
  *   - the backend's latency distribution as a client sees it, and the kernel's port facts.
  * Each load figure is the median of --runs runs, with its spread in the comment. */
-static int cmd_calibrate(int argc, char **argv)
+static int cal_measure(struct cal_cfg *cc)
 {
-    const char *out = "calibration.ini";
-    struct bench_cfg bc = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 3, .threads = 200, .port = 19400};
-    int users = 100, cpu_users = 1000, cpu_delay_ms = 2;
-    const struct opt o[] = {
-        {"--out", OPT_STR, &out, "file to write; default calibration.ini"},
-        {"--users", OPT_INT, &users, "users of the memory runs (light load); default 100"},
-        {"--cpu-users", OPT_INT, &cpu_users, "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
-        {"--cpu-delay-ms", OPT_INT, &cpu_delay_ms, "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
-        {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds per load run; default 3"},
-        {"--runs", OPT_INT, &bc.runs, "runs per figure, the median is kept (at most 16); default 3"},
-        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19400"},
-    };
-    opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (users < 25 || cpu_users < 1 || cpu_users > 2000 || cpu_delay_ms < 0 || bc.runs < 1 || bc.runs > 16 ||
-        !(bc.duration_s > 0))
-        opt_fail(CALIBRATE_SYNOPSIS, "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
-                                     "1 <= --runs <= 16, --duration > 0");
+    const char *out = cc->out;
+    struct bench_cfg *bc = &cc->bench;
+    int users = cc->users, cpu_users = cc->cpu_users, cpu_delay_ms = cc->cpu_delay_ms;
     FILE *f = fopen(out, "w");
     if (!f) die("cannot write %s: %s", out, strerror(errno));
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
@@ -3942,18 +3836,31 @@ static int cmd_calibrate(int argc, char **argv)
     raise_fd_limit();
     signals_block();
     struct bench_kids kids = {{0}};
-    struct cal_point r[2][2], big, nopool, served, queued; /* r: [mode][fan-out 1 or 3] */
+    struct cal_result r[2][2], big, nopool, served, queued; /* r: [mode][fan-out 1 or 3] */
     int rc = 0;
     /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
-    cal_backend(&bc, &kids, 50);
-    struct cal_latency lat = cal_call_latency(&bc, &kids);
-    rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 1, 200, users, &served);
-    if (!rc) rc = cal_run(&bc, &kids, MODE_PLATFORM, 1, 1, users / 5, users, &queued);
-    if (!rc) cal_backend(&bc, &kids, cpu_delay_ms);
+    cal_backend(bc, &kids, 50);
+    struct cal_latency lat = cal_call_latency(bc, &kids);
+    struct cal_point light = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
+    rc = cal_run(bc, &kids, &light, &served);
+    if (!rc) {
+        struct cal_point queue = {.mode = MODE_PLATFORM, .fanout = 1, .pool = 1, .threads = users / 5, .users = users};
+        rc = cal_run(bc, &kids, &queue, &queued);
+    }
+    if (!rc) cal_backend(bc, &kids, cpu_delay_ms);
     for (int mode = 0; mode < 2 && !rc; mode++)
-        for (int k = 0; k < 2 && !rc; k++) rc = cal_run(&bc, &kids, mode, 1 + 2 * k, 1, 200, cpu_users, &r[mode][k]);
-    if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 1, 200, 4 * cpu_users, &big);
-    if (!rc) rc = cal_run(&bc, &kids, MODE_VIRTUAL, 3, 0, 200, cpu_users, &nopool);
+        for (int k = 0; k < 2 && !rc; k++) {
+            struct cal_point cpu = {.mode = mode, .fanout = 1 + 2 * k, .pool = 1, .threads = 200, .users = cpu_users};
+            rc = cal_run(bc, &kids, &cpu, &r[mode][k]);
+        }
+    if (!rc) {
+        struct cal_point many = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = 4 * cpu_users};
+        rc = cal_run(bc, &kids, &many, &big);
+    }
+    if (!rc) {
+        struct cal_point no_pool = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 0, .threads = 200, .users = cpu_users};
+        rc = cal_run(bc, &kids, &no_pool, &nopool);
+    }
     bench_kill_all(&kids);
     if (rc) {
         fclose(f);
@@ -3966,11 +3873,11 @@ static int cmd_calibrate(int argc, char **argv)
     fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
     fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs of %g s\n"
                "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
-            bc.runs, bc.duration_s, cpu_delay_ms);
+            bc->runs, bc->duration_s, cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
     cal_write_micro(f, mb, mb_lo, mb_hi);
-    struct cal_cpu_fit fit = cal_fit(r, &big, &nopool, cpu_users, bc.threads);
+    struct cal_cpu_fit fit = cal_fit(r, &big, &nopool, cpu_users, bc->threads);
     cal_write_cpu(f, &fit, r, &big, &nopool, cpu_delay_ms);
     fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
     fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
@@ -3982,7 +3889,242 @@ static int cmd_calibrate(int argc, char **argv)
     return 0;
 }
 
-/* ==== main ==== */
+/* ==== Part IV. The command line ==== */
+
+/* ---- IV.1 Options ---- */
+
+/* Each subcommand describes its flags in a table; opt_parse fills the destinations, prints
+ * --help, and exits 2 with a clear message on a bad flag. */
+enum opt_kind { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
+
+struct opt {
+    const char *name;   /* "--port" */
+    int kind;           /* enum opt_kind */
+    void *dst;          /* int *, double *, const char ** or int * (flag: set to 1) */
+    const char *help;   /* one line, with the default */
+};
+
+static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
+{
+    fprintf(f, "usage: %s\n", synopsis);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-18s %s\n", o[i].name, o[i].help);
+    fprintf(f, "  %-18s %s\n", "--help", "print this help");
+}
+
+static void opt_fail(const char *synopsis, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void opt_fail(const char *synopsis, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "aggregator: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\n(try --help)\n", synopsis);
+    exit(2);
+}
+
+static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc, char **argv)
+{
+    for (int a = 0; a < argc; a++) {
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+            opt_usage(stdout, synopsis, o, n);
+            exit(0);
+        }
+        int i = 0;
+        while (i < n && strcmp(argv[a], o[i].name)) i++;
+        if (i == n) opt_fail(synopsis, "unknown flag '%s'", argv[a]);
+        if (o[i].kind == OPT_FLAG) {
+            *(int *)o[i].dst = 1;
+            continue;
+        }
+        if (a + 1 >= argc) opt_fail(synopsis, "flag %s needs a value", argv[a]);
+        const char *v = argv[++a];
+        char *end;
+        if (o[i].kind == OPT_STR) {
+            *(const char **)o[i].dst = v;
+        } else if (o[i].kind == OPT_INT) {
+            long x = strtol(v, &end, 10);
+            if (!*v || *end || x < 0 || x > INT_MAX) opt_fail(synopsis, "bad number '%s'", v);
+            *(int *)o[i].dst = (int)x;
+        } else {
+            double x = strtod(v, &end);
+            if (!*v || *end || !(x >= 0)) opt_fail(synopsis, "bad number '%s'", v);
+            *(double *)o[i].dst = x;
+        }
+    }
+}
+
+/* ---- IV.2 Subcommands ---- */
+
+#define SERVE_SYNOPSIS                                                                     \
+    "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]" \
+    " [--threads T] [--carriers C] [--no-pool] [--pin] [--fanout K] [...]"
+
+static int cmd_serve(int argc, char **argv)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    const char *mode = "virtual", *backends = NULL;
+    int no_pool = 0;
+    const struct opt o[] = {
+        {"--mode", OPT_STR, &mode, "platform (1:1 pool, Tomcat-like) or virtual (M:N); default virtual"},
+        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
+        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
+        {"--backends", OPT_STR, &backends, "downstream services HOST:PORT[,...]; required"},
+        {"--fanout", OPT_INT, &cfg.fanout, "K, downstream calls per /aggregate; default 3"},
+        {"--threads", OPT_INT, &cfg.threads, "platform: most pool threads (maxThreads); default 200"},
+        {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
+        {"--max-connections", OPT_INT, &cfg.max_connections, "connections held at most (both modes); default 8192"},
+        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
+        {"--max-queue", OPT_INT, &cfg.max_queue, "platform: queued requests before 503; default 0 = unbounded"},
+        {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
+        {"--no-pool", OPT_FLAG, &no_pool, "a new downstream connection per call (no keep-alive pool)"},
+        {"--pin", OPT_FLAG, &cfg.pin, "virtual: pin the carrier across downstream calls (synchronized)"},
+        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
+        {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
+        {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms, "platform: idle pool threads exit, down to --min-spare; default 60000"},
+    };
+    opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;
+    else if (strcmp(mode, "virtual")) opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
+    if (!backends || config_backends(&cfg, backends) < 0)
+        opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
+    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
+        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1");
+    cfg.pool = !no_pool;
+    int rc = serve_until_signal(&cfg, agg_route, "serve");
+    free(cfg.backends);
+    return rc;
+}
+
+#define BACKEND_SYNOPSIS "aggregator backend --port P --delay-ms D [--jitter-ms J] [--carriers C]"
+
+static int cmd_backend(int argc, char **argv)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    cfg.accept_count = 4096;
+    cfg.idle_ms = 120000;
+    const struct opt o[] = {
+        {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
+        {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
+        {"--delay-ms", OPT_INT, &cfg.delay_ms, "D, answer delay (a ?delay_ms= query overrides); default 0"},
+        {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
+        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
+        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
+    };
+    opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    return serve_until_signal(&cfg, backend_route, "backend");
+}
+
+#define LOAD_SYNOPSIS                                                                    \
+    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]" \
+    " [--timeout-ms T] [--carriers C]"
+
+static int cmd_load(int argc, char **argv)
+{
+    struct load_cfg cfg;
+    load_defaults(&cfg);
+    const char *url = NULL;
+    const struct opt o[] = {
+        {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
+        {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
+        {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
+        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds of traffic before the window (not counted); default 1"},
+        {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
+        {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
+        {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
+        {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
+        {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
+    };
+    opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (!url || load_parse_url(&cfg, url) < 0) opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
+    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
+    return load_run_cli(&cfg);
+}
+
+#define BENCH_SYNOPSIS                                                                                    \
+    "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] [--fanout K]" \
+    " [--delay-ms D] [--duration S] [--out results.csv]"
+
+static int cmd_bench(int argc, char **argv)
+{
+    struct bench_cfg bc = {.users = "100,1000,5000", .modes = "platform,virtual", .pool = "on", .fanout = 3,
+                           .delay_ms = 50, .duration_s = 10, .runs = 1, .threads = 200, .port = 19300,
+                           .out = "results.csv"};
+    const struct opt o[] = {
+        {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
+        {"--modes", OPT_STR, &bc.modes, "platform,virtual (or one of them); default both"},
+        {"--pool", OPT_STR, &bc.pool, "downstream pooling: on, off or both; default on"},
+        {"--fanout", OPT_INT, &bc.fanout, "K, downstream calls per request; default 3"},
+        {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
+        {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
+        {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds measured per cell; default 10"},
+        {"--runs", OPT_INT, &bc.runs, "runs per cell (at most 16), the median is kept; default 1"},
+        {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
+        {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
+        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19300"},
+        {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
+    };
+    opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
+    if (!some_mode || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
+        opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
+    return bench_run(&bc);
+}
+
+#define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R]"
+
+static int cmd_microbench(int argc, char **argv)
+{
+    int n = 1000000, runs = 3;
+    const struct opt o[] = {
+        {"--n", OPT_INT, &n, "iterations of the switch loops; default 1000000"},
+        {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
+    };
+    opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
+    double med[MB_N];
+    mb_measure(n, runs, med, NULL, NULL);
+    printf("median of %d runs, one carrier\n", runs);
+    for (int i = 0; i < MB_N; i++) printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
+    return 0;
+}
+
+#define CALIBRATE_SYNOPSIS                                                                           \
+    "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]" \
+    " [--duration S] [--runs R] [--port P]"
+
+/* Parse calibrate's flags; cal_measure does the work. */
+static int cmd_calibrate(int argc, char **argv)
+{
+    struct cal_cfg cfg = {
+        .out = "calibration.ini",
+        .users = 100,
+        .cpu_users = 1000,
+        .cpu_delay_ms = 2,
+        .bench = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 3, .threads = 200, .port = 19400},
+    };
+    const struct opt o[] = {
+        {"--out", OPT_STR, &cfg.out, "file to write; default calibration.ini"},
+        {"--users", OPT_INT, &cfg.users, "users of the memory runs (light load); default 100"},
+        {"--cpu-users", OPT_INT, &cfg.cpu_users, "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
+        {"--cpu-delay-ms", OPT_INT, &cfg.cpu_delay_ms, "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
+        {"--duration", OPT_DOUBLE, &cfg.bench.duration_s, "seconds per load run; default 3"},
+        {"--runs", OPT_INT, &cfg.bench.runs, "runs per figure, the median is kept (at most 16); default 3"},
+        {"--port", OPT_INT, &cfg.bench.port, "backend port (the aggregator uses the next one); default 19400"},
+    };
+    opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 || cfg.bench.runs < 1 || cfg.bench.runs > 16 ||
+        !(cfg.bench.duration_s > 0))
+        opt_fail(CALIBRATE_SYNOPSIS, "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
+                                     "1 <= --runs <= 16, --duration > 0");
+    return cal_measure(&cfg);
+}
+
+/* ---- IV.3 main ---- */
 
 struct command {
     const char *name;
