@@ -1,67 +1,61 @@
-/* sim.c -- Loom Lab's discrete-event simulator: platform threads vs virtual threads.
+/* sim.c -- Loom Lab's simulator: platform threads vs virtual threads on one workload.
  *
- * WHAT IT IS
- *   A microservice aggregator under load, simulated twice on the same workload:
- *     platform  the 1:1 model of a Tomcat-like server: a bounded pool of OS threads, each
- *               request holding its thread for its whole life, blocked while it waits on
- *               downstream I/O, runnable threads time-sliced on C cores by the OS;
- *     virtual   the M:N model of Java 21's Loom: one virtual thread per request, mounted on
- *               `parallelism` carrier threads, parked (unmounted) while it waits on I/O,
- *               pinned to its carrier when it blocks inside `synchronized`.
- *   Both models see the same arrivals and the same sampled service times (common random
- *   numbers: every random draw of a request comes from a stream keyed by the request, not by
- *   the order of events), so a difference in the report is the execution model, not luck.
+ * A microservice aggregator under load, simulated twice. `platform` is the 1:1 model: a
+ * Tomcat pool of OS threads, each blocked in the kernel while its request waits on I/O.
+ * `virtual` is Loom's M:N model: a virtual thread per request on `parallelism` carriers,
+ * parked while it waits, pinned inside `synchronized`. Both draw the same random numbers for
+ * the same request, so a difference in the report is the execution model, not luck. Every
+ * time is an integer number of nanoseconds (simtime); memory is in bytes.
  *
- *   ./sim --headless scenarios/default.scn     side-by-side report (also --json, --csv)
- *   ./sim scenarios/default.scn                the animated window (see "Window")
- *   ./sim --keys                               every scenario key, documented
+ *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
  *
- * UNITS
- *   Every time inside the simulator is an integer number of nanoseconds (simtime). Memory is
- *   in bytes. Rates are per second of simulated time.
+ * READING PATH  Evening 1: Part I (struct model_ops is every difference between the models).
+ *   Evening 2: Part II to IV as you need them. Skip Part V unless you change the picture.
+ * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
  *
- * HOW THE PARTS FIT (sections, in file order)
- *   Data structures    scenario, program steps, requests, calls, threads, cores, model
- *   Random numbers     xoshiro256** for open-loop gaps, SplitMix64 streams per request (rng_)
- *   Distributions      const, uniform, exp, lognormal from p50/p99 (dist_)
- *   Histogram          log-linear buckets, 1/128 relative error (hist_)
- *   Event queue        a binary heap plus FIFO lanes for events pushed in time order; pops
- *                      in (time, insertion order) (evq_)
- *   Scenario files     the key table, value parsers, program grammar, checks (scn_)
- *   Model storage      growable arrays with free lists, intrusive FIFOs (slot_, fifo_)
- *   Threads            OS threads' states, spawn and exit (thr_)
- *   Downstream         connection pools, ephemeral ports and TIME_WAIT, latency (svc_)
- *   OS scheduler       C cores, a FIFO run queue, time slices, context switches (cpu_)
- *   Requests           the step interpreter shared by both models (req_, conn_)
- *   Platform model     Tomcat's connector + thread pool executor, TaskQueue growth (plat_)
- *   Virtual model      Loom's carriers, parking, pinning, compensation (vt_)
- *   Workload           closed-loop users or open-loop Poisson arrivals (wl_)
- *   Engine             sampling, peaks, one event, run to a time (model_)
- *   Reports            text table, JSON, CSV, time series, Chrome trace (rep_, trace_)
- *   Validation         --validate: simulate the aggregator bench's points, compare (val_)
- *   Live telemetry     --live: scrape a running aggregator's /metrics (live_)
- *   Window             SDL2 + stb_truetype drawing, headless screenshots (ui_)
- *   Command line       flags and main
+ * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
+ *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
+ *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
+ *   EV_THREAD_WAKE plat_thread_wake (the platform's pool threads only)
  *
- * THE CORE MODEL IN A FEW SENTENCES
- *   A request is a tiny program: cpu(d), call(service), io(d), sync { ... }, par(A,B,...).
- *   The interpreter (req_continue) walks it; whenever the request needs CPU it asks its
- *   model's ops table, and whenever it waits for I/O it asks the model to block it. The
- *   platform model answers "your OS thread sleeps in the kernel"; the virtual model answers
- *   "you unmount and park; the carrier runs someone else", unless the request is inside
- *   sync, where the carrier is pinned. Threads (pool workers or carriers) compete for cores
- *   in one OS scheduler. Everything else (queues, pools, ports) is shared code.
- *
- * CALIBRATED COSTS
- *   Teaching scenarios set costs by hand; `./aggregator calibrate` measures them on the
- *   machine (--calibration FILE): CPU per request, per call and per new connection, each
- *   scaled by the cache pressure of the requests in service (cpu_cost); a pool thread's
- *   release after its answer (platform.release_cpu, see req_finish); memory; the loopback's
- *   latency. --validate then predicts the real aggregator's bench, point by point.
- *
- * HOW TO ADD A SCENARIO KEY
- *   Add a field to struct scenario and one row to scn_keys[]: name, type, field, default,
- *   doc. Parsing, --set, --keys and the docs all come from that row.
+ * CONTENTS (each line is a banner below)
+ *   Part I. The two models
+ *     I.1 Types and invariants  scenario, request, call, thread, core, stats, model, ops
+ *     I.2 Request interpreter  req_, conn_: the program both models run
+ *     I.3 Platform model  plat_: Tomcat's executor and its TaskQueue growth
+ *     I.4 Virtual model  vt_: carriers, parking, pinning, compensation
+ *     I.5 Workload  wl_: closed-loop users or open-loop Poisson arrivals
+ *     I.6 Engine  model_: init, one event, run, samples and peaks
+ *     I.7 OS scheduler  cpu_: C cores, one run queue, time slices
+ *     I.8 Threads  thr_: OS threads' states, spawn and exit
+ *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT
+ *   Part II. Tools
+ *     II.1 Random streams  rng_: a SplitMix64 stream per request, xoshiro256**
+ *     II.2 Distributions  dist_: const, uniform, exp, lognormal from p50/p99
+ *     II.3 Latency histogram  hist_: the same text as in aggregator.c
+ *     II.4 Event queue  evq_: (time, insertion order); a heap and sorted lanes
+ *     II.5 Storage  slot_, fifo_: growable arrays, free lists, intrusive FIFOs
+ *   Part III. Scenario files
+ *     III.1 Keys  scn_keys[]: one row per key, the format
+ *     III.2 Values and programs  scn_value, scn_dist, the program grammar
+ *     III.3 Loading and checks  scn_set, scn_load, scn_finish, --keys
+ *   Part IV. Reports and instruments
+ *     IV.1 Reports  rep_: text table, JSON, CSV, time series
+ *     IV.2 Chrome trace  trace_: a lane per thread, for Perfetto
+ *     IV.3 Validation  val_: --validate, prediction beside measurement
+ *     IV.4 Live telemetry  live_: --live, a running aggregator's /metrics
+ *   Part V. Window
+ *     V.1 Drawing context  ui_: colours, batches, text, setup
+ *     V.2 Reading the models  what a frame shows of a model
+ *     V.3 Panels  grids and the stations of a panel
+ *     V.4 Charts  the time series, both models overlaid
+ *     V.5 The frame  bars, overlays, ui_draw
+ *     V.6 Two models on one clock  stepping, seeking, narration
+ *     V.7 Headless frames  --screenshot, --frames
+ *     V.8 Interactive window  keys, mouse, the loop
+ *   Part VI. Command line and main
+ *     VI.1 Options  opt_: the flag table; sim_: one function per mode
+ *     VI.2 main
  */
 #include <ctype.h>
 #include <errno.h>
@@ -94,15 +88,70 @@ typedef int64_t simtime; /* nanoseconds of simulated time */
 #define MS ((simtime)1000000)
 #define SEC ((simtime)1000000000)
 
-/* ==== Data structures ==== */
+/* Ahead of the Parts. C wants a type complete before a struct embeds it, and a macro defined
+ * before its use; the Parts run in reading order, so the few tool types the model embeds by
+ * value are here, and their code is in Part II. */
 
-enum dist_kind { DIST_CONST, DIST_UNIFORM, DIST_EXP, DIST_LOGNORMAL };
-
-/* A random duration. Parameters are in ns; lognormal keeps mu/sigma of ln(ns). */
+/* II.2: a random duration. Parameters are in ns; lognormal keeps mu/sigma of ln(ns). */
+enum dist_shape { DIST_CONST, DIST_UNIFORM, DIST_EXP, DIST_LOGNORMAL };
 struct dist {
-    uint8_t kind;
-    double a, b; /* const: a; uniform: [a,b); exp: mean a; lognormal: mu a, sigma b */
+    uint8_t shape; /* enum dist_shape */
+    double a, b;   /* const: a; uniform: [a,b); exp: mean a; lognormal: mu a, sigma b */
 };
+
+/* II.5: an intrusive FIFO of indices into an array whose elements start with `int32_t next`. */
+struct fifo {
+    int32_t head, tail, len;
+};
+#define FIFO_EMPTY ((struct fifo){-1, -1, 0})
+#define FIFO_PUSH(q, arr, i) fifo_push((q), (arr), sizeof *(arr), (i))
+#define FIFO_POP(q, arr) fifo_pop((q), (arr), sizeof *(arr))
+
+/* II.4: a timestamped event. Ties are broken by insertion order, so runs are deterministic. */
+struct event {
+    simtime t;
+    uint64_t order; /* insertion sequence << 8 | type (for speed only: see II.4) */
+    uint32_t a, b;
+};
+
+/* II.4: a lane: events pushed in time order (a FIFO is then already sorted), e.g. the answers
+ * of a service whose latency is constant. A ring buffer, oldest at head. */
+struct evq_lane {
+    struct event *buf;
+    uint32_t head, len, cap; /* cap is a power of two */
+};
+
+/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers. */
+enum { EVQ_SERVICE_LANES = 7, EVQ_ARRIVALS = EVQ_SERVICE_LANES, EVQ_WAKEUPS, EVQ_TIMERS, EVQ_LANES };
+struct evq {
+    struct event *heap;             /* a binary heap for everything else */
+    size_t nheap, capheap;
+    struct evq_lane lane[EVQ_LANES];
+    size_t len;                     /* events in the heap and the lanes */
+    size_t nlaned;                  /* of those, in the lanes */
+    uint64_t seq;
+};
+
+/* ==== Part I. The two models ==== */
+
+/* THE CORE MODEL IN A FEW SENTENCES
+ *   A request is a tiny program: cpu(d), call(service), io(d), sync { ... }, par(A,B,...).
+ *   The interpreter (req_continue, I.2) walks it; whenever the request needs CPU it asks
+ *   its thread for a burst, and whenever it waits for I/O it asks its model, through
+ *   m->ops, to block it. The platform model answers "your OS thread sleeps in the kernel";
+ *   the virtual model answers "you unmount and park; the carrier runs someone else", unless
+ *   the request is inside sync, where the carrier is pinned. Threads (pool workers or
+ *   carriers) compete for cores in one OS scheduler. Everything else (queues, pools, ports)
+ *   is shared code.
+ *
+ * CALIBRATED COSTS
+ *   Teaching scenarios set costs by hand; `./aggregator calibrate` measures them on the
+ *   machine (--calibration FILE): CPU per request, per call and per new connection, each
+ *   scaled by the cache pressure of the requests in service (cpu_cost); a pool thread's
+ *   release after its answer (platform.release_cpu, see req_finish); memory; the loopback's
+ *   latency. --validate then predicts the real aggregator's bench, point by point. */
+
+/* ---- I.1 Types and invariants ---- */
 
 /* One step of a request's program. */
 enum step_op {
@@ -188,17 +237,17 @@ struct scenario {
 };
 
 /* Why a request failed. X-macro: the enum and its names stay in step. */
-#define FAIL_KINDS(X)                                                         \
+#define FAIL_REASONS(X)                                                         \
     X(FAIL_REFUSED, "refused", "connection refused: maxConnections and acceptCount full") \
     X(FAIL_REJECTED, "rejected", "503: the executor's bounded queue was full")            \
     X(FAIL_NO_PORT, "no_port", "connect failed: ephemeral ports exhausted (TIME_WAIT)")    \
     X(FAIL_TIMEOUT, "timeout", "504: a downstream call timed out")
 #define X_ENUM(e, name, doc) e,
-enum fail_kind { FAIL_NONE = -1, FAIL_KINDS(X_ENUM) FAIL_N };
+enum fail_reason { FAIL_NONE = -1, FAIL_REASONS(X_ENUM) FAIL_N };
 #define X_NAME(e, name, doc) name,
-static const char *const fail_names[] = {FAIL_KINDS(X_NAME)};
+static const char *const fail_names[] = {FAIL_REASONS(X_NAME)};
 #define X_DOC(e, name, doc) doc,
-static const char *const fail_docs[] = {FAIL_KINDS(X_DOC)};
+static const char *const fail_docs[] = {FAIL_REASONS(X_DOC)};
 
 /* Where a request is in its program. */
 enum req_phase {
@@ -217,7 +266,7 @@ struct req {
     int32_t user;      /* closed loop: the user who sent it; -1 for open loop */
     uint16_t pc;       /* current step */
     uint8_t phase;     /* enum req_phase */
-    int8_t fail;       /* enum fail_kind, FAIL_NONE while healthy */
+    int8_t fail;       /* enum fail_reason, FAIL_NONE while healthy */
     uint8_t sync_depth;/* nesting of sync { } */
     uint8_t pending;   /* downstream calls not yet answered */
     uint8_t parked;    /* virtual: unmounted and waiting for I/O */
@@ -268,11 +317,6 @@ struct core {
     simtime cpu;   /* the part of `run` that is the thread's own work */
 };
 
-/* An intrusive FIFO of indices into an array whose elements start with `int32_t next`. */
-struct fifo {
-    int32_t head, tail, len;
-};
-
 /* A downstream service as one model sees it: its queues, its pool, its ports. */
 struct svc_state {
     int32_t in_service;    /* calls being served now */
@@ -285,38 +329,14 @@ struct svc_state {
     uint64_t opened, calls, inflight;
 };
 
-/* A timestamped event. Ties are broken by insertion order, so runs are deterministic. */
-struct event {
-    simtime t;
-    uint64_t order; /* insertion sequence << 8 | type */
-    uint32_t a, b;
-};
-
-/* A lane: events pushed in time order (a FIFO is then already sorted), e.g. the answers of
- * a service whose latency is constant. A ring buffer, oldest at head. */
-struct evq_lane {
-    struct event *buf;
-    uint32_t head, len, cap; /* cap is a power of two */
-};
-
-/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers. */
-enum { EVQ_SERVICE_LANES = 7, EVQ_ARRIVALS = EVQ_SERVICE_LANES, EVQ_WAKEUPS, EVQ_TIMERS, EVQ_LANES };
-struct evq {
-    struct event *heap;             /* a binary heap for everything else */
-    size_t nheap, capheap;
-    struct evq_lane lane[EVQ_LANES];
-    size_t len;                     /* events in the heap and the lanes */
-    size_t nlaned;                  /* of those, in the lanes */
-    uint64_t seq;
-};
-
-/* A log-linear histogram: 128 exact buckets below 128 ns, then 128 per power of two. */
-#define HIST_SUB 128
-#define HIST_BUCKETS (HIST_SUB + 36 * HIST_SUB)
-struct hist {
-    uint64_t n;
-    uint64_t max;
-    uint32_t b[HIST_BUCKETS];
+enum ev_type {
+    EV_ARRIVE,      /* a: user (closed loop) or unused (open loop) */
+    EV_BURST_END,   /* a: core */
+    EV_IO_DONE,     /* a: call */
+    EV_IO_STEP_DONE,/* a: request whose io(d) step finished */
+    EV_IDLE_CHECK,  /* a: thread, b: its idle_gen when it became idle */
+    EV_SAMPLE,
+    EV_THREAD_WAKE, /* a: a signalled platform pool thread */
 };
 
 /* One row of the time series, sampled every sample_interval. */
@@ -335,19 +355,24 @@ struct sample {
     uint64_t failed;     /* failures so far */
 };
 
-enum model_kind { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
+enum model_id { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
 static const char *const model_names[] = {"platform", "virtual"};
 
 struct model;
-/* What differs between the two execution models, as a table of operations. The request
- * interpreter calls these; everything else is shared. */
+/* The one seam: what the two execution models do differently, as a table of operations,
+ * one per model (plat_ops in I.3, vt_ops in I.4), chosen by model_init. The request
+ * interpreter and the engine call these; everything else is shared. What differs only in
+ * value (costs, the runtime's threads) is copied into struct model by model_init. */
 struct model_ops {
-    void (*admit)(struct model *, int32_t r);           /* the connector accepted it */
-    simtime (*block_cost)(struct model *, int32_t r, int op); /* CPU paid before blocking */
-    void (*block)(struct model *, int32_t r, int op);   /* it waits for I/O */
-    void (*wake)(struct model *, int32_t r);            /* its I/O completed */
-    void (*release)(struct model *, int32_t r);         /* it left: free its thread */
-    void (*thread_free)(struct model *, int32_t t);     /* a thread ended a burst with no request (started) */
+    void (*admit)(struct model *, int32_t r);                 /* the connector accepted r */
+    simtime (*block_cost)(struct model *, int32_t r, int op); /* CPU r pays before blocking */
+    void (*block)(struct model *, int32_t r, int op);         /* r waits for I/O */
+    void (*wake)(struct model *, int32_t r);                  /* r's I/O completed */
+    void (*release)(struct model *, int32_t r);               /* r left: free its thread */
+    void (*thread_free)(struct model *, int32_t t); /* t ended a burst with no request */
+    int32_t (*in_service)(const struct model *);    /* requests holding a thread or a VT */
+    int32_t (*runnable)(const struct model *);      /* virtual threads waiting for a carrier */
+    int (*may_retire)(const struct model *, int32_t t); /* may idle thread t exit now? */
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
@@ -355,9 +380,9 @@ struct stats {
     uint64_t arrived, completed, failed[FAIL_N];
     uint64_t completed_window;  /* completed inside [warmup, duration] */
     uint64_t thread_creations, ctx_switches, parks, events;
-    struct hist lat;            /* latency of requests completed in the window */
+    struct hist *lat;           /* latency (ns) of requests completed in the window */
     double lat_sum;             /* their sum, in ns, for the mean */
-    struct hist lat_interval;   /* the same, reset at each sample */
+    struct hist *lat_interval;  /* the same, reset at each sample */
     uint64_t interval_done;
     simtime busy_ns, busy_at_sample;
     /* peaks */
@@ -367,14 +392,19 @@ struct stats {
     int64_t peak_rss;           /* mem.base + thread memory + in flight x mem.per_request */
 };
 
-struct trace; /* Chrome trace writer, see Reports */
+struct trace; /* Chrome trace writer, see IV.2 */
 
 /* One execution model simulating the scenario. The two models share nothing mutable. */
 struct model {
-    int kind;
+    int id;                      /* MODEL_PLATFORM or MODEL_VIRTUAL: its name, column, panel */
     const struct scenario *s;
-    const struct model_ops *ops;
-    struct evq q;
+    const struct model_ops *ops; /* what this model does differently (see struct model_ops) */
+    /* this model's values of per-model keys, set by model_init */
+    simtime cpu_per_request;     /* calibrated CPU per request (accept, parse, answer) */
+    simtime cpu_per_call;        /* calibrated CPU per downstream call */
+    simtime release_cpu;         /* platform.release_cpu; 0 for virtual threads */
+    int runtime_threads;         /* the runtime's own OS threads (GC, JIT, ...) */
+    struct evq events;           /* what happens next, in (time, insertion order) */
     simtime now;
     /* requests and calls: growable arrays with free lists */
     struct req *req; int32_t nreq, capreq, free_req;
@@ -405,14 +435,968 @@ struct model {
     uint32_t next_req_id;
     /* time series */
     struct sample *series; int32_t nseries, capseries;
-    struct stats st;
+    struct stats stats;
     /* engine bookkeeping */
     simtime last_t; uint64_t same_t_events;
     int stuck;               /* 1: time stopped advancing (see model_step) */
     struct trace *trace;
 };
 
-/* ==== Random numbers ==== */
+/* Declared ahead: the models (I.2 to I.6) come first and call the machine they share (I.7 to
+ * I.9), the tools (Part II) and the trace (IV.2), which are defined after them. */
+static void req_continue(struct model *m, int32_t r);
+static void req_finish(struct model *m, int32_t r);
+static void req_wake_one(struct model *m, int32_t r);
+static void conn_admit(struct model *m, int32_t r);
+static void wl_next(struct model *m, int32_t r);
+static void plat_thread_free(struct model *m, int32_t t);
+static void cpu_want(struct model *m, int32_t t, simtime ns);
+static void cpu_yield(struct model *m, int32_t t, simtime ns);
+static void cpu_burst_end(struct model *m, const struct event *e);
+static void thr_set(struct model *m, int32_t t, int state);
+static int32_t thr_spawn(struct model *m, int extra);
+static void thr_exit(struct model *m, int32_t t);
+static void thr_unidle(struct model *m, int32_t t);
+static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
+static void svc_done(struct model *m, const struct event *e);
+static void svc_expire(struct model *m, struct svc_state *v);
+static uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b);
+static uint64_t rng_xoshiro(uint64_t s[4]);
+static void rng_xoshiro_seed(uint64_t s[4], uint64_t seed);
+static double rng_unit(uint64_t x);
+static simtime dist_sample(const struct dist *d, uint64_t *rng);
+static void hist_add(struct hist *h, uint64_t v);
+static uint64_t hist_quantile(const struct hist *h, double q);
+static struct hist *hist_new(void);
+static void hist_clear(struct hist *h);
+static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b);
+static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b);
+static const struct event *evq_peek(const struct evq *q, int *from);
+static struct event evq_pop_from(struct evq *q, int from);
+static void evq_free(struct evq *q);
+static int ev_type_of(const struct event *e);
+static void *xrealloc(void *p, size_t n, size_t size);
+static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist, size_t size);
+static void slot_give(void *arr, int32_t *freelist, size_t size, int32_t i);
+static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i);
+static int32_t fifo_pop(struct fifo *q, void *base, size_t size);
+static int32_t req_alloc(struct model *m);
+static int32_t call_alloc(struct model *m);
+static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to);
+
+/* ---- I.2 Request interpreter ---- */
+
+/* The interpreter both models share. It runs request r as far as it can without waiting:
+ * sync markers are instant; CPU work (a step, or overhead owed as `debt`) goes to the
+ * request's thread via cpu_want; I/O goes to the services and the model blocks the request.
+ * It is called again when the burst ends or the I/O completes, and picks up at `phase`. */
+
+/* A calibrated CPU cost as paid now. Every request in service keeps state the CPU touches
+ * on each step (sockets and their buffers, connection structs, a virtual thread's frames);
+ * the more there are, the less of it stays in the caches and the more each step costs. */
+static simtime cpu_cost(const struct model *m, simtime base)
+{
+    if (base == 0 || m->s->cache_pressure == 0)
+        return base; /* the common case, without asking the model */
+    return base + (simtime)((double)base * m->s->cache_pressure * m->ops->in_service(m));
+}
+
+static void req_finish(struct model *m, int32_t r);
+
+static void req_issue(struct model *m, int32_t r, const struct step *step)
+{
+    struct req *req = &m->req[r];
+    req->phase = PH_WAIT;
+    if (step->op == OP_IO) {
+        req->pending = 1;
+        evq_push(&m->events, m->now + dist_sample(&step->d, &req->rng), EV_IO_STEP_DONE, (uint32_t)r, 0);
+        m->ops->block(m, r, OP_IO);
+        return;
+    }
+    simtime lat[MAX_PAR];
+    const struct dist *net = &m->s->call_latency;
+    int net_random = net->shape != DIST_CONST || net->a != 0; /* no draw when absent: streams unchanged */
+    for (int i = 0; i < step->nsvc; i++) /* sample first, in program order: common random numbers */
+        lat[i] = dist_sample(&m->s->svc[step->svc[i]].latency, &req->rng) + (net_random ? dist_sample(net, &req->rng) : 0);
+    req->pending = step->nsvc;
+    for (int i = 0; i < step->nsvc; i++)
+        if (svc_call(m, r, step->svc[i], lat[i]) < 0) {
+            req = &m->req[r];
+            req->pending--;
+            req->fail = FAIL_NO_PORT;
+        }
+    req = &m->req[r];
+    if (req->pending) m->ops->block(m, r, step->op);
+}
+
+static void req_continue(struct model *m, int32_t r)
+{
+    const struct scenario *s = m->s;
+    for (;;) {
+        struct req *req = &m->req[r];
+        if (req->fail != FAIL_NONE || req->phase == PH_RELEASE) { req_finish(m, r); return; }
+        const struct step *step = req->pc < s->nsteps ? &s->prog[req->pc] : NULL;
+        switch (req->phase) {
+        case PH_CPU: case PH_WAIT: /* the step is over */
+            req->phase = PH_START, req->pc++;
+            continue;
+        case PH_PREBLOCK: /* the model's overhead is paid: start the I/O */
+            req_issue(m, r, step);
+            if (m->req[r].pending) return;
+            continue;
+        }
+        /* PH_START: pay overhead owed (creation, unpark) first; a CPU step absorbs it */
+        if (req->debt > 0 && (!step || step->op != OP_CPU)) {
+            simtime d = req->debt;
+            req->debt = 0;
+            cpu_want(m, req->thr, d);
+            return;
+        }
+        if (!step) { req_finish(m, r); return; }
+        switch (step->op) {
+        case OP_SYNC_BEGIN: req->sync_depth++, req->pc++; continue;
+        case OP_SYNC_END: req->sync_depth--, req->pc++; continue;
+        case OP_CPU: {
+            simtime d = dist_sample(&step->d, &req->rng) + req->debt;
+            req->debt = 0, req->phase = PH_CPU;
+            if (d > 0) { cpu_want(m, req->thr, d); return; }
+            continue;
+        }
+        default: { /* a blocking step: the model may charge CPU first (parking) */
+            simtime d = m->ops->block_cost(m, r, step->op) + step->nsvc * cpu_cost(m, m->cpu_per_call);
+            req->phase = PH_PREBLOCK;
+            if (d > 0) { cpu_want(m, req->thr, d); return; }
+            continue;
+        }
+        }
+    }
+}
+
+/* Continue r once the current event is handled. Handing a thread to the next request from
+ * inside another request's end would otherwise recurse once per queued request. */
+static void model_defer(struct model *m, int32_t r) { FIFO_PUSH(&m->todo, m->req, r); }
+
+/* One of r's calls (or its io step) completed. */
+static void req_wake_one(struct model *m, int32_t r)
+{
+    if (--m->req[r].pending == 0) m->ops->wake(m, r);
+}
+
+static void model_io_step_done(struct model *m, const struct event *e) { req_wake_one(m, (int32_t)e->a); }
+
+static void wl_next(struct model *m, int32_t r); /* see Workload */
+static void conn_admit(struct model *m, int32_t r);
+
+/* r is answered (or failed): count it. */
+static void req_count(struct model *m, int32_t r)
+{
+    struct req *req = &m->req[r];
+    struct stats *stats = &m->stats;
+    m->in_flight--;
+    if (req->fail != FAIL_NONE) {
+        stats->failed[req->fail]++;
+    } else {
+        stats->completed++;
+        if (m->now >= m->s->warmup) {
+            uint64_t lat = (uint64_t)(m->now - req->arrived);
+            stats->completed_window++;
+            hist_add(stats->lat, lat);
+            stats->lat_sum += (double)lat;
+            hist_add(stats->lat_interval, lat);
+        }
+        stats->interval_done++;
+    }
+}
+
+/* r's thread and connection are free: the next request in the backlog may have them. */
+static void req_free(struct model *m, int32_t r, int user_goes_on)
+{
+    if (m->req[r].thr >= 0) m->ops->release(m, r);
+    if (m->req[r].admitted) {
+        int32_t next;
+        m->conns--;
+        if ((next = FIFO_POP(&m->backlog, m->req)) >= 0) conn_admit(m, next);
+    }
+    if (user_goes_on) wl_next(m, r);
+    slot_give(m->req, &m->free_req, sizeof *m->req, r);
+}
+
+/* r leaves the server, answered or failed: count it, free its thread and connection, and
+ * let its user think about the next one. A pool thread with `platform.release_cpu` to run
+ * stays busy after the answer is out, while the user already sends the next request:
+ * Tomcat's TaskQueue then sees no idle thread and grows the pool, which is why a real pool
+ * ends up with more threads than users in flight. */
+static void req_finish(struct model *m, int32_t r)
+{
+    struct req *req = &m->req[r];
+    if (req->phase == PH_RELEASE) { req_free(m, r, 0); return; } /* the thread is back */
+    req_count(m, r);
+    if (req->thr >= 0 && m->release_cpu > 0) {
+        wl_next(m, r);
+        req->phase = PH_RELEASE;
+        cpu_yield(m, req->thr, m->release_cpu);
+        return;
+    }
+    req_free(m, r, 1);
+}
+
+/* The connector: maxConnections held at once, then the kernel's listen backlog of
+ * acceptCount, then refusal. Tomcat keeps these limits with virtual threads too. */
+static void conn_admit(struct model *m, int32_t r)
+{
+    m->conns++;
+    m->req[r].admitted = 1;
+    m->req[r].debt += cpu_cost(m, m->cpu_per_request);
+    m->ops->admit(m, r);
+}
+
+static void conn_arrive(struct model *m, int32_t r)
+{
+    if (m->conns < m->s->max_connections) conn_admit(m, r);
+    else if (m->backlog.len < m->s->accept_count) FIFO_PUSH(&m->backlog, m->req, r);
+    else { m->req[r].fail = FAIL_REFUSED; req_finish(m, r); }
+}
+
+/* ---- I.3 Platform model ---- */
+
+/* Tomcat's executor (a ThreadPoolExecutor): an idle thread takes the request; if none is
+ * idle the pool grows, one thread per request, up to maxThreads; beyond that requests wait
+ * in the executor's queue. The thread then holds the request, blocked or not, to its end. */
+
+static int32_t plat_pool_size(const struct model *m) { return m->threads_alive; }
+
+static void plat_assign(struct model *m, int32_t t, int32_t r)
+{
+    m->thr[t].req = r;
+    m->thr[t].idle_gen++;
+    m->req[r].thr = t;
+    model_defer(m, r);
+}
+
+static void plat_thread_free(struct model *m, int32_t t);
+
+/* Tomcat's TaskQueue rule: a request joins the executor's queue, and when more requests
+ * are queued than threads are idle (or being woken), the pool grows by a thread, which
+ * takes the oldest one once it has started. Otherwise an idle thread is signalled; it runs
+ * `os.wakeup_latency` later. Requests arriving while threads start or wake see the queue
+ * longer than the idle threads and grow the pool again: a burst grows it past the number
+ * of requests in flight, as on a real server. */
+static void plat_admit(struct model *m, int32_t r)
+{
+    const struct scenario *s = m->s;
+    if (s->max_queue && m->queue.len >= s->max_queue) {
+        m->req[r].fail = FAIL_REJECTED; /* 503 */
+        model_defer(m, r);
+        return;
+    }
+    FIFO_PUSH(&m->queue, m->req, r);
+    if (m->queue.len > m->idle.len + m->waking && plat_pool_size(m) < s->max_threads) {
+        int32_t t = thr_spawn(m, 0); /* it starts (thread_create of CPU), then takes the oldest */
+        if (s->thread_create > 0) cpu_want(m, t, s->thread_create);
+        else plat_thread_free(m, t);
+        return;
+    }
+    int32_t t = FIFO_POP(&m->idle, m->thr);
+    if (t < 0) return; /* every thread is busy or already signalled: it waits */
+    m->thr[t].idle_gen++;
+    m->waking++;
+    evq_push_lane(&m->events, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
+}
+
+/* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
+static void plat_thread_wake(struct model *m, const struct event *e)
+{
+    m->waking--;
+    plat_thread_free(m, (int32_t)e->a);
+}
+
+static simtime plat_block_cost(struct model *m, int32_t r, int op) { (void)m, (void)r, (void)op; return 0; }
+
+/* A blocking socket read: the OS thread sleeps in the kernel, holding its stack. */
+static void plat_block(struct model *m, int32_t r, int op) { (void)op; thr_set(m, m->req[r].thr, THR_BLOCKED); }
+
+/* The kernel wakes the thread: it needs a core again before it can go on. */
+static void plat_wake(struct model *m, int32_t r)
+{
+    m->req[r].debt += m->s->wakeup;
+    req_continue(m, r);
+}
+
+static void plat_idle(struct model *m, int32_t t)
+{
+    thr_set(m, t, THR_IDLE);
+    FIFO_PUSH(&m->idle, m->thr, t);
+    if (plat_pool_size(m) > m->s->min_spare)
+        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
+}
+
+/* The thread is free: the next queued request, or the idle list. */
+static void plat_thread_free(struct model *m, int32_t t)
+{
+    int32_t next = FIFO_POP(&m->queue, m->req);
+    if (next >= 0) plat_assign(m, t, next);
+    else plat_idle(m, t);
+}
+
+static void plat_release(struct model *m, int32_t r)
+{
+    int32_t t = m->req[r].thr;
+    m->thr[t].served++;
+    m->thr[t].req = -1;
+    m->req[r].thr = -1;
+    plat_thread_free(m, t);
+}
+
+/* Requests being served: those holding a pool thread. A queued request is not in service. */
+static int32_t plat_in_service(const struct model *m)
+{
+    return m->threads_alive - m->idle.len;
+}
+
+/* The executor's queue holds requests, not virtual threads. */
+static int32_t plat_runnable(const struct model *m)
+{
+    (void)m;
+    return 0;
+}
+
+/* An idle pool thread past its idle timeout exits, down to minSpareThreads. */
+static int plat_may_retire(const struct model *m, int32_t t)
+{
+    (void)t;
+    return plat_pool_size(m) > m->s->min_spare;
+}
+
+static const struct model_ops plat_ops = {
+    .admit = plat_admit,
+    .block_cost = plat_block_cost,
+    .block = plat_block,
+    .wake = plat_wake,
+    .release = plat_release,
+    .thread_free = plat_thread_free,
+    .in_service = plat_in_service,
+    .runnable = plat_runnable,
+    .may_retire = plat_may_retire,
+};
+
+/* ---- I.4 Virtual model ---- */
+
+/* Loom: every request gets a new virtual thread, queued FIFO for `parallelism` carriers
+ * (the ForkJoinPool in async mode). A blocking socket call unmounts it: the continuation
+ * yields, its frames are kept on the heap, and the carrier runs the next one. When the
+ * poller sees the socket ready, the thread is unparked and queued again. Inside
+ * `synchronized` it cannot unmount (JDK 21): it pins the carrier, which blocks with it. */
+
+static void vt_mount(struct model *m, int32_t c, int32_t r)
+{
+    m->thr[c].req = r;
+    m->thr[c].idle_gen++;
+    m->req[r].thr = c;
+    m->carriers_busy++;
+    model_defer(m, r);
+}
+
+static void vt_carrier_free(struct model *m, int32_t c)
+{
+    int32_t r = FIFO_POP(&m->queue, m->req);
+    if (r >= 0) { vt_mount(m, c, r); return; }
+    thr_set(m, c, THR_IDLE);
+    FIFO_PUSH(&m->idle, m->thr, c);
+    if (m->thr[c].extra)
+        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK, (uint32_t)c, m->thr[c].idle_gen);
+}
+
+static void vt_kick(struct model *m)
+{
+    int32_t c;
+    while (m->queue.len && (c = FIFO_POP(&m->idle, m->thr)) >= 0) vt_mount(m, c, FIFO_POP(&m->queue, m->req));
+}
+
+static void vt_admit(struct model *m, int32_t r)
+{
+    m->vt_alive++;
+    m->req[r].debt += m->s->vt_create;
+    FIFO_PUSH(&m->queue, m->req, r);
+    vt_kick(m);
+}
+
+/* Does blocking in this step pin the carrier? Socket I/O inside synchronized does (JDK 21-23). */
+static int vt_pins(const struct model *m, int32_t r, int op)
+{
+    return op != OP_IO && m->req[r].sync_depth > 0 && !m->s->jep491;
+}
+
+static simtime vt_block_cost(struct model *m, int32_t r, int op)
+{
+    return op == OP_IO || vt_pins(m, r, op) ? 0 : m->s->vt_park;
+}
+
+/* io(): the JDK compensates for this blocking by adding a carrier, up to maxPoolSize, so
+ * that `parallelism` carriers stay available. */
+static void vt_compensate(struct model *m)
+{
+    const struct scenario *s = m->s;
+    m->carriers_compensating++;
+    if (m->threads_alive - m->carriers_compensating < s->parallelism && m->threads_alive < s->max_pool_size) {
+        int32_t c = thr_spawn(m, 1);
+        m->stats.busy_ns += s->thread_create; /* charged, not scheduled: it is short and rare */
+        vt_carrier_free(m, c);
+    }
+}
+
+static void vt_block(struct model *m, int32_t r, int op)
+{
+    struct req *req = &m->req[r];
+    int32_t c = req->thr;
+    if (op == OP_IO || vt_pins(m, r, op)) { /* the carrier blocks with the virtual thread mounted */
+        req->pinned = 1;
+        thr_set(m, c, THR_BLOCKED);
+        if (op == OP_IO) vt_compensate(m);
+        else m->vt_pinned++;
+        return;
+    }
+    req->parked = 1, req->thr = -1;
+    m->vt_parked++;
+    m->stats.parks++;
+    m->thr[c].req = -1;
+    m->carriers_busy--;
+    vt_carrier_free(m, c);
+}
+
+static void vt_wake(struct model *m, int32_t r)
+{
+    struct req *req = &m->req[r];
+    if (req->parked) { /* unpark: queue it for a carrier again */
+        req->parked = 0;
+        m->vt_parked--;
+        req->debt += m->s->vt_unpark;
+        FIFO_PUSH(&m->queue, m->req, r);
+        vt_kick(m);
+        return;
+    }
+    req->pinned = 0;
+    if (m->s->prog[req->pc].op == OP_IO) m->carriers_compensating--;
+    else m->vt_pinned--;
+    req_continue(m, r);
+}
+
+static void vt_release(struct model *m, int32_t r)
+{
+    int32_t c = m->req[r].thr;
+    m->thr[c].served++;
+    m->thr[c].req = -1;
+    m->req[r].thr = -1;
+    m->carriers_busy--;
+    m->vt_alive--;
+    vt_carrier_free(m, c);
+}
+
+/* Requests being served: every virtual thread, mounted, runnable or parked. */
+static int32_t vt_in_service(const struct model *m)
+{
+    return m->vt_alive;
+}
+
+/* The run queue: virtual threads waiting for a carrier. */
+static int32_t vt_runnable(const struct model *m)
+{
+    return m->queue.len;
+}
+
+/* Only a compensating carrier retires after its keepalive, and never below parallelism. */
+static int vt_may_retire(const struct model *m, int32_t t)
+{
+    return m->thr[t].extra && m->threads_alive > m->s->parallelism;
+}
+
+static const struct model_ops vt_ops = {
+    .admit = vt_admit,
+    .block_cost = vt_block_cost,
+    .block = vt_block,
+    .wake = vt_wake,
+    .release = vt_release,
+    .thread_free = vt_carrier_free,
+    .in_service = vt_in_service,
+    .runnable = vt_runnable,
+    .may_retire = vt_may_retire,
+};
+
+/* ---- I.5 Workload ---- */
+
+/* Closed loop: N users, each sending a request, waiting for the answer, thinking, and
+ * sending the next. Open loop: Poisson arrivals at `rate`, whatever the server does. A
+ * request's random stream is keyed by (user, iteration) or by its arrival index, so both
+ * models draw the same service times for the same request. */
+
+static void wl_start(struct model *m)
+{
+    const struct scenario *s = m->s;
+    if (s->users > 0) {
+        m->user_iter = xrealloc(NULL, (size_t)s->users, sizeof *m->user_iter);
+        memset(m->user_iter, 0, (size_t)s->users * sizeof *m->user_iter);
+        for (long u = 0; u < s->users; u++)
+            evq_push(&m->events, (simtime)((double)s->rampup * (double)u / (double)s->users), EV_ARRIVE, (uint32_t)u, 0);
+    } else {
+        rng_xoshiro_seed(m->arrival_rng, rng_key(s->seed, UINT64_MAX, 0));
+        evq_push(&m->events, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC), EV_ARRIVE, 0, 0);
+    }
+}
+
+static void wl_arrive(struct model *m, const struct event *e)
+{
+    const struct scenario *s = m->s;
+    uint64_t key;
+    int32_t user = -1;
+    if (m->now >= s->duration) return;
+    if (s->users > 0) {
+        user = (int32_t)e->a;
+        key = rng_key(s->seed, (uint64_t)user, m->user_iter[user]++);
+    } else {
+        key = rng_key(s->seed, (uint64_t)1 << 40, m->arrival_index++);
+        simtime gap = (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC);
+        evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + gap, EV_ARRIVE, 0, 0);
+    }
+    int32_t r = req_alloc(m);
+    m->req[r] = (struct req){.next = -1, .thr = -1, .user = user, .fail = FAIL_NONE, .rng = key,
+                             .arrived = m->now, .id = ++m->next_req_id};
+    m->stats.arrived++;
+    m->in_flight++;
+    conn_arrive(m, r);
+}
+
+/* After r ends, its user thinks (and, after a failure, backs off) before the next one. */
+static void wl_next(struct model *m, int32_t r)
+{
+    const struct scenario *s = m->s;
+    const struct req *req = &m->req[r];
+    if (req->user < 0) return;
+    uint64_t think_rng = rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)req->user, m->user_iter[req->user] - 1);
+    simtime delay = dist_sample(&s->think, &think_rng) + (req->fail != FAIL_NONE ? s->retry_after : 0);
+    evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)req->user, 0);
+}
+
+/* ---- I.6 Engine ---- */
+
+/* EV_IDLE_CHECK: a thread idle since generation b may retire (pool shrink, carrier keepalive). */
+static void model_idle_check(struct model *m, const struct event *e)
+{
+    int32_t t = (int32_t)e->a;
+    struct thr *th = &m->thr[t];
+    if (!th->alive || th->state != THR_IDLE || th->idle_gen != e->b || th->req >= 0) return;
+    if (!m->ops->may_retire(m, t))
+        return;
+    thr_unidle(m, t);
+    thr_exit(m, t);
+}
+
+
+/* The process's OS threads: the runtime's own, plus pool workers or carriers. */
+static int32_t model_os_threads(const struct model *m)
+{
+    return m->runtime_threads + m->threads_alive;
+}
+
+static int64_t model_thread_mem(const struct model *m)
+{
+    const struct scenario *s = m->s;
+    return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
+}
+
+/* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
+static int64_t model_rss(const struct model *m, int64_t thread_mem)
+{
+    const struct scenario *s = m->s;
+    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection + (int64_t)m->ops->in_service(m) * s->mem_per_request;
+}
+
+#define PEAK(field, value) do { if ((value) > stats->field) stats->field = (value); } while (0)
+static void model_peaks(struct model *m)
+{
+    struct stats *stats = &m->stats;
+    int64_t reserved = (int64_t)model_os_threads(m) * m->s->thread_stack_reserved;
+    PEAK(peak_os_threads, model_os_threads(m));
+    PEAK(peak_carriers_busy, m->carriers_busy);
+    PEAK(peak_vt_parked, m->vt_parked);
+    PEAK(peak_vt_pinned, m->vt_pinned);
+    PEAK(peak_queued, m->queue.len);
+    PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
+    PEAK(peak_in_flight, m->in_flight);
+    int64_t thread_mem = model_thread_mem(m);
+    PEAK(peak_thread_mem, thread_mem);
+    PEAK(peak_rss, model_rss(m, thread_mem));
+    PEAK(peak_thread_reserved, reserved);
+    PEAK(peak_ports_tw, m->ports_tw);
+}
+
+/* EV_SAMPLE: one row of the time series. */
+static void model_sample(struct model *m, const struct event *e)
+{
+    (void)e;
+    const struct scenario *s = m->s;
+    struct stats *stats = &m->stats;
+    struct sample x = {0};
+    double secs = (double)s->sample_interval / SEC;
+    for (int i = 0; i < s->nsvc; i++) {
+        svc_expire(m, &m->svc[i]);
+        x.ports_open += m->svc[i].ports_open;
+        x.conns_busy += m->svc[i].conns_busy;
+    }
+    x.t = m->now;
+    x.rps = (double)stats->interval_done / secs;
+    x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
+    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) / ((double)s->cores * (double)s->sample_interval);
+    if (x.cpu_util > 1) x.cpu_util = 1;
+    x.os_threads = model_os_threads(m);
+    x.blocked = m->thr_state_n[THR_BLOCKED];
+    x.carriers_busy = m->carriers_busy;
+    x.vt_runnable = m->ops->runnable(m);
+    x.vt_parked = m->vt_parked;
+    x.vt_pinned = m->vt_pinned;
+    x.queued = m->queue.len + m->backlog.len;
+    x.in_flight = m->in_flight;
+    x.ports_tw = m->ports_tw;
+    x.thread_mem = model_thread_mem(m);
+    x.rss = model_rss(m, x.thread_mem);
+    for (int k = 0; k < FAIL_N; k++) x.failed += stats->failed[k];
+    stats->interval_done = 0;
+    stats->busy_at_sample = stats->busy_ns;
+    hist_clear(stats->lat_interval);
+    if (m->nseries == m->capseries) {
+        m->capseries = m->capseries ? m->capseries * 2 : 256;
+        m->series = xrealloc(m->series, (size_t)m->capseries, sizeof *m->series);
+    }
+    m->series[m->nseries++] = x;
+    if (m->now + s->sample_interval <= s->duration) evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
+}
+
+typedef void (*ev_handler)(struct model *, const struct event *);
+static const ev_handler ev_handlers[] = {
+    [EV_ARRIVE] = wl_arrive,
+    [EV_BURST_END] = cpu_burst_end,
+    [EV_IO_DONE] = svc_done,
+    [EV_IO_STEP_DONE] = model_io_step_done,
+    [EV_IDLE_CHECK] = model_idle_check,
+    [EV_SAMPLE] = model_sample,
+    [EV_THREAD_WAKE] = plat_thread_wake,
+};
+
+static void model_init(struct model *m, const struct scenario *s, int kind)
+{
+    memset(m, 0, sizeof *m);
+    m->id = kind;
+    m->s = s;
+    m->ops = kind == MODEL_PLATFORM ? &plat_ops : &vt_ops;
+    m->cpu_per_request = s->cpu_per_request[kind];
+    m->cpu_per_call = s->cpu_per_call[kind];
+    m->release_cpu = kind == MODEL_PLATFORM ? s->release_cpu : 0;
+    m->runtime_threads = s->model_threads[kind] >= 0 ? s->model_threads[kind] : s->runtime_threads;
+    m->stats.lat = hist_new();
+    m->stats.lat_interval = hist_new();
+    m->free_req = m->free_call = m->free_thr = -1;
+    m->ready = m->idle = m->backlog = m->queue = m->todo = FIFO_EMPTY;
+    m->core = xrealloc(NULL, (size_t)s->cores, sizeof *m->core);
+    for (int c = 0; c < s->cores; c++) m->core[c] = (struct core){-1, -1, 0, 0};
+    for (int i = 0; i < s->nsvc; i++) {
+        m->svc[i].wait_slot = m->svc[i].wait_conn = FIFO_EMPTY;
+        m->svc[i].tw_cap = s->port_high - s->port_low + 1;
+        m->svc[i].tw = xrealloc(NULL, (size_t)m->svc[i].tw_cap, sizeof *m->svc[i].tw);
+    }
+    /* platform: minSpareThreads exist from the start; virtual: `parallelism` carriers */
+    int start = kind == MODEL_PLATFORM ? s->min_spare : s->parallelism;
+    for (int i = 0; i < start; i++) {
+        int32_t t = thr_spawn(m, 0); /* may move m->thr: take the index before pushing */
+        FIFO_PUSH(&m->idle, m->thr, t);
+    }
+    m->stats.thread_creations = 0;
+    wl_start(m);
+    evq_push(&m->events, s->sample_interval, EV_SAMPLE, 0, 0);
+    model_peaks(m);
+}
+
+static void model_free(struct model *m)
+{
+    evq_free(&m->events);
+    free(m->req), free(m->call), free(m->thr), free(m->core);
+    free(m->user_iter), free(m->series);
+    free(m->stats.lat);
+    free(m->stats.lat_interval);
+    for (int i = 0; i < MAX_SERVICES; i++) free(m->svc[i].tw);
+    memset(m, 0, sizeof *m);
+}
+
+/* Handle one event if there is one at or before `until` (and the scenario's end).
+ * Returns its type, or -1 when there is none. */
+static int model_step(struct model *m, simtime until)
+{
+    if (until > m->s->duration) until = m->s->duration;
+    if (m->stuck) return -1;
+    int from;
+    const struct event *next = evq_peek(&m->events, &from);
+    if (!next || next->t > until) {
+        if (until > m->now) m->now = until;
+        return -1;
+    }
+    struct event e = evq_pop_from(&m->events, from);
+    if (e.t != m->last_t) m->last_t = e.t, m->same_t_events = 0;
+    else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
+        m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */
+        return -1;
+    }
+    m->now = e.t;
+    int type = ev_type_of(&e);
+    ev_handlers[type](m, &e);
+    for (int32_t r; (r = FIFO_POP(&m->todo, m->req)) >= 0;) req_continue(m, r);
+    model_peaks(m);
+    m->stats.events++;
+    return type;
+}
+
+/* When the model's next event happens; INT64_MAX when it has none. */
+static simtime model_next_time(const struct model *m)
+{
+    int from;
+    const struct event *e = evq_peek(&m->events, &from);
+    return e ? e->t : INT64_MAX;
+}
+
+static void model_run(struct model *m, simtime until)
+{
+    while (model_step(m, until) >= 0) {}
+}
+
+/* ---- I.7 OS scheduler ---- */
+
+/* C cores and one FIFO of runnable threads, time-sliced: a simplified CFS where every
+ * runnable thread gets `timeslice` in turn, and a core that switches to a different thread
+ * than it ran last pays `ctx_switch`. Both models use it: the platform model for its pool
+ * threads, the virtual model for its carriers. */
+
+static void cpu_dispatch(struct model *m, int c, int32_t t)
+{
+    struct core *k = &m->core[c];
+    struct thr *th = &m->thr[t];
+    simtime sw = k->last != t ? m->s->ctx_switch : 0;
+    simtime run = th->burst_left < m->s->timeslice ? th->burst_left : m->s->timeslice;
+    if (sw) m->stats.ctx_switches++;
+    k->thr = t, k->last = t, k->run = sw + run, k->cpu = run;
+    th->core = c;
+    thr_set(m, t, THR_RUNNING);
+    evq_push(&m->events, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
+}
+
+/* Thread t wants `ns` (> 0) of CPU. A free core it ran on last is preferred (no switch). */
+static void cpu_want(struct model *m, int32_t t, simtime ns)
+{
+    int free = -1;
+    m->thr[t].burst_left = ns;
+    for (int c = 0; c < m->s->cores; c++)
+        if (m->core[c].thr < 0) {
+            if (m->core[c].last == t) { free = c; break; }
+            if (free < 0) free = c;
+        }
+    if (free >= 0) { cpu_dispatch(m, free, t); return; }
+    thr_set(m, t, THR_READY);
+    FIFO_PUSH(&m->ready, m->thr, t);
+}
+
+/* Thread t wants `ns` (> 0) of CPU, after the threads already waiting for a core: its last
+ * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
+static void cpu_yield(struct model *m, int32_t t, simtime ns)
+{
+    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
+    m->thr[t].burst_left = ns;
+    thr_set(m, t, THR_READY);
+    FIFO_PUSH(&m->ready, m->thr, t);
+}
+
+static void req_continue(struct model *m, int32_t r); /* see Requests */
+
+/* EV_BURST_END: a slice ended on core c. */
+static void cpu_burst_end(struct model *m, const struct event *e)
+{
+    int c = (int)e->a;
+    struct core *k = &m->core[c];
+    int32_t t = k->thr, next;
+    struct thr *th = &m->thr[t];
+    m->stats.busy_ns += k->run;
+    th->burst_left -= k->cpu;
+    if (th->burst_left > 0) {
+        if (m->ready.len == 0) { cpu_dispatch(m, c, t); return; } /* nobody waits: go on */
+        th->core = -1, k->thr = -1; /* preempted: to the back of the queue */
+        thr_set(m, t, THR_READY);
+        FIFO_PUSH(&m->ready, m->thr, t);
+        cpu_dispatch(m, c, FIFO_POP(&m->ready, m->thr));
+        return;
+    }
+    th->core = -1, k->thr = -1;
+    if (th->req >= 0) req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
+    else m->ops->thread_free(m, t);
+    if (k->thr < 0 && (next = FIFO_POP(&m->ready, m->thr)) >= 0) cpu_dispatch(m, c, next);
+}
+
+/* ---- I.8 Threads ---- */
+
+static void thr_set(struct model *m, int32_t t, int state)
+{
+    struct thr *th = &m->thr[t];
+    if (m->trace && th->state != THR_IDLE && m->now > th->since) trace_span(m, t, th->state, th->since, m->now);
+    m->thr_state_n[th->state]--;
+    m->thr_state_n[state]++;
+    th->state = (uint8_t)state;
+    th->since = m->now;
+}
+
+/* A new OS thread, idle and off-core. Its creation cost is charged by the caller. */
+static int32_t thr_spawn(struct model *m, int extra)
+{
+    int32_t t = slot_take((void **)&m->thr, &m->nthr, &m->capthr, &m->free_thr, sizeof *m->thr);
+    m->thr[t] = (struct thr){.next = -1, .req = -1, .core = -1, .state = THR_IDLE, .alive = 1,
+                             .extra = (uint8_t)extra, .id = (uint32_t)m->next_thread_id++, .since = m->now,
+                             .born = m->now};
+    m->thr_state_n[THR_IDLE]++;
+    m->threads_alive++;
+    m->stats.thread_creations++;
+    return t;
+}
+
+/* Precondition: the thread is idle and not in the idle list. */
+static void thr_exit(struct model *m, int32_t t)
+{
+    m->thr_state_n[m->thr[t].state]--;
+    m->thr[t].alive = 0;
+    m->threads_alive--;
+    slot_give(m->thr, &m->free_thr, sizeof *m->thr, t);
+}
+
+/* Remove a given thread from the idle FIFO (idle timeouts retire threads from the middle). */
+static void thr_unidle(struct model *m, int32_t t)
+{
+    struct fifo rest = FIFO_EMPTY;
+    for (int32_t i; (i = FIFO_POP(&m->idle, m->thr)) >= 0;)
+        if (i != t) FIFO_PUSH(&rest, m->thr, i);
+    m->idle = rest;
+}
+
+/* ---- I.9 Downstream services ---- */
+
+/* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry; the
+ * ring keeps expiries oldest first (all TIME_WAITs last equally long, so closing order is
+ * expiry order), and expired ones are dropped lazily. */
+static void svc_expire(struct model *m, struct svc_state *v)
+{
+    while (v->tw_len && v->tw[v->tw_head] <= m->now) {
+        v->tw_head = (v->tw_head + 1) % v->tw_cap;
+        v->tw_len--;
+        m->ports_tw--;
+    }
+}
+
+static int svc_port_take(struct model *m, struct svc_state *v)
+{
+    const struct scenario *s = m->s;
+    int range = s->port_high - s->port_low + 1;
+    svc_expire(m, v);
+    if (v->ports_open + v->tw_len < range) { v->ports_open++; return 0; }
+    /* tcp_tw_reuse: a TIME_WAIT port whose close is at least 1 s old may serve again */
+    if (s->tw_reuse && v->tw_len && v->tw[v->tw_head] - s->time_wait + SEC <= m->now) {
+        v->tw_head = (v->tw_head + 1) % v->tw_cap;
+        v->tw_len--;
+        m->ports_tw--;
+        v->ports_open++;
+        return 0;
+    }
+    return -1;
+}
+
+static void svc_port_close(struct model *m, struct svc_state *v)
+{
+    v->ports_open--;
+    if (m->s->time_wait == 0) return;
+    svc_expire(m, v);
+    if (v->tw_len == v->tw_cap) { /* cannot happen: ports_open + tw_len <= range = tw_cap */
+        fprintf(stderr, "sim: bug: TIME_WAIT ring full\n");
+        abort();
+    }
+    v->tw[(v->tw_head + v->tw_len) % v->tw_cap] = m->now + m->s->time_wait;
+    v->tw_len++;
+    m->ports_tw++;
+}
+
+
+static void req_wake_one(struct model *m, int32_t r); /* see Requests */
+
+/* The call has a connection: now it needs a slot at the service, then it takes its latency. */
+static void svc_start(struct model *m, int32_t c)
+{
+    struct call *k = &m->call[c];
+    const struct service_cfg *cfg = &m->s->svc[k->svc];
+    simtime lat = k->latency + (k->new_conn ? cfg->connect_time : 0);
+    if (cfg->timeout && lat > cfg->timeout) lat = cfg->timeout, k->timed_out = 1;
+    m->svc[k->svc].in_service++;
+    evq_push_lane(&m->events, k->svc % EVQ_SERVICE_LANES, m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
+}
+
+static void svc_connected(struct model *m, int32_t c)
+{
+    struct call *k = &m->call[c];
+    struct svc_state *v = &m->svc[k->svc];
+    int limit = m->s->svc[k->svc].limit;
+    if (limit && v->in_service >= limit) FIFO_PUSH(&v->wait_slot, m->call, c);
+    else svc_start(m, c);
+}
+
+/* Begin a downstream call for request r. Returns -1 (and frees the call) if no ephemeral
+ * port is left: connect() fails with EADDRNOTAVAIL and the request fails. */
+static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
+{
+    const struct service_cfg *cfg = &m->s->svc[svc];
+    struct svc_state *v = &m->svc[svc];
+    int32_t c = call_alloc(m);
+    m->call[c] = (struct call){.next = -1, .req = r, .svc = (uint8_t)svc, .latency = latency};
+    v->calls++;
+    v->inflight++;
+    if (cfg->pool > 0) { /* keep-alive pool: reuse, grow up to the pool size, or wait */
+        if (v->conns_busy < v->conns_open) { v->conns_busy++; svc_connected(m, c); return 0; }
+        if (v->conns_open >= cfg->pool) { FIFO_PUSH(&v->wait_conn, m->call, c); return 0; }
+    }
+    if (svc_port_take(m, v) < 0) {
+        v->inflight--;
+        slot_give(m->call, &m->free_call, sizeof *m->call, c);
+        return -1;
+    }
+    v->opened++;
+    m->call[c].new_conn = 1;
+    m->req[r].debt += cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
+    if (cfg->pool > 0) v->conns_open++, v->conns_busy++;
+    svc_connected(m, c);
+    return 0;
+}
+
+/* EV_IO_DONE: the service answered (or the call timed out). Free the slot and the
+ * connection, hand them to the next waiter, and tell the request. */
+static void svc_done(struct model *m, const struct event *e)
+{
+    int32_t c = (int32_t)e->a, next;
+    struct call *k = &m->call[c];
+    struct svc_state *v = &m->svc[k->svc];
+    int32_t r = k->req;
+    v->in_service--;
+    v->inflight--;
+    if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0) svc_start(m, next);
+    if (m->s->svc[k->svc].pool > 0) {
+        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0) svc_connected(m, next); /* hand over */
+        else v->conns_busy--;
+    } else {
+        svc_port_close(m, v); /* the client closes first, so the client's port enters TIME_WAIT */
+    }
+    if (k->timed_out && m->req[r].fail == FAIL_NONE) m->req[r].fail = FAIL_TIMEOUT;
+    slot_give(m->call, &m->free_call, sizeof *m->call, c);
+    req_wake_one(m, r);
+}
+
+/* ==== Part II. Tools ==== */
+
+/* ---- II.1 Random streams ---- */
 
 /* SplitMix64: a counter-based generator (passes BigCrush). Each request owns one 8-byte
  * state seeded from (scenario seed, user, iteration), so both models draw the same numbers
@@ -455,7 +1439,7 @@ static void rng_xoshiro_seed(uint64_t s[4], uint64_t seed)
 /* A uniform double in the open interval (0,1): never 0, so log() is safe. */
 static double rng_unit(uint64_t x) { return ((double)(x >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 
-/* ==== Distributions ==== */
+/* ---- II.2 Distributions ---- */
 
 /* Inverse of the standard normal CDF (Acklam's rational approximation, |rel err| < 1.2e-9).
  * One uniform in, one normal out: every sample costs the same number of draws, which keeps
@@ -487,7 +1471,7 @@ static double dist_probit(double p)
 static simtime dist_sample(const struct dist *d, uint64_t *rng)
 {
     double u = rng_unit(rng_splitmix(rng)), x;
-    switch (d->kind) {
+    switch (d->shape) {
     case DIST_UNIFORM: x = d->a + (d->b - d->a) * u; break;
     case DIST_EXP: x = -d->a * log(u); break;
     case DIST_LOGNORMAL: x = exp(d->a + d->b * dist_probit(u)); break;
@@ -498,7 +1482,7 @@ static simtime dist_sample(const struct dist *d, uint64_t *rng)
 
 static double dist_mean(const struct dist *d)
 {
-    switch (d->kind) {
+    switch (d->shape) {
     case DIST_UNIFORM: return (d->a + d->b) / 2;
     case DIST_EXP: return d->a;
     case DIST_LOGNORMAL: return exp(d->a + d->b * d->b / 2);
@@ -506,57 +1490,105 @@ static double dist_mean(const struct dist *d)
     }
 }
 
-/* ==== Histogram ==== */
+/* ---- II.3 Latency histogram ---- */
 
-static int hist_bucket(uint64_t v)
+/* Latencies are recorded in nanoseconds: up to 2^44 ns (about 4.9 hours). */
+#define HIST_MAX_MSB 43
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* hist_merge: aggregator.c merges, sim does not */
+/* ---- latency histogram: the same text in sim.c and aggregator.c (a test compares) ---- */
+
+/* A log-linear histogram like HdrHistogram: values below 2^HIST_BITS are counted exactly;
+ * above, each power of two is split into 2^HIST_BITS equal buckets, so a bucket is never
+ * wider than 1/128 of its values: relative error < 0.8% at every percentile. The unit and the
+ * range (HIST_MAX_MSB) are set by the file before this block.
+ * Percentile rule, in both programs: the q-quantile is the top of the bucket holding the
+ * ceil(q * count)-th smallest value, clamped to the largest value seen (HdrHistogram's rule). */
+#define HIST_BITS    7
+#define HIST_SUB     (1 << HIST_BITS)
+#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_BITS + 2) * HIST_SUB)
+
+struct hist {
+    uint64_t count;           /* values recorded */
+    uint64_t sum;             /* their exact sum (for means: Little's law needs it) */
+    uint64_t max;             /* largest value */
+    uint64_t b[HIST_BUCKETS]; /* counts per bucket */
+};
+
+static int hist_index(uint64_t v)
 {
-    if (v < HIST_SUB) return (int)v;
-    int e = 63 - __builtin_clzll(v); /* e >= 7 */
-    int i = HIST_SUB + (e - 7) * HIST_SUB + (int)((v >> (e - 7)) - HIST_SUB);
-    return i < HIST_BUCKETS ? i : HIST_BUCKETS - 1;
+    if (v >= ((uint64_t)1 << (HIST_MAX_MSB + 1)))
+        v = ((uint64_t)1 << (HIST_MAX_MSB + 1)) - 1;
+    if (v < HIST_SUB)
+        return (int)v;
+    int shift = (63 - __builtin_clzll(v)) - HIST_BITS;
+    return (shift + 1) * HIST_SUB + (int)((v >> shift) - HIST_SUB);
 }
 
-/* The midpoint of a bucket: within 1/256 of any value that falls in it. */
-static double hist_value(int i)
+/* The largest value that falls in bucket i (what HdrHistogram reports for a percentile). */
+static uint64_t hist_bucket_top(int i)
 {
-    if (i < HIST_SUB) return i;
-    int e = (i - HIST_SUB) / HIST_SUB + 7, sub = (i - HIST_SUB) % HIST_SUB + HIST_SUB;
-    double width = ldexp(1.0, e - 7);
-    return sub * width + width / 2;
+    if (i < HIST_SUB)
+        return (uint64_t)i;
+    int shift = i / HIST_SUB - 1;
+    uint64_t sub = (uint64_t)(i % HIST_SUB + HIST_SUB);
+    return ((sub + 1) << shift) - 1;
 }
 
 static void hist_add(struct hist *h, uint64_t v)
 {
-    h->b[hist_bucket(v)]++;
-    h->n++;
-    if (v > h->max) h->max = v;
+    h->b[hist_index(v)]++;
+    h->count++;
+    h->sum += v;
+    if (v > h->max)
+        h->max = v;
 }
 
-/* The q-quantile (0 < q <= 1) in the histogram's unit, 0 when empty. */
-static double hist_quantile(const struct hist *h, double q)
+static void hist_merge(struct hist *into, const struct hist *from)
 {
-    if (h->n == 0) return 0;
-    uint64_t want = (uint64_t)ceil(q * (double)h->n), seen = 0;
-    if (want < 1) want = 1;
     for (int i = 0; i < HIST_BUCKETS; i++)
-        if ((seen += h->b[i]) >= want) {
-            double v = hist_value(i);
-            return v > (double)h->max ? (double)h->max : v;
-        }
-    return (double)h->max;
+        into->b[i] += from->b[i];
+    into->count += from->count;
+    into->sum += from->sum;
+    if (from->max > into->max)
+        into->max = from->max;
 }
 
-/* ==== Event queue ==== */
+/* The value at quantile q (0..1], 0 when empty. */
+static uint64_t hist_quantile(const struct hist *h, double q)
+{
+    if (!h->count)
+        return 0;
+    uint64_t rank = (uint64_t)ceil(q * (double)h->count);
+    if (rank < 1)
+        rank = 1;
+    uint64_t seen = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank)
+            return hist_bucket_top(i) < h->max ? hist_bucket_top(i) : h->max;
+    }
+    return h->max;
+}
 
-enum ev_type {
-    EV_ARRIVE,      /* a: user (closed loop) or unused (open loop) */
-    EV_BURST_END,   /* a: core */
-    EV_IO_DONE,     /* a: call */
-    EV_IO_STEP_DONE,/* a: request whose io(d) step finished */
-    EV_IDLE_CHECK,  /* a: thread, b: its idle_gen when it became idle */
-    EV_SAMPLE,
-    EV_THREAD_WAKE, /* a: a signalled platform pool thread */
-};
+/* ---- end of the shared latency histogram ---- */
+#pragma GCC diagnostic pop
+
+/* A model's histograms live on the heap (each is tens of KiB); model_init makes them. */
+static struct hist *hist_new(void)
+{
+    struct hist *h = xrealloc(NULL, 1, sizeof *h);
+    hist_clear(h);
+    return h;
+}
+
+static void hist_clear(struct hist *h)
+{
+    memset(h, 0, sizeof *h);
+}
+
+/* ---- II.4 Event queue ---- */
+
 
 static int evq_less(const struct event *x, const struct event *y)
 {
@@ -661,7 +1693,73 @@ static void evq_free(struct evq *q)
 
 static int ev_type_of(const struct event *e) { return (int)(e->order & 0xff); }
 
-/* ==== Scenario files ==== */
+/* ---- II.5 Storage ---- */
+
+static void *xrealloc(void *p, size_t n, size_t size)
+{
+    if (n && size > SIZE_MAX / n) { fprintf(stderr, "sim: allocation too large\n"); exit(1); }
+    void *q = realloc(p, n * size > 0 ? n * size : 1);
+    if (!q) { fprintf(stderr, "sim: out of memory (%zu bytes)\n", n * size); exit(1); }
+    return q;
+}
+
+/* Take a slot from a growable array with a free list threaded through `next`. */
+static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist, size_t size)
+{
+    if (*freelist >= 0) {
+        int32_t i = *freelist;
+        *freelist = *(int32_t *)((char *)*arr + (size_t)i * size);
+        return i;
+    }
+    if (*n == *cap) {
+        if (*cap > INT32_MAX / 2) { fprintf(stderr, "sim: too many objects\n"); exit(1); }
+        *cap = *cap ? *cap * 2 : 256;
+        *arr = xrealloc(*arr, (size_t)*cap, size);
+    }
+    return (*n)++;
+}
+
+static void slot_give(void *arr, int32_t *freelist, size_t size, int32_t i)
+{
+    *(int32_t *)((char *)arr + (size_t)i * size) = *freelist;
+    *freelist = i;
+}
+
+/* Intrusive FIFOs over arrays whose elements start with `int32_t next`. */
+static int32_t *fifo_link(void *base, size_t size, int32_t i) { return (int32_t *)((char *)base + (size_t)i * size); }
+
+static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i)
+{
+    *fifo_link(base, size, i) = -1;
+    if (q->tail >= 0) *fifo_link(base, size, q->tail) = i;
+    else q->head = i;
+    q->tail = i;
+    q->len++;
+}
+
+static int32_t fifo_pop(struct fifo *q, void *base, size_t size)
+{
+    int32_t i = q->head;
+    if (i < 0) return -1;
+    q->head = *fifo_link(base, size, i);
+    if (q->head < 0) q->tail = -1;
+    q->len--;
+    return i;
+}
+
+static int32_t req_alloc(struct model *m)
+{
+    return slot_take((void **)&m->req, &m->nreq, &m->capreq, &m->free_req, sizeof *m->req);
+}
+
+static int32_t call_alloc(struct model *m)
+{
+    return slot_take((void **)&m->call, &m->ncall, &m->capcall, &m->free_call, sizeof *m->call);
+}
+
+/* ==== Part III. Scenario files ==== */
+
+/* ---- III.1 Keys ---- */
 
 /* FORMAT
  *   One `key = value` per line; `#` starts a comment; blank lines are ignored. Later lines
@@ -759,6 +1857,7 @@ static const struct scn_key svc_keys[] = {
 };
 #define SVC_NKEYS (sizeof svc_keys / sizeof svc_keys[0])
 
+/* ---- III.2 Values and programs ---- */
 /* Where a value came from, for `file:line: message`. */
 struct scn_src {
     const char *file;
@@ -824,7 +1923,7 @@ static int scn_time(const struct scn_src *src, const char *p, const char **end, 
 /* dist := TIME | const(TIME) | uniform(TIME, TIME) | exp(TIME) | lognormal(TIME, TIME) */
 static int scn_dist(const struct scn_src *src, const char *p, const char **end, struct dist *d)
 {
-    static const struct { const char *name; uint8_t kind, nargs; } forms[] = {
+    static const struct { const char *name; uint8_t shape, nargs; } forms[] = {
         {"const", DIST_CONST, 1}, {"uniform", DIST_UNIFORM, 2}, {"exp", DIST_EXP, 1}, {"lognormal", DIST_LOGNORMAL, 2}};
     p = scn_skip_space(p);
     if (isdigit((unsigned char)*p) || *p == '.') {
@@ -850,13 +1949,13 @@ static int scn_dist(const struct scn_src *src, const char *p, const char **end, 
         if (*q != ')') return scn_fail(src, "%s() takes %d time%s, then ')'", forms[f].name, forms[f].nargs,
                                        forms[f].nargs > 1 ? "s" : "");
         *end = q + 1;
-        d->kind = forms[f].kind;
-        if (d->kind == DIST_LOGNORMAL) {
+        d->shape = forms[f].shape;
+        if (d->shape == DIST_LOGNORMAL) {
             if (arg[0] <= 0 || arg[1] < arg[0])
                 return scn_fail(src, "lognormal(p50, p99) needs 0 < p50 <= p99");
             d->a = log(arg[0]), d->b = (log(arg[1]) - log(arg[0])) / Z99;
         } else {
-            if (d->kind == DIST_UNIFORM && arg[1] < arg[0])
+            if (d->shape == DIST_UNIFORM && arg[1] < arg[0])
                 return scn_fail(src, "uniform(low, high) needs low <= high");
             d->a = arg[0], d->b = arg[1];
         }
@@ -883,10 +1982,10 @@ static int scn_ident(const char *p)
 /* Recursive descent over the program grammar; appends steps to s->prog. */
 static int scn_program_items(struct scenario *s, const struct scn_src *src, const char **pp, int depth);
 
-static int scn_emit(struct scenario *s, const struct scn_src *src, struct step st)
+static int scn_emit(struct scenario *s, const struct scn_src *src, struct step step)
 {
     if (s->nsteps == MAX_STEPS) return scn_fail(src, "program longer than %d steps", MAX_STEPS);
-    s->prog[s->nsteps++] = st;
+    s->prog[s->nsteps++] = step;
     return 0;
 }
 
@@ -894,7 +1993,7 @@ static int scn_program_item(struct scenario *s, const struct scn_src *src, const
 {
     const char *p = scn_skip_space(*pp);
     int n = scn_ident(p), first = s->nsteps;
-    struct step st = {0};
+    struct step step = {0};
     if (n == 4 && strncmp(p, "sync", 4) == 0) {
         p = scn_skip_space(p + 4);
         if (*p != '{') return scn_fail(src, "sync needs '{'");
@@ -912,22 +2011,22 @@ static int scn_program_item(struct scenario *s, const struct scn_src *src, const
         p = scn_skip_space(p + n);
         if (*p != '(') return scn_fail(src, "%.*s needs '('", n, word);
         p++;
-        if (*word == 'c' && word[1] == 'p' ) st.op = OP_CPU;
-        else if (*word == 'i') st.op = OP_IO;
-        else st.op = *word == 'p' ? OP_PAR : OP_CALL;
-        if (st.op == OP_CPU || st.op == OP_IO) {
-            if (scn_dist(src, p, &p, &st.d) < 0) return -1;
+        if (*word == 'c' && word[1] == 'p' ) step.op = OP_CPU;
+        else if (*word == 'i') step.op = OP_IO;
+        else step.op = *word == 'p' ? OP_PAR : OP_CALL;
+        if (step.op == OP_CPU || step.op == OP_IO) {
+            if (scn_dist(src, p, &p, &step.d) < 0) return -1;
         } else {
             for (;;) {
                 p = scn_skip_space(p);
                 int len = scn_ident(p);
                 if (len == 0) return scn_fail(src, "%.*s() needs a service name", n, word);
-                if (st.nsvc == MAX_PAR || (st.op == OP_CALL && st.nsvc == 1))
+                if (step.nsvc == MAX_PAR || (step.op == OP_CALL && step.nsvc == 1))
                     return scn_fail(src, "too many services in %.*s()", n, word);
                 int k = scn_find_service(s, p, (size_t)len, 1);
                 if (k < 0) return scn_fail(src, "too many services (at most %d) or bad name '%.*s'", MAX_SERVICES, len, p);
                 if (!s->svc[k].name[0]) memcpy(s->svc[k].name, p, (size_t)len);
-                st.svc[st.nsvc++] = (uint8_t)k;
+                step.svc[step.nsvc++] = (uint8_t)k;
                 p = scn_skip_space(p + len);
                 if (*p != ',') break;
                 p++;
@@ -936,7 +2035,7 @@ static int scn_program_item(struct scenario *s, const struct scn_src *src, const
         p = scn_skip_space(p);
         if (*p != ')') return scn_fail(src, "expected ')' at '%.20s'", p);
         p++;
-        if (scn_emit(s, src, st) < 0) return -1;
+        if (scn_emit(s, src, step) < 0) return -1;
     } else {
         return scn_fail(src, "unknown program step '%.20s' (want cpu, call, par, io, sync)", p);
     }
@@ -1020,7 +2119,7 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
     if (*scn_skip_space(end)) return scn_fail(src, "%s: unexpected '%s' after the value", k->name, scn_skip_space(end));
     if (k->type == K_DIST) {
         const struct dist *d = field;
-        x = d->kind == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b) : d->kind == DIST_UNIFORM ? d->b : d->a;
+        x = d->shape == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b) : d->shape == DIST_UNIFORM ? d->b : d->a;
     }
     if (k->type != K_U64 && k->type != K_STR && (x < k->min || x > k->max))
         return scn_fail(src, "%s: %s is out of range [%g, %g]%s", k->name, v, k->min, k->max,
@@ -1036,6 +2135,7 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
     return 0;
 }
 
+/* ---- III.3 Loading and checks ---- */
 static void scn_service_defaults(struct service_cfg *c);
 
 /* Set `key` to `value`: the one entry point for files, defaults and --set. */
@@ -1165,927 +2265,9 @@ static void scn_print_keys(FILE *out)
                  "sync { ... } and item*COUNT, e.g. `program = cpu(100us) call(A)*3`.\n");
 }
 
-/* ==== Model storage: requests, calls, threads, FIFOs ==== */
+/* ==== Part IV. Reports and instruments ==== */
 
-static void *xrealloc(void *p, size_t n, size_t size)
-{
-    if (n && size > SIZE_MAX / n) { fprintf(stderr, "sim: allocation too large\n"); exit(1); }
-    void *q = realloc(p, n * size > 0 ? n * size : 1);
-    if (!q) { fprintf(stderr, "sim: out of memory (%zu bytes)\n", n * size); exit(1); }
-    return q;
-}
-
-/* Take a slot from a growable array with a free list threaded through `next`. */
-static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist, size_t size)
-{
-    if (*freelist >= 0) {
-        int32_t i = *freelist;
-        *freelist = *(int32_t *)((char *)*arr + (size_t)i * size);
-        return i;
-    }
-    if (*n == *cap) {
-        if (*cap > INT32_MAX / 2) { fprintf(stderr, "sim: too many objects\n"); exit(1); }
-        *cap = *cap ? *cap * 2 : 256;
-        *arr = xrealloc(*arr, (size_t)*cap, size);
-    }
-    return (*n)++;
-}
-
-static void slot_give(void *arr, int32_t *freelist, size_t size, int32_t i)
-{
-    *(int32_t *)((char *)arr + (size_t)i * size) = *freelist;
-    *freelist = i;
-}
-
-/* Intrusive FIFOs over arrays whose elements start with `int32_t next`. */
-#define FIFO_EMPTY ((struct fifo){-1, -1, 0})
-static int32_t *fifo_link(void *base, size_t size, int32_t i) { return (int32_t *)((char *)base + (size_t)i * size); }
-
-static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i)
-{
-    *fifo_link(base, size, i) = -1;
-    if (q->tail >= 0) *fifo_link(base, size, q->tail) = i;
-    else q->head = i;
-    q->tail = i;
-    q->len++;
-}
-
-static int32_t fifo_pop(struct fifo *q, void *base, size_t size)
-{
-    int32_t i = q->head;
-    if (i < 0) return -1;
-    q->head = *fifo_link(base, size, i);
-    if (q->head < 0) q->tail = -1;
-    q->len--;
-    return i;
-}
-#define FIFO_PUSH(q, arr, i) fifo_push((q), (arr), sizeof *(arr), (i))
-#define FIFO_POP(q, arr) fifo_pop((q), (arr), sizeof *(arr))
-
-static int32_t req_alloc(struct model *m)
-{
-    return slot_take((void **)&m->req, &m->nreq, &m->capreq, &m->free_req, sizeof *m->req);
-}
-
-static int32_t call_alloc(struct model *m)
-{
-    return slot_take((void **)&m->call, &m->ncall, &m->capcall, &m->free_call, sizeof *m->call);
-}
-
-/* ==== Chrome trace (declared here, written in Reports) ==== */
-
-static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to);
-
-/* ==== Threads ==== */
-
-static void thr_set(struct model *m, int32_t t, int state)
-{
-    struct thr *th = &m->thr[t];
-    if (m->trace && th->state != THR_IDLE && m->now > th->since) trace_span(m, t, th->state, th->since, m->now);
-    m->thr_state_n[th->state]--;
-    m->thr_state_n[state]++;
-    th->state = (uint8_t)state;
-    th->since = m->now;
-}
-
-/* A new OS thread, idle and off-core. Its creation cost is charged by the caller. */
-static int32_t thr_spawn(struct model *m, int extra)
-{
-    int32_t t = slot_take((void **)&m->thr, &m->nthr, &m->capthr, &m->free_thr, sizeof *m->thr);
-    m->thr[t] = (struct thr){.next = -1, .req = -1, .core = -1, .state = THR_IDLE, .alive = 1,
-                             .extra = (uint8_t)extra, .id = (uint32_t)m->next_thread_id++, .since = m->now,
-                             .born = m->now};
-    m->thr_state_n[THR_IDLE]++;
-    m->threads_alive++;
-    m->st.thread_creations++;
-    return t;
-}
-
-/* Precondition: the thread is idle and not in the idle list. */
-static void thr_exit(struct model *m, int32_t t)
-{
-    m->thr_state_n[m->thr[t].state]--;
-    m->thr[t].alive = 0;
-    m->threads_alive--;
-    slot_give(m->thr, &m->free_thr, sizeof *m->thr, t);
-}
-
-/* Remove a given thread from the idle FIFO (idle timeouts retire threads from the middle). */
-static void thr_unidle(struct model *m, int32_t t)
-{
-    struct fifo rest = FIFO_EMPTY;
-    for (int32_t i; (i = FIFO_POP(&m->idle, m->thr)) >= 0;)
-        if (i != t) FIFO_PUSH(&rest, m->thr, i);
-    m->idle = rest;
-}
-
-/* Requests being served: holding a pool thread (platform) or a virtual thread (virtual),
- * mounted, runnable or parked. A request queued for a pool thread is not in service. */
-static int32_t model_in_service(const struct model *m)
-{
-    return m->kind == MODEL_PLATFORM ? m->threads_alive - m->idle.len : m->vt_alive;
-}
-
-/* A calibrated CPU cost as paid now. Every request in service keeps state the CPU touches
- * on each step (sockets and their buffers, connection structs, a virtual thread's frames);
- * the more there are, the less of it stays in the caches and the more each step costs. */
-static simtime cpu_cost(const struct model *m, simtime base)
-{
-    return base + (simtime)((double)base * m->s->cache_pressure * model_in_service(m));
-}
-
-/* ==== Downstream services ==== */
-
-/* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry; the
- * ring keeps expiries oldest first (all TIME_WAITs last equally long, so closing order is
- * expiry order), and expired ones are dropped lazily. */
-static void svc_expire(struct model *m, struct svc_state *v)
-{
-    while (v->tw_len && v->tw[v->tw_head] <= m->now) {
-        v->tw_head = (v->tw_head + 1) % v->tw_cap;
-        v->tw_len--;
-        m->ports_tw--;
-    }
-}
-
-static int svc_port_take(struct model *m, struct svc_state *v)
-{
-    const struct scenario *s = m->s;
-    int range = s->port_high - s->port_low + 1;
-    svc_expire(m, v);
-    if (v->ports_open + v->tw_len < range) { v->ports_open++; return 0; }
-    /* tcp_tw_reuse: a TIME_WAIT port whose close is at least 1 s old may serve again */
-    if (s->tw_reuse && v->tw_len && v->tw[v->tw_head] - s->time_wait + SEC <= m->now) {
-        v->tw_head = (v->tw_head + 1) % v->tw_cap;
-        v->tw_len--;
-        m->ports_tw--;
-        v->ports_open++;
-        return 0;
-    }
-    return -1;
-}
-
-static void svc_port_close(struct model *m, struct svc_state *v)
-{
-    v->ports_open--;
-    if (m->s->time_wait == 0) return;
-    svc_expire(m, v);
-    if (v->tw_len == v->tw_cap) { /* cannot happen: ports_open + tw_len <= range = tw_cap */
-        fprintf(stderr, "sim: bug: TIME_WAIT ring full\n");
-        abort();
-    }
-    v->tw[(v->tw_head + v->tw_len) % v->tw_cap] = m->now + m->s->time_wait;
-    v->tw_len++;
-    m->ports_tw++;
-}
-
-
-static void req_wake_one(struct model *m, int32_t r); /* see Requests */
-
-/* The call has a connection: now it needs a slot at the service, then it takes its latency. */
-static void svc_start(struct model *m, int32_t c)
-{
-    struct call *k = &m->call[c];
-    const struct service_cfg *cfg = &m->s->svc[k->svc];
-    simtime lat = k->latency + (k->new_conn ? cfg->connect_time : 0);
-    if (cfg->timeout && lat > cfg->timeout) lat = cfg->timeout, k->timed_out = 1;
-    m->svc[k->svc].in_service++;
-    evq_push_lane(&m->q, k->svc % EVQ_SERVICE_LANES, m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
-}
-
-static void svc_connected(struct model *m, int32_t c)
-{
-    struct call *k = &m->call[c];
-    struct svc_state *v = &m->svc[k->svc];
-    int limit = m->s->svc[k->svc].limit;
-    if (limit && v->in_service >= limit) FIFO_PUSH(&v->wait_slot, m->call, c);
-    else svc_start(m, c);
-}
-
-/* Begin a downstream call for request r. Returns -1 (and frees the call) if no ephemeral
- * port is left: connect() fails with EADDRNOTAVAIL and the request fails. */
-static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
-{
-    const struct service_cfg *cfg = &m->s->svc[svc];
-    struct svc_state *v = &m->svc[svc];
-    int32_t c = call_alloc(m);
-    m->call[c] = (struct call){.next = -1, .req = r, .svc = (uint8_t)svc, .latency = latency};
-    v->calls++;
-    v->inflight++;
-    if (cfg->pool > 0) { /* keep-alive pool: reuse, grow up to the pool size, or wait */
-        if (v->conns_busy < v->conns_open) { v->conns_busy++; svc_connected(m, c); return 0; }
-        if (v->conns_open >= cfg->pool) { FIFO_PUSH(&v->wait_conn, m->call, c); return 0; }
-    }
-    if (svc_port_take(m, v) < 0) {
-        v->inflight--;
-        slot_give(m->call, &m->free_call, sizeof *m->call, c);
-        return -1;
-    }
-    v->opened++;
-    m->call[c].new_conn = 1;
-    m->req[r].debt += cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
-    if (cfg->pool > 0) v->conns_open++, v->conns_busy++;
-    svc_connected(m, c);
-    return 0;
-}
-
-/* EV_IO_DONE: the service answered (or the call timed out). Free the slot and the
- * connection, hand them to the next waiter, and tell the request. */
-static void svc_done(struct model *m, const struct event *e)
-{
-    int32_t c = (int32_t)e->a, next;
-    struct call *k = &m->call[c];
-    struct svc_state *v = &m->svc[k->svc];
-    int32_t r = k->req;
-    v->in_service--;
-    v->inflight--;
-    if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0) svc_start(m, next);
-    if (m->s->svc[k->svc].pool > 0) {
-        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0) svc_connected(m, next); /* hand over */
-        else v->conns_busy--;
-    } else {
-        svc_port_close(m, v); /* the client closes first, so the client's port enters TIME_WAIT */
-    }
-    if (k->timed_out && m->req[r].fail == FAIL_NONE) m->req[r].fail = FAIL_TIMEOUT;
-    slot_give(m->call, &m->free_call, sizeof *m->call, c);
-    req_wake_one(m, r);
-}
-
-/* ==== OS scheduler ==== */
-
-/* C cores and one FIFO of runnable threads, time-sliced: a simplified CFS where every
- * runnable thread gets `timeslice` in turn, and a core that switches to a different thread
- * than it ran last pays `ctx_switch`. Both models use it: the platform model for its pool
- * threads, the virtual model for its carriers. */
-
-static void cpu_dispatch(struct model *m, int c, int32_t t)
-{
-    struct core *k = &m->core[c];
-    struct thr *th = &m->thr[t];
-    simtime sw = k->last != t ? m->s->ctx_switch : 0;
-    simtime run = th->burst_left < m->s->timeslice ? th->burst_left : m->s->timeslice;
-    if (sw) m->st.ctx_switches++;
-    k->thr = t, k->last = t, k->run = sw + run, k->cpu = run;
-    th->core = c;
-    thr_set(m, t, THR_RUNNING);
-    evq_push(&m->q, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
-}
-
-/* Thread t wants `ns` (> 0) of CPU. A free core it ran on last is preferred (no switch). */
-static void cpu_want(struct model *m, int32_t t, simtime ns)
-{
-    int free = -1;
-    m->thr[t].burst_left = ns;
-    for (int c = 0; c < m->s->cores; c++)
-        if (m->core[c].thr < 0) {
-            if (m->core[c].last == t) { free = c; break; }
-            if (free < 0) free = c;
-        }
-    if (free >= 0) { cpu_dispatch(m, free, t); return; }
-    thr_set(m, t, THR_READY);
-    FIFO_PUSH(&m->ready, m->thr, t);
-}
-
-/* Thread t wants `ns` (> 0) of CPU, after the threads already waiting for a core: its last
- * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
-static void cpu_yield(struct model *m, int32_t t, simtime ns)
-{
-    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
-    m->thr[t].burst_left = ns;
-    thr_set(m, t, THR_READY);
-    FIFO_PUSH(&m->ready, m->thr, t);
-}
-
-static void req_continue(struct model *m, int32_t r); /* see Requests */
-
-/* EV_BURST_END: a slice ended on core c. */
-static void cpu_burst_end(struct model *m, const struct event *e)
-{
-    int c = (int)e->a;
-    struct core *k = &m->core[c];
-    int32_t t = k->thr, next;
-    struct thr *th = &m->thr[t];
-    m->st.busy_ns += k->run;
-    th->burst_left -= k->cpu;
-    if (th->burst_left > 0) {
-        if (m->ready.len == 0) { cpu_dispatch(m, c, t); return; } /* nobody waits: go on */
-        th->core = -1, k->thr = -1; /* preempted: to the back of the queue */
-        thr_set(m, t, THR_READY);
-        FIFO_PUSH(&m->ready, m->thr, t);
-        cpu_dispatch(m, c, FIFO_POP(&m->ready, m->thr));
-        return;
-    }
-    th->core = -1, k->thr = -1;
-    if (th->req >= 0) req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
-    else m->ops->thread_free(m, t);
-    if (k->thr < 0 && (next = FIFO_POP(&m->ready, m->thr)) >= 0) cpu_dispatch(m, c, next);
-}
-
-/* ==== Requests ==== */
-
-/* The interpreter both models share. It runs request r as far as it can without waiting:
- * sync markers are instant; CPU work (a step, or overhead owed as `debt`) goes to the
- * request's thread via cpu_want; I/O goes to the services and the model blocks the request.
- * It is called again when the burst ends or the I/O completes, and picks up at `phase`. */
-
-static void req_finish(struct model *m, int32_t r);
-
-static void req_issue(struct model *m, int32_t r, const struct step *st)
-{
-    struct req *q = &m->req[r];
-    q->phase = PH_WAIT;
-    if (st->op == OP_IO) {
-        q->pending = 1;
-        evq_push(&m->q, m->now + dist_sample(&st->d, &q->rng), EV_IO_STEP_DONE, (uint32_t)r, 0);
-        m->ops->block(m, r, OP_IO);
-        return;
-    }
-    simtime lat[MAX_PAR];
-    const struct dist *net = &m->s->call_latency;
-    int net_random = net->kind != DIST_CONST || net->a != 0; /* no draw when absent: streams unchanged */
-    for (int i = 0; i < st->nsvc; i++) /* sample first, in program order: common random numbers */
-        lat[i] = dist_sample(&m->s->svc[st->svc[i]].latency, &q->rng) + (net_random ? dist_sample(net, &q->rng) : 0);
-    q->pending = st->nsvc;
-    for (int i = 0; i < st->nsvc; i++)
-        if (svc_call(m, r, st->svc[i], lat[i]) < 0) {
-            q = &m->req[r];
-            q->pending--;
-            q->fail = FAIL_NO_PORT;
-        }
-    q = &m->req[r];
-    if (q->pending) m->ops->block(m, r, st->op);
-}
-
-static void req_continue(struct model *m, int32_t r)
-{
-    const struct scenario *s = m->s;
-    for (;;) {
-        struct req *q = &m->req[r];
-        if (q->fail != FAIL_NONE || q->phase == PH_RELEASE) { req_finish(m, r); return; }
-        const struct step *st = q->pc < s->nsteps ? &s->prog[q->pc] : NULL;
-        switch (q->phase) {
-        case PH_CPU: case PH_WAIT: /* the step is over */
-            q->phase = PH_START, q->pc++;
-            continue;
-        case PH_PREBLOCK: /* the model's overhead is paid: start the I/O */
-            req_issue(m, r, st);
-            if (m->req[r].pending) return;
-            continue;
-        }
-        /* PH_START: pay overhead owed (creation, unpark) first; a CPU step absorbs it */
-        if (q->debt > 0 && (!st || st->op != OP_CPU)) {
-            simtime d = q->debt;
-            q->debt = 0;
-            cpu_want(m, q->thr, d);
-            return;
-        }
-        if (!st) { req_finish(m, r); return; }
-        switch (st->op) {
-        case OP_SYNC_BEGIN: q->sync_depth++, q->pc++; continue;
-        case OP_SYNC_END: q->sync_depth--, q->pc++; continue;
-        case OP_CPU: {
-            simtime d = dist_sample(&st->d, &q->rng) + q->debt;
-            q->debt = 0, q->phase = PH_CPU;
-            if (d > 0) { cpu_want(m, q->thr, d); return; }
-            continue;
-        }
-        default: { /* a blocking step: the model may charge CPU first (parking) */
-            simtime d = m->ops->block_cost(m, r, st->op) + st->nsvc * cpu_cost(m, m->s->cpu_per_call[m->kind]);
-            q->phase = PH_PREBLOCK;
-            if (d > 0) { cpu_want(m, q->thr, d); return; }
-            continue;
-        }
-        }
-    }
-}
-
-/* Continue r once the current event is handled. Handing a thread to the next request from
- * inside another request's end would otherwise recurse once per queued request. */
-static void model_defer(struct model *m, int32_t r) { FIFO_PUSH(&m->todo, m->req, r); }
-
-/* One of r's calls (or its io step) completed. */
-static void req_wake_one(struct model *m, int32_t r)
-{
-    if (--m->req[r].pending == 0) m->ops->wake(m, r);
-}
-
-static void model_io_step_done(struct model *m, const struct event *e) { req_wake_one(m, (int32_t)e->a); }
-
-static void wl_next(struct model *m, int32_t r); /* see Workload */
-static void conn_admit(struct model *m, int32_t r);
-
-/* r is answered (or failed): count it. */
-static void req_count(struct model *m, int32_t r)
-{
-    struct req *q = &m->req[r];
-    struct stats *st = &m->st;
-    m->in_flight--;
-    if (q->fail != FAIL_NONE) {
-        st->failed[q->fail]++;
-    } else {
-        st->completed++;
-        if (m->now >= m->s->warmup) {
-            uint64_t lat = (uint64_t)(m->now - q->arrived);
-            st->completed_window++;
-            hist_add(&st->lat, lat);
-            st->lat_sum += (double)lat;
-            hist_add(&st->lat_interval, lat);
-        }
-        st->interval_done++;
-    }
-}
-
-/* r's thread and connection are free: the next request in the backlog may have them. */
-static void req_free(struct model *m, int32_t r, int user_goes_on)
-{
-    if (m->req[r].thr >= 0) m->ops->release(m, r);
-    if (m->req[r].admitted) {
-        int32_t next;
-        m->conns--;
-        if ((next = FIFO_POP(&m->backlog, m->req)) >= 0) conn_admit(m, next);
-    }
-    if (user_goes_on) wl_next(m, r);
-    slot_give(m->req, &m->free_req, sizeof *m->req, r);
-}
-
-/* r leaves the server, answered or failed: count it, free its thread and connection, and
- * let its user think about the next one. A pool thread with `platform.release_cpu` to run
- * stays busy after the answer is out, while the user already sends the next request:
- * Tomcat's TaskQueue then sees no idle thread and grows the pool, which is why a real pool
- * ends up with more threads than users in flight. */
-static void req_finish(struct model *m, int32_t r)
-{
-    struct req *q = &m->req[r];
-    if (q->phase == PH_RELEASE) { req_free(m, r, 0); return; } /* the thread is back */
-    req_count(m, r);
-    if (m->kind == MODEL_PLATFORM && q->thr >= 0 && m->s->release_cpu > 0) {
-        wl_next(m, r);
-        q->phase = PH_RELEASE;
-        cpu_yield(m, q->thr, m->s->release_cpu);
-        return;
-    }
-    req_free(m, r, 1);
-}
-
-/* The connector: maxConnections held at once, then the kernel's listen backlog of
- * acceptCount, then refusal. Tomcat keeps these limits with virtual threads too. */
-static void conn_admit(struct model *m, int32_t r)
-{
-    m->conns++;
-    m->req[r].admitted = 1;
-    m->req[r].debt += cpu_cost(m, m->s->cpu_per_request[m->kind]);
-    m->ops->admit(m, r);
-}
-
-static void conn_arrive(struct model *m, int32_t r)
-{
-    if (m->conns < m->s->max_connections) conn_admit(m, r);
-    else if (m->backlog.len < m->s->accept_count) FIFO_PUSH(&m->backlog, m->req, r);
-    else { m->req[r].fail = FAIL_REFUSED; req_finish(m, r); }
-}
-
-/* ==== Platform model ==== */
-
-/* Tomcat's executor (a ThreadPoolExecutor): an idle thread takes the request; if none is
- * idle the pool grows, one thread per request, up to maxThreads; beyond that requests wait
- * in the executor's queue. The thread then holds the request, blocked or not, to its end. */
-
-static int32_t plat_pool_size(const struct model *m) { return m->threads_alive; }
-
-static void plat_assign(struct model *m, int32_t t, int32_t r)
-{
-    m->thr[t].req = r;
-    m->thr[t].idle_gen++;
-    m->req[r].thr = t;
-    model_defer(m, r);
-}
-
-static void plat_thread_free(struct model *m, int32_t t);
-
-/* Tomcat's TaskQueue rule: a request joins the executor's queue, and when more requests
- * are queued than threads are idle (or being woken), the pool grows by a thread, which
- * takes the oldest one once it has started. Otherwise an idle thread is signalled; it runs
- * `os.wakeup_latency` later. Requests arriving while threads start or wake see the queue
- * longer than the idle threads and grow the pool again: a burst grows it past the number
- * of requests in flight, as on a real server. */
-static void plat_admit(struct model *m, int32_t r)
-{
-    const struct scenario *s = m->s;
-    if (s->max_queue && m->queue.len >= s->max_queue) {
-        m->req[r].fail = FAIL_REJECTED; /* 503 */
-        model_defer(m, r);
-        return;
-    }
-    FIFO_PUSH(&m->queue, m->req, r);
-    if (m->queue.len > m->idle.len + m->waking && plat_pool_size(m) < s->max_threads) {
-        int32_t t = thr_spawn(m, 0); /* it starts (thread_create of CPU), then takes the oldest */
-        if (s->thread_create > 0) cpu_want(m, t, s->thread_create);
-        else plat_thread_free(m, t);
-        return;
-    }
-    int32_t t = FIFO_POP(&m->idle, m->thr);
-    if (t < 0) return; /* every thread is busy or already signalled: it waits */
-    m->thr[t].idle_gen++;
-    m->waking++;
-    evq_push_lane(&m->q, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
-}
-
-/* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
-static void plat_thread_wake(struct model *m, const struct event *e)
-{
-    m->waking--;
-    plat_thread_free(m, (int32_t)e->a);
-}
-
-static simtime plat_block_cost(struct model *m, int32_t r, int op) { (void)m, (void)r, (void)op; return 0; }
-
-/* A blocking socket read: the OS thread sleeps in the kernel, holding its stack. */
-static void plat_block(struct model *m, int32_t r, int op) { (void)op; thr_set(m, m->req[r].thr, THR_BLOCKED); }
-
-/* The kernel wakes the thread: it needs a core again before it can go on. */
-static void plat_wake(struct model *m, int32_t r)
-{
-    m->req[r].debt += m->s->wakeup;
-    req_continue(m, r);
-}
-
-static void plat_idle(struct model *m, int32_t t)
-{
-    thr_set(m, t, THR_IDLE);
-    FIFO_PUSH(&m->idle, m->thr, t);
-    if (plat_pool_size(m) > m->s->min_spare)
-        evq_push_lane(&m->q, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
-}
-
-/* The thread is free: the next queued request, or the idle list. */
-static void plat_thread_free(struct model *m, int32_t t)
-{
-    int32_t next = FIFO_POP(&m->queue, m->req);
-    if (next >= 0) plat_assign(m, t, next);
-    else plat_idle(m, t);
-}
-
-static void plat_release(struct model *m, int32_t r)
-{
-    int32_t t = m->req[r].thr;
-    m->thr[t].served++;
-    m->thr[t].req = -1;
-    m->req[r].thr = -1;
-    plat_thread_free(m, t);
-}
-
-static const struct model_ops plat_ops = {plat_admit, plat_block_cost, plat_block, plat_wake, plat_release, plat_thread_free};
-
-/* ==== Virtual model ==== */
-
-/* Loom: every request gets a new virtual thread, queued FIFO for `parallelism` carriers
- * (the ForkJoinPool in async mode). A blocking socket call unmounts it: the continuation
- * yields, its frames are kept on the heap, and the carrier runs the next one. When the
- * poller sees the socket ready, the thread is unparked and queued again. Inside
- * `synchronized` it cannot unmount (JDK 21): it pins the carrier, which blocks with it. */
-
-static void vt_mount(struct model *m, int32_t c, int32_t r)
-{
-    m->thr[c].req = r;
-    m->thr[c].idle_gen++;
-    m->req[r].thr = c;
-    m->carriers_busy++;
-    model_defer(m, r);
-}
-
-static void vt_carrier_free(struct model *m, int32_t c)
-{
-    int32_t r = FIFO_POP(&m->queue, m->req);
-    if (r >= 0) { vt_mount(m, c, r); return; }
-    thr_set(m, c, THR_IDLE);
-    FIFO_PUSH(&m->idle, m->thr, c);
-    if (m->thr[c].extra)
-        evq_push_lane(&m->q, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK, (uint32_t)c, m->thr[c].idle_gen);
-}
-
-static void vt_kick(struct model *m)
-{
-    int32_t c;
-    while (m->queue.len && (c = FIFO_POP(&m->idle, m->thr)) >= 0) vt_mount(m, c, FIFO_POP(&m->queue, m->req));
-}
-
-static void vt_admit(struct model *m, int32_t r)
-{
-    m->vt_alive++;
-    m->req[r].debt += m->s->vt_create;
-    FIFO_PUSH(&m->queue, m->req, r);
-    vt_kick(m);
-}
-
-/* Does blocking in this step pin the carrier? Socket I/O inside synchronized does (JDK 21-23). */
-static int vt_pins(const struct model *m, int32_t r, int op)
-{
-    return op != OP_IO && m->req[r].sync_depth > 0 && !m->s->jep491;
-}
-
-static simtime vt_block_cost(struct model *m, int32_t r, int op)
-{
-    return op == OP_IO || vt_pins(m, r, op) ? 0 : m->s->vt_park;
-}
-
-/* io(): the JDK compensates for this blocking by adding a carrier, up to maxPoolSize, so
- * that `parallelism` carriers stay available. */
-static void vt_compensate(struct model *m)
-{
-    const struct scenario *s = m->s;
-    m->carriers_compensating++;
-    if (m->threads_alive - m->carriers_compensating < s->parallelism && m->threads_alive < s->max_pool_size) {
-        int32_t c = thr_spawn(m, 1);
-        m->st.busy_ns += s->thread_create; /* charged, not scheduled: it is short and rare */
-        vt_carrier_free(m, c);
-    }
-}
-
-static void vt_block(struct model *m, int32_t r, int op)
-{
-    struct req *q = &m->req[r];
-    int32_t c = q->thr;
-    if (op == OP_IO || vt_pins(m, r, op)) { /* the carrier blocks with the virtual thread mounted */
-        q->pinned = 1;
-        thr_set(m, c, THR_BLOCKED);
-        if (op == OP_IO) vt_compensate(m);
-        else m->vt_pinned++;
-        return;
-    }
-    q->parked = 1, q->thr = -1;
-    m->vt_parked++;
-    m->st.parks++;
-    m->thr[c].req = -1;
-    m->carriers_busy--;
-    vt_carrier_free(m, c);
-}
-
-static void vt_wake(struct model *m, int32_t r)
-{
-    struct req *q = &m->req[r];
-    if (q->parked) { /* unpark: queue it for a carrier again */
-        q->parked = 0;
-        m->vt_parked--;
-        q->debt += m->s->vt_unpark;
-        FIFO_PUSH(&m->queue, m->req, r);
-        vt_kick(m);
-        return;
-    }
-    q->pinned = 0;
-    if (m->s->prog[q->pc].op == OP_IO) m->carriers_compensating--;
-    else m->vt_pinned--;
-    req_continue(m, r);
-}
-
-static void vt_release(struct model *m, int32_t r)
-{
-    int32_t c = m->req[r].thr;
-    m->thr[c].served++;
-    m->thr[c].req = -1;
-    m->req[r].thr = -1;
-    m->carriers_busy--;
-    m->vt_alive--;
-    vt_carrier_free(m, c);
-}
-
-static const struct model_ops vt_ops = {vt_admit, vt_block_cost, vt_block, vt_wake, vt_release, vt_carrier_free};
-
-/* EV_IDLE_CHECK: a thread idle since generation b may retire (pool shrink, carrier keepalive). */
-static void model_idle_check(struct model *m, const struct event *e)
-{
-    int32_t t = (int32_t)e->a;
-    struct thr *th = &m->thr[t];
-    if (!th->alive || th->state != THR_IDLE || th->idle_gen != e->b || th->req >= 0) return;
-    if (m->kind == MODEL_PLATFORM ? plat_pool_size(m) <= m->s->min_spare : !th->extra) return;
-    if (m->kind == MODEL_VIRTUAL && m->threads_alive <= m->s->parallelism) return;
-    thr_unidle(m, t);
-    thr_exit(m, t);
-}
-
-/* ==== Workload ==== */
-
-/* Closed loop: N users, each sending a request, waiting for the answer, thinking, and
- * sending the next. Open loop: Poisson arrivals at `rate`, whatever the server does. A
- * request's random stream is keyed by (user, iteration) or by its arrival index, so both
- * models draw the same service times for the same request. */
-
-static void wl_start(struct model *m)
-{
-    const struct scenario *s = m->s;
-    if (s->users > 0) {
-        m->user_iter = xrealloc(NULL, (size_t)s->users, sizeof *m->user_iter);
-        memset(m->user_iter, 0, (size_t)s->users * sizeof *m->user_iter);
-        for (long u = 0; u < s->users; u++)
-            evq_push(&m->q, (simtime)((double)s->rampup * (double)u / (double)s->users), EV_ARRIVE, (uint32_t)u, 0);
-    } else {
-        rng_xoshiro_seed(m->arrival_rng, rng_key(s->seed, UINT64_MAX, 0));
-        evq_push(&m->q, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC), EV_ARRIVE, 0, 0);
-    }
-}
-
-static void wl_arrive(struct model *m, const struct event *e)
-{
-    const struct scenario *s = m->s;
-    uint64_t key;
-    int32_t user = -1;
-    if (m->now >= s->duration) return;
-    if (s->users > 0) {
-        user = (int32_t)e->a;
-        key = rng_key(s->seed, (uint64_t)user, m->user_iter[user]++);
-    } else {
-        key = rng_key(s->seed, (uint64_t)1 << 40, m->arrival_index++);
-        simtime gap = (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC);
-        evq_push_lane(&m->q, EVQ_ARRIVALS, m->now + gap, EV_ARRIVE, 0, 0);
-    }
-    int32_t r = req_alloc(m);
-    m->req[r] = (struct req){.next = -1, .thr = -1, .user = user, .fail = FAIL_NONE, .rng = key,
-                             .arrived = m->now, .id = ++m->next_req_id};
-    m->st.arrived++;
-    m->in_flight++;
-    conn_arrive(m, r);
-}
-
-/* After r ends, its user thinks (and, after a failure, backs off) before the next one. */
-static void wl_next(struct model *m, int32_t r)
-{
-    const struct scenario *s = m->s;
-    const struct req *q = &m->req[r];
-    if (q->user < 0) return;
-    uint64_t think_rng = rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)q->user, m->user_iter[q->user] - 1);
-    simtime delay = dist_sample(&s->think, &think_rng) + (q->fail != FAIL_NONE ? s->retry_after : 0);
-    evq_push_lane(&m->q, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)q->user, 0);
-}
-
-/* ==== Engine ==== */
-
-/* The process's OS threads: the runtime's own, plus pool workers or carriers. */
-static int32_t model_os_threads(const struct model *m)
-{
-    int own = m->s->model_threads[m->kind];
-    return (own >= 0 ? own : m->s->runtime_threads) + m->threads_alive;
-}
-
-static int64_t model_thread_mem(const struct model *m)
-{
-    const struct scenario *s = m->s;
-    return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
-}
-
-/* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
-static int64_t model_rss(const struct model *m, int64_t thread_mem)
-{
-    const struct scenario *s = m->s;
-    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection + (int64_t)model_in_service(m) * s->mem_per_request;
-}
-
-#define PEAK(field, value) do { if ((value) > st->field) st->field = (value); } while (0)
-static void model_peaks(struct model *m)
-{
-    struct stats *st = &m->st;
-    int64_t reserved = (int64_t)model_os_threads(m) * m->s->thread_stack_reserved;
-    PEAK(peak_os_threads, model_os_threads(m));
-    PEAK(peak_carriers_busy, m->carriers_busy);
-    PEAK(peak_vt_parked, m->vt_parked);
-    PEAK(peak_vt_pinned, m->vt_pinned);
-    PEAK(peak_queued, m->queue.len);
-    PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
-    PEAK(peak_in_flight, m->in_flight);
-    int64_t thread_mem = model_thread_mem(m);
-    PEAK(peak_thread_mem, thread_mem);
-    PEAK(peak_rss, model_rss(m, thread_mem));
-    PEAK(peak_thread_reserved, reserved);
-    PEAK(peak_ports_tw, m->ports_tw);
-}
-
-/* EV_SAMPLE: one row of the time series. */
-static void model_sample(struct model *m, const struct event *e)
-{
-    (void)e;
-    const struct scenario *s = m->s;
-    struct stats *st = &m->st;
-    struct sample x = {0};
-    double secs = (double)s->sample_interval / SEC;
-    for (int i = 0; i < s->nsvc; i++) {
-        svc_expire(m, &m->svc[i]);
-        x.ports_open += m->svc[i].ports_open;
-        x.conns_busy += m->svc[i].conns_busy;
-    }
-    x.t = m->now;
-    x.rps = (double)st->interval_done / secs;
-    x.p99_ms = hist_quantile(&st->lat_interval, 0.99) / 1e6;
-    x.cpu_util = (double)(st->busy_ns - st->busy_at_sample) / ((double)s->cores * (double)s->sample_interval);
-    if (x.cpu_util > 1) x.cpu_util = 1;
-    x.os_threads = model_os_threads(m);
-    x.blocked = m->thr_state_n[THR_BLOCKED];
-    x.carriers_busy = m->carriers_busy;
-    x.vt_runnable = m->kind == MODEL_VIRTUAL ? m->queue.len : 0;
-    x.vt_parked = m->vt_parked;
-    x.vt_pinned = m->vt_pinned;
-    x.queued = m->queue.len + m->backlog.len;
-    x.in_flight = m->in_flight;
-    x.ports_tw = m->ports_tw;
-    x.thread_mem = model_thread_mem(m);
-    x.rss = model_rss(m, x.thread_mem);
-    for (int k = 0; k < FAIL_N; k++) x.failed += st->failed[k];
-    st->interval_done = 0;
-    st->busy_at_sample = st->busy_ns;
-    memset(&st->lat_interval, 0, sizeof st->lat_interval);
-    if (m->nseries == m->capseries) {
-        m->capseries = m->capseries ? m->capseries * 2 : 256;
-        m->series = xrealloc(m->series, (size_t)m->capseries, sizeof *m->series);
-    }
-    m->series[m->nseries++] = x;
-    if (m->now + s->sample_interval <= s->duration) evq_push(&m->q, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
-}
-
-typedef void (*ev_handler)(struct model *, const struct event *);
-static const ev_handler ev_handlers[] = {
-    [EV_ARRIVE] = wl_arrive,
-    [EV_BURST_END] = cpu_burst_end,
-    [EV_IO_DONE] = svc_done,
-    [EV_IO_STEP_DONE] = model_io_step_done,
-    [EV_IDLE_CHECK] = model_idle_check,
-    [EV_SAMPLE] = model_sample,
-    [EV_THREAD_WAKE] = plat_thread_wake,
-};
-
-static void model_init(struct model *m, const struct scenario *s, int kind)
-{
-    memset(m, 0, sizeof *m);
-    m->kind = kind;
-    m->s = s;
-    m->ops = kind == MODEL_PLATFORM ? &plat_ops : &vt_ops;
-    m->free_req = m->free_call = m->free_thr = -1;
-    m->ready = m->idle = m->backlog = m->queue = m->todo = FIFO_EMPTY;
-    m->core = xrealloc(NULL, (size_t)s->cores, sizeof *m->core);
-    for (int c = 0; c < s->cores; c++) m->core[c] = (struct core){-1, -1, 0, 0};
-    for (int i = 0; i < s->nsvc; i++) {
-        m->svc[i].wait_slot = m->svc[i].wait_conn = FIFO_EMPTY;
-        m->svc[i].tw_cap = s->port_high - s->port_low + 1;
-        m->svc[i].tw = xrealloc(NULL, (size_t)m->svc[i].tw_cap, sizeof *m->svc[i].tw);
-    }
-    /* platform: minSpareThreads exist from the start; virtual: `parallelism` carriers */
-    int start = kind == MODEL_PLATFORM ? s->min_spare : s->parallelism;
-    for (int i = 0; i < start; i++) {
-        int32_t t = thr_spawn(m, 0); /* may move m->thr: take the index before pushing */
-        FIFO_PUSH(&m->idle, m->thr, t);
-    }
-    m->st.thread_creations = 0;
-    wl_start(m);
-    evq_push(&m->q, s->sample_interval, EV_SAMPLE, 0, 0);
-    model_peaks(m);
-}
-
-static void model_free(struct model *m)
-{
-    evq_free(&m->q);
-    free(m->req), free(m->call), free(m->thr), free(m->core);
-    free(m->user_iter), free(m->series);
-    for (int i = 0; i < MAX_SERVICES; i++) free(m->svc[i].tw);
-    memset(m, 0, sizeof *m);
-}
-
-/* Handle one event if there is one at or before `until` (and the scenario's end).
- * Returns its type, or -1 when there is none. */
-static int model_step(struct model *m, simtime until)
-{
-    if (until > m->s->duration) until = m->s->duration;
-    if (m->stuck) return -1;
-    int from;
-    const struct event *next = evq_peek(&m->q, &from);
-    if (!next || next->t > until) {
-        if (until > m->now) m->now = until;
-        return -1;
-    }
-    struct event e = evq_pop_from(&m->q, from);
-    if (e.t != m->last_t) m->last_t = e.t, m->same_t_events = 0;
-    else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
-        m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */
-        return -1;
-    }
-    m->now = e.t;
-    int type = ev_type_of(&e);
-    ev_handlers[type](m, &e);
-    for (int32_t r; (r = FIFO_POP(&m->todo, m->req)) >= 0;) req_continue(m, r);
-    model_peaks(m);
-    m->st.events++;
-    return type;
-}
-
-/* When the model's next event happens; INT64_MAX when it has none. */
-static simtime model_next_time(const struct model *m)
-{
-    int from;
-    const struct event *e = evq_peek(&m->q, &from);
-    return e ? e->t : INT64_MAX;
-}
-
-static void model_run(struct model *m, simtime until)
-{
-    while (model_step(m, until) >= 0) {}
-}
-
-/* ==== Reports ==== */
+/* ---- IV.1 Reports ---- */
 
 /* What a report says of one model. Latencies in ms, memory in bytes. */
 struct result {
@@ -2094,40 +2276,40 @@ struct result {
     double peak_os_threads, peak_blocked, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved, peak_rss;
     double ctx_switches, thread_creations, parks, conns_opened, events;
-    double failed_kind[FAIL_N];
+    double failed_by_reason[FAIL_N];
 };
 
 static void rep_result(const struct model *m, struct result *r)
 {
-    const struct stats *st = &m->st;
+    const struct stats *stats = &m->stats;
     const struct scenario *s = m->s;
     memset(r, 0, sizeof *r);
-    r->throughput_rps = (double)st->completed_window / ((double)(s->duration - s->warmup) / SEC);
-    r->mean = st->completed_window ? st->lat_sum / (double)st->completed_window / 1e6 : 0;
-    r->p50 = hist_quantile(&st->lat, 0.50) / 1e6;
-    r->p90 = hist_quantile(&st->lat, 0.90) / 1e6;
-    r->p99 = hist_quantile(&st->lat, 0.99) / 1e6;
-    r->p999 = hist_quantile(&st->lat, 0.999) / 1e6;
-    r->max = (double)st->lat.max / 1e6;
-    r->cpu_util = (double)st->busy_ns / ((double)s->cores * (double)s->duration);
-    r->arrived = (double)st->arrived;
-    r->completed = (double)st->completed;
-    for (int k = 0; k < FAIL_N; k++) r->failed += (double)st->failed[k], r->failed_kind[k] = (double)st->failed[k];
+    r->throughput_rps = (double)stats->completed_window / ((double)(s->duration - s->warmup) / SEC);
+    r->mean = stats->completed_window ? stats->lat_sum / (double)stats->completed_window / 1e6 : 0;
+    r->p50 = (double)hist_quantile(stats->lat, 0.50) / 1e6;
+    r->p90 = (double)hist_quantile(stats->lat, 0.90) / 1e6;
+    r->p99 = (double)hist_quantile(stats->lat, 0.99) / 1e6;
+    r->p999 = (double)hist_quantile(stats->lat, 0.999) / 1e6;
+    r->max = (double)stats->lat->max / 1e6;
+    r->cpu_util = (double)stats->busy_ns / ((double)s->cores * (double)s->duration);
+    r->arrived = (double)stats->arrived;
+    r->completed = (double)stats->completed;
+    for (int k = 0; k < FAIL_N; k++) r->failed += (double)stats->failed[k], r->failed_by_reason[k] = (double)stats->failed[k];
     r->in_flight = m->in_flight;
-    r->peak_os_threads = st->peak_os_threads;
-    r->peak_blocked = st->peak_blocked;
-    r->peak_carriers_busy = st->peak_carriers_busy;
-    r->peak_vt_parked = st->peak_vt_parked;
-    r->peak_vt_pinned = st->peak_vt_pinned;
-    r->peak_queued = st->peak_queued;
-    r->peak_ports_tw = st->peak_ports_tw;
-    r->peak_thread_mem = (double)st->peak_thread_mem;
-    r->peak_thread_reserved = (double)st->peak_thread_reserved;
-    r->peak_rss = (double)st->peak_rss;
-    r->ctx_switches = (double)st->ctx_switches;
-    r->thread_creations = (double)st->thread_creations;
-    r->parks = (double)st->parks;
-    r->events = (double)st->events;
+    r->peak_os_threads = stats->peak_os_threads;
+    r->peak_blocked = stats->peak_blocked;
+    r->peak_carriers_busy = stats->peak_carriers_busy;
+    r->peak_vt_parked = stats->peak_vt_parked;
+    r->peak_vt_pinned = stats->peak_vt_pinned;
+    r->peak_queued = stats->peak_queued;
+    r->peak_ports_tw = stats->peak_ports_tw;
+    r->peak_thread_mem = (double)stats->peak_thread_mem;
+    r->peak_thread_reserved = (double)stats->peak_thread_reserved;
+    r->peak_rss = (double)stats->peak_rss;
+    r->ctx_switches = (double)stats->ctx_switches;
+    r->thread_creations = (double)stats->thread_creations;
+    r->parks = (double)stats->parks;
+    r->events = (double)stats->events;
     for (int i = 0; i < s->nsvc; i++) r->conns_opened += (double)m->svc[i].opened;
 }
 
@@ -2195,12 +2377,12 @@ static double rep_ideal_rps(const struct scenario *s)
 {
     double r0 = 0;
     for (int i = 0; i < s->nsteps; i++) {
-        const struct step *st = &s->prog[i];
-        if (st->op == OP_CPU || st->op == OP_IO) r0 += dist_mean(&st->d);
-        if (st->op == OP_CALL || st->op == OP_PAR) {
+        const struct step *step = &s->prog[i];
+        if (step->op == OP_CPU || step->op == OP_IO) r0 += dist_mean(&step->d);
+        if (step->op == OP_CALL || step->op == OP_PAR) {
             double longest = 0; /* the mean of a maximum is more; this is a bound */
-            for (int k = 0; k < st->nsvc; k++) {
-                double mean = dist_mean(&s->svc[st->svc[k]].latency);
+            for (int k = 0; k < step->nsvc; k++) {
+                double mean = dist_mean(&s->svc[step->svc[k]].latency);
                 if (mean > longest) longest = mean;
             }
             r0 += longest;
@@ -2235,8 +2417,8 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
         fputc('\n', out);
     }
     for (int k = 0; k < FAIL_N; k++)
-        if (res[0].failed_kind[k] > 0 || res[1].failed_kind[k] > 0)
-            fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_kind[k], res[1].failed_kind[k], fail_docs[k]);
+        if (res[0].failed_by_reason[k] > 0 || res[1].failed_by_reason[k] > 0)
+            fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_by_reason[k], res[1].failed_by_reason[k], fail_docs[k]);
     double ideal = rep_ideal_rps(s);
     rep_human(a, sizeof a, ideal, R_RATE);
     fprintf(out, "\n  Little's-law ideal (no queueing): %s req/s;  achieved: platform %.0f%%, virtual %.0f%%\n", a,
@@ -2284,8 +2466,8 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
             else fprintf(out, "\"%s\": %.6g", dot ? dot + 1 : key, v);
         }
         if (open) fputc('}', out);
-        fputs(", \"failed_by_kind\": {", out);
-        for (int k = 0; k < FAIL_N; k++) fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], res[mk].failed_kind[k]);
+        fputs(", \"failed_by_reason\": {", out);
+        for (int k = 0; k < FAIL_N; k++) fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], res[mk].failed_by_reason[k]);
         fprintf(out, "}}%s\n", mk + 1 < MODEL_N ? "," : "");
     }
     fputs("}\n", out);
@@ -2320,6 +2502,8 @@ static int rep_series(const char *path, const struct model ms[MODEL_N])
     return fclose(f);
 }
 
+/* ---- IV.2 Chrome trace ---- */
+
 /* Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per model, one
  * lane per OS thread or carrier, one span per running / ready / blocked interval. */
 struct trace {
@@ -2333,7 +2517,7 @@ static void trace_span(struct model *m, int32_t t, int state, simtime from, simt
     if (tr->spans >= tr->max) return;
     tr->spans++;
     fprintf(tr->f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f}",
-            thr_state_names[state], m->kind + 1, m->thr[t].id, (double)from / 1e3, (double)(to - from) / 1e3);
+            thr_state_names[state], m->id + 1, m->thr[t].id, (double)from / 1e3, (double)(to - from) / 1e3);
 }
 
 static int trace_open(struct trace *tr, const char *path)
@@ -2353,7 +2537,7 @@ static void trace_close(struct trace *tr)
     if (tr->spans >= tr->max) fprintf(stderr, "sim: trace truncated at %" PRIu64 " spans\n", tr->max);
 }
 
-/* ==== Validation ==== */
+/* ---- IV.3 Validation ---- */
 
 /* ./sim --validate results.csv: for each point the real aggregator's benchmark measured
  * (./aggregator bench), simulate the same configuration with the calibrated costs and put
@@ -2611,10 +2795,10 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
     fputs("}\n", out);
 }
 
-/* ==== Live telemetry ==== */
+/* ---- IV.4 Live telemetry ---- */
 
 /* ./sim --live http://127.0.0.1:PORT polls a running ./aggregator's /metrics (Prometheus
- * text format) and turns successive scrapes into the same kind of time series the models
+ * text format) and turns successive scrapes into the same sort of time series the models
  * produce, so the window can draw measurement and prediction on one clock. Only loopback
  * addresses are accepted: this is a teaching tool, not a network scraper. */
 
@@ -2747,9 +2931,9 @@ static int live_parse(const char *text, struct live_scrape *sc, char *err, size_
         double v = strtod(sp + 1, &end);
         if (end == sp + 1 || *end) { snprintf(err, errlen, "/metrics:%d: bad value '%s'", line, sp + 1); return -1; }
         if (!strncmp(l, "agg_requests_total{", 19)) {
-            const char *st = strstr(l, "status=\"");
+            const char *status = strstr(l, "status=\"");
             sc->requests += v;
-            if (st && st[8] != '2') sc->errors += v;
+            if (status && status[8] != '2') sc->errors += v;
         } else if (!strncmp(l, "agg_request_seconds_bucket{le=\"", 31) && sc->nle < LIVE_MAX_LE) {
             sc->le[sc->nle] = strncmp(l + 31, "+Inf", 4) ? strtod(l + 31, NULL) : INFINITY;
             sc->cum[sc->nle++] = v;
@@ -2821,7 +3005,7 @@ static int live_next(struct live *lv, double (*now)(void), char *err, size_t err
 /* The model a live aggregator runs: carriers mean virtual threads. */
 static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM; }
 
-/* ==== Window ==== */
+/* ==== Part V. Window ==== */
 
 /* The animated window, headless screenshots and frame dumps share one drawing path, ui_draw.
  *
@@ -2854,7 +3038,7 @@ static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MOD
  * The window only reads the two models. Going back in time re-simulates from zero (a run is
  * deterministic); a step is one model_step on the model whose next event comes first. */
 
-/* -- Colours ----------------------------------------------------------------------------- */
+/* ---- V.1 Drawing context ---- */
 
 /* The first UI_NLEGEND inks are states, shown in the legend and used the same way in both
  * panels (Okabe-Ito: safe for colour-blind readers). The rest are the theme. */
@@ -2889,7 +3073,7 @@ static const uint8_t ui_state_ink[THR_NSTATES] = {
     [THR_IDLE] = UI_IDLE, [THR_READY] = UI_READY, [THR_RUNNING] = UI_RUN, [THR_BLOCKED] = UI_IO,
 };
 
-/* -- Drawing context --------------------------------------------------------------------- */
+/* Drawing context */
 
 enum ui_font_id { UI_SMALL, UI_BIG, UI_NFONTS };
 static const float ui_font_px[UI_NFONTS] = {13.0f, 16.0f}; /* at scale 1 */
@@ -2909,11 +3093,11 @@ struct ui_batch {
 };
 
 /* What a drawn item is, so the mouse (and the tests) can find it again. */
-enum ui_hit_kind { UI_HIT_THREAD, UI_HIT_REQ, UI_HIT_CORE, UI_HIT_LEGEND, UI_HIT_COUNTERS, UI_HIT_LOT,
+enum ui_hit_type { UI_HIT_THREAD, UI_HIT_REQ, UI_HIT_CORE, UI_HIT_LEGEND, UI_HIT_COUNTERS, UI_HIT_LOT,
                    UI_HIT_PANEL, UI_HIT_SLIDER, UI_HIT_LANES };
 struct ui_hit {
     SDL_FRect r;
-    int8_t model, kind; /* model -1 for items of neither */
+    int8_t model, type; /* model -1 for items of neither */
     int32_t idx;        /* thread, request, core or ink index */
 };
 
@@ -2956,9 +3140,9 @@ struct ui_gfx {
 };
 
 /* A thing on screen: a thread, a request or a core of one model. */
-enum ui_pick_kind { UI_PICK_NONE = -1, UI_PICK_THREAD = UI_HIT_THREAD, UI_PICK_REQ = UI_HIT_REQ, UI_PICK_CORE = UI_HIT_CORE };
+enum ui_pick_type { UI_PICK_NONE = -1, UI_PICK_THREAD = UI_HIT_THREAD, UI_PICK_REQ = UI_HIT_REQ, UI_PICK_CORE = UI_HIT_CORE };
 struct ui_pick {
-    int8_t model, kind;
+    int8_t model, type;
     int32_t idx;
 };
 #define UI_NO_PICK ((struct ui_pick){-1, UI_PICK_NONE, -1})
@@ -2993,7 +3177,7 @@ static SDL_Color ui_mix(const struct ui_gfx *g, int ink, int under, double f)
                        (Uint8)((a.b * k + b.b * (8 - k)) / 8), 255};
 }
 
-/* -- Geometry batches -------------------------------------------------------------------- */
+/* Geometry batches */
 
 static void ui_batch_quad(struct ui_batch *b, const SDL_FPoint p[4], const SDL_FPoint *uv, SDL_Color c)
 {
@@ -3069,35 +3253,35 @@ static void ui_flush(struct ui_gfx *g)
     }
 }
 
-static void ui_hit_add(struct ui_gfx *g, SDL_FRect r, int model, int kind, int32_t idx)
+static void ui_hit_add(struct ui_gfx *g, SDL_FRect r, int model, int type, int32_t idx)
 {
     if (g->nhit == g->caphit) {
         g->caphit = g->caphit ? 2 * g->caphit : 1024;
         g->hit = xrealloc(g->hit, (size_t)g->caphit, sizeof *g->hit);
     }
-    g->hit[g->nhit++] = (struct ui_hit){r, (int8_t)model, (int8_t)kind, idx};
+    g->hit[g->nhit++] = (struct ui_hit){r, (int8_t)model, (int8_t)type, idx};
 }
 
-/* The topmost hit of a kind (or any kind, -1) for a model (or any, -1) under a point. */
-static const struct ui_hit *ui_hit_at(const struct ui_gfx *g, float x, float y, int kind, int model)
+/* The topmost hit of a type (or any type, -1) for a model (or any, -1) under a point. */
+static const struct ui_hit *ui_hit_at(const struct ui_gfx *g, float x, float y, int type, int model)
 {
     for (int i = g->nhit - 1; i >= 0; i--) {
         const struct ui_hit *h = &g->hit[i];
-        if ((kind < 0 || h->kind == kind) && (model < 0 || h->model == model) && x >= h->r.x && x < h->r.x + h->r.w &&
+        if ((type < 0 || h->type == type) && (model < 0 || h->model == model) && x >= h->r.x && x < h->r.x + h->r.w &&
             y >= h->r.y && y < h->r.y + h->r.h)
             return h;
     }
     return NULL;
 }
 
-static const struct ui_hit *ui_hit_find(const struct ui_gfx *g, int model, int kind, int32_t idx)
+static const struct ui_hit *ui_hit_find(const struct ui_gfx *g, int model, int type, int32_t idx)
 {
     for (int i = 0; i < g->nhit; i++)
-        if (g->hit[i].model == model && g->hit[i].kind == kind && g->hit[i].idx == idx) return &g->hit[i];
+        if (g->hit[i].model == model && g->hit[i].type == type && g->hit[i].idx == idx) return &g->hit[i];
     return NULL;
 }
 
-/* -- Text -------------------------------------------------------------------------------- */
+/* Text */
 
 static unsigned char *ui_read_file(const char *path, char *err, size_t errlen)
 {
@@ -3207,7 +3391,7 @@ static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color
 /* The face is monospaced, so a width is a count of characters. */
 static float ui_text_w(const struct ui_gfx *g, int font, const char *s) { return g->font[font].adv * (float)strlen(s); }
 
-/* -- Setup ------------------------------------------------------------------------------- */
+/* Setup */
 
 static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format, const struct ui_options *uo, int out_h)
 {
@@ -3249,12 +3433,12 @@ static int ui_gfx_resize(struct ui_gfx *g, int out_h)
     return ui_bake(g);
 }
 
-/* -- Reading the models ------------------------------------------------------------------ */
+/* ---- V.2 Reading the models ---- */
 
 /* The parked request's service: what its current step calls first. */
-static int ui_parked_svc(const struct model *m, const struct req *q)
+static int ui_parked_svc(const struct model *m, const struct req *req)
 {
-    return q->pc < m->s->nsteps ? m->s->prog[q->pc].svc[0] : 0;
+    return req->pc < m->s->nsteps ? m->s->prog[req->pc].svc[0] : 0;
 }
 
 /* The frame's pass over m's request slots: the parked ones by service (a counting sort)
@@ -3263,7 +3447,7 @@ static int ui_parked_svc(const struct model *m, const struct req *q)
  * before it can end), and a freed slot that arrived recently did arrive. */
 static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime travel)
 {
-    int k = m->kind;
+    int k = m->id;
     if (!g->scan[k]) g->scan[k] = xrealloc(NULL, 1, sizeof *g->scan[k]), memset(g->scan[k], 0, sizeof *g->scan[k]);
     struct ui_scan *sc = g->scan[k];
     if (m->nreq > sc->cap) {
@@ -3274,9 +3458,9 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
     long count[MAX_SERVICES] = {0}, n = 0;
     sc->nrecent = 0;
     for (int32_t i = 0; i < m->nreq; i++) {
-        const struct req *q = &m->req[i];
-        if (q->parked) sc->tmp[n++] = i, count[ui_parked_svc(m, q)]++;
-        if (m->now - q->arrived < travel && q->arrived <= m->now && sc->nrecent < UI_MAX_FLIGHTS) sc->recent[sc->nrecent++] = i;
+        const struct req *req = &m->req[i];
+        if (req->parked) sc->tmp[n++] = i, count[ui_parked_svc(m, req)]++;
+        if (m->now - req->arrived < travel && req->arrived <= m->now && sc->nrecent < UI_MAX_FLIGHTS) sc->recent[sc->nrecent++] = i;
     }
     sc->svc_first[0] = 0;
     for (int v = 0; v < MAX_SERVICES; v++) sc->svc_first[v + 1] = sc->svc_first[v] + count[v];
@@ -3307,29 +3491,29 @@ static void ui_scratch(struct ui_gfx *g, long n)
 static uint64_t ui_failed(const struct model *m)
 {
     uint64_t n = 0;
-    for (int k = 0; k < FAIL_N; k++) n += m->st.failed[k];
+    for (int k = 0; k < FAIL_N; k++) n += m->stats.failed[k];
     return n;
 }
 
 static int ui_thr_ink(const struct model *m, int32_t t)
 {
     const struct thr *th = &m->thr[t];
-    if (m->kind == MODEL_VIRTUAL && th->state == THR_BLOCKED) return UI_PINNED;
+    if (m->id == MODEL_VIRTUAL && th->state == THR_BLOCKED) return UI_PINNED;
     return ui_state_ink[th->state];
 }
 
 static int ui_req_ink(const struct model *m, int32_t r)
 {
-    const struct req *q = &m->req[r];
-    if (q->fail != FAIL_NONE) return UI_FAILED;
-    if (q->parked) return UI_IO;
-    if (q->thr >= 0) return ui_thr_ink(m, q->thr);
-    if (m->kind == MODEL_PLATFORM) return UI_QUEUED;
-    return q->pc == 0 && q->phase == PH_START ? UI_CREATED : UI_READY; /* never mounted yet: new */
+    const struct req *req = &m->req[r];
+    if (req->fail != FAIL_NONE) return UI_FAILED;
+    if (req->parked) return UI_IO;
+    if (req->thr >= 0) return ui_thr_ink(m, req->thr);
+    if (m->id == MODEL_PLATFORM) return UI_QUEUED;
+    return req->pc == 0 && req->phase == PH_START ? UI_CREATED : UI_READY; /* never mounted yet: new */
 }
 
-static const char *ui_thr_prefix(const struct model *m) { return m->kind == MODEL_PLATFORM ? "T" : "C"; }
-static const char *ui_req_prefix(const struct model *m) { return m->kind == MODEL_PLATFORM ? "req" : "VT"; }
+static const char *ui_thr_prefix(const struct model *m) { return m->id == MODEL_PLATFORM ? "T" : "C"; }
+static const char *ui_req_prefix(const struct model *m) { return m->id == MODEL_PLATFORM ? "req" : "VT"; }
 
 /* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
 static void ui_step_name(const struct scenario *s, int pc, char *buf, size_t len)
@@ -3337,11 +3521,11 @@ static void ui_step_name(const struct scenario *s, int pc, char *buf, size_t len
     static const char *const ops[] = {[OP_CPU] = "cpu", [OP_CALL] = "call", [OP_PAR] = "par", [OP_IO] = "io",
                                       [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
     if (pc >= s->nsteps) { snprintf(buf, len, "end"); return; }
-    const struct step *st = &s->prog[pc];
-    int o = snprintf(buf, len, "%s", ops[st->op]);
-    if (st->op != OP_CALL && st->op != OP_PAR) return;
-    for (int i = 0; i < st->nsvc && o > 0 && (size_t)o < len; i++)
-        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[st->svc[i]].name);
+    const struct step *step = &s->prog[pc];
+    int o = snprintf(buf, len, "%s", ops[step->op]);
+    if (step->op != OP_CALL && step->op != OP_PAR) return;
+    for (int i = 0; i < step->nsvc && o > 0 && (size_t)o < len; i++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[step->svc[i]].name);
     if (o > 0 && (size_t)o < len) snprintf(buf + o, len - (size_t)o, ")");
 }
 
@@ -3360,26 +3544,28 @@ static int ui_used_services(const struct scenario *s, int out[MAX_SERVICES])
 /* What request r is doing now, in words: the status line and the inspect card use it. */
 static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len)
 {
-    const struct req *q = &m->req[r];
+    const struct req *req = &m->req[r];
     char step[64];
     /* step names are bounded to 40 characters so every line fits in 96 */
-    ui_step_name(m->s, q->pc, step, sizeof step);
-    if (q->fail != FAIL_NONE) snprintf(buf, len, "fails: %s", fail_names[q->fail]);
-    else if (q->parked) snprintf(buf, len, "parked, waiting for %.40s", step);
-    else if (q->pinned && q->pc < m->s->nsteps && m->s->prog[q->pc].op == OP_IO)
-        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)", m->thr[q->thr].id);
-    else if (q->pinned) snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[q->thr].id, step);
-    else if (q->thr >= 0) {
-        const struct thr *th = &m->thr[q->thr];
+    ui_step_name(m->s, req->pc, step, sizeof step);
+    if (req->fail != FAIL_NONE) snprintf(buf, len, "fails: %s", fail_names[req->fail]);
+    else if (req->parked) snprintf(buf, len, "parked, waiting for %.40s", step);
+    else if (req->pinned && req->pc < m->s->nsteps && m->s->prog[req->pc].op == OP_IO)
+        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)", m->thr[req->thr].id);
+    else if (req->pinned) snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[req->thr].id, step);
+    else if (req->thr >= 0) {
+        const struct thr *th = &m->thr[req->thr];
         if (th->state == THR_RUNNING) snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, ui_thr_prefix(m), th->id, th->core);
         else if (th->state == THR_READY) snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id, step);
         else if (th->state == THR_BLOCKED) snprintf(buf, len, "blocks T#%u in the kernel in %.40s", th->id, step);
         else snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
-    } else if (!q->admitted) snprintf(buf, len, "waits in the accept backlog");
-    else snprintf(buf, len, "waits in the %s", m->kind == MODEL_PLATFORM ? "executor queue for a thread" : "run queue for a carrier");
+    } else if (!req->admitted) snprintf(buf, len, "waits in the accept backlog");
+    else snprintf(buf, len, "waits in the %s", m->id == MODEL_PLATFORM ? "executor queue for a thread" : "run queue for a carrier");
 }
 
-/* -- Grids: many items, each a dot, or k items a cell ------------------------------------ */
+/* ---- V.3 Panels ---- */
+
+/* Grids: many items, each a dot, or k items a cell */
 
 struct ui_grid {
     SDL_FRect r;
@@ -3430,7 +3616,7 @@ static void ui_grid_draw_uniform(struct ui_gfx *g, const struct ui_grid *gr, lon
 
 /* Draw g->ink[0..n) as a grid on the panel. One item per cell: a solid dot (and a hit,
  * so it can be inspected). k per cell: the first item's colour, stronger the fuller it is. */
-static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int model, int hit_kind)
+static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int model, int hit_type)
 {
     if (gr->per > 1 && n > 1 && g->ink[0] != UI_FAILED && !memcmp(g->ink, g->ink + 1, (size_t)n - 1)) { /* all one ink */
         ui_grid_draw_uniform(g, gr, n);
@@ -3447,11 +3633,11 @@ static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int
             col = ui_mix(g, ink, UI_PANEL, gr->per == 1 ? 1 : 0.3 + 0.7 * (double)in / (double)gr->per), last_ink = ink, last_in = in;
         ui_rect(g, c.x, c.y, c.w, c.h, col);
         if (ink == UI_FAILED && c.w >= 4) ui_outline(g, c, 1, ui_color(g, UI_ALERT, 255));
-        if (gr->per == 1 && gr->dot >= 3) ui_hit_add(g, c, model, hit_kind, g->idx[i]);
+        if (gr->per == 1 && gr->dot >= 3) ui_hit_add(g, c, model, hit_type, g->idx[i]);
     }
 }
 
-/* -- Time series: what the charts plot and the counters quote ---------------------------- */
+/* Time series: what the charts plot and the counters quote */
 
 enum ui_field_type { UI_F64, UI_I32, UI_I64 };
 /* Per-interval rates and percentiles jump with the waves of completions, so those charts
@@ -3495,7 +3681,7 @@ static double ui_plot_value(const struct model *m, const struct ui_chart *c, int
     return n ? sum / n : 0;
 }
 
-/* -- Panel stations ---------------------------------------------------------------------- */
+/* Panel stations */
 
 /* The rectangles of one panel; both panels get the same heights. */
 struct ui_panel_rects {
@@ -3533,12 +3719,12 @@ static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct 
 static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect r, float x0, float x1)
 {
     float S = g->scale, y = r.y + r.h * 0.55f, d = 5 * S;
-    const struct ui_scan *sc = g->scan[m->kind];
+    const struct ui_scan *sc = g->scan[m->id];
     simtime travel = v->travel > 0 ? v->travel : 20 * MS;
     for (int j = 0; j < sc->nrecent; j++) {
-        const struct req *q = &m->req[sc->recent[j]];
-        float f = (float)(m->now - q->arrived) / (float)travel;
-        float jitter = (float)(q->id % 7) * 1.5f * S - 4.5f * S;
+        const struct req *req = &m->req[sc->recent[j]];
+        float f = (float)(m->now - req->arrived) / (float)travel;
+        float jitter = (float)(req->id % 7) * 1.5f * S - 4.5f * S;
         ui_rect(g, x0 + f * (x1 - x0 - d), y + jitter - d / 2, d, d, ui_color(g, UI_QUEUED, 255));
     }
     /* failures in the last sample interval bounce back to the users */
@@ -3576,15 +3762,15 @@ static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui
     /* the queue: the run queue (virtual); the platform's executor queue has the big grid
      * below its threads, so here it shows only the kernel's accept backlog */
     const struct fifo *fifos[2] = {&m->backlog, &m->queue};
-    long n = ui_fifo_items(g, m, fifos, m->kind == MODEL_PLATFORM ? 1 : 2);
+    long n = ui_fifo_items(g, m, fifos, m->id == MODEL_PLATFORM ? 1 : 2);
     char label[96];
-    if (m->kind == MODEL_PLATFORM) snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
+    if (m->id == MODEL_PLATFORM) snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
     else snprintf(label, sizeof label, "run queue: %d%s", m->queue.len + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
     ui_text(g, UI_SMALL, qx, r.y, text, label);
     SDL_FRect box = {qx, r.y + small + 2 * S, r.w - (qx - r.x), r.h - small - 2 * S};
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
     struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 8 * S);
-    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+    ui_grid_draw(g, &gr, n, m->id, UI_HIT_REQ);
 }
 
 /* One lane: the thread's state colour across, its id, and the request it carries. */
@@ -3593,7 +3779,7 @@ static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRec
     const struct thr *th = &m->thr[t];
     float S = g->scale;
     ui_fill(g, r, ui_thr_ink(m, t));
-    ui_hit_add(g, r, m->kind, UI_HIT_THREAD, t);
+    ui_hit_add(g, r, m->id, UI_HIT_THREAD, t);
     if (!text) return;
     SDL_Color ink = ui_color(g, UI_FAILED, 255); /* black reads on every state colour */
     float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, "%s#%-4u %-8s", ui_thr_prefix(m),
@@ -3613,7 +3799,7 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     ui_scratch(g, m->nthr);
     for (int32_t t = 0; t < m->nthr; t++)
         if (m->thr[t].alive) g->ink[n] = (uint8_t)ui_thr_ink(m, t), g->idx[n++] = t;
-    ui_hit_add(g, r, m->kind, UI_HIT_LANES, -1);
+    ui_hit_add(g, r, m->id, UI_HIT_LANES, -1);
     if (n && r.h / (float)n >= need) {
         float h = r.h / (float)n > 22 * S ? 22 * S : r.h / (float)n;
         for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], (SDL_FRect){r.x, r.y + (float)i * h, r.w, h - S}, 1);
@@ -3624,14 +3810,14 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], ui_grid_cell(&gr, i), 0);
         return;
     }
-    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_THREAD);
+    ui_grid_draw(g, &gr, n, m->id, UI_HIT_THREAD);
 }
 
 /* Counts by state, written above the lanes: "200 threads: 196 blocked, 3 ready, 1 running". */
 static void ui_thread_counts(struct ui_gfx *g, const struct model *m, float x, float y)
 {
     char buf[160];
-    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, m->kind == MODEL_PLATFORM ? "pool threads" : "carriers");
+    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, m->id == MODEL_PLATFORM ? "pool threads" : "carriers");
     for (int st = THR_NSTATES - 1; st >= 0; st--)
         if (m->thr_state_n[st]) o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[st], thr_state_names[st]);
     ui_text(g, UI_SMALL, x, y, ui_color(g, UI_TEXT, 255), buf);
@@ -3644,11 +3830,11 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     const struct scenario *s = m->s;
     float S = g->scale, small = g->font[UI_SMALL].line;
     int svc[MAX_SERVICES], nsvc = ui_used_services(s, svc);
-    const struct ui_scan *sc = g->scan[m->kind];
+    const struct ui_scan *sc = g->scan[m->id];
     char count[32];
     rep_human(count, sizeof count, m->vt_parked, R_INT);
     ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "parking lot: %s virtual threads parked on I/O (off any carrier)", count);
-    ui_hit_add(g, r, m->kind, UI_HIT_LOT, -1);
+    ui_hit_add(g, r, m->id, UI_HIT_LOT, -1);
     const char *none = nsvc ? NULL : "no calls: nothing parks"; /* a program without call() */
     if (!nsvc) svc[0] = 0, nsvc = 1;
     float cw = r.w / (float)nsvc;
@@ -3661,7 +3847,7 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         SDL_FRect col = {r.x + (float)col_i * cw, r.y + small + 2 * S, cw - 6 * S, r.h - 2 * small - 4 * S};
         ui_outline(g, col, S, ui_color(g, UI_LINE, 255));
         struct ui_grid gr = ui_grid_fit(ui_inset(col, 2 * S), n, 7 * S);
-        ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+        ui_grid_draw(g, &gr, n, m->id, UI_HIT_REQ);
         char count[32];
         rep_human(count, sizeof count, (double)n, R_INT);
         SDL_Color dim = ui_color(g, UI_DIM, 255);
@@ -3681,10 +3867,10 @@ static void ui_queue_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     rep_human(count, sizeof count, (double)n, R_INT);
     ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "queue for a thread: %s requests wait, holding no thread", count);
     SDL_FRect box = {r.x, r.y + small + 2 * S, r.w, r.h - 2 * small - 4 * S};
-    ui_hit_add(g, r, m->kind, UI_HIT_LOT, -1);
+    ui_hit_add(g, r, m->id, UI_HIT_LOT, -1);
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
     struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 7 * S);
-    ui_grid_draw(g, &gr, n, m->kind, UI_HIT_REQ);
+    ui_grid_draw(g, &gr, n, m->id, UI_HIT_REQ);
     if (gr.per > 1)
         ui_textf(g, UI_SMALL, box.x, box.y + box.h + S, ui_color(g, UI_DIM, 255), "(density: up to %ld per cell)", gr.per);
 }
@@ -3698,7 +3884,7 @@ static void ui_workers(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     SDL_FRect lanes = {r.x, r.y + small + 2 * S, r.w, r.h - small - 2 * S};
     float h = lanes.h * 0.42f; /* a fixed split, so the two lots start at the same height */
     SDL_FRect lot = {r.x, lanes.y + h + 6 * S, r.w, lanes.h - h - 6 * S};
-    if (m->kind == MODEL_VIRTUAL) ui_lot(g, m, lot);
+    if (m->id == MODEL_VIRTUAL) ui_lot(g, m, lot);
     else ui_queue_lot(g, m, lot);
     lanes.h = h;
     ui_threads(g, m, lanes);
@@ -3712,7 +3898,7 @@ static void ui_cores(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         SDL_FRect box = {r.x + lw + (float)c * w, r.y, w - (w > 6 * S ? 3 * S : 0), r.h};
         int32_t t = m->core[c].thr;
         ui_fill(g, box, t >= 0 ? UI_RUN : UI_IDLE);
-        ui_hit_add(g, box, m->kind, UI_HIT_CORE, c);
+        ui_hit_add(g, box, m->id, UI_HIT_CORE, c);
         char buf[48];
         if (t >= 0 && m->thr[t].req >= 0)
             snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m), m->thr[t].id, ui_req_prefix(m), m->req[m->thr[t].req].id);
@@ -3791,22 +3977,24 @@ static void ui_ms(char *buf, size_t len, double ms)
  * requests completed since warmup; before it, over the interval so far, or the last one. */
 static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 {
-    const struct hist *h = m->st.lat.n ? &m->st.lat : &m->st.lat_interval;
+    const struct hist *h = m->stats.lat->count ? m->stats.lat : m->stats.lat_interval;
     char p50[24] = "-", p99[24] = "-", mem[24], rps[32];
-    if (h->n) ui_ms(p50, sizeof p50, hist_quantile(h, 0.50) / 1e6), ui_ms(p99, sizeof p99, hist_quantile(h, 0.99) / 1e6);
-    else if (m->nseries && m->series[m->nseries - 1].p99_ms > 0) ui_ms(p99, sizeof p99, m->series[m->nseries - 1].p99_ms);
+    if (h->count) {
+        ui_ms(p50, sizeof p50, (double)hist_quantile(h, 0.50) / 1e6);
+        ui_ms(p99, sizeof p99, (double)hist_quantile(h, 0.99) / 1e6);
+    } else if (m->nseries && m->series[m->nseries - 1].p99_ms > 0) ui_ms(p99, sizeof p99, m->series[m->nseries - 1].p99_ms);
     ui_bytes(mem, sizeof mem, (double)model_thread_mem(m));
     /* throughput as the chart shows it: the mean of the last 0.5 s */
     rep_human(rps, sizeof rps, m->nseries ? ui_plot_value(m, &ui_charts[0], m->nseries - 1) : 0, R_INT);
     uint64_t failed = ui_failed(m);
     float y2 = r.y + g->font[UI_SMALL].line + 2 * g->scale;
-    ui_hit_add(g, r, m->kind, UI_HIT_COUNTERS, -1);
+    ui_hit_add(g, r, m->id, UI_HIT_COUNTERS, -1);
     float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
     ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%" PRIu64, failed);
     /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
     char io[32], busy[32] = "-";
-    rep_human(io, sizeof io, m->kind == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked, R_INT);
-    if (m->kind == MODEL_VIRTUAL) snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
+    rep_human(io, sizeof io, m->id == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked, R_INT);
+    if (m->id == MODEL_VIRTUAL) snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
     ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255), "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s",
              model_os_threads(m), io, busy, mem);
 }
@@ -3817,8 +4005,8 @@ static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_vi
 {
     struct ui_panel_rects L;
     ui_panel_layout(g, p, &L);
-    ui_hit_add(g, p, m->kind, UI_HIT_PANEL, -1);
-    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_panel_titles[m->kind]);
+    ui_hit_add(g, p, m->id, UI_HIT_PANEL, -1);
+    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_panel_titles[m->id]);
     ui_arrivals(g, m, v, L.arrivals);
     ui_workers(g, m, L.workers);
     ui_cores(g, m, L.cores);
@@ -3826,7 +4014,7 @@ static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_vi
     ui_counters(g, m, L.counters);
 }
 
-/* -- Charts ------------------------------------------------------------------------------ */
+/* ---- V.4 Charts ---- */
 
 /* 1, 2 or 5 times a power of ten, at least v: axis maxima people can read. */
 static double ui_nice(double v)
@@ -3927,7 +4115,9 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     ui_chart_key(g, plot, plot.y + plot.h + 2 * S);
 }
 
-/* -- Bars, overlays and the whole frame -------------------------------------------------- */
+/* ---- V.5 The frame ---- */
+
+/* Bars, overlays and the whole frame */
 
 struct ui_layout {
     SDL_FRect top, panel[MODEL_N], charts, chart[16], slider, status;
@@ -4027,9 +4217,9 @@ static void ui_live_status(struct ui_view *v, const struct live *lv)
 /* A ring around what the last step touched: a request's dot, or the lane carrying it. */
 static void ui_ring(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p)
 {
-    if (p.model < 0 || p.kind == UI_PICK_NONE) return;
-    const struct ui_hit *h = ui_hit_find(g, p.model, p.kind, p.idx);
-    if (!h && p.kind == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) && ms[p.model].req[p.idx].thr >= 0)
+    if (p.model < 0 || p.type == UI_PICK_NONE) return;
+    const struct ui_hit *h = ui_hit_find(g, p.model, p.type, p.idx);
+    if (!h && p.type == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) && ms[p.model].req[p.idx].thr >= 0)
         h = ui_hit_find(g, p.model, UI_HIT_THREAD, ms[p.model].req[p.idx].thr);
     if (!h) return;
     float S = g->scale;
@@ -4042,33 +4232,33 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
 {
     int n = 0;
     int32_t r = -1;
-    if (p.kind == UI_PICK_CORE) {
+    if (p.type == UI_PICK_CORE) {
         int32_t t = m->core[p.idx].thr;
         snprintf(lines[n++], 96, "core %d: %s", p.idx, t >= 0 ? "busy" : "idle");
         if (t < 0) return n;
-        p.kind = UI_PICK_THREAD, p.idx = t;
+        p.type = UI_PICK_THREAD, p.idx = t;
     }
-    if (p.kind == UI_PICK_THREAD) {
+    if (p.type == UI_PICK_THREAD) {
         const struct thr *th = &m->thr[p.idx];
         if (!th->alive) return n;
-        snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id, m->kind == MODEL_PLATFORM ? "OS thread" : "carrier",
+        snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id, m->id == MODEL_PLATFORM ? "OS thread" : "carrier",
                  thr_state_names[th->state], (double)(m->now - th->since) / 1e6);
         int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished", (double)th->born / SEC, th->served);
         if (th->core >= 0) snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
         n++;
         r = th->req;
-    } else if (p.kind == UI_PICK_REQ) r = p.idx;
+    } else if (p.type == UI_PICK_REQ) r = p.idx;
     if (!ui_live(m, r) || n + 3 > max) return n;
-    const struct req *q = &m->req[r];
+    const struct req *req = &m->req[r];
     char step[64], doing[96];
-    ui_step_name(m->s, q->pc, step, sizeof step);
+    ui_step_name(m->s, req->pc, step, sizeof step);
     ui_req_doing(m, r, doing, sizeof doing);
-    snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), q->id, (double)(m->now - q->arrived) / 1e6);
-    snprintf(lines[n++], 96, "step %d of %d: %.40s", q->pc + 1, m->s->nsteps, step);
+    snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), req->id, (double)(m->now - req->arrived) / 1e6);
+    snprintf(lines[n++], 96, "step %d of %d: %.40s", req->pc + 1, m->s->nsteps, step);
     snprintf(lines[n++], 96, "%.95s", doing);
-    if (n < max && q->pc > 0) { /* its history: the steps it has done, oldest first */
+    if (n < max && req->pc > 0) { /* its history: the steps it has done, oldest first */
         int o = snprintf(lines[n], 96, "done:");
-        for (int i = 0; i < q->pc && o < 90; i++) {
+        for (int i = 0; i < req->pc && o < 90; i++) {
             ui_step_name(m->s, i, step, sizeof step);
             o += snprintf(lines[n] + o, (size_t)(96 - o), " %s", step);
         }
@@ -4079,7 +4269,7 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
 
 static void ui_card(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p, float x, float y, int w, int h)
 {
-    if (p.model < 0 || p.kind == UI_PICK_NONE) return;
+    if (p.model < 0 || p.type == UI_PICK_NONE) return;
     char lines[7][96];
     int n = ui_card_lines(&ms[p.model], p, lines, 7);
     if (!n) return;
@@ -4141,18 +4331,18 @@ static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const stru
     ui_ring(g, ms, v->ring);
     /* the card: for what is under the mouse, else for what was clicked, beside it */
     const struct ui_hit *under = v->mx >= 0 ? ui_hit_at(g, v->mx, v->my, -1, -1) : NULL;
-    if (!under || under->model < 0 || under->kind > UI_HIT_CORE) under = NULL;
-    const struct ui_hit *at = under ? under : v->pick.model >= 0 ? ui_hit_find(g, v->pick.model, v->pick.kind, v->pick.idx) : NULL;
+    if (!under || under->model < 0 || under->type > UI_HIT_CORE) under = NULL;
+    const struct ui_hit *at = under ? under : v->pick.model >= 0 ? ui_hit_find(g, v->pick.model, v->pick.type, v->pick.idx) : NULL;
     if (at) {
         ui_outline(g, at->r, g->scale, ui_color(g, UI_TEXT, 255));
-        struct ui_pick p = {at->model, at->kind, at->idx};
+        struct ui_pick p = {at->model, at->type, at->idx};
         ui_card(g, ms, p, under ? v->mx : at->r.x + at->r.w / 2, under ? v->my : at->r.y, w, h);
     }
     if (v->help) ui_help(g, w, h);
     ui_flush(g);
 }
 
-/* -- Driving the two models together ----------------------------------------------------- */
+/* ---- V.6 Two models on one clock ---- */
 
 /* Both models on one clock. `t` is the time shown; after a step the model that did not
  * step may still be before it, which is harmless: it has no event before t. */
@@ -4238,8 +4428,8 @@ struct ui_subject {
 static struct ui_subject ui_subject_of(const struct model *m)
 {
     int from;
-    const struct event *e = evq_peek(&m->q, &from);
-    struct ui_subject u = {ev_type_of(e), -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq, m->st.arrived};
+    const struct event *e = evq_peek(&m->events, &from);
+    struct ui_subject u = {ev_type_of(e), -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq, m->stats.arrived};
     switch (u.type) {
     case EV_ARRIVE: u.user = m->s->users ? (int)e->a : -1; break;
     case EV_BURST_END: u.core = (int32_t)e->a, u.thr = m->core[e->a].thr, u.req = u.thr >= 0 ? m->thr[u.thr].req : -1; break;
@@ -4270,17 +4460,17 @@ static int ui_said_before(const struct model *m, const struct ui_subject *u, cha
 /* Narrate one event of model m (already run) and say what it touched. */
 static void ui_narrate(const struct model *m, const struct ui_subject *u, char *buf, size_t len, struct ui_pick *touched)
 {
-    int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->kind]);
+    int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->id]);
     o += ui_said_before(m, u, buf + o, len - (size_t)o);
     int32_t r = u->req;
-    if (u->type == EV_ARRIVE && m->st.arrived > u->arrived_n) r = u->new_slot;
-    *touched = (struct ui_pick){(int8_t)m->kind, u->thr >= 0 ? UI_PICK_THREAD : UI_PICK_NONE, u->thr};
+    if (u->type == EV_ARRIVE && m->stats.arrived > u->arrived_n) r = u->new_slot;
+    *touched = (struct ui_pick){(int8_t)m->id, u->thr >= 0 ? UI_PICK_THREAD : UI_PICK_NONE, u->thr};
     if ((size_t)o >= len) return;
     if (r >= 0 && !ui_slot_free(m, r)) {
         char doing[96];
         ui_req_doing(m, r, doing, sizeof doing);
         snprintf(buf + o, len - (size_t)o, " -> %s#%u %s", ui_req_prefix(m), m->req[r].id, doing);
-        *touched = (struct ui_pick){(int8_t)m->kind, UI_PICK_REQ, r};
+        *touched = (struct ui_pick){(int8_t)m->id, UI_PICK_REQ, r};
     } else if (r >= 0) /* it left the server; a freed slot keeps its `fail` and `id` */
         snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", ui_req_prefix(m), m->req[r].id,
                  m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail], (double)(m->now - m->req[r].arrived) / 1e6);
@@ -4310,7 +4500,7 @@ static int ui_sim_step(struct ui_sim *x, char *buf, size_t len, struct ui_pick *
  * that last event is narrated. */
 static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_pick *touched)
 {
-    uint64_t done = x->m[0].st.completed + x->m[1].st.completed;
+    uint64_t done = x->m[0].stats.completed + x->m[1].stats.completed;
     for (long n = 0; n < 10000000; n++) {
         int k = ui_sim_next(x);
         if (k < 0) return ui_sim_step(x, buf, len, touched);
@@ -4318,7 +4508,7 @@ static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_p
         struct ui_subject u = ui_subject_of(m);
         model_step(m, model_next_time(m));
         if (m->now > x->t) x->t = m->now;
-        if (x->m[0].st.completed + x->m[1].st.completed > done) {
+        if (x->m[0].stats.completed + x->m[1].stats.completed > done) {
             ui_narrate(m, &u, buf, len, touched);
             return k;
         }
@@ -4327,7 +4517,7 @@ static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_p
     return -1;
 }
 
-/* -- Headless: screenshots and frame dumps ----------------------------------------------- */
+/* ---- V.7 Headless frames ---- */
 
 /* A software renderer drawing into a surface: no display and no SDL_Init needed. */
 struct ui_canvas {
@@ -4460,7 +4650,7 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps, cons
     return rc;
 }
 
-/* -- The interactive window -------------------------------------------------------------- */
+/* ---- V.8 Interactive window ---- */
 
 typedef int (*ui_load_fn)(struct scenario *, const char *path, void *ctx, char *err, size_t errlen);
 
@@ -4632,8 +4822,8 @@ static void ui_slider_seek(struct ui_app *a)
 static void ui_on_click(struct ui_app *a)
 {
     const struct ui_hit *h = ui_hit_at(&a->g, a->view.mx, a->view.my, -1, -1);
-    if (h && h->kind == UI_HIT_SLIDER) { a->dragging = 1; ui_slider_seek(a); return; }
-    a->view.pick = h && h->model >= 0 && h->kind <= UI_HIT_CORE ? (struct ui_pick){h->model, h->kind, h->idx} : UI_NO_PICK;
+    if (h && h->type == UI_HIT_SLIDER) { a->dragging = 1; ui_slider_seek(a); return; }
+    a->view.pick = h && h->model >= 0 && h->type <= UI_HIT_CORE ? (struct ui_pick){h->model, h->type, h->idx} : UI_NO_PICK;
 }
 
 static void ui_on_event(struct ui_app *a, const SDL_Event *e)
@@ -4747,7 +4937,9 @@ out:
     return rc;
 }
 
-/* ==== Command line ==== */
+/* ==== Part VI. Command line and main ==== */
+
+/* ---- VI.1 Options ---- */
 
 static const char sim_usage[] =
     "usage: ./sim [--headless] SCENARIO.scn [options]\n"
@@ -4886,8 +5078,8 @@ static void sim_run_model(struct model *m, int progress)
     if (!progress) { model_run(m, m->s->duration); return; }
     double next = wall_now() + 0.5;
     while (model_step(m, m->s->duration) >= 0)
-        if ((m->st.events & 0xfffff) == 0 && wall_now() > next) {
-            fprintf(stderr, "\rsim: %s model at t = %.1f / %.1f s ", model_names[m->kind], (double)m->now / SEC,
+        if ((m->stats.events & 0xfffff) == 0 && wall_now() > next) {
+            fprintf(stderr, "\rsim: %s model at t = %.1f / %.1f s ", model_names[m->id], (double)m->now / SEC,
                     (double)m->s->duration / SEC);
             next = wall_now() + 0.5;
         }
@@ -5045,6 +5237,8 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     free(lv.v);
     return rc;
 }
+
+/* ---- VI.2 main ---- */
 
 #ifndef SIM_NO_MAIN
 int main(int argc, char **argv)

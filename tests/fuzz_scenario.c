@@ -37,9 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct model m;
         model_init(&m, &s, k);
         model_run(&m, s.duration);
-        uint64_t done = m.st.completed;
-        for (int i = 0; i < FAIL_N; i++) done += m.st.failed[i];
-        if (done > m.st.arrived) abort(); /* conservation */
+        uint64_t done = m.stats.completed;
+        for (int i = 0; i < FAIL_N; i++) done += m.stats.failed[i];
+        if (done > m.stats.arrived) abort(); /* conservation */
         model_free(&m);
     }
     return 0;

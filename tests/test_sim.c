@@ -328,8 +328,8 @@ static void test_port_exhaustion(void)
         model_run(&m, 40 * SEC);
         double rate = (double)(m.svc[0].opened - before) / 20.0;
         CHECK_NEAR(rate, 1000 / 5.0, 0.02, k ? "virtual: new connections/s = range/TIME_WAIT" : "platform: new connections/s = range/TIME_WAIT");
-        CHECK(m.st.failed[FAIL_NO_PORT] > 0, "requests fail with no_port");
-        CHECK(m.st.peak_ports_tw == 1000, "TIME_WAIT fills the range (%d)", m.st.peak_ports_tw);
+        CHECK(m.stats.failed[FAIL_NO_PORT] > 0, "requests fail with no_port");
+        CHECK(m.stats.peak_ports_tw == 1000, "TIME_WAIT fills the range (%d)", m.stats.peak_ports_tw);
         model_free(&m);
     }
     /* the same load with a pool: no failures, few connections */
@@ -355,7 +355,7 @@ static void test_pool_grows_and_shrinks(void)
     model_init(&m, &s, MODEL_PLATFORM);
     model_run(&m, s.duration);
     const struct sample *last = &m.series[m.nseries - 1];
-    CHECK(m.st.peak_os_threads == s.runtime_threads + 100, "all 100 users at t=0: 100 pool threads (%d)", m.st.peak_os_threads);
+    CHECK(m.stats.peak_os_threads == s.runtime_threads + 100, "all 100 users at t=0: 100 pool threads (%d)", m.stats.peak_os_threads);
     /* ~100 x 0.05 / 10.05 = 0.5 requests in flight later, ~10 req/s: even handed round-robin
      * to the longest-idle thread (as Java's queue does), each thread idles > 2 s and retires */
     CHECK(last->os_threads <= s.runtime_threads + s.min_spare + 5, "idle threads retired (%d threads at the end)", last->os_threads);
@@ -431,12 +431,12 @@ static void test_conservation(void)
         int32_t free_slots = 0;
         for (int32_t i = m.free_req; i >= 0; i = m.req[i].next) free_slots++;
         uint64_t failed = 0;
-        for (int f = 0; f < FAIL_N; f++) failed += m.st.failed[f];
-        CHECK(m.st.arrived == m.st.completed + failed + (uint64_t)(m.nreq - free_slots),
+        for (int f = 0; f < FAIL_N; f++) failed += m.stats.failed[f];
+        CHECK(m.stats.arrived == m.stats.completed + failed + (uint64_t)(m.nreq - free_slots),
               "%s: arrived %" PRIu64 " = completed %" PRIu64 " + failed %" PRIu64 " + live %d", model_names[k],
-              m.st.arrived, m.st.completed, failed, m.nreq - free_slots);
-        CHECK(m.st.failed[FAIL_TIMEOUT] > 0 && m.st.failed[FAIL_NO_PORT] > 0 &&
-                  m.st.failed[FAIL_REFUSED] + m.st.failed[FAIL_REJECTED] > 0, "%s: failures of every kind happen", model_names[k]);
+              m.stats.arrived, m.stats.completed, failed, m.nreq - free_slots);
+        CHECK(m.stats.failed[FAIL_TIMEOUT] > 0 && m.stats.failed[FAIL_NO_PORT] > 0 &&
+                  m.stats.failed[FAIL_REFUSED] + m.stats.failed[FAIL_REJECTED] > 0, "%s: failures of every kind happen", model_names[k]);
         model_free(&m);
     }
 }
@@ -507,7 +507,7 @@ static void test_scenario_claims(void)
     }
     if (run_shipped("scenarios/no-pool.scn", &s, &p, &v) == 0) { /* the port wall */
         double wall = (s.port_high - s.port_low + 1) / ((double)s.time_wait / SEC);
-        CHECK(v.failed_kind[FAIL_NO_PORT] > 0 && p.failed_kind[FAIL_NO_PORT] > 0, "no-pool: connects fail in both models");
+        CHECK(v.failed_by_reason[FAIL_NO_PORT] > 0 && p.failed_by_reason[FAIL_NO_PORT] > 0, "no-pool: connects fail in both models");
         CHECK_NEAR(v.throughput_rps, wall, 0.03, "no-pool: virtual held to range/TIME_WAIT");
     }
     if (run_shipped("scenarios/pool-fixed.scn", &s, &p, &v) == 0) {

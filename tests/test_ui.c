@@ -54,7 +54,7 @@ static const struct ui_hit *tu_hit(const struct ui_canvas *c, int model, int kin
 {
     for (int i = 0; i < c->g.nhit; i++) {
         const struct ui_hit *h = &c->g.hit[i];
-        if (h->model == model && h->kind == kind && (idx < 0 || h->idx == idx)) return h;
+        if (h->model == model && h->type == kind && (idx < 0 || h->idx == idx)) return h;
     }
     return NULL;
 }
@@ -181,7 +181,7 @@ struct tu_state { uint64_t events, arrived, completed, failed; int32_t alive, pa
 
 static struct tu_state tu_state_of(const struct model *m)
 {
-    return (struct tu_state){m->st.events, m->st.arrived, m->st.completed, ui_failed(m), m->threads_alive, m->vt_parked, m->queue.len,
+    return (struct tu_state){m->stats.events, m->stats.arrived, m->stats.completed, ui_failed(m), m->threads_alive, m->vt_parked, m->queue.len,
                              m->nseries, m->now};
 }
 
@@ -199,17 +199,17 @@ static void test_step_and_rewind(void)
     /* one step is one event of one model */
     int ok = 1;
     for (int i = 0; i < 200; i++) {
-        uint64_t before[MODEL_N] = {x->m[0].st.events, x->m[1].st.events};
+        uint64_t before[MODEL_N] = {x->m[0].stats.events, x->m[1].stats.events};
         int k = ui_sim_step(x, said, sizeof said, &touched);
-        uint64_t d0 = x->m[0].st.events - before[0], d1 = x->m[1].st.events - before[1];
+        uint64_t d0 = x->m[0].stats.events - before[0], d1 = x->m[1].stats.events - before[1];
         if (k < 0 || d0 + d1 != 1 || (k == 0 ? d0 : d1) != 1 || strncmp(said, "t=", 2)) ok = 0;
     }
     CHECK(ok, "200 steps: each advanced exactly one event counter by one and was narrated (last: %s)", said);
     CHECK(strstr(said, model_names[0]) || strstr(said, model_names[1]), "the narration names the model: %s", said);
     /* the next completion */
-    uint64_t done = x->m[0].st.completed + x->m[1].st.completed;
+    uint64_t done = x->m[0].stats.completed + x->m[1].stats.completed;
     ui_sim_next_done(x, said, sizeof said, &touched);
-    CHECK(x->m[0].st.completed + x->m[1].st.completed == done + 1, "shift-right stops at the next completion: %s", said);
+    CHECK(x->m[0].stats.completed + x->m[1].stats.completed == done + 1, "shift-right stops at the next completion: %s", said);
     CHECK(strstr(said, "completes") != NULL, "and says so: %s", said);
     /* rewinding re-simulates to the same state as a run that never went back */
     simtime t1 = 700 * MS;
