@@ -261,9 +261,9 @@ static long proc_count_time_wait(void)
     if (!f) return -1;
     char line[512];
     long n = 0;
-    unsigned st;
+    unsigned state;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %*s %*s %x", &st) == 1 && st == 6) n++;
+        if (sscanf(line, "%*s %*s %*s %x", &state) == 1 && state == 6) n++;
     fclose(f);
     return n;
 }
@@ -925,7 +925,10 @@ static int vt_wait(int fd, int dir, int64_t deadline)
 {
     struct carrier *c = carrier_self;
     struct vt *v = c->cur;
-    if (LOAD(rt.shutdown)) return errno = ECANCELED, -1;
+    if (LOAD(rt.shutdown)) {
+        errno = ECANCELED;
+        return -1;
+    }
     if (fd >= 0) {
         rt.io[fd].waiter[dir] = v;
         v->wait_fd = fd;
@@ -933,8 +936,14 @@ static int vt_wait(int fd, int dir, int64_t deadline)
     }
     if (deadline >= 0) timer_add(c, v, deadline);
     vt_park();
-    if (v->woke == VT_WOKE_CANCEL) return errno = ECANCELED, -1;
-    if (v->woke == VT_WOKE_TIMEOUT) return errno = ETIMEDOUT, -1;
+    if (v->woke == VT_WOKE_CANCEL) {
+        errno = ECANCELED;
+        return -1;
+    }
+    if (v->woke == VT_WOKE_TIMEOUT) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
     return 0;
 }
 
@@ -1222,7 +1231,10 @@ static void rt_run(void (*fn)(void *), void *arg)
 static int io_register(int fd)
 {
     struct carrier *c = carrier_self;
-    if (fd >= rt.io_cap) return errno = EMFILE, -1;
+    if (fd >= rt.io_cap) {
+        errno = EMFILE;
+        return -1;
+    }
     struct vt_io *io = &rt.io[fd];
     /* The fd number may have been closed a moment ago on another carrier: the kernel orders
      * that close before this fd's creation, and this acquire (pairing with io_close's
@@ -1248,7 +1260,10 @@ static int io_wait(int fd, int dir, int64_t deadline)
         int ms = -1;
         if (deadline >= 0) {
             int64_t left = deadline - now_ns();
-            if (left <= 0) return errno = ETIMEDOUT, -1;
+            if (left <= 0) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
             ms = (int)((left + NS_PER_MS - 1) / NS_PER_MS);
         }
         struct pollfd p = {.fd = fd, .events = dir == VT_READ ? POLLIN : POLLOUT};
@@ -1327,7 +1342,8 @@ static int io_adopt(int fd, int timeout_ms)
     if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || io_register(fd) < 0) {
         int e = errno;
         close(fd);
-        return errno = e, -1;
+        errno = e;
+        return -1;
     }
     return fd;
 }
@@ -1348,7 +1364,8 @@ static int io_connect(const struct sockaddr_in *sa, int64_t deadline, int timeou
         err = errno;
     }
     io_close(fd);
-    return errno = err, -1;
+    errno = err;
+    return -1;
 }
 
 /* Accept one connection on a listening socket registered with this carrier. The new fd is
@@ -1393,7 +1410,10 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     struct sockaddr_in sa;
     char hp[96];
     snprintf(hp, sizeof hp, "%s:%d", host, port ? port : 1);
-    if (parse_hostport(hp, &sa) < 0) return errno = EINVAL, -1;
+    if (parse_hostport(hp, &sa) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
     sa.sin_port = htons((uint16_t)port);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     if (fd < 0) return -1;
@@ -1403,7 +1423,8 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
         getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
         int e = errno;
         close(fd);
-        return errno = e, -1;
+        errno = e;
+        return -1;
     }
     if (port_out) *port_out = ntohs(sa.sin_port);
     return fd;
@@ -1554,15 +1575,15 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
         const char *v = colon + 1, *ve = eol;
         while (v < ve && (*v == ' ' || *v == '\t')) v++;
         while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-        for (const char *q = v; q < ve; q++)
-            if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f) return bad;
+        for (const char *cur = v; cur < ve; cur++)
+            if (((unsigned char)*cur < 0x20 && *cur != '\t') || *cur == 0x7f) return bad;
         size_t nl = (size_t)(colon - p), vl = (size_t)(ve - v);
         if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
             size_t n = 0;
             if (!vl || vl > 9) return bad;
-            for (const char *q = v; q < ve; q++) {
-                if (*q < '0' || *q > '9') return bad;
-                n = n * 10 + (size_t)(*q - '0');
+            for (const char *cur = v; cur < ve; cur++) {
+                if (*cur < '0' || *cur > '9') return bad;
+                n = n * 10 + (size_t)(*cur - '0');
             }
             if (h->has_length && n != h->content_length) return bad; /* smuggling guard */
             h->content_length = n;
@@ -1614,16 +1635,16 @@ static long http_parse_request(const char *buf, size_t len, struct http_request 
     out->method = p;
     out->method_len = (size_t)(sp1 - p);
     out->path = sp1 + 1;
-    const char *q = memchr(out->path, '?', (size_t)(sp2 - out->path));
-    out->path_len = (size_t)((q ? q : sp2) - out->path);
-    if (q) {
-        out->query = q + 1;
-        out->query_len = (size_t)(sp2 - q - 1);
+    const char *qmark = memchr(out->path, '?', (size_t)(sp2 - out->path));
+    out->path_len = (size_t)((qmark ? qmark : sp2) - out->path);
+    if (qmark) {
+        out->query = qmark + 1;
+        out->query_len = (size_t)(sp2 - qmark - 1);
     }
     out->minor = sp2[8] - '0';
     if (!head) return 0;
-    int st = http_parse_headers(eol + 2, buf + head - 2, &out->h, 400);
-    if (st) return -st;
+    int status = http_parse_headers(eol + 2, buf + head - 2, &out->h, 400);
+    if (status) return -status;
     if (out->h.chunked) return -501;
     if (out->h.content_length > HTTP_MAX_BODY) return -413;
     out->head_len = (size_t)head;
@@ -1673,15 +1694,15 @@ static void http_write_response(struct sbuf *out, int status, const char *ctype,
 }
 
 /* The value of a query parameter as a non-negative integer, or def if absent or invalid. */
-static long http_query_int(const char *q, size_t n, const char *key, long def)
+static long http_query_int(const char *query, size_t n, const char *key, long def)
 {
     size_t kl = strlen(key);
-    for (size_t i = 0; q && i + kl < n; i++) {
-        if ((i == 0 || q[i - 1] == '&') && !strncmp(q + i, key, kl) && q[i + kl] == '=') {
+    for (size_t i = 0; query && i + kl < n; i++) {
+        if ((i == 0 || query[i - 1] == '&') && !strncmp(query + i, key, kl) && query[i + kl] == '=') {
             long v = 0;
             size_t j = i + kl + 1;
-            if (j >= n || q[j] < '0' || q[j] > '9') return def;
-            for (; j < n && q[j] >= '0' && q[j] <= '9' && v < 100000000; j++) v = v * 10 + (q[j] - '0');
+            if (j >= n || query[j] < '0' || query[j] > '9') return def;
+            for (; j < n && query[j] >= '0' && query[j] <= '9' && v < 100000000; j++) v = v * 10 + (query[j] - '0');
             return v;
         }
     }
@@ -1728,7 +1749,7 @@ static void metrics_request(int status, int64_t ns)
 static void metrics_page(struct sbuf *b)
 {
     struct metrics *m = rt.m;
-    struct vt_stats v = vt_stats();
+    struct vt_stats threads = vt_stats();
     uint64_t cum = 0;
     sbuf_printf(b, "# HELP agg_requests_total Requests answered, by status.\n# TYPE agg_requests_total counter\n");
     for (int i = 0; i <= HTTP_NSTATUS; i++) {
@@ -1754,15 +1775,15 @@ static void metrics_page(struct sbuf *b)
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
         {"agg_pool_queue", "requests queued for a pool thread", (double)LOAD(m->pool_queue)},
-        {"agg_vthreads_alive", "virtual threads alive", (double)v.alive},
-        {"agg_vthreads_runnable", "virtual threads runnable", (double)v.runnable},
-        {"agg_vthreads_parked", "virtual threads parked", (double)v.parked},
+        {"agg_vthreads_alive", "virtual threads alive", (double)threads.alive},
+        {"agg_vthreads_runnable", "virtual threads runnable", (double)threads.runnable},
+        {"agg_vthreads_parked", "virtual threads parked", (double)threads.parked},
         {"agg_vthreads_pinned", "virtual threads pinned (inside vt_pin)", (double)LOAD(rt.pinned)},
         {"agg_vthreads_pinned_blocked", "pinned virtual threads blocking their carrier", (double)LOAD(rt.pinned_blocked)},
         {"agg_carriers", "carrier threads", (double)rt.ncarriers},
-        {"agg_carriers_busy", "carriers running a virtual thread", (double)v.busy},
-        {"agg_context_switches_total", "switches into virtual threads", (double)v.switches},
-        {"agg_stack_copied_bytes_total", "stack bytes copied by parking", (double)v.copied_bytes},
+        {"agg_carriers_busy", "carriers running a virtual thread", (double)threads.busy},
+        {"agg_context_switches_total", "switches into virtual threads", (double)threads.switches},
+        {"agg_stack_copied_bytes_total", "stack bytes copied by parking", (double)threads.copied_bytes},
         {"agg_downstream_calls_total", "downstream calls", (double)LOAD(m->ds_calls)},
         {"agg_downstream_connections_opened_total", "downstream connections opened", (double)LOAD(m->ds_opened)},
     };
@@ -1797,20 +1818,20 @@ struct config {
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
 
-static void config_defaults(struct config *c)
+static void config_defaults(struct config *cfg)
 {
-    memset(c, 0, sizeof *c);
-    c->mode = MODE_VIRTUAL;
-    c->host = "127.0.0.1";
-    c->fanout = 3;
-    c->threads = 200;
-    c->min_spare = 10;
-    c->max_connections = 8192;
-    c->accept_count = 100;
-    c->pool = 1;
-    c->timeout_ms = 5000;
-    c->idle_ms = 20000;
-    c->thread_idle_ms = 60000;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->mode = MODE_VIRTUAL;
+    cfg->host = "127.0.0.1";
+    cfg->fanout = 3;
+    cfg->threads = 200;
+    cfg->min_spare = 10;
+    cfg->max_connections = 8192;
+    cfg->accept_count = 100;
+    cfg->pool = 1;
+    cfg->timeout_ms = 5000;
+    cfg->idle_ms = 20000;
+    cfg->thread_idle_ms = 60000;
 }
 
 /* Parse "H:P,H:P" into cfg->backends. Returns 0 or -1. */
@@ -1862,59 +1883,59 @@ struct conn {
 
 static struct conn *conn_new(struct server *s, int fd)
 {
-    struct conn *c = xcalloc(1, sizeof *c);
-    c->fd = fd;
-    c->srv = s;
-    c->buf = xmalloc(CONN_BUF);
+    struct conn *conn = xcalloc(1, sizeof *conn);
+    conn->fd = fd;
+    conn->srv = s;
+    conn->buf = xmalloc(CONN_BUF);
     SHARED_ADD(rt.m->conns, 1);
-    return c;
+    return conn;
 }
 
-static void conn_free(struct conn *c)
+static void conn_free(struct conn *conn)
 {
-    io_close(c->fd);
+    io_close(conn->fd);
     SHARED_ADD(rt.m->conns, -1);
-    sbuf_free(&c->out);
-    free(c->buf);
-    free(c);
+    sbuf_free(&conn->out);
+    free(conn->buf);
+    free(conn);
 }
 
 /* Read until one whole request is buffered. Returns its length (> 0), 0 if the peer went
  * away or stayed idle past the deadline, or -status for a request to refuse. */
-static long conn_read_request(struct conn *c, struct http_request *rq, int64_t deadline)
+static long conn_read_request(struct conn *conn, struct http_request *rq, int64_t deadline)
 {
     for (;;) {
-        long r = http_parse_request(c->buf, c->len, rq);
+        long r = http_parse_request(conn->buf, conn->len, rq);
         if (r != 0) return r;
-        if (c->len == CONN_BUF) return -431;
-        ssize_t n = io_rw(c->fd, VT_READ, c->buf + c->len, CONN_BUF - c->len, deadline);
+        if (conn->len == CONN_BUF) return -431;
+        ssize_t n = io_rw(conn->fd, VT_READ, conn->buf + conn->len, CONN_BUF - conn->len, deadline);
         if (n <= 0) return 0;
-        c->len += (size_t)n;
+        conn->len += (size_t)n;
     }
 }
 
 /* Serve one request: read it, route it, write the answer. Returns 1 to keep the connection
  * (HTTP/1.1 keep-alive), 0 to close it. Shared by every server and both models. */
-static int conn_serve_one(struct conn *c)
+static int conn_serve_one(struct conn *conn)
 {
     struct http_request rq;
-    long r = conn_read_request(c, &rq, now_ns() + (int64_t)c->srv->cfg->idle_ms * NS_PER_MS);
+    long r = conn_read_request(conn, &rq, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS);
     if (r == 0) return 0;
     int64_t t0 = now_ns();
     int status, keep = r > 0 && rq.keep_alive;
-    c->out.len = 0;
+    conn->out.len = 0;
     if (r < 0) {
         status = (int)-r;
         const char *reason = http_reasons[http_status_index(status)];
-        http_write_response(&c->out, status, "text/plain", reason, strlen(reason), 0);
+        http_write_response(&conn->out, status, "text/plain", reason, strlen(reason), 0);
     } else {
-        status = c->srv->route(c->srv, &rq, &c->out, keep);
+        status = conn->srv->route(conn->srv, &rq, &conn->out, keep);
     }
-    int ok = io_write_all(c->fd, c->out.p, c->out.len, now_ns() + (int64_t)c->srv->cfg->idle_ms * NS_PER_MS) == 0;
+    int ok = io_write_all(conn->fd, conn->out.p, conn->out.len, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS) == 0;
     metrics_request(status, now_ns() - t0);
     if (r > 0) {
-        memmove(c->buf, c->buf + r, c->len - (size_t)r);
-        c->len -= (size_t)r;
+        memmove(conn->buf, conn->buf + r, conn->len - (size_t)r);
+        conn->len -= (size_t)r;
     }
     return keep && ok;
 }
@@ -2140,21 +2161,21 @@ static void ds_free(struct server *s)
     s->pools = NULL;
 }
 
-static struct client *ds_take(struct ds_pool *p)
+static struct client *ds_take(struct ds_pool *backend_pool)
 {
-    pthread_mutex_lock(&p->mu);
-    struct client *cl = p->idle;
-    if (cl) p->idle = cl->next;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(&backend_pool->mu);
+    struct client *cl = backend_pool->idle;
+    if (cl) backend_pool->idle = cl->next;
+    pthread_mutex_unlock(&backend_pool->mu);
     return cl;
 }
 
-static void ds_put(struct ds_pool *p, struct client *cl)
+static void ds_put(struct ds_pool *backend_pool, struct client *cl)
 {
-    pthread_mutex_lock(&p->mu);
-    cl->next = p->idle;
-    p->idle = cl;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(&backend_pool->mu);
+    cl->next = backend_pool->idle;
+    backend_pool->idle = cl;
+    pthread_mutex_unlock(&backend_pool->mu);
 }
 
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
@@ -2164,11 +2185,11 @@ static void ds_put(struct ds_pool *p, struct client *cl)
 static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline)
 {
     const struct config *cfg = s->cfg;
-    struct ds_pool *p = ds_pool_for(s, backend);
+    struct ds_pool *backend_pool = ds_pool_for(s, backend);
     char req[128];
     int n = snprintf(req, sizeof req, "GET /item/%d HTTP/1.1\r\nHost: backend\r\n\r\n", item);
     SHARED_ADD(rt.m->ds_calls, 1);
-    struct client *cl = cfg->pool ? ds_take(p) : NULL;
+    struct client *cl = cfg->pool ? ds_take(backend_pool) : NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = cl != NULL;
         if (!cl) {
@@ -2190,7 +2211,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int status = rs.status == 200 ? 200 : 502;
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
-        if (cfg->pool && rs.keep_alive) ds_put(p, cl);
+        if (cfg->pool && rs.keep_alive) ds_put(backend_pool, cl);
         else client_close(cl);
         return status;
     }
@@ -2213,7 +2234,9 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
     long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
     if (s->cfg->jitter_ms > 0) {
         uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         s->seed = x;
         delay += (long)(x % (uint64_t)(s->cfg->jitter_ms + 1));
     }
@@ -2270,11 +2293,11 @@ static void *pool_thread(void *arg);
  * returned here, and both of those take p->mu first (pool_submit, pool_close), so the lock
  * orders this thread's last use of the connection before theirs. The release store says
  * the same to the poller, which reads the connection's events before taking the lock. */
-static void pool_watch(struct pool *p, struct conn *c, int op)
+static void pool_watch(struct pool *p, struct conn *conn, int op)
 {
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
-    int fd = c->fd;
-    __atomic_store_n(&c->handoff, 1, __ATOMIC_RELEASE);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = conn};
+    int fd = conn->fd;
+    __atomic_store_n(&conn->handoff, 1, __ATOMIC_RELEASE);
     epoll_ctl(p->epfd, op, fd, &ev);
 }
 
@@ -2312,43 +2335,43 @@ static int pool_wait_task(struct pool *p)
     return r;
 }
 
-static void pool_unlink(struct pool *p, struct conn *c)
+static void pool_unlink(struct pool *p, struct conn *conn)
 {
-    if (c->prev) c->prev->all_next = c->all_next;
-    else p->all = c->all_next;
-    if (c->all_next) c->all_next->prev = c->prev;
+    if (conn->prev) conn->prev->all_next = conn->all_next;
+    else p->all = conn->all_next;
+    if (conn->all_next) conn->all_next->prev = conn->prev;
 }
 
 /* Drop a connection: free it and, if the acceptor had paused at max_connections, resume. */
-static void pool_close(struct pool *p, struct conn *c)
+static void pool_close(struct pool *p, struct conn *conn)
 {
     pthread_mutex_lock(&p->mu);
-    pool_unlink(p, c);
+    pool_unlink(p, conn);
     p->nconns--;
     if (p->accept_paused && p->nconns < p->srv->cfg->max_connections && !p->stopping) {
         p->accept_paused = 0;
         pool_watch_listener(p, EPOLL_CTL_ADD);
     }
     pthread_mutex_unlock(&p->mu);
-    conn_free(c);
+    conn_free(conn);
 }
 
 /* Queue a connection whose request is readable (the executor's execute()). */
-static void pool_submit(struct pool *p, struct conn *c)
+static void pool_submit(struct pool *p, struct conn *conn)
 {
     pthread_mutex_lock(&p->mu);
     if (p->srv->cfg->max_queue > 0 && p->qlen >= p->srv->cfg->max_queue) {
         pthread_mutex_unlock(&p->mu);
         static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-        if (write(c->fd, busy, sizeof busy - 1) < 0) {} /* best effort; the socket is closing */
+        if (write(conn->fd, busy, sizeof busy - 1) < 0) {} /* best effort; the socket is closing */
         metrics_request(503, 0);
-        pool_close(p, c);
+        pool_close(p, conn);
         return;
     }
-    c->next = NULL;
-    if (p->qtail) p->qtail->next = c;
-    else p->qhead = c;
-    p->qtail = c;
+    conn->next = NULL;
+    if (p->qtail) p->qtail->next = conn;
+    else p->qhead = conn;
+    p->qtail = conn;
     p->qlen++;
     SHARED_ADD(rt.m->pool_queue, 1);
     if (p->qlen > p->idle && p->nthreads < p->srv->cfg->threads) pool_grow(p);
@@ -2367,19 +2390,19 @@ static void *pool_thread(void *arg)
         while (!p->qhead && !p->stopping && !retire)
             retire = pool_wait_task(p) == ETIMEDOUT && !p->qhead && p->nthreads > p->srv->cfg->min_spare;
         if (!p->qhead) break; /* stopping, or idle too long */
-        struct conn *c = p->qhead;
-        p->qhead = c->next;
+        struct conn *conn = p->qhead;
+        p->qhead = conn->next;
         if (!p->qhead) p->qtail = NULL;
         p->qlen--;
         SHARED_ADD(rt.m->pool_queue, -1);
         SHARED_ADD(rt.m->pool_busy, 1);
         pthread_mutex_unlock(&p->mu);
-        int keep = conn_serve_one(c);
-        while (keep && c->len) keep = conn_serve_one(c); /* pipelined requests */
+        int keep = conn_serve_one(conn);
+        while (keep && conn->len) keep = conn_serve_one(conn); /* pipelined requests */
         SHARED_ADD(rt.m->pool_busy, -1);
-        if (!keep) pool_close(p, c);
+        if (!keep) pool_close(p, conn);
         pthread_mutex_lock(&p->mu);
-        if (keep) pool_watch(p, c, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
+        if (keep) pool_watch(p, conn, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
     }
     for (int i = 0; i < p->srv->cfg->threads; i++) /* tell pool_grow or pool_stop to join us */
         if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self())) p->slot[i] = POOL_SLOT_EXITED;
@@ -2403,14 +2426,14 @@ static void pool_accept(struct pool *p)
         pthread_mutex_unlock(&p->mu);
         int fd = accept4(p->srv->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) return; /* EAGAIN: backlog empty (or a transient error: try next time) */
-        struct conn *c = conn_new(p->srv, io_adopt(fd, p->srv->cfg->idle_ms));
+        struct conn *conn = conn_new(p->srv, io_adopt(fd, p->srv->cfg->idle_ms));
         pthread_mutex_lock(&p->mu);
         p->nconns++;
-        c->all_next = p->all;
-        if (p->all) p->all->prev = c;
-        p->all = c;
+        conn->all_next = p->all;
+        if (p->all) p->all->prev = conn;
+        p->all = conn;
         pthread_mutex_unlock(&p->mu);
-        pool_watch(p, c, EPOLL_CTL_ADD);
+        pool_watch(p, conn, EPOLL_CTL_ADD);
     }
 }
 
@@ -2426,10 +2449,10 @@ static void *pool_poller(void *arg)
                 pool_accept(p);
                 continue;
             }
-            struct conn *c = ev[i].data.ptr;
-            (void)__atomic_load_n(&c->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
-            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN)) pool_close(p, c);
-            else pool_submit(p, c);
+            struct conn *conn = ev[i].data.ptr;
+            (void)__atomic_load_n(&conn->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
+            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN)) pool_close(p, conn);
+            else pool_submit(p, conn);
         }
     }
 }
@@ -2481,9 +2504,9 @@ static void pool_stop(struct server *s)
     free(p->tids);
     free(p->slot);
     while (p->all) {
-        struct conn *c = p->all;
-        pool_unlink(p, c);
-        conn_free(c);
+        struct conn *conn = p->all;
+        pool_unlink(p, conn);
+        conn_free(conn);
     }
     close(p->epfd);
     close(p->stopfd);
@@ -2500,16 +2523,16 @@ static void pool_stop(struct server *s)
  * and every wait parks. This is Tomcat with spring.threads.virtual.enabled=true. */
 static void vconn_main(void *arg)
 {
-    struct conn *c = arg;
-    if (io_adopt(c->fd, 0) < 0) { /* register with this carrier's epoll */
-        c->fd = -1;
-        SHARED_ADD(c->srv->vconns, -1);
-        conn_free(c);
+    struct conn *conn = arg;
+    if (io_adopt(conn->fd, 0) < 0) { /* register with this carrier's epoll */
+        conn->fd = -1;
+        SHARED_ADD(conn->srv->vconns, -1);
+        conn_free(conn);
         return;
     }
-    while (conn_serve_one(c)) {}
-    SHARED_ADD(c->srv->vconns, -1);
-    conn_free(c);
+    while (conn_serve_one(conn)) {}
+    SHARED_ADD(conn->srv->vconns, -1);
+    conn_free(conn);
 }
 
 /* The acceptor: a virtual thread parked in accept, handing each connection to a new
@@ -2721,7 +2744,7 @@ struct load {
     char req[256];              /* the request bytes, the same for every call */
     size_t req_len;
     int64_t t0, t_end;          /* window [t0, t_end), ns */
-    struct load_stats *st;      /* one per carrier */
+    struct load_stats *per_carrier; /* one per carrier */
     int stop;                   /* atomic: stop early (Ctrl-C) */
     pthread_mutex_t mu;         /* guards done */
     pthread_cond_t cv;
@@ -2753,7 +2776,10 @@ static int load_one(struct load *L, struct client **clp, int64_t intended, int64
         if (r > 0) {
             *lat_ns = now_ns() - intended;
             client_consume(*clp, (size_t)r);
-            if (!rs.keep_alive) client_close(*clp), *clp = NULL;
+            if (!rs.keep_alive) {
+                client_close(*clp);
+                *clp = NULL;
+            }
             return rs.status >= 200 && rs.status < 300 ? -1 : LOAD_ERR_STATUS;
         }
         client_close(*clp);
@@ -2773,10 +2799,10 @@ static void load_user_main(void *arg)
     struct load_user *u = arg;
     struct load *L = u->L;
     const struct load_cfg *cfg = L->cfg;
-    struct load_stats *st = &L->st[carrier_self->id];
+    struct load_stats *stats = &L->per_carrier[carrier_self->id];
     /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
     struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS, cfg->timeout_ms);
-    if (!cl && now_ns() >= L->t0 && !load_over(L)) st->errors[LOAD_ERR_CONNECT]++;
+    if (!cl && now_ns() >= L->t0 && !load_over(L)) stats->errors[LOAD_ERR_CONNECT]++;
     /* Closed-loop users send from the start and count only the answers inside the window,
      * so it opens on a steady state; an open-loop schedule starts at the window. */
     if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
@@ -2791,11 +2817,11 @@ static void load_user_main(void *arg)
             if (now_ns() > L->t_end || LOAD(L->stop)) break; /* after the window: not counted */
             int counted = now_ns() >= L->t0;                 /* warm-up: not counted either */
             if (err >= 0) {
-                st->errors[err] += (uint64_t)counted;
+                stats->errors[err] += (uint64_t)counted;
                 if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break; /* no spin */
             } else if (counted) {
-                st->completed++;
-                hist_add(&st->h, (uint64_t)(lat / 1000));
+                stats->completed++;
+                hist_add(&stats->h, (uint64_t)(lat / 1000));
             }
             if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0) break;
         }
@@ -2817,7 +2843,7 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     inet_ntop(AF_INET, &cfg->addr.sin_addr, host, sizeof host);
     L->req_len = (size_t)snprintf(L->req, sizeof L->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", cfg->path, host,
                                   ntohs(cfg->addr.sin_port));
-    L->st = xcalloc((size_t)rt.ncarriers, sizeof *L->st);
+    L->per_carrier = xcalloc((size_t)rt.ncarriers, sizeof *L->per_carrier);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
     L->t0 = now_ns() + (int64_t)(cfg->warmup_s * NS_PER_S);
@@ -2838,38 +2864,38 @@ static struct load_stats *load_wait(struct load *L)
     while (L->done < L->cfg->users) pthread_cond_wait(&L->cv, &L->mu);
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
-    for (int c = 0; c < rt.ncarriers; c++) {
-        hist_merge(&all->h, &L->st[c].h);
-        all->completed += L->st[c].completed;
-        for (int e = 0; e < LOAD_NERR; e++) all->errors[e] += L->st[c].errors[e];
+    for (int i = 0; i < rt.ncarriers; i++) {
+        hist_merge(&all->h, &L->per_carrier[i].h);
+        all->completed += L->per_carrier[i].completed;
+        for (int e = 0; e < LOAD_NERR; e++) all->errors[e] += L->per_carrier[i].errors[e];
     }
-    free(L->st);
+    free(L->per_carrier);
     pthread_cond_destroy(&L->cv);
     pthread_mutex_destroy(&L->mu);
     return all;
 }
 
-static uint64_t load_errors_total(const struct load_stats *s)
+static uint64_t load_errors_total(const struct load_stats *stats)
 {
     uint64_t n = 0;
-    for (int e = 0; e < LOAD_NERR; e++) n += s->errors[e];
+    for (int e = 0; e < LOAD_NERR; e++) n += stats->errors[e];
     return n;
 }
 
-static void load_report(const struct load_cfg *cfg, const struct load_stats *s, double secs, FILE *f)
+static void load_report(const struct load_cfg *cfg, const struct load_stats *stats, double secs, FILE *f)
 {
-    double rps = (double)s->completed / secs;
-    const struct hist *h = &s->h;
+    double rps = (double)stats->completed / secs;
+    const struct hist *h = &stats->h;
     double ms[5] = {hist_quantile(h, 0.5) / 1e3, hist_quantile(h, 0.9) / 1e3, hist_quantile(h, 0.99) / 1e3,
                     hist_quantile(h, 0.999) / 1e3, h->max / 1e3};
     double mean = h->count ? (double)h->sum / (double)h->count / 1e3 : 0;
     if (cfg->json) {
         fprintf(f, "{\"throughput_rps\":%.2f,\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
                    "\"max\":%.3f,\"mean\":%.3f},\"completed\":%llu,\"errors\":%llu,\"errors_by_kind\":{",
-                rps, ms[0], ms[1], ms[2], ms[3], ms[4], mean, (unsigned long long)s->completed,
-                (unsigned long long)load_errors_total(s));
+                rps, ms[0], ms[1], ms[2], ms[3], ms[4], mean, (unsigned long long)stats->completed,
+                (unsigned long long)load_errors_total(stats));
         for (int e = 0; e < LOAD_NERR; e++)
-            fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e], (unsigned long long)s->errors[e]);
+            fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e], (unsigned long long)stats->errors[e]);
         fprintf(f, "},\"users\":%d,\"duration_s\":%.3f}\n", cfg->users, secs);
         return;
     }
@@ -2879,8 +2905,8 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *s, 
     else fprintf(f, "  think time %d ms\n", cfg->think_ms);
     fprintf(f, "  Latency   mean %.2fms  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms\n", mean, ms[0],
             ms[1], ms[2], ms[3], ms[4]);
-    fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)s->completed, secs);
-    for (int e = 0; e < LOAD_NERR; e++) fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)s->errors[e]);
+    fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)stats->completed, secs);
+    for (int e = 0; e < LOAD_NERR; e++) fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)stats->errors[e]);
     fprintf(f, "\nRequests/sec: %.2f\n", rps);
 }
 
@@ -2923,12 +2949,12 @@ static int load_run_cli(struct load_cfg *cfg)
         __atomic_store_n(&L.stop, 1, __ATOMIC_RELAXED);
         rt_shutdown(); /* cancels the requests in flight */
     }
-    struct load_stats *s = load_wait(&L);
+    struct load_stats *stats = load_wait(&L);
     if (!interrupted) rt_shutdown();
     rt_join();
     double secs = (double)(end - L.t0) / NS_PER_S;
-    load_report(cfg, s, secs > 0 ? secs : 1e-9, stdout);
-    free(s);
+    load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
+    free(stats);
     return interrupted;
 }
 
@@ -2973,14 +2999,14 @@ struct bench_kids {
     pid_t pid[4];
 };
 
-static void bench_forget(struct bench_kids *k, pid_t pid)
+static void bench_forget(struct bench_kids *kids, pid_t pid)
 {
-    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++)
-        if (k->pid[i] == pid) k->pid[i] = 0;
+    for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++)
+        if (kids->pid[i] == pid) kids->pid[i] = 0;
 }
 
 /* SIGTERM to the child's process group, up to 5 s to stop cleanly, then SIGKILL. */
-static void bench_kill(struct bench_kids *k, pid_t pid)
+static void bench_kill(struct bench_kids *kids, pid_t pid)
 {
     if (pid <= 0) return;
     kill(-pid, SIGTERM);
@@ -2994,17 +3020,17 @@ static void bench_kill(struct bench_kids *k, pid_t pid)
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    bench_forget(k, pid);
+    bench_forget(kids, pid);
 }
 
-static void bench_kill_all(struct bench_kids *k)
+static void bench_kill_all(struct bench_kids *kids)
 {
-    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++) bench_kill(k, k->pid[i]);
+    for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++) bench_kill(kids, kids->pid[i]);
 }
 
 /* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
  * unless keep_stderr. */
-static pid_t bench_spawn(struct bench_kids *k, char *const argv[], int out_fd, int keep_stderr)
+static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd, int keep_stderr)
 {
     pid_t parent = getpid();
     fflush(NULL);
@@ -3023,9 +3049,9 @@ static pid_t bench_spawn(struct bench_kids *k, char *const argv[], int out_fd, i
         _exit(127);
     }
     setpgid(pid, pid);
-    for (size_t i = 0; i < ARRAY_LEN(k->pid); i++)
-        if (!k->pid[i]) {
-            k->pid[i] = pid;
+    for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++)
+        if (!kids->pid[i]) {
+            kids->pid[i] = pid;
             break;
         }
     return pid;
@@ -3062,9 +3088,9 @@ static double bench_cpu_us(pid_t pid)
     fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0;
-    return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+    unsigned long utime = 0, stime = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
+    return (double)(utime + stime) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* CPU time the whole machine spent working, and the time the hypervisor stole from it
@@ -3106,7 +3132,7 @@ static double bench_json_num(const char *json, const char *key)
 
 /* Run one cell: start the aggregator, load it, sample it, stop it. Returns 0, or -1 if
  * interrupted (Ctrl-C). */
-static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct bench_row *row)
+static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     char port[16], bport[32], users[16], dur[32], fan[16], thr[16], car[16], url[64], think[16];
     snprintf(port, sizeof port, "%d", bc->port + 1);
@@ -3121,14 +3147,14 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
     char *sargv[] = {"aggregator", "serve", "--mode", row->mode == MODE_VIRTUAL ? "virtual" : "platform", "--port", port,
                      "--backends", bport, "--fanout", fan, "--threads", thr, "--carriers", car, "--accept-count",
                      "4096", "--timeout-ms", "30000", row->pool ? NULL : "--no-pool", NULL};
-    pid_t agg = bench_spawn(k, sargv, -1, 0);
+    pid_t agg = bench_spawn(kids, sargv, -1, 0);
     if (bench_wait_port(bc->port + 1) < 0) die("the aggregator did not start on port %s", port);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
     char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
                      "--warmup", BENCH_WARMUP_TEXT, "--json", NULL};
-    pid_t load = bench_spawn(k, largv, pfd[1], 1);
+    pid_t load = bench_spawn(kids, largv, pfd[1], 1);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
@@ -3141,8 +3167,14 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads) row->peak_threads = th;
         int64_t now = now_ns();
-        if (cpu0 < 0 && now >= t_start) cpu0 = bench_cpu_us(agg), all0 = bench_machine_cpu();
-        if (cpu1 < 0 && now >= t_end) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu();
+        if (cpu0 < 0 && now >= t_start) {
+            cpu0 = bench_cpu_us(agg);
+            all0 = bench_machine_cpu();
+        }
+        if (cpu1 < 0 && now >= t_end) {
+            cpu1 = bench_cpu_us(agg);
+            all1 = bench_machine_cpu();
+        }
         int64_t next = now + 50 * NS_PER_MS;
         if (cpu0 < 0 && t_start < next) next = t_start;
         else if (cpu1 < 0 && t_end < next) next = t_end;
@@ -3151,15 +3183,18 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
             break;
         }
     }
-    if (cpu1 < 0) cpu1 = bench_cpu_us(agg), all1 = bench_machine_cpu();
+    if (cpu1 < 0) {
+        cpu1 = bench_cpu_us(agg);
+        all1 = bench_machine_cpu();
+    }
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
     json[n > 0 ? n : 0] = '\0';
     close(pfd[0]);
-    if (interrupted) bench_kill(k, load);
-    else bench_forget(k, load); /* reaped by waitpid above */
-    bench_kill(k, agg);
+    if (interrupted) bench_kill(kids, load);
+    else bench_forget(kids, load); /* reaped by waitpid above */
+    bench_kill(kids, agg);
     if (interrupted) return -1;
     row->rps = bench_json_num(json, "throughput_rps");
     row->p50 = bench_json_num(json, "p50");
@@ -3181,15 +3216,15 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *k, struct b
  * on a VM a neighbour's burst can slow one run by tens of percent. */
 #define BENCH_STEAL_RETRY_PCT 5.0
 
-static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *k, struct bench_row *row)
+static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     struct bench_row first = *row;
-    if (bench_cell(bc, k, row) < 0) return -1;
+    if (bench_cell(bc, kids, row) < 0) return -1;
     if (row->steal_pct <= BENCH_STEAL_RETRY_PCT) return 0;
     fprintf(stderr, "bench: %d users %s: %.1f%% of the CPU stolen by the hypervisor; measuring again\n", row->users,
             row->mode == MODE_VIRTUAL ? "virtual" : "platform", row->steal_pct);
     *row = first;
-    return bench_cell(bc, k, row);
+    return bench_cell(bc, kids, row);
 }
 
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
@@ -3224,13 +3259,13 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 
 /* One point of the grid: --runs cells, the median (by throughput) printed and written.
  * Returns 0, or -1 if interrupted. */
-static int bench_point(const struct bench_cfg *bc, struct bench_kids *k, int users, int pool, int mode, FILE *csv)
+static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids, int users, int pool, int mode, FILE *csv)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     for (int r = 0; r < n; r++) {
         runs[r] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
-        if (bench_cell_calm(bc, k, &runs[r]) < 0) return -1;
+        if (bench_cell_calm(bc, kids, &runs[r]) < 0) return -1;
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
     bench_print_row(stdout, bc, &runs[n / 2], 0);
@@ -3517,7 +3552,9 @@ static double mb_pool_release_ns(long n)
         pthread_mutex_unlock(&mu);
     }
     double per = (double)(now_ns() - t0) / (double)n;
-    close(sv[0]), close(sv[1]), close(ep);
+    close(sv[0]);
+    close(sv[1]);
+    close(ep);
     return per;
 }
 
@@ -3558,7 +3595,10 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
     for (int i = 0; i < MB_N; i++) {
         qsort(m[i], (size_t)runs, sizeof m[i][0], mb_cmp);
         med[i] = m[i][runs / 2];
-        if (lo) lo[i] = m[i][0], hi[i] = m[i][runs - 1];
+        if (lo) {
+            lo[i] = m[i][0];
+            hi[i] = m[i][runs - 1];
+        }
     }
 }
 
@@ -3645,7 +3685,9 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
     close(pfd[0]);
     waitpid(load, &status, 0);
     bench_forget(kids, load);
-    *p50 = bench_json_num(json, "p50"), *p90 = bench_json_num(json, "p90"), *p99 = bench_json_num(json, "p99");
+    *p50 = bench_json_num(json, "p50");
+    *p90 = bench_json_num(json, "p90");
+    *p99 = bench_json_num(json, "p99");
     return *p50 > 0 && *p90 >= *p50 && *p99 >= *p90 ? 0 : -1;
 }
 
