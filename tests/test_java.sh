@@ -1,0 +1,171 @@
+#!/bin/sh
+# test_java.sh DIR: java/Aggregator.java (embedded Tomcat on a JDK >= 21) against the C
+# backend and load generator of DIR/aggregator: the contract of `aggregator serve` (answers,
+# errors, /metrics) and the point of the lab: under load, the virtual mode holds far fewer OS
+# threads than the platform pool. Loopback only, fixed ports 27600-27619, about 20 s.
+# Without a JDK 21+ or embedded Tomcat it says why and counts every check as skipped.
+dir=${1:-.}
+agg=$dir/aggregator
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do # bounded: a JVM that ignores SIGTERM for 5 s is killed
+        i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+pass=0; fail=0
+
+# check DESCRIPTION COMMAND...: one assertion (the skip count below counts these lines)
+check() {
+    d=$1; shift
+    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "test_java: FAIL: $d" >&2; fi
+}
+
+skip() {
+    echo "test_java: $1"
+    echo "test_java: 0 passed, 0 failed, $(grep -c '^check ' "$0") skipped"
+    exit 0
+}
+JAVA=$("$root/java/find-jdk" 2>"$tmp/err") || skip "$(cat "$tmp/err")"
+CP=$("$root/java/find-jdk" --classpath 2>"$tmp/err") || skip "$(cat "$tmp/err")"
+command -v curl >/dev/null || skip "curl not found: install curl"
+[ -x "$agg" ] || { echo "test_java: no $agg (build it first)"; echo "test_java: 0 passed, 1 failed"; exit 1; }
+ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
+
+# Compile once (the source launcher would compile again at every start).
+if ! "${JAVA%/java}/javac" -nowarn -cp "$CP" -d "$tmp/classes" "$root/java/Aggregator.java" 2>"$tmp/javac"; then
+    cat "$tmp/javac" >&2
+    echo "test_java: 0 passed, 1 failed"
+    exit 1
+fi
+
+# start NAME COMMAND...: run in the background, output in $tmp/NAME.log, pid in $tmp/NAME.pid
+start() {
+    name=$1; shift
+    "$@" >"$tmp/$name.log" 2>&1 &
+    echo $! >"$tmp/$name.pid"
+    pids="$pids $!"
+}
+java_server() { # java_server NAME PORT FLAGS...
+    name=$1; port=$2; shift 2
+    start "$name" "$JAVA" -cp "$tmp/classes:$CP" Aggregator --port "$port" "$@"
+}
+# ready PORT PATH: poll until something answers HTTP there (bounded: 20 s).
+ready() {
+    i=0
+    while [ $i -lt 200 ]; do
+        curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1$2" && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    echo "test_java: nothing answers on port $1" >&2
+    return 1
+}
+status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
+
+B=27600; SLOW=27608; DEAD=27609          # backends (nothing listens on DEAD)
+V=27601; P=27602; D=27603; N=27604; H=27605; T=27606   # Java servers
+start backend "$agg" backend --port $B --delay-ms 20
+start slow "$agg" backend --port $SLOW --delay-ms 3000
+java_server virtual $V --mode virtual --backends 127.0.0.1:$B
+java_server platform $P --mode platform --threads 150 --backends 127.0.0.1:$B
+java_server dead $D --mode virtual --timeout-ms 2000 --backends 127.0.0.1:$DEAD
+java_server pin $N --mode virtual --pin --backends 127.0.0.1:$B
+java_server httpclient $H --mode virtual --client httpclient --backends 127.0.0.1:$B
+java_server timeout $T --mode platform --timeout-ms 300 --backends 127.0.0.1:$SLOW
+for port in $V $P $D $N $H $T; do ready $port /metrics || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }; done
+[ $fail -eq 0 ] || { echo "test_java: 0 passed, $fail failed"; exit 1; }
+
+# The start-up line, as `aggregator serve` prints it (scripts wait for it).
+check "start-up line" grep -q "aggregator serve: listening on 127.0.0.1:$V (virtual threads" "$tmp/virtual.log"
+
+# /aggregate: K = 3 items in a JSON array, sequential and fanned out, in every configuration.
+items() { curl -s --max-time 10 "$1" | grep -o '"id":[0-9]*' | tr '\n' ' '; }
+want='"id":0 "id":1 "id":2 '
+check "virtual /aggregate: the 3 items" [ "$(items http://127.0.0.1:$V/aggregate)" = "$want" ]
+check "virtual ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$V/aggregate?parallel=1")" = "$want" ]
+check "platform /aggregate: the 3 items" [ "$(items http://127.0.0.1:$P/aggregate)" = "$want" ]
+check "platform ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$P/aggregate?parallel=1")" = "$want" ]
+check "httpclient /aggregate: the 3 items" [ "$(items http://127.0.0.1:$H/aggregate)" = "$want" ]
+check "httpclient ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$H/aggregate?parallel=1")" = "$want" ]
+check "--pin /aggregate: the 3 items" [ "$(items http://127.0.0.1:$N/aggregate)" = "$want" ]
+check "--pin ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$N/aggregate?parallel=1")" = "$want" ]
+check "/aggregate is application/json" sh -c "curl -s -D - -o /dev/null http://127.0.0.1:$V/aggregate | grep -qi '^content-type: application/json'"
+
+# Bad input: 404, 405, and a malformed request line sent raw (Tomcat's parser refuses it).
+check "unknown path: 404" [ "$(status http://127.0.0.1:$V/nope)" = 404 ]
+check "POST: 405" [ "$(status -X POST http://127.0.0.1:$V/aggregate)" = 405 ]
+raw() { printf "$2" | curl -s --max-time 3 "telnet://127.0.0.1:$1" | head -n 1 | cut -c1-12; }
+check "malformed request line: 400" [ "$(raw $V 'GE T /aggregate HTTP/1.1\r\nHost: x\r\n\r\n')" = "HTTP/1.1 400" ]
+check "binary junk: 400" [ "$(raw $V '\001\002\003\r\n\r\n')" = "HTTP/1.1 400" ]
+check "400 answered in plain text" sh -c "printf 'GE T / HTTP/1.1\r\n\r\n' | curl -s --max-time 3 telnet://127.0.0.1:$V | tail -n 1 | grep -qx 'Bad Request'"
+
+# A dead backend: 502 well within the timeout; a slow one: 504 at the timeout.
+out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 10 http://127.0.0.1:$D/aggregate)
+check "dead backend: 502 (got $out)" [ "${out% *}" = 502 ]
+check "dead backend: answered within --timeout-ms 2000 (got ${out#* } s)" awk "BEGIN { exit !(${out#* } < 2.0) }"
+out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 10 http://127.0.0.1:$T/aggregate)
+check "slow backend: 504 (got $out)" [ "${out% *}" = 504 ]
+check "slow backend: 504 after ~--timeout-ms 300 (got ${out#* } s)" awk "BEGIN { t = ${out#* }; exit !(t >= 0.25 && t < 2.0) }"
+
+# /metrics: the Prometheus text format, the C server's names.
+curl -s --max-time 10 http://127.0.0.1:$V/metrics >"$tmp/metrics"
+check "/metrics: every sample line is 'name{labels} number' or 'name number'" \
+    sh -c "! grep -v '^#' '$tmp/metrics' | grep -v -E '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'"
+check "/metrics: counted the 200s" grep -q -E '^agg_requests_total\{status="200"\} [1-9]' "$tmp/metrics"
+check "/metrics: counted the 404 and the 400s" sh -c "grep -q -E '^agg_requests_total\{status=\"404\"\} [1-9]' '$tmp/metrics' && grep -q -E '^agg_requests_total\{status=\"400\"\} [1-9]' '$tmp/metrics'"
+check "/metrics: the C server's metric names" sh -c 'for m in agg_request_seconds_bucket agg_request_seconds_count \
+    agg_os_threads agg_rss_bytes agg_vthreads_alive agg_downstream_calls_total; do grep -q "^$m" "$1" || exit 1; done' _ "$tmp/metrics"
+check "/metrics: virtual threads started" grep -q -E '^agg_vthreads_started_total [1-9]' "$tmp/metrics"
+
+# Under load: a platform request holds a pool thread, so the JVM's OS threads reach the pool
+# size; a virtual one holds none, so the JVM stays near its carriers and housekeeping threads.
+# load_peak NAME PORT USERS SECONDS: the load generator's report in $tmp/NAME.load, and the
+# most OS threads (Threads: in /proc/PID/status, every 100 ms) of the server NAME meanwhile.
+load_peak() {
+    pid=$(cat "$tmp/$1.pid")
+    (peak=0
+     while [ ! -e "$tmp/$1.done" ]; do
+         t=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+         [ -n "$t" ] && [ "$t" -gt "$peak" ] && peak=$t
+         echo "$peak" >"$tmp/$1.peak"
+         sleep 0.1
+     done) &
+    sampler=$!
+    "$agg" load --url "http://127.0.0.1:$2/aggregate" --users "$3" --duration "$4" >"$tmp/$1.load" 2>&1
+    touch "$tmp/$1.done"
+    wait $sampler
+    cat "$tmp/$1.peak"
+}
+served() { awk '/requests in/ { print $1 }' "$tmp/$1.load"; }
+served_clean() { # some requests answered, none failed
+    [ "$(served "$1")" -gt 0 ] 2>/dev/null && grep -q 'Errors: connect 0 read/write 0 timeout 0 status 0 parse 0' "$tmp/$1.load"
+}
+users=200; threads=150
+pp=$(load_peak platform $P $users 2)
+vp=$(load_peak virtual $V $users 2)
+np=$(load_peak pin $N 100 1)
+rps() { awk '/Requests\/sec/ { print $2 }' "$tmp/$1.load"; }
+echo "test_java: req/s at $users users: platform $(rps platform), virtual $(rps virtual); --pin at 100 users: $(rps pin)"
+echo "test_java: OS threads at $users users: platform $pp, virtual $vp (--threads $threads); --pin at 100 users: $np"
+check "platform under load: served without errors" served_clean platform
+check "virtual under load: served without errors" served_clean virtual
+check "--pin under load: served without errors" served_clean pin
+check "platform: OS threads >= min(users, maxThreads) = $threads (got $pp)" [ "$pp" -ge $threads ]
+check "virtual: fewer OS threads than requests in flight (got $vp < $threads)" [ "$vp" -lt $threads ]
+check "virtual: fewer OS threads than platform (got $vp < $pp)" [ "$vp" -lt "$pp" ]
+check "platform /metrics: the pool grew to --threads" \
+    sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q -E '^agg_pool_size $threads\$'"
+
+# A bad flag: one clear line and exit 2, through the single-file source launcher as documented.
+"$JAVA" -cp "$CP" "$root/java/Aggregator.java" --frobnicate >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "bad flag: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && grep -q \"unknown flag '--frobnicate'\" '$tmp/err'"
+
+echo "test_java: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
