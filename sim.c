@@ -54,8 +54,9 @@
  *     V.7 Headless frames  --screenshot, --frames
  *     V.8 Interactive window  keys, mouse, the loop
  *   Part VI. Command line and main
- *     VI.1 Options  opt_: the flag table; sim_: one function per mode
- *     VI.2 main
+ *     VI.1 Options  opt_rows[]: a row per flag; --help is made from it
+ *     VI.2 Modes  sim_: one function per mode (headless, validate, live, window)
+ *     VI.3 main
  */
 #include <ctype.h>
 #include <errno.h>
@@ -4941,97 +4942,201 @@ out:
 
 /* ---- VI.1 Options ---- */
 
-static const char sim_usage[] =
-    "usage: ./sim [--headless] SCENARIO.scn [options]\n"
-    "       ./sim --keys          list every scenario key with its default\n"
-    "\n"
-    "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and virtual\n"
-    "threads (M:N, Loom) on the same workload, and reports them side by side.\n"
-    "\n"
-    "  --headless          print the report instead of opening the window\n"
-    "  --seed N            random seed (default: the scenario's `seed`)\n"
-    "  --set KEY=VALUE     override a scenario key (repeatable), e.g. --set users=1000\n"
-    "  --json | --csv      the report for machines instead of the table\n"
-    "  --series FILE.csv   write the time series of both models\n"
-    "  --trace FILE.json   write a Chrome trace (open it in Perfetto): a lane per thread\n"
-    "  --calibration FILE  apply measured costs (./aggregator calibrate) over the scenario\n"
-    "  --live URL          poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and\n"
-    "                      put it beside the scenario's prediction, once a second\n"
-    "  --at TIME           with --live: stop after TIME; with --screenshot: the frame's time\n"
-    "                      (default: the scenario's duration)\n"
-    "  --validate FILE.csv simulate each point of ./aggregator bench's results and compare\n"
-    "                      (with --calibration; --json for machines; no scenario needed)\n"
-    "  --screenshot F.png  draw one frame at --at TIME (default: the end) without a display\n"
-    "  --frames DIR        write DIR/frame_00000.png ... at --fps frames per simulated second\n"
-    "  --fps N             frames per simulated second for --frames (default 30)\n"
-    "  --font PATH         TrueType font for the window (default DejaVu Sans Mono)\n"
-    "  --theme light|dark  light suits projectors (default dark)\n"
-    "  --size WxH          window or image size in pixels (default 1280x800)\n"
-    "  --quiet             no progress on stderr\n"
-    "  -h, --help          this text\n";
-
+/* What the command line asked for, typed: numbers and times are checked as they are parsed. */
 struct options {
-    const char *scenario;
-    const char *sets[128];
+    const char *scenario;           /* the first SCENARIO.scn */
+    const char *more[8];            /* scenarios 2..9: keys 2-9 switch to them in the window */
+    int nmore;
+    const char *sets[128];          /* --set KEY=VALUE, in order (applied by sim_load) */
     int nsets;
-    const char *seed;
-    int headless, json, csv, quiet;
-    const char *series, *trace, *calibration, *validate, *live, *at;
-    const char *screenshot, *frames, *fps, *font, *theme, *size; /* the window (ui_) */
-    const char *more[8]; int nmore; /* scenarios 2..9: keys 2-9 switch to them in the window */
+    const char *seed;               /* --seed, checked like the scenario key it sets */
+    int headless, json, csv, quiet; /* switches */
+    const char *series, *trace, *calibration, *validate, *live;
+    simtime at;                     /* --at, -1 = the scenario's duration */
+    const char *screenshot, *frames, *font;
+    double fps;                     /* --fps for --frames */
+    int light;                      /* --theme light */
+    int width, height;              /* --size, 0 = 1280x800 */
 };
 
-static int opt_fail(const char *fmt, const char *arg)
+/* How a flag's value is read; each type checks its value when it is parsed. */
+enum opt_type {
+    OPT_SWITCH, /* no value: sets an int to 1 */
+    OPT_STRING, /* a path, URL or scenario value, kept as written */
+    OPT_SET,    /* --set: appended to sets[] */
+    OPT_TIME,   /* a time such as 5s, into a simtime */
+    OPT_NUMBER, /* a number > 0, into a double */
+    OPT_THEME,  /* light or dark, into an int */
+    OPT_SIZE,   /* WxH, into width and height */
+    OPT_KEYS,   /* print the scenario keys and stop */
+    OPT_HELP,   /* print the usage and stop */
+};
+
+/* One row per flag: the name, its value's name (NULL for none), how it is read, where it
+ * goes, and its help. --help is generated from this table. */
+struct opt_row {
+    const char *flag, *arg;
+    uint8_t type; /* enum opt_type */
+    size_t off;   /* offset of the field in struct options */
+    const char *help;
+};
+
+#define OO(field) offsetof(struct options, field)
+static const struct opt_row opt_rows[] = {
+    {"--headless", NULL, OPT_SWITCH, OO(headless), "print the report instead of opening the window"},
+    {"--seed", "N", OPT_STRING, OO(seed), "random seed (default: the scenario's `seed`)"},
+    {"--set", "KEY=VALUE", OPT_SET, 0, "override a scenario key (repeatable), e.g. --set users=1000"},
+    {"--json", NULL, OPT_SWITCH, OO(json), "the report for machines instead of the table"},
+    {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
+    {"--series", "FILE.csv", OPT_STRING, OO(series), "write the time series of both models"},
+    {"--trace", "FILE.json", OPT_STRING, OO(trace),
+     "write a Chrome trace (open it in Perfetto): a lane per thread"},
+    {"--calibration", "FILE", OPT_STRING, OO(calibration),
+     "apply measured costs (./aggregator calibrate) over the scenario"},
+    {"--live", "URL", OPT_STRING, OO(live),
+     "poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and\n"
+     "put it beside the scenario's prediction, once a second"},
+    {"--at", "TIME", OPT_TIME, OO(at),
+     "with --live: stop after TIME; with --screenshot: the frame's time\n"
+     "(default: the scenario's duration)"},
+    {"--validate", "FILE.csv", OPT_STRING, OO(validate),
+     "simulate each point of ./aggregator bench's results and compare\n"
+     "(with --calibration; --json for machines; no scenario needed)"},
+    {"--screenshot", "F.png", OPT_STRING, OO(screenshot),
+     "draw one frame at --at TIME (default: the end) without a display"},
+    {"--frames", "DIR", OPT_STRING, OO(frames),
+     "write DIR/frame_00000.png ... at --fps frames per simulated second"},
+    {"--fps", "N", OPT_NUMBER, OO(fps), "frames per simulated second for --frames (default 30)"},
+    {"--font", "PATH", OPT_STRING, OO(font), "TrueType font for the window (default DejaVu Sans Mono)"},
+    {"--theme", "light|dark", OPT_THEME, OO(light), "light suits projectors (default dark)"},
+    {"--size", "WxH", OPT_SIZE, 0, "window or image size in pixels (default 1280x800)"},
+    {"--quiet", NULL, OPT_SWITCH, OO(quiet), "no progress on stderr"},
+    {"--keys", NULL, OPT_KEYS, 0, "list every scenario key with its default"},
+    {"--help", NULL, OPT_HELP, 0, "this text (also -h)"},
+};
+#define OPT_NROWS (sizeof opt_rows / sizeof opt_rows[0])
+
+static void opt_usage(FILE *out)
 {
+    fputs("usage: ./sim [--headless] SCENARIO.scn [options]\n"
+          "       ./sim --validate FILE.csv [--calibration FILE] [--json]\n"
+          "\n"
+          "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and virtual\n"
+          "threads (M:N, Loom) on the same workload, and reports them side by side.\n"
+          "\n",
+          out);
+    for (size_t i = 0; i < OPT_NROWS; i++) {
+        const struct opt_row *row = &opt_rows[i];
+        char left[40];
+        snprintf(left, sizeof left, "%s%s%s", row->flag, row->arg ? " " : "", row->arg ? row->arg : "");
+        fprintf(out, "  %-24s", left);
+        for (const char *p = row->help; *p;) { /* continuation lines line up under the first */
+            size_t n = strcspn(p, "\n");
+            fprintf(out, "%.*s\n", (int)n, p);
+            p += n;
+            if (*p == '\n') {
+                p++;
+                fprintf(out, "  %-24s", "");
+            }
+        }
+    }
+}
+
+static int opt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int opt_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "sim: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(./sim --help for usage)\n");
+    va_end(ap);
     return 2;
+}
+
+/* Read one flag's value into *o, typed and checked. Returns 0, or 2 after a message. */
+static int opt_value(const struct opt_row *row, const char *v, struct options *o)
+{
+    void *field = (char *)o + row->off;
+    char err[256], *end;
+    const char *tail;
+    double x;
+    struct scn_src src = {row->flag, 0, err, sizeof err};
+    switch (row->type) {
+    case OPT_STRING:
+        *(const char **)field = v;
+        return 0;
+    case OPT_SET:
+        if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0]))
+            return opt_fail("too many --set (%s)", v);
+        o->sets[o->nsets++] = v;
+        return 0;
+    case OPT_TIME:
+        if (scn_time(&src, v, &tail, &x) < 0 || *scn_skip_space(tail))
+            return opt_fail("%s %s: want a time such as 5s", row->flag, v);
+        *(simtime *)field = (simtime)x;
+        return 0;
+    case OPT_NUMBER:
+        errno = 0;
+        x = strtod(v, &end);
+        if (end == v || *end || errno || !(x > 0 && x <= 1e6))
+            return opt_fail("%s %s: want a number above 0", row->flag, v);
+        *(double *)field = x;
+        return 0;
+    case OPT_THEME:
+        if (strcmp(v, "light") && strcmp(v, "dark"))
+            return opt_fail("%s %s: want light or dark", row->flag, v);
+        *(int *)field = !strcmp(v, "light");
+        return 0;
+    case OPT_SIZE:
+        if (sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 || o->height < 64)
+            return opt_fail("%s %s: want WIDTHxHEIGHT, e.g. 1280x800", row->flag, v);
+        return 0;
+    }
+    return 0;
 }
 
 /* Parse argv into *o; returns 0, 1 for "done" (help, keys), or 2 on a bad flag. */
 static int opt_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
+    o->at = -1;
+    o->fps = 30;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(sim_usage, stdout); return 1; }
-        else if (!strcmp(a, "--keys")) { scn_print_keys(stdout); return 1; }
-        else if (!strcmp(a, "--headless")) o->headless = 1;
-        else if (!strcmp(a, "--json")) o->json = 1;
-        else if (!strcmp(a, "--csv")) o->csv = 1;
-        else if (!strcmp(a, "--quiet")) o->quiet = 1;
-        else if (!strcmp(a, "--seed") || !strcmp(a, "--set") || !strcmp(a, "--series") || !strcmp(a, "--trace") ||
-                 !strcmp(a, "--calibration") || !strcmp(a, "--validate") || !strcmp(a, "--live") ||
-                 !strcmp(a, "--at") || !strcmp(a, "--screenshot") || !strcmp(a, "--frames") || !strcmp(a, "--fps") ||
-                 !strcmp(a, "--font") || !strcmp(a, "--theme") || !strcmp(a, "--size")) {
-            if (!has_value) return opt_fail("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--seed")) o->seed = v;
-            else if (!strcmp(a, "--calibration")) o->calibration = v;
-            else if (!strcmp(a, "--validate")) o->validate = v;
-            else if (!strcmp(a, "--live")) o->live = v;
-            else if (!strcmp(a, "--at")) o->at = v;
-            else if (!strcmp(a, "--screenshot")) o->screenshot = v;
-            else if (!strcmp(a, "--frames")) o->frames = v;
-            else if (!strcmp(a, "--fps")) o->fps = v;
-            else if (!strcmp(a, "--font")) o->font = v;
-            else if (!strcmp(a, "--theme")) o->theme = v;
-            else if (!strcmp(a, "--size")) o->size = v;
-            else if (!strcmp(a, "--series")) o->series = v;
-            else if (!strcmp(a, "--trace")) o->trace = v;
-            else if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0])) return opt_fail("too many --set (%s)", v);
-            else o->sets[o->nsets++] = v;
-        } else if (a[0] == '-') return opt_fail("unknown option '%s'", a);
-        else if (o->scenario && o->nmore == (int)(sizeof o->more / sizeof o->more[0]))
+        const char *a = !strcmp(argv[i], "-h") ? "--help" : argv[i];
+        const struct opt_row *row = NULL;
+        for (size_t r = 0; r < OPT_NROWS && !row; r++)
+            if (!strcmp(a, opt_rows[r].flag))
+                row = &opt_rows[r];
+        if (row && row->type == OPT_HELP) {
+            opt_usage(stdout);
+            return 1;
+        }
+        if (row && row->type == OPT_KEYS) {
+            scn_print_keys(stdout);
+            return 1;
+        }
+        if (row && row->type == OPT_SWITCH) {
+            *(int *)((char *)o + row->off) = 1;
+        } else if (row) {
+            if (i + 1 >= argc)
+                return opt_fail("%s needs a value", a);
+            if (opt_value(row, argv[++i], o))
+                return 2;
+        } else if (a[0] == '-') {
+            return opt_fail("unknown option '%s'", a);
+        } else if (!o->scenario) {
+            o->scenario = a;
+        } else if (o->nmore == (int)(sizeof o->more / sizeof o->more[0])) {
             return opt_fail("nine scenarios at most ('%s' is extra)", a);
-        else if (o->scenario) o->more[o->nmore++] = a;
-        else o->scenario = a;
+        } else {
+            o->more[o->nmore++] = a;
+        }
     }
-    if (!o->scenario && !o->validate) return opt_fail("%s", "no scenario file given");
-    if (o->json && o->csv) return opt_fail("%s", "--json or --csv, not both");
-    if (o->theme && strcmp(o->theme, "light") && strcmp(o->theme, "dark")) return opt_fail("--theme %s: want light or dark", o->theme);
+    if (!o->scenario && !o->validate)
+        return opt_fail("%s", "no scenario file given");
+    if (o->json && o->csv)
+        return opt_fail("%s", "--json or --csv, not both");
     return 0;
 }
 
@@ -5064,6 +5169,8 @@ static int sim_load_window(struct scenario *s, const char *path, void *o, char *
 {
     return sim_load(s, path, o, err, errlen);
 }
+
+/* ---- VI.2 Modes ---- */
 
 static double wall_now(void)
 {
@@ -5146,18 +5253,10 @@ static int sim_validate(const struct options *o)
 }
 
 /* --at TIME, or the scenario's duration; -1 after printing an error. */
-static simtime opt_at(const struct scenario *s, const struct options *o)
+/* --at TIME, or the scenario's duration. */
+static simtime sim_until(const struct scenario *s, const struct options *o)
 {
-    char err[256];
-    const char *end;
-    double ns;
-    struct scn_src src = {"--at", 0, err, sizeof err};
-    if (!o->at) return s->duration;
-    if (scn_time(&src, o->at, &end, &ns) < 0 || *end) {
-        fprintf(stderr, "%s\n", *end ? "--at: want a time such as 5s" : err);
-        return -1;
-    }
-    return (simtime)ns;
+    return o->at >= 0 ? o->at : s->duration;
 }
 
 /* The mean of a model's sampled series over (from, to]: what it predicts for one interval. */
@@ -5208,8 +5307,7 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
 {
     struct live lv = {0};
     char err[512];
-    simtime until = opt_at(s, o);
-    if (until < 0) return 2;
+    simtime until = sim_until(s, o);
     if (live_parse_url(&lv, o->live, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return 2; }
     if (live_poll(&lv, wall_now(), err, sizeof err) < 0) {
         fprintf(stderr, "sim: %s (is ./aggregator serve running there?)\n", err);
@@ -5238,7 +5336,60 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     return rc;
 }
 
-/* ---- VI.2 main ---- */
+/* The window's options; with --live, the URL must answer before anything is drawn.
+ * Returns 0, or -1 after a message. */
+static int sim_ui_options(const struct options *o, struct live *lv, struct ui_options *uo)
+{
+    *uo = (struct ui_options){.font = o->font, .light = o->light, .width = o->width, .height = o->height};
+    if (!o->live)
+        return 0;
+    uo->live = lv;
+    return sim_live_open(lv, o);
+}
+
+/* --screenshot: one frame at --at, drawn without a display. */
+static int sim_screenshot(const struct scenario *s, const struct options *o)
+{
+    struct live lv = {0};
+    struct ui_options uo;
+    if (sim_ui_options(o, &lv, &uo) < 0)
+        return 1;
+    simtime at = sim_until(s, o);
+    if (o->live && (at = sim_live_collect(&lv, at)) < 0)
+        return 1;
+    int rc = ui_screenshot(s, at, o->screenshot, &uo);
+    free(lv.v);
+    return rc;
+}
+
+/* --frames: a PNG per frame, --fps frames per simulated second. */
+static int sim_frames(const struct scenario *s, const struct options *o)
+{
+    struct live lv = {0};
+    struct ui_options uo;
+    if (sim_ui_options(o, &lv, &uo) < 0)
+        return 1;
+    int rc = ui_frames(s, o->frames, o->fps, &uo);
+    free(lv.v);
+    return rc;
+}
+
+/* The window on every scenario given; keys 1-9 switch among them. */
+static int sim_window(const struct options *o)
+{
+    struct live lv = {0};
+    struct ui_options uo;
+    const char *paths[9] = {o->scenario};
+    if (sim_ui_options(o, &lv, &uo) < 0)
+        return 1;
+    for (int i = 0; i < o->nmore; i++)
+        paths[i + 1] = o->more[i];
+    int rc = ui_window(paths, o->nmore + 1, 0, sim_load_window, (void *)o, &uo);
+    free(lv.v);
+    return rc;
+}
+
+/* ---- VI.3 main ---- */
 
 #ifndef SIM_NO_MAIN
 int main(int argc, char **argv)
@@ -5247,37 +5398,23 @@ int main(int argc, char **argv)
     struct scenario s;
     char err[512];
     int rc = opt_parse(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
-    if (o.validate) return sim_validate(&o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (o.validate)
+        return sim_validate(&o);
     if (sim_load(&s, o.scenario, &o, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
     int window = !o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
-    if (o.live && !window && !o.screenshot) return sim_live_text(&s, &o);
-    struct live lv = {0};
-    struct ui_options uo = {o.font, o.theme && !strcmp(o.theme, "light"), 0, 0, 0, o.live ? &lv : NULL};
-    if (o.size && (sscanf(o.size, "%dx%d", &uo.width, &uo.height) != 2 || uo.width < 64 || uo.height < 64)) {
-        fprintf(stderr, "sim: --size %s: want WIDTHxHEIGHT, e.g. 1280x800\n", o.size);
-        return 2;
-    }
-    if (o.live && sim_live_open(&lv, &o) < 0) return 1;
-    if (o.screenshot) {
-        simtime at = opt_at(&s, &o);
-        if (at < 0) return 2;
-        if (o.live && (at = sim_live_collect(&lv, at)) < 0) return 1;
-        rc = ui_screenshot(&s, at, o.screenshot, &uo);
-        free(lv.v);
-        return rc;
-    }
-    if (o.frames) return ui_frames(&s, o.frames, o.fps ? atof(o.fps) : 30, &uo);
-    if (window) {
-        const char *paths[9] = {o.scenario};
-        for (int i = 0; i < o.nmore; i++) paths[i + 1] = o.more[i];
-        rc = ui_window(paths, o.nmore + 1, 0, sim_load_window, &o, &uo);
-        free(lv.v);
-        return rc;
-    }
+    if (o.live && !window && !o.screenshot)
+        return sim_live_text(&s, &o);
+    if (o.screenshot)
+        return sim_screenshot(&s, &o);
+    if (o.frames)
+        return sim_frames(&s, &o);
+    if (window)
+        return sim_window(&o);
     return sim_headless(&s, &o);
 }
 #endif

@@ -15,6 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     (void)opt_parse, (void)sim_load, (void)sim_headless, (void)sim_validate, (void)sim_live_text; /* not fuzzed here */
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window, (void)sim_live_open, (void)sim_live_collect;
+    (void)sim_screenshot;
+    (void)sim_frames;
+    (void)sim_window;
     FILE *f = fmemopen((void *)data, size, "r");
     if (!f) return 0;
     scn_defaults(&s);

@@ -588,6 +588,9 @@ static void test_command_line(void)
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
     (void)sim_headless, (void)sim_validate, (void)sim_live_text;
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window, (void)sim_live_open, (void)sim_live_collect;
+    (void)sim_screenshot;
+    (void)sim_frames;
+    (void)sim_window;
 }
 
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in

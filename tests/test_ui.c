@@ -10,9 +10,6 @@
  * ui_window): this test does not name them one by one, so it survives their changes */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "sim.c"
-#ifdef UI_DRAFT /* while the Window section is drafted outside sim.c */
-#include "/work/ui/ui_section.c"
-#endif
 #pragma GCC diagnostic pop
 #include "tests/check.h"
 
