@@ -126,8 +126,8 @@
 
 /* ---- I.1 Utilities ---- */
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
+#define NS_PER_MS    1000000LL
+#define NS_PER_S     1000000000LL
 
 /* Monotonic clock in nanoseconds: every deadline in this file is an absolute value of it. */
 static int64_t now_ns(void)
@@ -153,21 +153,24 @@ static void die(const char *fmt, ...)
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (!p) die("out of memory (%zu bytes)", n);
+    if (!p)
+        die("out of memory (%zu bytes)", n);
     return p;
 }
 
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) die("out of memory (%zu x %zu bytes)", n, size);
+    if (!p)
+        die("out of memory (%zu x %zu bytes)", n, size);
     return p;
 }
 
 static void *xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
-    if (!p) die("out of memory (%zu bytes)", n);
+    if (!p)
+        die("out of memory (%zu bytes)", n);
     return p;
 }
 
@@ -180,9 +183,11 @@ struct sbuf {
 
 static void sbuf_reserve(struct sbuf *b, size_t more)
 {
-    if (b->len + more + 1 <= b->cap) return;
+    if (b->len + more + 1 <= b->cap)
+        return;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) cap *= 2;
+    while (cap < b->len + more + 1)
+        cap *= 2;
     b->p = xrealloc(b->p, cap);
     b->cap = cap;
 }
@@ -221,11 +226,15 @@ static long proc_status_field(pid_t pid, const char *key)
     char path[64], line[256];
     snprintf(path, sizeof path, pid ? "/proc/%d/status" : "/proc/self/status", (int)pid);
     FILE *f = fopen(path, "r");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     long v = -1;
     size_t kl = strlen(key);
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, kl) && line[kl] == ':') { v = strtol(line + kl + 1, NULL, 10); break; }
+        if (!strncmp(line, key, kl) && line[kl] == ':') {
+            v = strtol(line + kl + 1, NULL, 10);
+            break;
+        }
     fclose(f);
     return v;
 }
@@ -235,8 +244,10 @@ static long proc_rss_bytes(void)
 {
     long pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = -1;
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+        rss = -1;
     fclose(f);
     return rss < 0 ? -1 : rss * sysconf(_SC_PAGESIZE);
 }
@@ -245,10 +256,12 @@ static long proc_rss_bytes(void)
 static int proc_count_dir(const char *path)
 {
     DIR *d = opendir(path);
-    if (!d) return -1;
+    if (!d)
+        return -1;
     int n = 0;
     for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') n++;
+        if (e->d_name[0] != '.')
+            n++;
     closedir(d);
     return n;
 }
@@ -258,12 +271,14 @@ static int proc_count_dir(const char *path)
 static long proc_count_time_wait(void)
 {
     FILE *f = fopen("/proc/net/tcp", "r");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     char line[512];
     long n = 0;
     unsigned state;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %*s %*s %x", &state) == 1 && state == 6) n++;
+        if (sscanf(line, "%*s %*s %*s %x", &state) == 1 && state == 6)
+            n++;
     fclose(f);
     return n;
 }
@@ -298,9 +313,11 @@ static int signals_wait_until(int64_t deadline)
     sigaddset(&set, SIGTERM);
     for (;;) {
         int64_t left = deadline < 0 ? NS_PER_S : deadline - now_ns();
-        if (left <= 0) return 0;
+        if (left <= 0)
+            return 0;
         struct timespec ts = {left / NS_PER_S, left % NS_PER_S};
-        if (sigtimedwait(&set, NULL, &ts) > 0) return 1;
+        if (sigtimedwait(&set, NULL, &ts) > 0)
+            return 1;
     }
 }
 
@@ -408,9 +425,9 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #else /* VT_SWITCH_UCONTEXT: portable and slow (swapcontext makes a sigprocmask syscall) */
 #define VT_FRAME_BYTES 0
 struct vt_ctx {
-    void *sp;        /* lowest live stack address while switched out (approximate, low) */
-    ucontext_t uc;   /* the registers */
-    int fresh;       /* 1 until the first switch: makecontext is done lazily, see below */
+    void *sp;      /* lowest live stack address while switched out (approximate, low) */
+    ucontext_t uc; /* the registers */
+    int fresh;     /* 1 until the first switch: makecontext is done lazily, see below */
     void (*boot)(void *);
     void *arg;
 };
@@ -435,7 +452,8 @@ static void vt_ctx_switch(struct vt_ctx *from, struct vt_ctx *to)
         to->uc.uc_link = NULL;
         to->uc.uc_stack.ss_sp = (char *)to->sp - 65536; /* only the top is ever used at once */
         to->uc.uc_stack.ss_size = 65536;
-        makecontext(&to->uc, (void (*)(void))vt_ucontext_entry, 2, (unsigned)(p >> 32), (unsigned)p);
+        makecontext(&to->uc, (void (*)(void))vt_ucontext_entry, 2, (unsigned)(p >> 32),
+                    (unsigned)p);
     }
     swapcontext(&from->uc, &to->uc);
 }
@@ -473,8 +491,8 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #define TSAN_CURRENT()  NULL
 #endif
 
-static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo, size_t size,
-                                                                     void *tsan_fiber)
+static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo,
+                                                                    size_t size, void *tsan_fiber)
 {
 #ifdef VT_ASAN
     __sanitizer_start_switch_fiber(fake, lo, size);
@@ -491,7 +509,7 @@ static inline __attribute__((always_inline)) void san_before_switch(void **fake,
 }
 
 static inline __attribute__((always_inline)) void san_after_switch(void *fake, const void **from_lo,
-                                                                    size_t *from_size)
+                                                                   size_t *from_size)
 {
 #ifdef VT_ASAN
     __sanitizer_finish_switch_fiber(fake, from_lo, from_size);
@@ -529,14 +547,15 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
  * 256 KiB of stack while running, and pays only for what is in use when it parks. The guard
  * region is large so that one big frame cannot jump over it. */
 #define VT_RUN_STACK (256 * 1024)
-#define VT_GUARD (64 * 1024)
-#define VT_ALTSTACK (64 * 1024) /* per-carrier signal stack for the overflow message */
+#define VT_GUARD     (64 * 1024)
+#define VT_ALTSTACK  (64 * 1024) /* per-carrier signal stack for the overflow message */
 
 /* Counters written only by the owning carrier and read by /metrics from anywhere: relaxed
  * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
-#define OWN_ADD(x, n) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define OWN_ADD(x, n)                                                                              \
+    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define SHARED_ADD(x, n) __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define LOAD(x)          __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* Loom's states, reduced: NEW and STARTED are VT_RUNNABLE before the first run; PARKING is
  * the moment inside vt_park; PINNED is a VT_RUNNING thread blocked in the kernel (see vt_pin). */
@@ -547,7 +566,7 @@ enum vt_state {
     VT_DONE,     /* its function returned; the struct waits for vt_join (or was freed) */
 };
 
-enum { VT_READ = 0, VT_WRITE = 1 };                         /* which waiter slot of an fd */
+enum { VT_READ = 0, VT_WRITE = 1 };                          /* which waiter slot of an fd */
 enum { VT_WOKE_EVENT = 0, VT_WOKE_TIMEOUT, VT_WOKE_CANCEL }; /* why a park ended */
 
 struct carrier;
@@ -561,17 +580,17 @@ struct vt {
     struct vt *next;         /* link in a run queue or an inbox */
     void (*fn)(void *);      /* entry function and its argument */
     void *arg;
-    int state;               /* enum vt_state */
-    int heap_idx;            /* index in the carrier's timer heap, or -1 */
-    int64_t deadline;        /* ns, meaningful while heap_idx >= 0 */
-    int wait_fd;             /* fd whose waiter slot holds this thread, or -1 */
-    int wait_dir;            /* VT_READ or VT_WRITE for wait_fd */
-    int woke;                /* VT_WOKE_*: why the last park ended */
-    int detached;            /* 1: freed when done; 0: freed by vt_join */
-    int pinned;              /* > 0 while inside vt_pin: blocking calls hold the carrier */
-    struct vt *joiner;       /* thread parked in vt_join on this one, or NULL */
-    void *asan_fake;         /* ASan's fake-stack handle across a switch (unused otherwise) */
-    void *tsan_fiber;        /* TSan's fiber for this thread (NULL otherwise) */
+    int state;         /* enum vt_state */
+    int heap_idx;      /* index in the carrier's timer heap, or -1 */
+    int64_t deadline;  /* ns, meaningful while heap_idx >= 0 */
+    int wait_fd;       /* fd whose waiter slot holds this thread, or -1 */
+    int wait_dir;      /* VT_READ or VT_WRITE for wait_fd */
+    int woke;          /* VT_WOKE_*: why the last park ended */
+    int detached;      /* 1: freed when done; 0: freed by vt_join */
+    int pinned;        /* > 0 while inside vt_pin: blocking calls hold the carrier */
+    struct vt *joiner; /* thread parked in vt_join on this one, or NULL */
+    void *asan_fake;   /* ASan's fake-stack handle across a switch (unused otherwise) */
+    void *tsan_fiber;  /* TSan's fiber for this thread (NULL otherwise) */
 };
 
 /* Per-fd readiness, indexed by fd number. Like Go's pollDesc: the fd is registered once,
@@ -587,34 +606,34 @@ struct vt_io {
 /* A carrier: one pthread, one epoll, one run stack. Everything but the inbox and the
  * counters is touched only by the carrier's own thread. */
 struct carrier {
-    int id;                      /* index in rt.carriers */
+    int id; /* index in rt.carriers */
     pthread_t thread;
-    int epfd;                    /* epoll: registered fds and the wake eventfd */
-    int wakefd;                  /* eventfd written when the inbox gets work */
-    struct vt *cur;              /* thread running now, or NULL in the scheduler */
-    struct vt *runq_head;        /* FIFO of runnable threads (Loom's carriers are FIFO too) */
+    int epfd;             /* epoll: registered fds and the wake eventfd */
+    int wakefd;           /* eventfd written when the inbox gets work */
+    struct vt *cur;       /* thread running now, or NULL in the scheduler */
+    struct vt *runq_head; /* FIFO of runnable threads (Loom's carriers are FIFO too) */
     struct vt *runq_tail;
-    struct vt **heap;            /* timer min-heap ordered by deadline */
+    struct vt **heap; /* timer min-heap ordered by deadline */
     int heap_len, heap_cap;
-    char *stk_map;               /* the mapping: guard region, then the run stack */
-    char *stk_lo, *stk_hi;       /* usable run stack [stk_lo, stk_hi); frames grow down */
-    struct vt *stk_owner;        /* thread whose frames occupy the run stack, or NULL */
-    struct vt_ctx sched_ctx;     /* the scheduler loop's context, on the pthread's stack */
-    void *altstack;              /* alternate signal stack for the overflow handler */
-    int cancelled_all;           /* shutdown seen: every parked thread was woken */
-    unsigned batches;            /* run-queue batches since start (paces non-blocking polls) */
-    pthread_mutex_t inbox_mu;    /* guards inbox */
-    struct vt *inbox;            /* LIFO of threads handed over by other OS threads */
+    char *stk_map;            /* the mapping: guard region, then the run stack */
+    char *stk_lo, *stk_hi;    /* usable run stack [stk_lo, stk_hi); frames grow down */
+    struct vt *stk_owner;     /* thread whose frames occupy the run stack, or NULL */
+    struct vt_ctx sched_ctx;  /* the scheduler loop's context, on the pthread's stack */
+    void *altstack;           /* alternate signal stack for the overflow handler */
+    int cancelled_all;        /* shutdown seen: every parked thread was woken */
+    unsigned batches;         /* run-queue batches since start (paces non-blocking polls) */
+    pthread_mutex_t inbox_mu; /* guards inbox */
+    struct vt *inbox;         /* LIFO of threads handed over by other OS threads */
     /* counters (OWN_ADD by this carrier, or SHARED_ADD where noted) */
-    uint64_t switches;           /* switches into a virtual thread */
-    uint64_t copied_bytes;       /* stack bytes saved plus restored */
-    long alive;                  /* threads spawned here and not done (SHARED_ADD) */
-    long parked;                 /* threads in VT_PARKED */
-    long runnable;               /* threads in the run queue */
-    int busy;                    /* 1 while running a virtual thread */
-    void *asan_fake;             /* ASan bookkeeping for the scheduler's own stack */
-    void *tsan_sched;            /* TSan's fiber for the scheduler loop (NULL otherwise) */
-    const void *asan_sched_lo;   /* ASan: the scheduler's stack, learnt at the first switch */
+    uint64_t switches;         /* switches into a virtual thread */
+    uint64_t copied_bytes;     /* stack bytes saved plus restored */
+    long alive;                /* threads spawned here and not done (SHARED_ADD) */
+    long parked;               /* threads in VT_PARKED */
+    long runnable;             /* threads in the run queue */
+    int busy;                  /* 1 while running a virtual thread */
+    void *asan_fake;           /* ASan bookkeeping for the scheduler's own stack */
+    void *tsan_sched;          /* TSan's fiber for the scheduler loop (NULL otherwise) */
+    const void *asan_sched_lo; /* ASan: the scheduler's stack, learnt at the first switch */
     size_t asan_sched_size;
 };
 
@@ -623,15 +642,15 @@ struct carrier {
 static struct rt {
     int ncarriers;
     struct carrier *carriers;
-    struct vt_io *io;            /* indexed by fd, io_cap entries */
+    struct vt_io *io; /* indexed by fd, io_cap entries */
     int io_cap;
-    int shutdown;                /* atomic: parks fail with ECANCELED, carriers exit when idle */
-    unsigned next_carrier;       /* atomic: round-robin placement of new threads */
-    long pinned;                 /* atomic: threads inside vt_pin now */
-    long pinned_blocked;         /* atomic: pinned threads blocked in the kernel right now */
-    uint64_t spawned, finished;  /* atomic: virtual threads created / whose function returned */
-    struct sigaction old_segv;   /* restored for faults that are not stack overflows */
-    struct metrics *m;           /* process-wide counters for /metrics (see Metrics) */
+    int shutdown;               /* atomic: parks fail with ECANCELED, carriers exit when idle */
+    unsigned next_carrier;      /* atomic: round-robin placement of new threads */
+    long pinned;                /* atomic: threads inside vt_pin now */
+    long pinned_blocked;        /* atomic: pinned threads blocked in the kernel right now */
+    uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned */
+    struct sigaction old_segv;  /* restored for faults that are not stack overflows */
+    struct metrics *m;          /* process-wide counters for /metrics (see Metrics) */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -663,9 +682,12 @@ static void timer_sift(struct carrier *c, int i)
     }
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < c->heap_len && c->heap[l]->deadline < c->heap[m]->deadline) m = l;
-        if (r < c->heap_len && c->heap[r]->deadline < c->heap[m]->deadline) m = r;
-        if (m == i) return;
+        if (l < c->heap_len && c->heap[l]->deadline < c->heap[m]->deadline)
+            m = l;
+        if (r < c->heap_len && c->heap[r]->deadline < c->heap[m]->deadline)
+            m = r;
+        if (m == i)
+            return;
         timer_swap(c, i, m);
         i = m;
     }
@@ -699,8 +721,10 @@ static void timer_remove(struct carrier *c, struct vt *v)
 static void carrier_push(struct carrier *c, struct vt *v)
 {
     v->next = NULL;
-    if (c->runq_tail) c->runq_tail->next = v;
-    else c->runq_head = v;
+    if (c->runq_tail)
+        c->runq_tail->next = v;
+    else
+        c->runq_head = v;
     c->runq_tail = v;
     OWN_ADD(c->runnable, 1);
 }
@@ -710,7 +734,8 @@ static void carrier_push(struct carrier *c, struct vt *v)
 static void vt_ready(struct vt *v)
 {
     struct carrier *c = v->carrier;
-    if (v->state == VT_PARKED) OWN_ADD(c->parked, -1);
+    if (v->state == VT_PARKED)
+        OWN_ADD(c->parked, -1);
     v->state = VT_RUNNABLE;
     if (carrier_self == c) {
         carrier_push(c, v);
@@ -721,14 +746,16 @@ static void vt_ready(struct vt *v)
     __atomic_store_n(&c->inbox, v, __ATOMIC_RELEASE); /* read unlocked by carrier_take_inbox */
     pthread_mutex_unlock(&c->inbox_mu);
     uint64_t one = 1;
-    if (write(c->wakefd, &one, sizeof one) < 0 && errno != EAGAIN) die("eventfd write: %s", strerror(errno));
+    if (write(c->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
+        die("eventfd write: %s", strerror(errno));
 }
 
 static void carrier_take_inbox(struct carrier *c)
 {
     /* A peek without the lock: a push it misses is seen on the next pass of the loop (the
      * pusher's eventfd write guarantees there is one), and most passes find nothing. */
-    if (!__atomic_load_n(&c->inbox, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_load_n(&c->inbox, __ATOMIC_ACQUIRE))
+        return;
     pthread_mutex_lock(&c->inbox_mu);
     struct vt *list = c->inbox;
     __atomic_store_n(&c->inbox, NULL, __ATOMIC_RELAXED);
@@ -750,7 +777,8 @@ static void carrier_take_inbox(struct carrier *c)
 /* End a park: forget the timer and the fd slot, record why, and queue the thread. */
 static void vt_wake(struct vt *v, int why)
 {
-    if (v->heap_idx >= 0) timer_remove(v->carrier, v);
+    if (v->heap_idx >= 0)
+        timer_remove(v->carrier, v);
     if (v->wait_fd >= 0) {
         rt.io[v->wait_fd].waiter[v->wait_dir] = NULL;
         v->wait_fd = -1;
@@ -779,7 +807,8 @@ static void vt_stack_save(struct carrier *c, struct vt *v)
 
 static void vt_stack_restore(struct carrier *c, struct vt *v)
 {
-    if (!v->saved_len) return;
+    if (!v->saved_len)
+        return;
     ASAN_UNPOISON(c->stk_hi - v->saved_len, v->saved_len);
     memcpy(c->stk_hi - v->saved_len, v->saved, v->saved_len);
     OWN_ADD(c->copied_bytes, v->saved_len);
@@ -787,7 +816,8 @@ static void vt_stack_restore(struct carrier *c, struct vt *v)
 
 static void vt_free(struct vt *v)
 {
-    if (v->tsan_fiber) TSAN_DESTROY(v->tsan_fiber);
+    if (v->tsan_fiber)
+        TSAN_DESTROY(v->tsan_fiber);
     free(v->saved);
     free(v);
 }
@@ -817,7 +847,8 @@ static void vt_boot(void *arg)
     v->state = VT_DONE;
     SHARED_ADD(c->alive, -1);
     SHARED_ADD(rt.finished, 1);
-    if (v->joiner) vt_wake(v->joiner, VT_WOKE_EVENT);
+    if (v->joiner)
+        vt_wake(v->joiner, VT_WOKE_EVENT);
     vt_to_scheduler(c, v);
     abort(); /* a done thread is never switched to again */
 }
@@ -827,7 +858,8 @@ static void vt_boot(void *arg)
 static void carrier_run(struct carrier *c, struct vt *v)
 {
     if (c->stk_owner != v) {
-        if (c->stk_owner) vt_stack_save(c, c->stk_owner);
+        if (c->stk_owner)
+            vt_stack_save(c, c->stk_owner);
         vt_stack_restore(c, v);
         c->stk_owner = v;
     }
@@ -843,7 +875,8 @@ static void carrier_run(struct carrier *c, struct vt *v)
     c->cur = NULL;
     if (v->state == VT_DONE) {
         c->stk_owner = NULL; /* its frames are garbage now */
-        if (v->detached) vt_free(v);
+        if (v->detached)
+            vt_free(v);
     }
 }
 
@@ -895,7 +928,8 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
 static struct vt *vt_spawn(void (*fn)(void *), void *arg, int detached)
 {
     struct carrier *c = carrier_self;
-    if (!c) c = &rt.carriers[SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers];
+    if (!c)
+        c = &rt.carriers[SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers];
     return vt_spawn_on(c, fn, arg, detached);
 }
 
@@ -910,7 +944,8 @@ static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
 /* Wait for a joinable thread spawned on this carrier to finish, then free it. */
 static void vt_join(struct vt *v)
 {
-    if (v->carrier != carrier_self || v->detached) die("vt_join: not a joinable thread of this carrier");
+    if (v->carrier != carrier_self || v->detached)
+        die("vt_join: not a joinable thread of this carrier");
     while (v->state != VT_DONE) {
         v->joiner = carrier_self->cur;
         vt_park();
@@ -934,7 +969,8 @@ static int vt_wait(int fd, int dir, int64_t deadline)
         v->wait_fd = fd;
         v->wait_dir = dir;
     }
-    if (deadline >= 0) timer_add(c, v, deadline);
+    if (deadline >= 0)
+        timer_add(c, v, deadline);
     vt_park();
     if (v->woke == VT_WOKE_CANCEL) {
         errno = ECANCELED;
@@ -952,13 +988,15 @@ static int vt_wait(int fd, int dir, int64_t deadline)
 static void vt_pin(void)
 {
     struct vt *v = vt_current();
-    if (v && v->pinned++ == 0) SHARED_ADD(rt.pinned, 1);
+    if (v && v->pinned++ == 0)
+        SHARED_ADD(rt.pinned, 1);
 }
 
 static void vt_unpin(void)
 {
     struct vt *v = vt_current();
-    if (v && --v->pinned == 0) SHARED_ADD(rt.pinned, -1);
+    if (v && --v->pinned == 0)
+        SHARED_ADD(rt.pinned, -1);
 }
 
 /* Sleep until an absolute deadline (ns): a timed park, or a real sleep when pinned or when
@@ -966,10 +1004,12 @@ static void vt_unpin(void)
 static int vt_sleep_until(int64_t deadline)
 {
     struct vt *v = vt_current();
-    if (v && !v->pinned) return vt_wait(-1, 0, deadline) < 0 && errno == ECANCELED ? -1 : 0;
+    if (v && !v->pinned)
+        return vt_wait(-1, 0, deadline) < 0 && errno == ECANCELED ? -1 : 0;
     struct timespec ts = {deadline / NS_PER_S, deadline % NS_PER_S};
     SHARED_ADD(rt.pinned_blocked, v ? 1 : 0);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        continue; /* a signal cut the sleep short: sleep on to the same deadline */
     SHARED_ADD(rt.pinned_blocked, v ? -1 : 0);
     return 0;
 }
@@ -978,7 +1018,8 @@ static int vt_sleep_until(int64_t deadline)
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
-    while (c->heap_len && c->heap[0]->deadline <= now) vt_wake(c->heap[0], VT_WOKE_TIMEOUT);
+    while (c->heap_len && c->heap[0]->deadline <= now)
+        vt_wake(c->heap[0], VT_WOKE_TIMEOUT);
 }
 
 /* Shutdown: wake every parked thread of this carrier with ECANCELED, once. Threads parked
@@ -987,17 +1028,21 @@ static void carrier_cancel_all(struct carrier *c)
 {
     c->cancelled_all = 1;
     for (int fd = 0; fd < rt.io_cap; fd++) {
-        if (LOAD(rt.io[fd].owner) != c) continue; /* another carrier's fd: its waiters too */
+        if (LOAD(rt.io[fd].owner) != c)
+            continue; /* another carrier's fd: its waiters too */
         for (int d = 0; d < 2; d++)
-            if (rt.io[fd].waiter[d]) vt_wake(rt.io[fd].waiter[d], VT_WOKE_CANCEL);
+            if (rt.io[fd].waiter[d])
+                vt_wake(rt.io[fd].waiter[d], VT_WOKE_CANCEL);
     }
-    while (c->heap_len) vt_wake(c->heap[0], VT_WOKE_CANCEL);
+    while (c->heap_len)
+        vt_wake(c->heap[0], VT_WOKE_CANCEL);
 }
 
 /* How long the carrier may sleep in epoll: until the earliest timer (ns), or -1 = forever. */
 static int64_t carrier_timeout_ns(struct carrier *c)
 {
-    if (!c->heap_len) return -1;
+    if (!c->heap_len)
+        return -1;
     int64_t d = c->heap[0]->deadline - now_ns();
     return d < 0 ? 0 : d;
 }
@@ -1011,23 +1056,28 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
     struct timespec ts = {timeout_ns / NS_PER_S, timeout_ns % NS_PER_S};
     int n = epoll_pwait2(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns < 0 ? NULL : &ts, NULL);
     if (n < 0 && errno == ENOSYS)
-        n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
+        n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev),
+                       timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
     for (int i = 0; i < n; i++) {
         if (ev[i].data.u64 == UINT64_MAX) { /* the wake eventfd */
             uint64_t cnt;
-            if (read(c->wakefd, &cnt, sizeof cnt) < 0 && errno != EAGAIN) die("eventfd read: %s", strerror(errno));
+            if (read(c->wakefd, &cnt, sizeof cnt) < 0 && errno != EAGAIN)
+                die("eventfd read: %s", strerror(errno));
             continue;
         }
         struct vt_io *io = &rt.io[ev[i].data.u64];
-        if (LOAD(io->owner) != c) continue; /* stale event for an fd closed in this batch */
+        if (LOAD(io->owner) != c)
+            continue; /* stale event for an fd closed in this batch */
         uint32_t e = ev[i].events;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             io->ready[VT_READ] = 1;
-            if (io->waiter[VT_READ]) vt_wake(io->waiter[VT_READ], VT_WOKE_EVENT);
+            if (io->waiter[VT_READ])
+                vt_wake(io->waiter[VT_READ], VT_WOKE_EVENT);
         }
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
             io->ready[VT_WRITE] = 1;
-            if (io->waiter[VT_WRITE]) vt_wake(io->waiter[VT_WRITE], VT_WOKE_EVENT);
+            if (io->waiter[VT_WRITE])
+                vt_wake(io->waiter[VT_WRITE], VT_WOKE_EVENT);
         }
     }
 }
@@ -1041,8 +1091,10 @@ static void *carrier_main(void *arg)
     sigaltstack(&ss, NULL);
     for (;;) {
         carrier_take_inbox(c);
-        if (c->heap_len) carrier_expire_timers(c, now_ns());
-        if (LOAD(rt.shutdown) && !c->cancelled_all) carrier_cancel_all(c);
+        if (c->heap_len)
+            carrier_expire_timers(c, now_ns());
+        if (LOAD(rt.shutdown) && !c->cancelled_all)
+            carrier_cancel_all(c);
         /* Run the threads runnable now, not those they make runnable: I/O is polled between
          * batches so that it is never starved (libdill does the same). */
         struct vt *batch = c->runq_head;
@@ -1052,11 +1104,14 @@ static void *carrier_main(void *arg)
             batch = v->next;
             carrier_run(c, v);
         }
-        if (LOAD(rt.shutdown) && LOAD(c->alive) == 0 && !c->runq_head) break;
+        if (LOAD(rt.shutdown) && LOAD(c->alive) == 0 && !c->runq_head)
+            break;
         /* With work queued, poll (without waiting) every 8th batch only: enough to keep
          * I/O flowing, without an epoll_wait per yield. */
-        if (!c->runq_head) carrier_poll(c, carrier_timeout_ns(c));
-        else if (++c->batches % 8 == 0) carrier_poll(c, 0);
+        if (!c->runq_head)
+            carrier_poll(c, carrier_timeout_ns(c));
+        else if (++c->batches % 8 == 0)
+            carrier_poll(c, 0);
     }
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
@@ -1075,7 +1130,9 @@ static void vt_segv_handler(int sig, siginfo_t *si, void *uctx)
         if (a >= c->stk_map && a < c->stk_lo) {
             static const char msg[] = "aggregator: virtual thread stack overflow (run stack is "
                                       "256 KiB; a frame hit the guard region)\n";
-            if (write(2, msg, sizeof msg - 1) < 0) {}
+            if (write(2, msg, sizeof msg - 1) < 0) {
+                /* nowhere to report it: we abort anyway */
+            }
             signal(SIGABRT, SIG_DFL);
             abort();
         }
@@ -1092,13 +1149,17 @@ static void carrier_init(struct carrier *c, int id)
     c->id = id;
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (c->epfd < 0 || c->wakefd < 0) die("epoll/eventfd: %s", strerror(errno));
+    if (c->epfd < 0 || c->wakefd < 0)
+        die("epoll/eventfd: %s", strerror(errno));
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
     epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev);
     size_t len = VT_GUARD + VT_RUN_STACK;
-    c->stk_map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (c->stk_map == MAP_FAILED) die("mmap run stack: %s", strerror(errno));
-    if (mprotect(c->stk_map, VT_GUARD, PROT_NONE) < 0) die("mprotect guard: %s", strerror(errno));
+    c->stk_map =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c->stk_map == MAP_FAILED)
+        die("mmap run stack: %s", strerror(errno));
+    if (mprotect(c->stk_map, VT_GUARD, PROT_NONE) < 0)
+        die("mprotect guard: %s", strerror(errno));
     c->stk_lo = c->stk_map + VT_GUARD;
     c->stk_hi = c->stk_map + len;
     c->altstack = xmalloc(VT_ALTSTACK);
@@ -1108,8 +1169,10 @@ static void carrier_init(struct carrier *c, int id)
 /* Start the runtime with n carriers (n <= 0: one per CPU, as the JDK does). */
 static void rt_start(int n)
 {
-    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0) n = 1;
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0)
+        n = 1;
     raise_fd_limit();
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
@@ -1118,7 +1181,8 @@ static void rt_start(int n)
     rt.ncarriers = n;
     rt.carriers = xcalloc((size_t)n, sizeof *rt.carriers);
     __atomic_store_n(&rt.shutdown, 0, __ATOMIC_RELEASE);
-    for (int i = 0; i < n; i++) carrier_init(&rt.carriers[i], i);
+    for (int i = 0; i < n; i++)
+        carrier_init(&rt.carriers[i], i);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = vt_segv_handler;
@@ -1128,7 +1192,8 @@ static void rt_start(int n)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setstacksize(&at, 256 * 1024);
-        if (pthread_create(&rt.carriers[i].thread, &at, carrier_main, &rt.carriers[i])) die("pthread_create carrier");
+        if (pthread_create(&rt.carriers[i].thread, &at, carrier_main, &rt.carriers[i]))
+            die("pthread_create carrier");
         pthread_attr_destroy(&at);
     }
 }
@@ -1139,13 +1204,16 @@ static void rt_shutdown(void)
     __atomic_store_n(&rt.shutdown, 1, __ATOMIC_RELEASE);
     uint64_t one = 1;
     for (int i = 0; i < rt.ncarriers; i++)
-        if (write(rt.carriers[i].wakefd, &one, sizeof one) < 0) {}
+        if (write(rt.carriers[i].wakefd, &one, sizeof one) < 0) {
+            /* only EAGAIN (the counter is full): a wake-up is pending anyway */
+        }
 }
 
 /* Wait for the carriers to exit (after rt_shutdown) and free the runtime. */
 static void rt_join(void)
 {
-    for (int i = 0; i < rt.ncarriers; i++) pthread_join(rt.carriers[i].thread, NULL);
+    for (int i = 0; i < rt.ncarriers; i++)
+        pthread_join(rt.carriers[i].thread, NULL);
     sigaction(SIGSEGV, &rt.old_segv, NULL);
     for (int i = 0; i < rt.ncarriers; i++) {
         struct carrier *c = &rt.carriers[i];
@@ -1212,7 +1280,8 @@ static void rt_run(void (*fn)(void *), void *arg)
     /* &rc is on this OS thread's stack, which does not move: safe to share. */
     vt_spawn_on(&rt.carriers[0], rt_call_entry, &rc, 1);
     pthread_mutex_lock(&rc.mu);
-    while (!rc.done) pthread_cond_wait(&rc.cv, &rc.mu);
+    while (!rc.done)
+        pthread_cond_wait(&rc.cv, &rc.mu);
     pthread_mutex_unlock(&rc.mu);
     pthread_cond_destroy(&rc.cv);
     pthread_mutex_destroy(&rc.mu);
@@ -1243,7 +1312,8 @@ static int io_register(int fd)
     io->waiter[0] = io->waiter[1] = NULL;
     io->ready[0] = io->ready[1] = 1;
     __atomic_store_n(&io->owner, c, __ATOMIC_RELAXED);
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.u64 = (uint64_t)fd};
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.u64 = (uint64_t)fd};
     if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         io->owner = NULL;
         return -1;
@@ -1251,11 +1321,11 @@ static int io_register(int fd)
     return 0;
 }
 
-
 static int io_wait(int fd, int dir, int64_t deadline)
 {
     struct vt *v = vt_current();
-    if (v && !v->pinned) return vt_wait(fd, dir, deadline);
+    if (v && !v->pinned)
+        return vt_wait(fd, dir, deadline);
     for (;;) {
         int ms = -1;
         if (deadline >= 0) {
@@ -1270,8 +1340,10 @@ static int io_wait(int fd, int dir, int64_t deadline)
         SHARED_ADD(rt.pinned_blocked, v ? 1 : 0);
         int r = poll(&p, 1, ms);
         SHARED_ADD(rt.pinned_blocked, v ? -1 : 0);
-        if (r > 0) return 0;
-        if (r < 0 && errno != EINTR) return -1;
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
     }
 }
 
@@ -1282,21 +1354,28 @@ static ssize_t io_rw(int fd, int dir, void *buf, size_t len, int64_t deadline)
     struct vt_io *io = vt_current() ? &rt.io[fd] : NULL;
     for (;;) {
         if (!io || io->ready[dir]) {
-            ssize_t n = dir == VT_READ ? read(fd, buf, len) : write(fd, buf, len); /* SIGPIPE is ignored */
+            ssize_t n =
+                dir == VT_READ ? read(fd, buf, len) : write(fd, buf, len); /* SIGPIPE is ignored */
             if (n >= 0) {
                 /* A short write means the send buffer is full (epoll(7)). A short read does not
                  * prove the stream drained: the peer's FIN may have come with the data, and its
                  * edge is already spent, so reads stay ready until EAGAIN or EOF (found by
                  * fault injection: a backend closing half-way gave 504, not 502). */
-                if (io && dir == VT_WRITE && (size_t)n < len) io->ready[dir] = 0;
+                if (io && dir == VT_WRITE && (size_t)n < len)
+                    io->ready[dir] = 0;
                 return n;
             }
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN) return -1;
-            if (io) io->ready[dir] = 0;
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN)
+                return -1;
+            if (io)
+                io->ready[dir] = 0;
         }
-        if (io_wait(fd, dir, deadline) < 0) return -1;
-        if (io) io->ready[dir] = 1;
+        if (io_wait(fd, dir, deadline) < 0)
+            return -1;
+        if (io)
+            io->ready[dir] = 1;
     }
 }
 
@@ -1305,7 +1384,8 @@ static int io_write_all(int fd, const void *buf, size_t len, int64_t deadline)
     const char *p = buf;
     while (len) {
         ssize_t n = io_rw(fd, VT_WRITE, (void *)p, len, deadline);
-        if (n <= 0) return -1;
+        if (n <= 0)
+            return -1;
         p += n;
         len -= (size_t)n;
     }
@@ -1314,7 +1394,8 @@ static int io_write_all(int fd, const void *buf, size_t len, int64_t deadline)
 
 static void io_close(int fd)
 {
-    if (fd < 0) return;
+    if (fd < 0)
+        return;
     if (rt.io && fd < rt.io_cap && LOAD(rt.io[fd].owner)) {
         rt.io[fd].waiter[0] = rt.io[fd].waiter[1] = NULL;
         __atomic_store_n(&rt.io[fd].owner, NULL, __ATOMIC_RELEASE); /* see io_register */
@@ -1353,13 +1434,16 @@ static int io_adopt(int fd, int timeout_ms)
 static int io_connect(const struct sockaddr_in *sa, int64_t deadline, int timeout_ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || io_adopt(fd, timeout_ms) < 0) return -1;
-    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) return fd;
+    if (fd < 0 || io_adopt(fd, timeout_ms) < 0)
+        return -1;
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+        return fd;
     int err = errno;
     if (err == EINPROGRESS && io_wait(fd, VT_WRITE, deadline) == 0) {
         socklen_t el = sizeof err;
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (!err) return fd;
+        if (!err)
+            return fd;
     } else if (err == EINPROGRESS) {
         err = errno;
     }
@@ -1376,13 +1460,19 @@ static int io_accept(int lfd, int64_t deadline)
         struct vt_io *io = vt_current() ? &rt.io[lfd] : NULL;
         if (!io || io->ready[VT_READ]) {
             int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) return fd;
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN) return -1;
-            if (io) io->ready[VT_READ] = 0;
+            if (fd >= 0)
+                return fd;
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN)
+                return -1;
+            if (io)
+                io->ready[VT_READ] = 0;
         }
-        if (io_wait(lfd, VT_READ, deadline) < 0) return -1;
-        if (io) io->ready[VT_READ] = 1;
+        if (io_wait(lfd, VT_READ, deadline) < 0)
+            return -1;
+        if (io)
+            io->ready[VT_READ] = 1;
     }
 }
 
@@ -1391,16 +1481,19 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
 {
     char host[64];
     const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) >= sizeof host) return -1;
+    if (!colon || colon == s || (size_t)(colon - s) >= sizeof host)
+        return -1;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';
     char *end;
     long port = strtol(colon + 1, &end, 10);
-    if (*end || port <= 0 || port > 65535) return -1;
+    if (*end || port <= 0 || port > 65535)
+        return -1;
     memset(sa, 0, sizeof *sa);
     sa->sin_family = AF_INET;
     sa->sin_port = htons((uint16_t)port);
-    if (!strcmp(host, "localhost")) strcpy(host, "127.0.0.1");
+    if (!strcmp(host, "localhost"))
+        strcpy(host, "127.0.0.1");
     return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
@@ -1416,7 +1509,8 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     }
     sa.sin_port = htons((uint16_t)port);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     socklen_t sl = sizeof sa;
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, backlog) < 0 ||
@@ -1426,7 +1520,8 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
         errno = e;
         return -1;
     }
-    if (port_out) *port_out = ntohs(sa.sin_port);
+    if (port_out)
+        *port_out = ntohs(sa.sin_port);
     return fd;
 }
 
@@ -1445,9 +1540,9 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  *   the number of requests in progress is bounded by memory, not by threads.
  *
  * The life of a request: GET /aggregate, from accept to response.
- *   virtual: vserver_acceptor, a virtual thread parked in io_accept, gets the connection and
- *     vt_spawn_spread starts vconn_main on a carrier; io_adopt registers the socket with
- *     that carrier's epoll. conn_serve_one -> conn_read_request -> io_rw: EAGAIN parks the
+ *   virtual: vserver_acceptor, a virtual thread parked in io_accept, gets the connection,
+ *     conn_new wraps it and vt_spawn_spread starts vconn_main for it on a carrier, where
+ *     io_adopt registers the socket with that carrier's epoll. conn_serve_one -> conn_read_request -> io_rw: EAGAIN parks the
  *     thread in io_wait -> vt_wait -> vt_park until carrier_poll sees the bytes and calls
  *     vt_wake. http_parse_request, then the server's route, agg_route -> agg_aggregate,
  *     which runs agg_call_run K times in turn (agg_fan_out with ?parallel=1: one child
@@ -1457,8 +1552,8 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  *     http_parse_response, ds_put. Back in agg_aggregate, http_write_response writes the
  *     JSON array; conn_serve_one sends it with io_write_all, counts it (metrics_request) and
  *     loops for the next request on the keep-alive connection.
- *   platform: pool_poller's epoll reports the listening socket: pool_accept -> conn_new,
- *     io_adopt (blocking, with timeouts), pool_watch (EPOLLONESHOT). When the connection is
+ *   platform: pool_poller's epoll reports the listening socket: pool_accept takes the
+ *     connection, io_adopt (blocking, with timeouts), conn_new, pool_watch (EPOLLONESHOT). When the connection is
  *     readable, pool_submit queues it (pool_grow adds a thread if none is idle) and a
  *     pool_thread takes it: conn_serve_one and everything below it as above, except that
  *     io_rw blocks the pthread in read() and write() instead of parking, ds_call shares one
@@ -1471,25 +1566,25 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
 /* ---- II.1 HTTP ---- */
 
 /* Limits. Anything larger is refused with the status in parentheses. */
-#define HTTP_MAX_LINE 2048    /* request line (414) */
-#define HTTP_MAX_HEAD 8192    /* request line + header lines + blank line (431) */
-#define HTTP_MAX_HEADERS 32   /* header lines (431) */
-#define HTTP_MAX_BODY 4096    /* request body (413) */
+#define HTTP_MAX_LINE      2048  /* request line (414) */
+#define HTTP_MAX_HEAD      8192  /* request line + header lines + blank line (431) */
+#define HTTP_MAX_HEADERS   32    /* header lines (431) */
+#define HTTP_MAX_BODY      4096  /* request body (413) */
 #define HTTP_MAX_RESP_BODY 16384 /* downstream response body (502) */
 
 /* Status codes and reasons, one table (X-macro) for the writer and the metrics. */
-#define HTTP_STATUSES(X)                         \
-    X(200, "OK")                                 \
-    X(400, "Bad Request")                        \
-    X(404, "Not Found")                          \
-    X(405, "Method Not Allowed")                 \
-    X(413, "Content Too Large")                  \
-    X(414, "URI Too Long")                       \
-    X(431, "Request Header Fields Too Large")    \
-    X(501, "Not Implemented")                    \
-    X(502, "Bad Gateway")                        \
-    X(503, "Service Unavailable")                \
-    X(504, "Gateway Timeout")                    \
+#define HTTP_STATUSES(X)                                                                           \
+    X(200, "OK")                                                                                   \
+    X(400, "Bad Request")                                                                          \
+    X(404, "Not Found")                                                                            \
+    X(405, "Method Not Allowed")                                                                   \
+    X(413, "Content Too Large")                                                                    \
+    X(414, "URI Too Long")                                                                         \
+    X(431, "Request Header Fields Too Large")                                                      \
+    X(501, "Not Implemented")                                                                      \
+    X(502, "Bad Gateway")                                                                          \
+    X(503, "Service Unavailable")                                                                  \
+    X(504, "Gateway Timeout")                                                                      \
     X(505, "HTTP Version Not Supported")
 
 static const int http_codes[] = {
@@ -1508,7 +1603,8 @@ static const char *const http_reasons[] = {
 static int http_status_index(int code)
 {
     for (int i = 0; i < HTTP_NSTATUS; i++)
-        if (http_codes[i] == code) return i;
+        if (http_codes[i] == code)
+            return i;
     return HTTP_NSTATUS;
 }
 
@@ -1523,39 +1619,41 @@ struct http_head {
 };
 
 struct http_request {
-    const char *method;    /* points into the parsed buffer, not NUL-terminated */
+    const char *method; /* points into the parsed buffer, not NUL-terminated */
     size_t method_len;
-    const char *path;      /* target up to '?' */
+    const char *path; /* target up to '?' */
     size_t path_len;
-    const char *query;     /* after '?', or NULL */
+    const char *query; /* after '?', or NULL */
     size_t query_len;
-    int minor;             /* HTTP/1.minor */
-    int keep_alive;        /* connection stays open after the answer */
-    size_t head_len;       /* bytes of request line and headers, blank line included */
-    size_t body_len;       /* Content-Length */
+    int minor;       /* HTTP/1.minor */
+    int keep_alive;  /* connection stays open after the answer */
+    size_t head_len; /* bytes of request line and headers, blank line included */
+    size_t body_len; /* Content-Length */
     struct http_head h;
 };
 
 struct http_response {
-    int status;            /* three-digit code */
+    int status; /* three-digit code */
     int minor;
     int keep_alive;
-    size_t head_len;       /* bytes of status line and headers, blank line included */
-    const char *body;      /* points into the parsed buffer */
+    size_t head_len;  /* bytes of status line and headers, blank line included */
+    const char *body; /* points into the parsed buffer */
     size_t body_len;
 };
 
 /* tchar from RFC 9110: the characters of a token (method, header name). */
 static int http_is_tchar(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c && strchr("!#$%&'*+-.^_`|~", c));
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 static int http_token_has(const char *v, size_t n, const char *tok)
 {
     size_t tl = strlen(tok);
     for (size_t i = 0; i + tl <= n; i++)
-        if (!strncasecmp(v + i, tok, tl)) return 1;
+        if (!strncasecmp(v + i, tok, tl))
+            return 1;
     return 0;
 }
 
@@ -1567,25 +1665,35 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
     memset(h, 0, sizeof *h);
     while (p < end) {
         const char *eol = memchr(p, '\r', (size_t)(end - p + 1));
-        if (!eol || eol[1] != '\n') return bad;
+        if (!eol || eol[1] != '\n')
+            return bad;
         const char *colon = p;
-        while (colon < eol && http_is_tchar((unsigned char)*colon)) colon++;
-        if (colon == p || colon == eol || *colon != ':') return bad; /* also obs-fold, spaces */
-        if (++h->nheaders > HTTP_MAX_HEADERS) return 431;
+        while (colon < eol && http_is_tchar((unsigned char)*colon))
+            colon++;
+        if (colon == p || colon == eol || *colon != ':')
+            return bad; /* also obs-fold, spaces */
+        if (++h->nheaders > HTTP_MAX_HEADERS)
+            return 431;
         const char *v = colon + 1, *ve = eol;
-        while (v < ve && (*v == ' ' || *v == '\t')) v++;
-        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+        while (v < ve && (*v == ' ' || *v == '\t'))
+            v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
         for (const char *cur = v; cur < ve; cur++)
-            if (((unsigned char)*cur < 0x20 && *cur != '\t') || *cur == 0x7f) return bad;
+            if (((unsigned char)*cur < 0x20 && *cur != '\t') || *cur == 0x7f)
+                return bad;
         size_t nl = (size_t)(colon - p), vl = (size_t)(ve - v);
         if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
             size_t n = 0;
-            if (!vl || vl > 9) return bad;
+            if (!vl || vl > 9)
+                return bad;
             for (const char *cur = v; cur < ve; cur++) {
-                if (*cur < '0' || *cur > '9') return bad;
+                if (*cur < '0' || *cur > '9')
+                    return bad;
                 n = n * 10 + (size_t)(*cur - '0');
             }
-            if (h->has_length && n != h->content_length) return bad; /* smuggling guard */
+            if (h->has_length && n != h->content_length)
+                return bad; /* smuggling guard */
             h->content_length = n;
             h->has_length = 1;
         } else if (nl == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
@@ -1604,7 +1712,8 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
 static long http_head_end(const char *buf, size_t len, size_t max)
 {
     const char *e = memmem(buf, len < max ? len : max, "\r\n\r\n", 4);
-    if (e) return (long)(e - buf) + 4;
+    if (e)
+        return (long)(e - buf) + 4;
     return len >= max ? -1 : 0;
 }
 
@@ -1619,19 +1728,30 @@ static long http_parse_request(const char *buf, size_t len, struct http_request 
     const char *eol = memmem(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE, "\r\n", 2);
     if (!eol) {
         for (size_t i = 0; i < len && i < HTTP_MAX_LINE; i++) /* refuse binary junk early */
-            if ((unsigned char)buf[i] < 0x20 && buf[i] != '\r') return -400;
+            if ((unsigned char)buf[i] < 0x20 && buf[i] != '\r')
+                return -400;
         return len >= HTTP_MAX_LINE ? -414 : 0;
     }
     long head = http_head_end(buf, len, HTTP_MAX_HEAD);
-    if (head < 0) return -431;
+    if (head < 0)
+        return -431;
     const char *p = buf, *sp1, *sp2;
-    for (sp1 = p; sp1 < eol && http_is_tchar((unsigned char)*sp1); sp1++) {}
-    if (sp1 == p || sp1 >= eol || *sp1 != ' ' || sp1 - p > 16) return -400;
-    if (sp1[1] != '/') return -400;
-    for (sp2 = sp1 + 1; sp2 < eol && (unsigned char)*sp2 > 0x20 && *sp2 != 0x7f; sp2++) {}
-    if (sp2 >= eol || *sp2 != ' ') return -400;
-    if (eol - sp2 != 9 || memcmp(sp2 + 1, "HTTP/1.", 7)) return eol - sp2 == 9 && !memcmp(sp2 + 1, "HTTP/", 5) ? -505 : -400;
-    if (sp2[8] != '0' && sp2[8] != '1') return -505;
+    sp1 = p;
+    while (sp1 < eol && http_is_tchar((unsigned char)*sp1))
+        sp1++;
+    if (sp1 == p || sp1 >= eol || *sp1 != ' ' || sp1 - p > 16)
+        return -400;
+    if (sp1[1] != '/')
+        return -400;
+    sp2 = sp1 + 1;
+    while (sp2 < eol && (unsigned char)*sp2 > 0x20 && *sp2 != 0x7f)
+        sp2++;
+    if (sp2 >= eol || *sp2 != ' ')
+        return -400;
+    if (eol - sp2 != 9 || memcmp(sp2 + 1, "HTTP/1.", 7))
+        return eol - sp2 == 9 && !memcmp(sp2 + 1, "HTTP/", 5) ? -505 : -400;
+    if (sp2[8] != '0' && sp2[8] != '1')
+        return -505;
     out->method = p;
     out->method_len = (size_t)(sp1 - p);
     out->path = sp1 + 1;
@@ -1642,11 +1762,15 @@ static long http_parse_request(const char *buf, size_t len, struct http_request 
         out->query_len = (size_t)(sp2 - qmark - 1);
     }
     out->minor = sp2[8] - '0';
-    if (!head) return 0;
+    if (!head)
+        return 0;
     int status = http_parse_headers(eol + 2, buf + head - 2, &out->h, 400);
-    if (status) return -status;
-    if (out->h.chunked) return -501;
-    if (out->h.content_length > HTTP_MAX_BODY) return -413;
+    if (status)
+        return -status;
+    if (out->h.chunked)
+        return -501;
+    if (out->h.content_length > HTTP_MAX_BODY)
+        return -413;
     out->head_len = (size_t)head;
     out->body_len = out->h.content_length;
     out->keep_alive = out->minor == 1 ? !out->h.conn_close : out->h.conn_keep_alive;
@@ -1660,22 +1784,31 @@ static long http_parse_response(const char *buf, size_t len, struct http_respons
 {
     memset(out, 0, sizeof *out);
     long head = http_head_end(buf, len, HTTP_MAX_HEAD);
-    if (head < 0) return -502;
+    if (head < 0)
+        return -502;
     size_t have = len < 13 ? len : 13;
-    if (memcmp(buf, "HTTP/1.", have < 7 ? have : 7)) return -502;
-    if (!head) return 0;
+    if (memcmp(buf, "HTTP/1.", have < 7 ? have : 7))
+        return -502;
+    if (!head)
+        return 0;
     const char *eol = memmem(buf, (size_t)head, "\r\n", 2);
-    if (eol - buf < 12 || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ') return -502;
+    if (eol - buf < 12 || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ')
+        return -502;
     for (int i = 9; i < 12; i++)
-        if (buf[i] < '0' || buf[i] > '9') return -502;
-    if (eol - buf > 12 && buf[12] != ' ') return -502;
+        if (buf[i] < '0' || buf[i] > '9')
+            return -502;
+    if (eol - buf > 12 && buf[12] != ' ')
+        return -502;
     out->minor = buf[7] - '0';
     out->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-    if (out->status < 100) return -502;
+    if (out->status < 100)
+        return -502;
     struct http_head h;
-    if (http_parse_headers(eol + 2, buf + head - 2, &h, 502)) return -502;
+    if (http_parse_headers(eol + 2, buf + head - 2, &h, 502))
+        return -502;
     int bodiless = out->status < 200 || out->status == 204 || out->status == 304;
-    if (h.chunked || (!h.has_length && !bodiless) || h.content_length > HTTP_MAX_RESP_BODY) return -502;
+    if (h.chunked || (!h.has_length && !bodiless) || h.content_length > HTTP_MAX_RESP_BODY)
+        return -502;
     out->head_len = (size_t)head;
     out->body_len = bodiless ? 0 : h.content_length;
     out->body = buf + head;
@@ -1684,12 +1817,13 @@ static long http_parse_response(const char *buf, size_t len, struct http_respons
 }
 
 /* Append a complete response (head and body) to out. */
-static void http_write_response(struct sbuf *out, int status, const char *ctype, const char *body, size_t n,
-                                int keep_alive)
+static void http_write_response(struct sbuf *out, int status, const char *ctype, const char *body,
+                                size_t n, int keep_alive)
 {
     int i = http_status_index(status);
     sbuf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-                i < HTTP_NSTATUS ? http_reasons[i] : "Unknown", ctype, n, keep_alive ? "" : "Connection: close\r\n");
+                i < HTTP_NSTATUS ? http_reasons[i] : "Unknown", ctype, n,
+                keep_alive ? "" : "Connection: close\r\n");
     sbuf_add(out, body, n);
 }
 
@@ -1698,11 +1832,14 @@ static long http_query_int(const char *query, size_t n, const char *key, long de
 {
     size_t kl = strlen(key);
     for (size_t i = 0; query && i + kl < n; i++) {
-        if ((i == 0 || query[i - 1] == '&') && !strncmp(query + i, key, kl) && query[i + kl] == '=') {
+        if ((i == 0 || query[i - 1] == '&') && !strncmp(query + i, key, kl) &&
+            query[i + kl] == '=') {
             long v = 0;
             size_t j = i + kl + 1;
-            if (j >= n || query[j] < '0' || query[j] > '9') return def;
-            for (; j < n && query[j] >= '0' && query[j] <= '9' && v < 100000000; j++) v = v * 10 + (query[j] - '0');
+            if (j >= n || query[j] < '0' || query[j] > '9')
+                return def;
+            for (; j < n && query[j] >= '0' && query[j] <= '9' && v < 100000000; j++)
+                v = v * 10 + (query[j] - '0');
             return v;
         }
     }
@@ -1712,7 +1849,8 @@ static long http_query_int(const char *query, size_t n, const char *key, long de
 /* ---- II.2 Metrics ---- */
 
 /* Latency histogram bounds for /metrics, in ms (Prometheus wants seconds; we print both). */
-static const double metrics_le_ms[] = {1, 5, 10, 25, 50, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000};
+static const double metrics_le_ms[] = {1,   5,   10,  25,   50,   100,  150,
+                                       200, 300, 500, 1000, 2500, 5000, 10000};
 #define METRICS_NLE ((int)ARRAY_LEN(metrics_le_ms))
 
 /* Process-wide counters, updated with relaxed atomic adds from any thread. */
@@ -1731,7 +1869,8 @@ struct metrics {
 /* Allocate the counters; call once from the main thread before any server starts. */
 static struct metrics *metrics_init(void)
 {
-    if (!rt.m) rt.m = xcalloc(1, sizeof *rt.m);
+    if (!rt.m)
+        rt.m = xcalloc(1, sizeof *rt.m);
     return rt.m;
 }
 
@@ -1740,7 +1879,8 @@ static void metrics_request(int status, int64_t ns)
     struct metrics *m = rt.m;
     SHARED_ADD(m->requests[http_status_index(status)], 1);
     int i = 0;
-    while (i < METRICS_NLE && (double)ns > metrics_le_ms[i] * NS_PER_MS) i++;
+    while (i < METRICS_NLE && (double)ns > metrics_le_ms[i] * NS_PER_MS)
+        i++;
     SHARED_ADD(m->lat_le[i], 1);
     SHARED_ADD(m->lat_sum_us, (uint64_t)(ns / 1000));
 }
@@ -1751,26 +1891,37 @@ static void metrics_page(struct sbuf *b)
     struct metrics *m = rt.m;
     struct vt_stats threads = vt_stats();
     uint64_t cum = 0;
-    sbuf_printf(b, "# HELP agg_requests_total Requests answered, by status.\n# TYPE agg_requests_total counter\n");
+    sbuf_printf(b, "# HELP agg_requests_total Requests answered, by status.\n"
+                   "# TYPE agg_requests_total counter\n");
     for (int i = 0; i <= HTTP_NSTATUS; i++) {
         uint64_t n = LOAD(m->requests[i]);
-        if (i < HTTP_NSTATUS) sbuf_printf(b, "agg_requests_total{status=\"%d\"} %llu\n", http_codes[i], (unsigned long long)n);
-        else sbuf_printf(b, "agg_requests_total{status=\"other\"} %llu\n", (unsigned long long)n);
+        if (i < HTTP_NSTATUS)
+            sbuf_printf(b, "agg_requests_total{status=\"%d\"} %llu\n", http_codes[i],
+                        (unsigned long long)n);
+        else
+            sbuf_printf(b, "agg_requests_total{status=\"other\"} %llu\n", (unsigned long long)n);
     }
-    sbuf_printf(b, "# HELP agg_request_seconds Server-side latency.\n# TYPE agg_request_seconds histogram\n");
+    sbuf_printf(
+        b,
+        "# HELP agg_request_seconds Server-side latency.\n# TYPE agg_request_seconds histogram\n");
     for (int i = 0; i < METRICS_NLE; i++) {
         cum += LOAD(m->lat_le[i]);
-        sbuf_printf(b, "agg_request_seconds_bucket{le=\"%g\"} %llu\n", metrics_le_ms[i] / 1000, (unsigned long long)cum);
+        sbuf_printf(b, "agg_request_seconds_bucket{le=\"%g\"} %llu\n", metrics_le_ms[i] / 1000,
+                    (unsigned long long)cum);
     }
     cum += LOAD(m->lat_le[METRICS_NLE]);
     sbuf_printf(b, "agg_request_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-    sbuf_printf(b, "agg_request_seconds_sum %.6f\nagg_request_seconds_count %llu\n", LOAD(m->lat_sum_us) / 1e6,
-                (unsigned long long)cum);
-    struct { const char *name, *help; double v; } g[] = {
+    sbuf_printf(b, "agg_request_seconds_sum %.6f\nagg_request_seconds_count %llu\n",
+                LOAD(m->lat_sum_us) / 1e6, (unsigned long long)cum);
+    struct {
+        const char *name, *help;
+        double v;
+    } g[] = {
         {"agg_os_threads", "OS threads of the process", (double)proc_status_field(0, "Threads")},
         {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
         {"agg_open_fds", "open file descriptors", (double)proc_count_dir("/proc/self/fd")},
-        {"agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine", (double)proc_count_time_wait()},
+        {"agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine",
+         (double)proc_count_time_wait()},
         {"agg_connections", "client connections open", (double)LOAD(m->conns)},
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
@@ -1779,13 +1930,16 @@ static void metrics_page(struct sbuf *b)
         {"agg_vthreads_runnable", "virtual threads runnable", (double)threads.runnable},
         {"agg_vthreads_parked", "virtual threads parked", (double)threads.parked},
         {"agg_vthreads_pinned", "virtual threads pinned (inside vt_pin)", (double)LOAD(rt.pinned)},
-        {"agg_vthreads_pinned_blocked", "pinned virtual threads blocking their carrier", (double)LOAD(rt.pinned_blocked)},
+        {"agg_vthreads_pinned_blocked", "pinned virtual threads blocking their carrier",
+         (double)LOAD(rt.pinned_blocked)},
         {"agg_carriers", "carrier threads", (double)rt.ncarriers},
         {"agg_carriers_busy", "carriers running a virtual thread", (double)threads.busy},
         {"agg_context_switches_total", "switches into virtual threads", (double)threads.switches},
-        {"agg_stack_copied_bytes_total", "stack bytes copied by parking", (double)threads.copied_bytes},
+        {"agg_stack_copied_bytes_total", "stack bytes copied by parking",
+         (double)threads.copied_bytes},
         {"agg_downstream_calls_total", "downstream calls", (double)LOAD(m->ds_calls)},
-        {"agg_downstream_connections_opened_total", "downstream connections opened", (double)LOAD(m->ds_opened)},
+        {"agg_downstream_connections_opened_total", "downstream connections opened",
+         (double)LOAD(m->ds_opened)},
     };
     for (size_t i = 0; i < ARRAY_LEN(g); i++)
         sbuf_printf(b, "# HELP %s %s.\n# TYPE %s %s\n%s %.0f\n", g[i].name, g[i].help, g[i].name,
@@ -1796,24 +1950,24 @@ static void metrics_page(struct sbuf *b)
 
 /* Everything the command line sets, read-only once serving. Times in ms. */
 struct config {
-    int mode;                   /* MODE_PLATFORM or MODE_VIRTUAL */
-    const char *host;           /* address to bind (127.0.0.1) */
-    int port;                   /* port to bind (0: any; the real one lands in server.port) */
+    int mode;                     /* MODE_PLATFORM or MODE_VIRTUAL */
+    const char *host;             /* address to bind (127.0.0.1) */
+    int port;                     /* port to bind (0: any; the real one lands in server.port) */
     struct sockaddr_in *backends; /* downstream services; call i goes to backends[i % n] */
     int nbackends;
-    int fanout;                 /* K: downstream calls per /aggregate */
-    int threads;                /* platform: most pool threads (Tomcat maxThreads) */
-    int min_spare;              /* platform: pool threads started up front (minSpareThreads) */
-    int max_connections;        /* connections held at most, both modes (maxConnections) */
-    int accept_count;           /* listen backlog (acceptCount) */
-    int max_queue;              /* platform: queued requests before 503 (0: unbounded) */
-    int carriers;               /* virtual: carrier threads (0: one per CPU) */
-    int pool;                   /* 1: keep-alive downstream connection pool; 0: --no-pool */
-    int pin;                    /* 1: hold the carrier across downstream calls (--pin) */
-    int timeout_ms;             /* downstream call timeout (504 after it) */
-    int idle_ms;                /* keep-alive idle timeout for client connections */
-    int thread_idle_ms;         /* platform: an idle pool thread exits after this (maxIdleTime) */
-    int delay_ms, jitter_ms;    /* backend: answer delay and its random spread */
+    int fanout;              /* K: downstream calls per /aggregate */
+    int threads;             /* platform: most pool threads (Tomcat maxThreads) */
+    int min_spare;           /* platform: pool threads started up front (minSpareThreads) */
+    int max_connections;     /* connections held at most, both modes (maxConnections) */
+    int accept_count;        /* listen backlog (acceptCount) */
+    int max_queue;           /* platform: queued requests before 503 (0: unbounded) */
+    int carriers;            /* virtual: carrier threads (0: one per CPU) */
+    int pool;                /* 1: keep-alive downstream connection pool; 0: --no-pool */
+    int pin;                 /* 1: hold the carrier across downstream calls (--pin) */
+    int timeout_ms;          /* downstream call timeout (504 after it) */
+    int idle_ms;             /* keep-alive idle timeout for client connections */
+    int thread_idle_ms;      /* platform: an idle pool thread exits after this (maxIdleTime) */
+    int delay_ms, jitter_ms; /* backend: answer delay and its random spread */
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
@@ -1840,32 +1994,33 @@ static int config_backends(struct config *cfg, const char *list)
     char *copy = strdup(list), *save = NULL;
     int ok = 1;
     for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
-        cfg->backends = xrealloc(cfg->backends, (size_t)(cfg->nbackends + 1) * sizeof *cfg->backends);
+        cfg->backends =
+            xrealloc(cfg->backends, (size_t)(cfg->nbackends + 1) * sizeof *cfg->backends);
         ok = parse_hostport(t, &cfg->backends[cfg->nbackends++]) == 0;
     }
     free(copy);
     return ok && cfg->nbackends > 0 ? 0 : -1;
 }
 
-
 struct server;
 struct conn;
 /* A route handler appends a whole response to out and returns its status. */
-typedef int (*route_fn)(struct server *s, struct http_request *rq, struct sbuf *out, int keep_alive);
+typedef int (*route_fn)(struct server *s, struct http_request *rq, struct sbuf *out,
+                        int keep_alive);
 
 struct ds_pool;
 struct pool;
 
 struct server {
     const struct config *cfg;
-    route_fn route;             /* agg_route or backend_route */
-    int lfd;                    /* listening socket */
-    int port;                   /* the port bound */
-    struct ds_pool *pools;      /* downstream pools, [slot * nbackends + backend] */
-    int npool_slots;            /* one slot per carrier (virtual) or a single shared one */
-    struct pool *pool;          /* platform mode's connector and executor */
-    uint64_t seed;              /* backend jitter: xorshift state (per server, racy is fine) */
-    long vconns;                /* virtual mode: connections held (atomic) */
+    route_fn route;        /* agg_route or backend_route */
+    int lfd;               /* listening socket */
+    int port;              /* the port bound */
+    struct ds_pool *pools; /* downstream pools, [slot * nbackends + backend] */
+    int npool_slots;       /* one slot per carrier (virtual) or a single shared one */
+    struct pool *pool;     /* platform mode's connector and executor */
+    uint64_t seed;         /* backend jitter: xorshift state (per server, racy is fine) */
+    long vconns;           /* virtual mode: connections held (atomic) */
 };
 
 /* A client connection: the read buffer keeps bytes past one request (pipelining). */
@@ -1873,12 +2028,12 @@ struct server {
 struct conn {
     int fd;
     struct server *srv;
-    char *buf;                  /* CONN_BUF bytes */
-    size_t len;                 /* bytes in buf not yet consumed */
-    struct sbuf out;            /* response being written */
-    struct conn *next, *prev;   /* platform: executor queue (next) and the all-connections list */
+    char *buf;                /* CONN_BUF bytes */
+    size_t len;               /* bytes in buf not yet consumed */
+    struct sbuf out;          /* response being written */
+    struct conn *next, *prev; /* platform: executor queue (next) and the all-connections list */
     struct conn *all_next;
-    int handoff;                /* platform: released by the thread that re-arms it, acquired by the poller */
+    int handoff; /* platform: released by the thread that re-arms it, acquired by the poller */
 };
 
 static struct conn *conn_new(struct server *s, int fd)
@@ -1906,10 +2061,13 @@ static long conn_read_request(struct conn *conn, struct http_request *rq, int64_
 {
     for (;;) {
         long r = http_parse_request(conn->buf, conn->len, rq);
-        if (r != 0) return r;
-        if (conn->len == CONN_BUF) return -431;
+        if (r != 0)
+            return r;
+        if (conn->len == CONN_BUF)
+            return -431;
         ssize_t n = io_rw(conn->fd, VT_READ, conn->buf + conn->len, CONN_BUF - conn->len, deadline);
-        if (n <= 0) return 0;
+        if (n <= 0)
+            return 0;
         conn->len += (size_t)n;
     }
 }
@@ -1920,7 +2078,8 @@ static int conn_serve_one(struct conn *conn)
 {
     struct http_request rq;
     long r = conn_read_request(conn, &rq, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS);
-    if (r == 0) return 0;
+    if (r == 0)
+        return 0;
     int64_t t0 = now_ns();
     int status, keep = r > 0 && rq.keep_alive;
     conn->out.len = 0;
@@ -1931,7 +2090,8 @@ static int conn_serve_one(struct conn *conn)
     } else {
         status = conn->srv->route(conn->srv, &rq, &conn->out, keep);
     }
-    int ok = io_write_all(conn->fd, conn->out.p, conn->out.len, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS) == 0;
+    int ok = io_write_all(conn->fd, conn->out.p, conn->out.len,
+                          now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS) == 0;
     metrics_request(status, now_ns() - t0);
     if (r > 0) {
         memmove(conn->buf, conn->buf + r, conn->len - (size_t)r);
@@ -1949,10 +2109,10 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
  * virtual thread fills it in while the parent is parked (and its stack copied away). */
 struct agg_call {
     struct server *s;
-    int item;                   /* /item/<item>, sent to backends[item % nbackends] */
-    int64_t deadline;           /* ns */
-    int status;                 /* 200, 502 or 504 */
-    struct sbuf body;           /* the backend's answer */
+    int item;         /* /item/<item>, sent to backends[item % nbackends] */
+    int64_t deadline; /* ns */
+    int status;       /* 200, 502 or 504 */
+    struct sbuf body; /* the backend's answer */
 };
 
 static void agg_call_run(void *arg)
@@ -1974,8 +2134,10 @@ static void agg_fan_out(struct agg_call *calls, int k)
 {
     if (vt_current()) {
         struct vt **kids = xcalloc((size_t)k, sizeof *kids);
-        for (int i = 0; i < k; i++) kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
-        for (int i = 0; i < k; i++) vt_join(kids[i]);
+        for (int i = 0; i < k; i++)
+            kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
+        for (int i = 0; i < k; i++)
+            vt_join(kids[i]);
         free(kids);
         return;
     }
@@ -1986,10 +2148,12 @@ static void agg_fan_out(struct agg_call *calls, int k)
     pthread_attr_setstacksize(&at, 256 * 1024);
     for (int i = 0; i < k; i++) {
         started[i] = pthread_create(&t[i], &at, agg_call_pthread, &calls[i]) == 0;
-        if (!started[i]) agg_call_run(&calls[i]); /* out of threads: do it ourselves */
+        if (!started[i])
+            agg_call_run(&calls[i]); /* out of threads: do it ourselves */
     }
     for (int i = 0; i < k; i++)
-        if (started[i]) pthread_join(t[i], NULL);
+        if (started[i])
+            pthread_join(t[i], NULL);
     pthread_attr_destroy(&at);
     free(started);
     free(t);
@@ -2004,21 +2168,29 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
     int parallel = (int)http_query_int(rq->query, rq->query_len, "parallel", 0);
     int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
     struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
-    for (int i = 0; i < k; i++) calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
-    if (cfg->pin) vt_pin(); /* like a synchronized block around the calls (JDK 21) */
+    for (int i = 0; i < k; i++)
+        calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
+    if (cfg->pin)
+        vt_pin(); /* like a synchronized block around the calls (JDK 21) */
     /* A pinned thread cannot park in a join, and its children live on its own carrier, so
      * under --pin a fan-out would wait forever: the calls run one after the other instead. */
     struct vt *self = vt_current();
-    if (parallel && k > 1 && !(self && self->pinned)) agg_fan_out(calls, k);
+    if (parallel && k > 1 && !(self && self->pinned))
+        agg_fan_out(calls, k);
     else
-        for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++) agg_call_run(&calls[i]);
-    if (cfg->pin) vt_unpin();
+        for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++)
+            agg_call_run(&calls[i]);
+    if (cfg->pin)
+        vt_unpin();
     struct sbuf body = {0};
     sbuf_add(&body, "[", 1);
     for (int i = 0; i < k; i++) {
-        if (calls[i].status != 200 && status == 200) status = calls[i].status ? calls[i].status : 504;
-        if (i) sbuf_add(&body, ",", 1);
-        if (calls[i].body.len) sbuf_add(&body, calls[i].body.p, calls[i].body.len);
+        if (calls[i].status != 200 && status == 200)
+            status = calls[i].status ? calls[i].status : 504;
+        if (i)
+            sbuf_add(&body, ",", 1);
+        if (calls[i].body.len)
+            sbuf_add(&body, calls[i].body.p, calls[i].body.len);
         sbuf_free(&calls[i].body);
     }
     sbuf_add(&body, "]", 1);
@@ -2059,8 +2231,10 @@ static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out
         http_write_response(out, 405, "text/plain", "Method Not Allowed", 18, keep);
         return 405;
     }
-    if (path_is(rq, "/aggregate")) return agg_aggregate(s, rq, out, keep);
-    if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+    if (path_is(rq, "/aggregate"))
+        return agg_aggregate(s, rq, out, keep);
+    if (path_is(rq, "/metrics"))
+        return route_metrics(out, keep);
     return route_not_found(out, keep);
 }
 
@@ -2070,9 +2244,9 @@ static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out
 #define CLIENT_BUF (HTTP_MAX_HEAD + HTTP_MAX_RESP_BODY)
 struct client {
     int fd;
-    char *buf;                  /* CLIENT_BUF bytes */
-    size_t len;                 /* bytes read and not consumed */
-    struct client *next;        /* link in a pool's idle list */
+    char *buf;           /* CLIENT_BUF bytes */
+    size_t len;          /* bytes read and not consumed */
+    struct client *next; /* link in a pool's idle list */
 };
 
 /* Outcomes of one exchange besides a parsed response. */
@@ -2081,7 +2255,8 @@ enum { CX_STALE = -1, CX_IO = -2, CX_TIMEOUT = -3, CX_BAD = -4, CX_CANCEL = -5 }
 static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline, int timeout_ms)
 {
     int fd = io_connect(sa, deadline, timeout_ms);
-    if (fd < 0) return NULL;
+    if (fd < 0)
+        return NULL;
     struct client *cl = xcalloc(1, sizeof *cl);
     cl->fd = fd;
     cl->buf = xmalloc(CLIENT_BUF);
@@ -2090,7 +2265,8 @@ static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline
 
 static void client_close(struct client *cl)
 {
-    if (!cl) return;
+    if (!cl)
+        return;
     io_close(cl->fd);
     free(cl->buf);
     free(cl);
@@ -2105,16 +2281,22 @@ static int client_errno_kind(void)
  * points into cl->buf; the caller consumes it with client_consume), or a CX_ code. CX_STALE
  * means the peer closed before answering: a pooled keep-alive connection that the server
  * had already closed, worth one retry on a fresh connection. */
-static long client_exchange(struct client *cl, const char *req, size_t n, int64_t deadline, struct http_response *rs)
+static long client_exchange(struct client *cl, const char *req, size_t n, int64_t deadline,
+                            struct http_response *rs)
 {
-    if (io_write_all(cl->fd, req, n, deadline) < 0) return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
+    if (io_write_all(cl->fd, req, n, deadline) < 0)
+        return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
     for (;;) {
         long r = http_parse_response(cl->buf, cl->len, rs);
-        if (r > 0) return r;
-        if (r < 0 || cl->len == CLIENT_BUF) return CX_BAD;
+        if (r > 0)
+            return r;
+        if (r < 0 || cl->len == CLIENT_BUF)
+            return CX_BAD;
         ssize_t got = io_rw(cl->fd, VT_READ, cl->buf + cl->len, CLIENT_BUF - cl->len, deadline);
-        if (got == 0 || (got < 0 && errno == ECONNRESET)) return cl->len ? CX_BAD : CX_STALE;
-        if (got < 0) return client_errno_kind();
+        if (got == 0 || (got < 0 && errno == ECONNRESET))
+            return cl->len ? CX_BAD : CX_STALE;
+        if (got < 0)
+            return client_errno_kind();
         cl->len += (size_t)got;
     }
 }
@@ -2130,8 +2312,8 @@ static void client_consume(struct client *cl, size_t n)
  * pool shared by all pool threads. Like Go's Transport or Apache HttpClient's pool, it has
  * no cap: concurrency decides how many connections exist. */
 struct ds_pool {
-    pthread_mutex_t mu;         /* guards idle (uncontended in virtual mode) */
-    struct client *idle;        /* LIFO: the most recently used connection is the warmest */
+    pthread_mutex_t mu;  /* guards idle (uncontended in virtual mode) */
+    struct client *idle; /* LIFO: the most recently used connection is the warmest */
 };
 
 static struct ds_pool *ds_pool_for(struct server *s, int backend)
@@ -2144,7 +2326,8 @@ static void ds_init(struct server *s)
 {
     s->npool_slots = rt.ncarriers > 0 ? rt.ncarriers : 1;
     s->pools = xcalloc((size_t)(s->npool_slots * s->cfg->nbackends), sizeof *s->pools);
-    for (int i = 0; i < s->npool_slots * s->cfg->nbackends; i++) pthread_mutex_init(&s->pools[i].mu, NULL);
+    for (int i = 0; i < s->npool_slots * s->cfg->nbackends; i++)
+        pthread_mutex_init(&s->pools[i].mu, NULL);
 }
 
 static void ds_free(struct server *s)
@@ -2165,7 +2348,8 @@ static struct client *ds_take(struct ds_pool *backend_pool)
 {
     pthread_mutex_lock(&backend_pool->mu);
     struct client *cl = backend_pool->idle;
-    if (cl) backend_pool->idle = cl->next;
+    if (cl)
+        backend_pool->idle = cl->next;
     pthread_mutex_unlock(&backend_pool->mu);
     return cl;
 }
@@ -2194,7 +2378,8 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int reused = cl != NULL;
         if (!cl) {
             cl = client_open(&cfg->backends[backend], deadline, cfg->timeout_ms);
-            if (!cl) return errno == ETIMEDOUT ? 504 : 502;
+            if (!cl)
+                return errno == ETIMEDOUT ? 504 : 502;
             SHARED_ADD(rt.m->ds_opened, 1);
         }
         struct http_response rs;
@@ -2211,8 +2396,10 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int status = rs.status == 200 ? 200 : 502;
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
-        if (cfg->pool && rs.keep_alive) ds_put(backend_pool, cl);
-        else client_close(cl);
+        if (cfg->pool && rs.keep_alive)
+            ds_put(backend_pool, cl);
+        else
+            client_close(cl);
         return status;
     }
     return 502;
@@ -2225,11 +2412,13 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
 static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
     if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
-        if (path_is(rq, "/metrics")) return route_metrics(out, keep);
+        if (path_is(rq, "/metrics"))
+            return route_metrics(out, keep);
         return route_not_found(out, keep);
     }
     long id = 0;
-    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000; i++)
+    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000;
+         i++)
         id = id * 10 + (rq->path[i] - '0');
     long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
     if (s->cfg->jitter_ms > 0) {
@@ -2240,9 +2429,12 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
         s->seed = x;
         delay += (long)(x % (uint64_t)(s->cfg->jitter_ms + 1));
     }
-    if (delay > 0 && vt_sleep_until(now_ns() + delay * NS_PER_MS) < 0) return 503;
+    if (delay > 0 && vt_sleep_until(now_ns() + delay * NS_PER_MS) < 0)
+        return 503;
     char body[160];
-    int n = snprintf(body, sizeof body, "{\"id\":%ld,\"name\":\"item-%ld\",\"price\":%ld.%02ld,\"stock\":%ld,\"tags\":[\"loom\",\"lab\"]}",
+    int n = snprintf(body, sizeof body,
+                     "{\"id\":%ld,\"name\":\"item-%ld\",\"price\":%ld.%02ld,\"stock\":%ld,\"tags\":"
+                     "[\"loom\",\"lab\"]}",
                      id, id, 10 + id % 90, id * 7 % 100, 100 - id % 100);
     http_write_response(out, 200, "application/json", body, (size_t)n, keep);
     return 200;
@@ -2264,8 +2456,8 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
  *     then hands the connection back to the poller. */
 struct pool {
     struct server *srv;
-    int epfd;                   /* the poller's epoll: listening socket, stop eventfd, conns */
-    int stopfd;                 /* eventfd: wakes the poller to stop */
+    int epfd;   /* the poller's epoll: listening socket, stop eventfd, conns */
+    int stopfd; /* eventfd: wakes the poller to stop */
     pthread_t poller;
     pthread_t *tids;            /* pool thread slots, cfg->threads of them */
     unsigned char *slot;        /* per slot: POOL_SLOT_FREE, _RUNNING or _EXITED (join first) */
@@ -2312,13 +2504,18 @@ static void pool_watch_listener(struct pool *p, int op)
 static void pool_grow(struct pool *p)
 {
     int i = 0;
-    while (i < p->srv->cfg->threads && p->slot[i] == POOL_SLOT_RUNNING) i++;
-    if (i == p->srv->cfg->threads) return;
-    if (p->slot[i] == POOL_SLOT_EXITED) pthread_join(p->tids[i], NULL);
+    while (i < p->srv->cfg->threads && p->slot[i] == POOL_SLOT_RUNNING)
+        i++;
+    if (i == p->srv->cfg->threads)
+        return;
+    if (p->slot[i] == POOL_SLOT_EXITED)
+        pthread_join(p->tids[i], NULL);
     p->slot[i] = POOL_SLOT_FREE;
-    if (pthread_create(&p->tids[i], &p->attr, pool_thread, p) != 0) return; /* the queue absorbs it */
+    if (pthread_create(&p->tids[i], &p->attr, pool_thread, p) != 0)
+        return; /* the queue absorbs it */
     p->slot[i] = POOL_SLOT_RUNNING;
-    if (++p->nthreads > p->peak_threads) p->peak_threads = p->nthreads;
+    if (++p->nthreads > p->peak_threads)
+        p->peak_threads = p->nthreads;
     SHARED_ADD(rt.m->pool_size, 1);
 }
 
@@ -2337,9 +2534,12 @@ static int pool_wait_task(struct pool *p)
 
 static void pool_unlink(struct pool *p, struct conn *conn)
 {
-    if (conn->prev) conn->prev->all_next = conn->all_next;
-    else p->all = conn->all_next;
-    if (conn->all_next) conn->all_next->prev = conn->prev;
+    if (conn->prev)
+        conn->prev->all_next = conn->all_next;
+    else
+        p->all = conn->all_next;
+    if (conn->all_next)
+        conn->all_next->prev = conn->prev;
 }
 
 /* Drop a connection: free it and, if the acceptor had paused at max_connections, resume. */
@@ -2362,20 +2562,27 @@ static void pool_submit(struct pool *p, struct conn *conn)
     pthread_mutex_lock(&p->mu);
     if (p->srv->cfg->max_queue > 0 && p->qlen >= p->srv->cfg->max_queue) {
         pthread_mutex_unlock(&p->mu);
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-        if (write(conn->fd, busy, sizeof busy - 1) < 0) {} /* best effort; the socket is closing */
+        static const char busy[] =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        if (write(conn->fd, busy, sizeof busy - 1) < 0) {
+            /* best effort; the socket is closing */
+        }
         metrics_request(503, 0);
         pool_close(p, conn);
         return;
     }
     conn->next = NULL;
-    if (p->qtail) p->qtail->next = conn;
-    else p->qhead = conn;
+    if (p->qtail)
+        p->qtail->next = conn;
+    else
+        p->qhead = conn;
     p->qtail = conn;
     p->qlen++;
     SHARED_ADD(rt.m->pool_queue, 1);
-    if (p->qlen > p->idle && p->nthreads < p->srv->cfg->threads) pool_grow(p);
-    else pthread_cond_signal(&p->cv);
+    if (p->qlen > p->idle && p->nthreads < p->srv->cfg->threads)
+        pool_grow(p);
+    else
+        pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -2388,24 +2595,31 @@ static void *pool_thread(void *arg)
     for (;;) {
         int retire = 0;
         while (!p->qhead && !p->stopping && !retire)
-            retire = pool_wait_task(p) == ETIMEDOUT && !p->qhead && p->nthreads > p->srv->cfg->min_spare;
-        if (!p->qhead) break; /* stopping, or idle too long */
+            retire =
+                pool_wait_task(p) == ETIMEDOUT && !p->qhead && p->nthreads > p->srv->cfg->min_spare;
+        if (!p->qhead)
+            break; /* stopping, or idle too long */
         struct conn *conn = p->qhead;
         p->qhead = conn->next;
-        if (!p->qhead) p->qtail = NULL;
+        if (!p->qhead)
+            p->qtail = NULL;
         p->qlen--;
         SHARED_ADD(rt.m->pool_queue, -1);
         SHARED_ADD(rt.m->pool_busy, 1);
         pthread_mutex_unlock(&p->mu);
         int keep = conn_serve_one(conn);
-        while (keep && conn->len) keep = conn_serve_one(conn); /* pipelined requests */
+        while (keep && conn->len)
+            keep = conn_serve_one(conn); /* pipelined requests */
         SHARED_ADD(rt.m->pool_busy, -1);
-        if (!keep) pool_close(p, conn);
+        if (!keep)
+            pool_close(p, conn);
         pthread_mutex_lock(&p->mu);
-        if (keep) pool_watch(p, conn, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
+        if (keep)
+            pool_watch(p, conn, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
     }
     for (int i = 0; i < p->srv->cfg->threads; i++) /* tell pool_grow or pool_stop to join us */
-        if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self())) p->slot[i] = POOL_SLOT_EXITED;
+        if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self()))
+            p->slot[i] = POOL_SLOT_EXITED;
     p->nthreads--;
     SHARED_ADD(rt.m->pool_size, -1);
     pthread_mutex_unlock(&p->mu);
@@ -2418,19 +2632,22 @@ static void pool_accept(struct pool *p)
     for (;;) {
         pthread_mutex_lock(&p->mu);
         if (p->nconns >= p->srv->cfg->max_connections) {
-            if (!p->accept_paused) pool_watch_listener(p, EPOLL_CTL_DEL);
+            if (!p->accept_paused)
+                pool_watch_listener(p, EPOLL_CTL_DEL);
             p->accept_paused = 1;
             pthread_mutex_unlock(&p->mu);
             return;
         }
         pthread_mutex_unlock(&p->mu);
         int fd = accept4(p->srv->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) return; /* EAGAIN: backlog empty (or a transient error: try next time) */
+        if (fd < 0)
+            return; /* EAGAIN: backlog empty (or a transient error: try next time) */
         struct conn *conn = conn_new(p->srv, io_adopt(fd, p->srv->cfg->idle_ms));
         pthread_mutex_lock(&p->mu);
         p->nconns++;
         conn->all_next = p->all;
-        if (p->all) p->all->prev = conn;
+        if (p->all)
+            p->all->prev = conn;
         p->all = conn;
         pthread_mutex_unlock(&p->mu);
         pool_watch(p, conn, EPOLL_CTL_ADD);
@@ -2444,15 +2661,18 @@ static void *pool_poller(void *arg)
     for (;;) {
         int n = epoll_wait(p->epfd, ev, (int)ARRAY_LEN(ev), -1);
         for (int i = 0; i < n; i++) {
-            if (ev[i].data.ptr == &p->stopfd) return NULL;
+            if (ev[i].data.ptr == &p->stopfd)
+                return NULL;
             if (ev[i].data.ptr == p) {
                 pool_accept(p);
                 continue;
             }
             struct conn *conn = ev[i].data.ptr;
             (void)__atomic_load_n(&conn->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
-            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN)) pool_close(p, conn);
-            else pool_submit(p, conn);
+            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN))
+                pool_close(p, conn);
+            else
+                pool_submit(p, conn);
         }
     }
 }
@@ -2479,9 +2699,11 @@ static void pool_start(struct server *s)
     epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stopfd, &ev);
     pool_watch_listener(p, EPOLL_CTL_ADD);
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < s->cfg->min_spare && i < s->cfg->threads; i++) pool_grow(p);
+    for (int i = 0; i < s->cfg->min_spare && i < s->cfg->threads; i++)
+        pool_grow(p);
     pthread_mutex_unlock(&p->mu);
-    if (pthread_create(&p->poller, NULL, pool_poller, p)) die("pthread_create poller");
+    if (pthread_create(&p->poller, NULL, pool_poller, p))
+        die("pthread_create poller");
 }
 
 /* Stop accepting, let the pool finish the queued requests, then free every connection. */
@@ -2489,17 +2711,19 @@ static void pool_stop(struct server *s)
 {
     struct pool *p = s->pool;
     uint64_t one = 1;
-    if (write(p->stopfd, &one, sizeof one) < 0) die("eventfd: %s", strerror(errno));
+    if (write(p->stopfd, &one, sizeof one) < 0)
+        die("eventfd: %s", strerror(errno));
     pthread_join(p->poller, NULL);
     pthread_mutex_lock(&p->mu);
     p->stopping = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < s->cfg->threads; i++) { /* the poller is gone: no more can start */
-        pthread_mutex_lock(&p->mu); /* exiting threads mark their slot under the lock */
+        pthread_mutex_lock(&p->mu);             /* exiting threads mark their slot under the lock */
         int started = p->slot[i] != POOL_SLOT_FREE;
         pthread_mutex_unlock(&p->mu);
-        if (started) pthread_join(p->tids[i], NULL);
+        if (started)
+            pthread_join(p->tids[i], NULL);
     }
     free(p->tids);
     free(p->slot);
@@ -2530,7 +2754,8 @@ static void vconn_main(void *arg)
         conn_free(conn);
         return;
     }
-    while (conn_serve_one(conn)) {}
+    while (conn_serve_one(conn))
+        continue; /* keep-alive: serve the next request */
     SHARED_ADD(conn->srv->vconns, -1);
     conn_free(conn);
 }
@@ -2542,14 +2767,18 @@ static void vconn_main(void *arg)
 static void vserver_acceptor(void *arg)
 {
     struct server *s = arg;
-    if (fcntl(s->lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(s->lfd) < 0) die("listener: %s", strerror(errno));
+    if (fcntl(s->lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(s->lfd) < 0)
+        die("listener: %s", strerror(errno));
     for (;;) {
         while (LOAD(s->vconns) >= s->cfg->max_connections)
-            if (vt_sleep_until(now_ns() + NS_PER_MS) < 0) goto cancelled;
+            if (vt_sleep_until(now_ns() + NS_PER_MS) < 0)
+                goto cancelled;
         int fd = io_accept(s->lfd, -1);
         if (fd < 0) {
-            if (errno == ECANCELED) break;
-            if (errno == EMFILE || errno == ENFILE) vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* back off */
+            if (errno == ECANCELED)
+                break;
+            if (errno == EMFILE || errno == ENFILE)
+                vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* back off */
             continue;
         }
         SHARED_ADD(s->vconns, 1);
@@ -2570,10 +2799,14 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     s->route = route;
     s->seed = 0x9E3779B97F4A7C15ULL;
     s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port);
-    if (s->lfd < 0) return -1;
-    if (cfg->nbackends) ds_init(s);
-    if (cfg->mode == MODE_PLATFORM) pool_start(s);
-    else vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
+    if (s->lfd < 0)
+        return -1;
+    if (cfg->nbackends)
+        ds_init(s);
+    if (cfg->mode == MODE_PLATFORM)
+        pool_start(s);
+    else
+        vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
     return 0;
 }
 
@@ -2592,11 +2825,15 @@ static int serve_until_signal(struct config *cfg, route_fn route, const char *wh
 {
     struct server s;
     signals_block();
-    if (cfg->mode == MODE_VIRTUAL) rt_start(cfg->carriers);
-    else raise_fd_limit();
-    if (server_start(&s, cfg, route) < 0) die("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(errno));
+    if (cfg->mode == MODE_VIRTUAL)
+        rt_start(cfg->carriers);
+    else
+        raise_fd_limit();
+    if (server_start(&s, cfg, route) < 0)
+        die("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(errno));
     fprintf(stderr, "aggregator %s: listening on %s:%d (%s%s)\n", what, cfg->host, s.port,
-            cfg->mode == MODE_VIRTUAL ? "virtual threads" : "platform threads", cfg->pin ? ", pinned" : "");
+            cfg->mode == MODE_VIRTUAL ? "virtual threads" : "platform threads",
+            cfg->pin ? ", pinned" : "");
     signals_wait_until(-1);
     fprintf(stderr, "aggregator %s: stopping\n", what);
     if (cfg->mode == MODE_VIRTUAL) {
@@ -2699,18 +2936,18 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 /* ---- III.2 Load generator ---- */
 
 /* Error kinds, one table for counting and printing. */
-#define LOAD_ERRORS(X)                                   \
-    X(LOAD_ERR_CONNECT, "connect")                       \
-    X(LOAD_ERR_IO, "read/write")                         \
-    X(LOAD_ERR_TIMEOUT, "timeout")                       \
-    X(LOAD_ERR_STATUS, "status")  /* a non-2xx answer */ \
+#define LOAD_ERRORS(X)                                                                             \
+    X(LOAD_ERR_CONNECT, "connect")                                                                 \
+    X(LOAD_ERR_IO, "read/write")                                                                   \
+    X(LOAD_ERR_TIMEOUT, "timeout")                                                                 \
+    X(LOAD_ERR_STATUS, "status") /* a non-2xx answer */                                            \
     X(LOAD_ERR_PARSE, "parse")
 
 enum load_err {
 #define X(e, name) e,
     LOAD_ERRORS(X)
 #undef X
-    LOAD_NERR
+        LOAD_NERR
 };
 static const char *const load_err_names[] = {
 #define X(e, name) name,
@@ -2719,41 +2956,41 @@ static const char *const load_err_names[] = {
 };
 
 struct load_cfg {
-    struct sockaddr_in addr;    /* target */
-    char url[256];              /* as given, for the report */
-    char path[200];             /* path and query sent */
-    int users;                  /* N: concurrent users (connections) */
-    double duration_s;          /* measured window */
-    double warmup_s;            /* traffic before the window opens (connects, warm pools; not counted) */
-    int think_ms;               /* Z: think time between a user's requests (closed loop) */
-    double rate;                /* > 0: open loop, requests/s in total; 0: closed loop */
-    int timeout_ms;             /* per request */
-    int carriers;               /* carrier threads of the generator */
-    int json;                   /* print JSON instead of the wrk-like text */
+    struct sockaddr_in addr; /* target */
+    char url[256];           /* as given, for the report */
+    char path[200];          /* path and query sent */
+    int users;               /* N: concurrent users (connections) */
+    double duration_s;       /* measured window */
+    double warmup_s; /* traffic before the window opens (connects, warm pools; not counted) */
+    int think_ms;    /* Z: think time between a user's requests (closed loop) */
+    double rate;     /* > 0: open loop, requests/s in total; 0: closed loop */
+    int timeout_ms;  /* per request */
+    int carriers;    /* carrier threads of the generator */
+    int json;        /* print JSON instead of the wrk-like text */
 };
 
 /* Counters of one carrier's users: no sharing while the test runs, merged at the end. */
 struct load_stats {
-    struct hist h;              /* latencies in µs */
-    uint64_t completed;         /* answers received inside the window */
+    struct hist h;      /* latencies in µs */
+    uint64_t completed; /* answers received inside the window */
     uint64_t errors[LOAD_NERR];
 };
 
 struct load {
     const struct load_cfg *cfg;
-    char req[256];              /* the request bytes, the same for every call */
+    char req[256]; /* the request bytes, the same for every call */
     size_t req_len;
-    int64_t t0, t_end;          /* window [t0, t_end), ns */
+    int64_t t0, t_end;              /* window [t0, t_end), ns */
     struct load_stats *per_carrier; /* one per carrier */
-    int stop;                   /* atomic: stop early (Ctrl-C) */
-    pthread_mutex_t mu;         /* guards done */
+    int stop;                       /* atomic: stop early (Ctrl-C) */
+    pthread_mutex_t mu;             /* guards done */
     pthread_cond_t cv;
-    int done;                   /* users finished */
+    int done; /* users finished */
 };
 
 struct load_user {
     struct load *L;
-    int idx;                    /* 0..users-1: its slots in an open-loop schedule */
+    int idx; /* 0..users-1: its slots in an open-loop schedule */
 };
 
 static int load_over(struct load *L)
@@ -2784,7 +3021,8 @@ static int load_one(struct load *L, struct client **clp, int64_t intended, int64
         }
         client_close(*clp);
         *clp = NULL;
-        if (r == CX_STALE && reused) continue;
+        if (r == CX_STALE && reused)
+            continue;
         return r == CX_TIMEOUT ? LOAD_ERR_TIMEOUT : r == CX_BAD ? LOAD_ERR_PARSE : LOAD_ERR_IO;
     }
     return LOAD_ERR_IO;
@@ -2801,29 +3039,36 @@ static void load_user_main(void *arg)
     const struct load_cfg *cfg = L->cfg;
     struct load_stats *stats = &L->per_carrier[carrier_self->id];
     /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
-    struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS, cfg->timeout_ms);
-    if (!cl && now_ns() >= L->t0 && !load_over(L)) stats->errors[LOAD_ERR_CONNECT]++;
+    struct client *cl =
+        client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS, cfg->timeout_ms);
+    if (!cl && now_ns() >= L->t0 && !load_over(L))
+        stats->errors[LOAD_ERR_CONNECT]++;
     /* Closed-loop users send from the start and count only the answers inside the window,
      * so it opens on a steady state; an open-loop schedule starts at the window. */
     if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
         for (uint64_t k = 0; !load_over(L); k++) {
             int64_t intended = now_ns();
             if (cfg->rate > 0) {
-                intended = L->t0 + (int64_t)((double)(u->idx + k * (uint64_t)cfg->users) * 1e9 / cfg->rate);
-                if (intended >= L->t_end || (intended > now_ns() && vt_sleep_until(intended) < 0)) break;
+                intended = L->t0 +
+                           (int64_t)((double)(u->idx + k * (uint64_t)cfg->users) * 1e9 / cfg->rate);
+                if (intended >= L->t_end || (intended > now_ns() && vt_sleep_until(intended) < 0))
+                    break;
             }
             int64_t lat = 0;
             int err = load_one(L, &cl, intended, &lat);
-            if (now_ns() > L->t_end || LOAD(L->stop)) break; /* after the window: not counted */
-            int counted = now_ns() >= L->t0;                 /* warm-up: not counted either */
+            if (now_ns() > L->t_end || LOAD(L->stop))
+                break;                       /* after the window: not counted */
+            int counted = now_ns() >= L->t0; /* warm-up: not counted either */
             if (err >= 0) {
                 stats->errors[err] += (uint64_t)counted;
-                if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0) break; /* no spin */
+                if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0)
+                    break; /* no spin */
             } else if (counted) {
                 stats->completed++;
                 hist_add(&stats->h, (uint64_t)(lat / 1000));
             }
-            if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0) break;
+            if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0)
+                break;
         }
     }
     client_close(cl);
@@ -2841,8 +3086,8 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->cfg = cfg;
     char host[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &cfg->addr.sin_addr, host, sizeof host);
-    L->req_len = (size_t)snprintf(L->req, sizeof L->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", cfg->path, host,
-                                  ntohs(cfg->addr.sin_port));
+    L->req_len = (size_t)snprintf(L->req, sizeof L->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
+                                  cfg->path, host, ntohs(cfg->addr.sin_port));
     L->per_carrier = xcalloc((size_t)rt.ncarriers, sizeof *L->per_carrier);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
@@ -2861,13 +3106,15 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
 static struct load_stats *load_wait(struct load *L)
 {
     pthread_mutex_lock(&L->mu);
-    while (L->done < L->cfg->users) pthread_cond_wait(&L->cv, &L->mu);
+    while (L->done < L->cfg->users)
+        pthread_cond_wait(&L->cv, &L->mu);
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
     for (int i = 0; i < rt.ncarriers; i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
         all->completed += L->per_carrier[i].completed;
-        for (int e = 0; e < LOAD_NERR; e++) all->errors[e] += L->per_carrier[i].errors[e];
+        for (int e = 0; e < LOAD_NERR; e++)
+            all->errors[e] += L->per_carrier[i].errors[e];
     }
     free(L->per_carrier);
     pthread_cond_destroy(&L->cv);
@@ -2878,50 +3125,64 @@ static struct load_stats *load_wait(struct load *L)
 static uint64_t load_errors_total(const struct load_stats *stats)
 {
     uint64_t n = 0;
-    for (int e = 0; e < LOAD_NERR; e++) n += stats->errors[e];
+    for (int e = 0; e < LOAD_NERR; e++)
+        n += stats->errors[e];
     return n;
 }
 
-static void load_report(const struct load_cfg *cfg, const struct load_stats *stats, double secs, FILE *f)
+static void load_report(const struct load_cfg *cfg, const struct load_stats *stats, double secs,
+                        FILE *f)
 {
     double rps = (double)stats->completed / secs;
     const struct hist *h = &stats->h;
-    double ms[5] = {hist_quantile(h, 0.5) / 1e3, hist_quantile(h, 0.9) / 1e3, hist_quantile(h, 0.99) / 1e3,
-                    hist_quantile(h, 0.999) / 1e3, h->max / 1e3};
+    double ms[5] = {hist_quantile(h, 0.5) / 1e3, hist_quantile(h, 0.9) / 1e3,
+                    hist_quantile(h, 0.99) / 1e3, hist_quantile(h, 0.999) / 1e3, h->max / 1e3};
     double mean = h->count ? (double)h->sum / (double)h->count / 1e3 : 0;
     if (cfg->json) {
-        fprintf(f, "{\"throughput_rps\":%.2f,\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
-                   "\"max\":%.3f,\"mean\":%.3f},\"completed\":%llu,\"errors\":%llu,\"errors_by_kind\":{",
+        fprintf(f,
+                "{\"throughput_rps\":%.2f,\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+                "\"p999\":%.3f,\"max\":%.3f,\"mean\":%.3f},\"completed\":%llu,\"errors\":%llu,"
+                "\"errors_by_kind\":{",
                 rps, ms[0], ms[1], ms[2], ms[3], ms[4], mean, (unsigned long long)stats->completed,
                 (unsigned long long)load_errors_total(stats));
         for (int e = 0; e < LOAD_NERR; e++)
-            fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e], (unsigned long long)stats->errors[e]);
+            fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e],
+                    (unsigned long long)stats->errors[e]);
         fprintf(f, "},\"users\":%d,\"duration_s\":%.3f}\n", cfg->users, secs);
         return;
     }
     fprintf(f, "Running %.1fs test @ %s\n  %d users, %s\n", secs, cfg->url, cfg->users,
             cfg->rate > 0 ? "open loop" : "closed loop");
-    if (cfg->rate > 0) fprintf(f, "  target rate %.0f req/s (latency from the intended send time)\n", cfg->rate);
-    else fprintf(f, "  think time %d ms\n", cfg->think_ms);
-    fprintf(f, "  Latency   mean %.2fms  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms\n", mean, ms[0],
-            ms[1], ms[2], ms[3], ms[4]);
+    if (cfg->rate > 0)
+        fprintf(f, "  target rate %.0f req/s (latency from the intended send time)\n", cfg->rate);
+    else
+        fprintf(f, "  think time %d ms\n", cfg->think_ms);
+    fprintf(
+        f,
+        "  Latency   mean %.2fms  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms\n",
+        mean, ms[0], ms[1], ms[2], ms[3], ms[4]);
     fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)stats->completed, secs);
-    for (int e = 0; e < LOAD_NERR; e++) fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)stats->errors[e]);
+    for (int e = 0; e < LOAD_NERR; e++)
+        fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)stats->errors[e]);
     fprintf(f, "\nRequests/sec: %.2f\n", rps);
 }
 
 /* Split http://HOST:PORT/PATH into the config. Returns 0 or -1. */
 static int load_parse_url(struct load_cfg *cfg, const char *url)
 {
-    if (strncmp(url, "http://", 7)) return -1;
+    if (strncmp(url, "http://", 7))
+        return -1;
     const char *hp = url + 7, *slash = strchr(hp, '/');
     char buf[128];
     size_t n = slash ? (size_t)(slash - hp) : strlen(hp);
-    if (n >= sizeof buf || strlen(slash ? slash : "/") >= sizeof cfg->path) return -1;
+    if (n >= sizeof buf || strlen(slash ? slash : "/") >= sizeof cfg->path)
+        return -1;
     memcpy(buf, hp, n);
     buf[n] = '\0';
-    if (!strchr(buf, ':')) strcat(buf, ":80");
-    if (parse_hostport(buf, &cfg->addr) < 0) return -1;
+    if (!strchr(buf, ':'))
+        strcat(buf, ":80");
+    if (parse_hostport(buf, &cfg->addr) < 0)
+        return -1;
     snprintf(cfg->path, sizeof cfg->path, "%s", slash ? slash : "/");
     snprintf(cfg->url, sizeof cfg->url, "%s", url);
     return 0;
@@ -2950,7 +3211,8 @@ static int load_run_cli(struct load_cfg *cfg)
         rt_shutdown(); /* cancels the requests in flight */
     }
     struct load_stats *stats = load_wait(&L);
-    if (!interrupted) rt_shutdown();
+    if (!interrupted)
+        rt_shutdown();
     rt_join();
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
@@ -2965,24 +3227,24 @@ static int load_run_cli(struct load_cfg *cfg)
  * Children get their own process group and PR_SET_PDEATHSIG, so nothing outlives the bench,
  * even when it is killed; Ctrl-C stops the grid and the children cleanly. */
 struct bench_cfg {
-    const char *users;          /* comma-separated user counts */
-    const char *modes;          /* comma-separated: platform, virtual */
-    const char *pool;           /* on, off or both */
-    int fanout;                 /* K */
-    int delay_ms;               /* D */
-    int think_ms;               /* Z */
-    double duration_s;          /* measured seconds per cell */
-    int runs;                   /* runs per cell; the median (by throughput) is kept */
-    int threads;                /* platform pool size */
-    int carriers;               /* virtual carriers (0: one per CPU) */
-    int port;                   /* backend port; the aggregator uses port + 1 */
-    const char *out;            /* CSV path */
-    pid_t backend;              /* the backend's pid, for its CPU time */
+    const char *users; /* comma-separated user counts */
+    const char *modes; /* comma-separated: platform, virtual */
+    const char *pool;  /* on, off or both */
+    int fanout;        /* K */
+    int delay_ms;      /* D */
+    int think_ms;      /* Z */
+    double duration_s; /* measured seconds per cell */
+    int runs;          /* runs per cell; the median (by throughput) is kept */
+    int threads;       /* platform pool size */
+    int carriers;      /* virtual carriers (0: one per CPU) */
+    int port;          /* backend port; the aggregator uses port + 1 */
+    const char *out;   /* CSV path */
+    pid_t backend;     /* the backend's pid, for its CPU time */
 };
 
 /* One cell's figures. */
 /* The load generator's warm-up before its window, s (the CSV says it, for ./sim --validate). */
-#define BENCH_WARMUP_S 1
+#define BENCH_WARMUP_S    1
 #define BENCH_WARMUP_TEXT "1"
 
 struct bench_row {
@@ -2991,7 +3253,7 @@ struct bench_row {
     double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
     double steal_pct;            /* % of the cores' time the hypervisor took during the window */
     long peak_threads, peak_rss, errors;
-    long base_rss;              /* the aggregator's RSS before the load, bytes */
+    long base_rss; /* the aggregator's RSS before the load, bytes */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -3002,13 +3264,15 @@ struct bench_kids {
 static void bench_forget(struct bench_kids *kids, pid_t pid)
 {
     for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++)
-        if (kids->pid[i] == pid) kids->pid[i] = 0;
+        if (kids->pid[i] == pid)
+            kids->pid[i] = 0;
 }
 
 /* SIGTERM to the child's process group, up to 5 s to stop cleanly, then SIGKILL. */
 static void bench_kill(struct bench_kids *kids, pid_t pid)
 {
-    if (pid <= 0) return;
+    if (pid <= 0)
+        return;
     kill(-pid, SIGTERM);
     int i = 0;
     while (waitpid(pid, NULL, WNOHANG) != pid) {
@@ -3025,7 +3289,8 @@ static void bench_kill(struct bench_kids *kids, pid_t pid)
 
 static void bench_kill_all(struct bench_kids *kids)
 {
-    for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++) bench_kill(kids, kids->pid[i]);
+    for (size_t i = 0; i < ARRAY_LEN(kids->pid); i++)
+        bench_kill(kids, kids->pid[i]);
 }
 
 /* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
@@ -3035,15 +3300,19 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
     if (pid == 0) {
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1); /* the bench died before prctl */
-        if (out_fd >= 0) dup2(out_fd, 1);
+        if (getppid() != parent)
+            _exit(1); /* the bench died before prctl */
+        if (out_fd >= 0)
+            dup2(out_fd, 1);
         if (!keep_stderr) {
             int null = open("/dev/null", O_WRONLY);
-            if (null >= 0) dup2(null, 2);
+            if (null >= 0)
+                dup2(null, 2);
         }
         execv("/proc/self/exe", argv);
         _exit(127);
@@ -3068,14 +3337,18 @@ static int bench_wait_port(int port)
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
         close(fd);
-        if (ok) return 0;
+        if (ok)
+            return 0;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
     return -1;
 }
 
-static double nonneg(double x) { return x > 0 ? x : 0; }
+static double nonneg(double x)
+{
+    return x > 0 ? x : 0;
+}
 
 /* utime + stime of a process, in µs, from /proc/PID/stat (fields 14 and 15). */
 static double bench_cpu_us(pid_t pid)
@@ -3083,13 +3356,16 @@ static double bench_cpu_us(pid_t pid)
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
-    if (!f) return 0;
+    if (!f)
+        return 0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     unsigned long utime = 0, stime = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return 0;
     return (double)(utime + stime) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -3107,13 +3383,16 @@ static struct machine_cpu bench_machine_cpu(void)
 {
     FILE *f = fopen("/proc/stat", "r");
     unsigned long long v[8] = {0};
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                       &v[6], &v[7])
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                       &v[4], &v[5], &v[6], &v[7])
               : 0;
-    if (f) fclose(f);
+    if (f)
+        fclose(f);
     double tick = 1e6 / (double)sysconf(_SC_CLK_TCK);
-    if (n != 8) return (struct machine_cpu){-1, -1};
-    return (struct machine_cpu){(double)(v[0] + v[1] + v[2] + v[5] + v[6]) * tick, (double)v[7] * tick};
+    if (n != 8)
+        return (struct machine_cpu){-1, -1};
+    return (struct machine_cpu){(double)(v[0] + v[1] + v[2] + v[5] + v[6]) * tick,
+                                (double)v[7] * tick};
 }
 
 /* The share of the cores' time, in %, the hypervisor stole between two samples `us` apart. */
@@ -3144,28 +3423,50 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     snprintf(car, sizeof car, "%d", bc->carriers);
     snprintf(think, sizeof think, "%d", bc->think_ms);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", bc->port + 1);
-    char *sargv[] = {"aggregator", "serve", "--mode", row->mode == MODE_VIRTUAL ? "virtual" : "platform", "--port", port,
-                     "--backends", bport, "--fanout", fan, "--threads", thr, "--carriers", car, "--accept-count",
-                     "4096", "--timeout-ms", "30000", row->pool ? NULL : "--no-pool", NULL};
+    char *sargv[] = {"aggregator",
+                     "serve",
+                     "--mode",
+                     row->mode == MODE_VIRTUAL ? "virtual" : "platform",
+                     "--port",
+                     port,
+                     "--backends",
+                     bport,
+                     "--fanout",
+                     fan,
+                     "--threads",
+                     thr,
+                     "--carriers",
+                     car,
+                     "--accept-count",
+                     "4096",
+                     "--timeout-ms",
+                     "30000",
+                     row->pool ? NULL : "--no-pool",
+                     NULL};
     pid_t agg = bench_spawn(kids, sargv, -1, 0);
-    if (bench_wait_port(bc->port + 1) < 0) die("the aggregator did not start on port %s", port);
+    if (bench_wait_port(bc->port + 1) < 0)
+        die("the aggregator did not start on port %s", port);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
-    char *largv[] = {"aggregator", "load", "--url", url, "--users", users, "--duration", dur, "--think-ms", think,
-                     "--warmup", BENCH_WARMUP_TEXT, "--json", NULL};
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
+    char *largv[] = {"aggregator", "load", "--url",      url,   "--users",  users,
+                     "--duration", dur,    "--think-ms", think, "--warmup", BENCH_WARMUP_TEXT,
+                     "--json",     NULL};
     pid_t load = bench_spawn(kids, largv, pfd[1], 1);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
-    int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S, t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
+    int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S,
+            t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
     double cpu0 = -1, cpu1 = -1;
     struct machine_cpu all0 = {-1, -1}, all1 = {-1, -1};
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
         long th = proc_status_field(agg, "Threads");
-        if (th > row->peak_threads) row->peak_threads = th;
+        if (th > row->peak_threads)
+            row->peak_threads = th;
         int64_t now = now_ns();
         if (cpu0 < 0 && now >= t_start) {
             cpu0 = bench_cpu_us(agg);
@@ -3176,8 +3477,10 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
             all1 = bench_machine_cpu();
         }
         int64_t next = now + 50 * NS_PER_MS;
-        if (cpu0 < 0 && t_start < next) next = t_start;
-        else if (cpu1 < 0 && t_end < next) next = t_end;
+        if (cpu0 < 0 && t_start < next)
+            next = t_start;
+        else if (cpu1 < 0 && t_end < next)
+            next = t_end;
         if (signals_wait_until(next)) {
             interrupted = 1;
             break;
@@ -3192,10 +3495,13 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
     json[n > 0 ? n : 0] = '\0';
     close(pfd[0]);
-    if (interrupted) bench_kill(kids, load);
-    else bench_forget(kids, load); /* reaped by waitpid above */
+    if (interrupted)
+        bench_kill(kids, load);
+    else
+        bench_forget(kids, load); /* reaped by waitpid above */
     bench_kill(kids, agg);
-    if (interrupted) return -1;
+    if (interrupted)
+        return -1;
     row->rps = bench_json_num(json, "throughput_rps");
     row->p50 = bench_json_num(json, "p50");
     row->p90 = bench_json_num(json, "p90");
@@ -3206,7 +3512,8 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     double machine = sampled ? all1.work_us - all0.work_us : 0, served = row->rps * bc->duration_s;
     row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / served : 0;
     row->steal_pct = sampled ? bench_steal_pct(all0, all1, bc->duration_s * 1e6) : 0;
-    row->other_cpu_us_per_req = completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
+    row->other_cpu_us_per_req =
+        completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
 }
@@ -3216,29 +3523,36 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
  * on a VM a neighbour's burst can slow one run by tens of percent. */
 #define BENCH_STEAL_RETRY_PCT 5.0
 
-static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
+static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
+                           struct bench_row *row)
 {
     struct bench_row first = *row;
-    if (bench_cell(bc, kids, row) < 0) return -1;
-    if (row->steal_pct <= BENCH_STEAL_RETRY_PCT) return 0;
-    fprintf(stderr, "bench: %d users %s: %.1f%% of the CPU stolen by the hypervisor; measuring again\n", row->users,
-            row->mode == MODE_VIRTUAL ? "virtual" : "platform", row->steal_pct);
+    if (bench_cell(bc, kids, row) < 0)
+        return -1;
+    if (row->steal_pct <= BENCH_STEAL_RETRY_PCT)
+        return 0;
+    fprintf(stderr,
+            "bench: %d users %s: %.1f%% of the CPU stolen by the hypervisor; measuring again\n",
+            row->users, row->mode == MODE_VIRTUAL ? "virtual" : "platform", row->steal_pct);
     *row = first;
     return bench_cell(bc, kids, row);
 }
 
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
-    const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform", *pool = r->pool ? "on" : "off";
+    const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform",
+               *pool = r->pool ? "on" : "off";
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f\n", r->users, mode, pool, bc->fanout,
-                bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal,
-                r->errors, r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct);
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f\n",
+                r->users, mode, pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99,
+                r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors,
+                r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct);
         return;
     }
-    fprintf(f, "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld %5.1f%%\n", r->users, mode,
-            pool, r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
-            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
+    fprintf(f,
+            "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld %5.1f%%\n",
+            r->users, mode, pool, r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99,
+            r->peak_threads, r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -3249,23 +3563,27 @@ static int bench_cmp_rps(const void *a, const void *b)
 
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
-    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes,"
-                 "cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,window_s,steal_pct\n");
-    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n", bc->fanout,
-           bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
-    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode", "pool", "req/s", "ideal",
-           "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal");
+    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
+                 "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,"
+                 "window_s,steal_pct\n");
+    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n",
+           bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
+    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode", "pool",
+           "req/s", "ideal", "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us",
+           "errors", "steal");
 }
 
 /* One point of the grid: --runs cells, the median (by throughput) printed and written.
  * Returns 0, or -1 if interrupted. */
-static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids, int users, int pool, int mode, FILE *csv)
+static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids, int users, int pool,
+                       int mode, FILE *csv)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     for (int r = 0; r < n; r++) {
         runs[r] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
-        if (bench_cell_calm(bc, kids, &runs[r]) < 0) return -1;
+        if (bench_cell_calm(bc, kids, &runs[r]) < 0)
+            return -1;
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
     bench_print_row(stdout, bc, &runs[n / 2], 0);
@@ -3280,19 +3598,25 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids, int 
 static int bench_run(struct bench_cfg *bc)
 {
     int pools[2], npools = 0, modes[2], nmodes = 0;
-    if (strcmp(bc->pool, "off")) pools[npools++] = 1;
-    if (strcmp(bc->pool, "on")) pools[npools++] = 0;
-    if (strstr(bc->modes, "platform")) modes[nmodes++] = MODE_PLATFORM;
-    if (strstr(bc->modes, "virtual")) modes[nmodes++] = MODE_VIRTUAL;
+    if (strcmp(bc->pool, "off"))
+        pools[npools++] = 1;
+    if (strcmp(bc->pool, "on"))
+        pools[npools++] = 0;
+    if (strstr(bc->modes, "platform"))
+        modes[nmodes++] = MODE_PLATFORM;
+    if (strstr(bc->modes, "virtual"))
+        modes[nmodes++] = MODE_VIRTUAL;
     for (int port = bc->port; port <= bc->port + 1; port++) { /* never measure a stranger */
         int fd = io_listen("127.0.0.1", port, 1, NULL);
-        if (fd < 0) die("port %d is in use (%s); choose others with --port", port, strerror(errno));
+        if (fd < 0)
+            die("port %d is in use (%s); choose others with --port", port, strerror(errno));
         close(fd);
     }
     raise_fd_limit();
     signals_block();
     FILE *csv = fopen(bc->out, "w");
-    if (!csv) die("cannot write %s: %s", bc->out, strerror(errno));
+    if (!csv)
+        die("cannot write %s: %s", bc->out, strerror(errno));
     bench_headers(bc, csv);
     char bport[16], delay[16];
     snprintf(bport, sizeof bport, "%d", bc->port);
@@ -3300,19 +3624,23 @@ static int bench_run(struct bench_cfg *bc)
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
     pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, 0);
-    if (bench_wait_port(bc->port) < 0) die("the backend did not start on port %d", bc->port);
+    if (bench_wait_port(bc->port) < 0)
+        die("the backend did not start on port %d", bc->port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
         char *save = NULL, *list = strdup(bc->users);
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++) rc = bench_point(bc, &kids, atoi(u), pools[pi], modes[mi], csv);
+            for (int mi = 0; mi < nmodes && !rc; mi++)
+                rc = bench_point(bc, &kids, atoi(u), pools[pi], modes[mi], csv);
         free(list);
     }
     bench_kill(&kids, be);
     bench_kill_all(&kids);
     fclose(csv);
-    if (rc) fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
-    else printf("wrote %s\n", bc->out);
+    if (rc)
+        fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
+    else
+        printf("wrote %s\n", bc->out);
     return rc ? 130 : 0;
 }
 
@@ -3327,7 +3655,8 @@ struct mb_pingpong {
 static void mb_other(void *arg)
 {
     struct mb_pingpong *p = arg;
-    for (;;) vt_ctx_switch(&p->other, &p->main);
+    for (;;)
+        vt_ctx_switch(&p->other, &p->main);
 }
 
 static double mb_raw_switch_ns(long n)
@@ -3338,7 +3667,8 @@ static double mb_raw_switch_ns(long n)
     vt_frame_init(&p->other, stack + sz, mb_other, p);
     vt_ctx_switch(&p->main, &p->other); /* warm up */
     int64_t t0 = now_ns();
-    for (long i = 0; i < n; i++) vt_ctx_switch(&p->main, &p->other);
+    for (long i = 0; i < n; i++)
+        vt_ctx_switch(&p->main, &p->other);
     double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
     free(stack);
     free(p);
@@ -3354,14 +3684,16 @@ struct mb_results {
 static void mb_yielder(void *arg)
 {
     long n = *(long *)arg;
-    for (long i = 0; i < n; i++) vt_yield();
+    for (long i = 0; i < n; i++)
+        vt_yield();
 }
 
 static void mb_echo(void *arg)
 {
     int *fd = arg; /* fd[0]: read from, fd[1]: write to */
     char c;
-    while (io_rw(fd[0], VT_READ, &c, 1, -1) == 1 && c) io_rw(fd[1], VT_WRITE, &c, 1, -1);
+    while (io_rw(fd[0], VT_READ, &c, 1, -1) == 1 && c)
+        io_rw(fd[1], VT_WRITE, &c, 1, -1);
 }
 
 static void mb_noop(void *arg)
@@ -3391,8 +3723,10 @@ static void mb_runtime(void *arg)
     free(cnt);
     /* park/unpark through epoll: a byte goes back and forth over two pipes */
     int *fds = xmalloc(4 * sizeof *fds), *echo = xmalloc(2 * sizeof *echo);
-    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) || pipe2(fds + 2, O_NONBLOCK | O_CLOEXEC)) die("pipe");
-    for (int i = 0; i < 4; i++) io_register(fds[i]);
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) || pipe2(fds + 2, O_NONBLOCK | O_CLOEXEC))
+        die("pipe");
+    for (int i = 0; i < 4; i++)
+        io_register(fds[i]);
     echo[0] = fds[0];
     echo[1] = fds[3];
     struct vt *e = vt_spawn(mb_echo, echo, 0);
@@ -3407,22 +3741,27 @@ static void mb_runtime(void *arg)
     char zero = 0;
     io_rw(fds[1], VT_WRITE, &zero, 1, -1);
     vt_join(e);
-    for (int i = 0; i < 4; i++) io_close(fds[i]);
+    for (int i = 0; i < 4; i++)
+        io_close(fds[i]);
     free(fds);
     free(echo);
     /* create + run + exit + join */
     t0 = now_ns();
-    for (long i = 0; i < n / 10; i++) vt_join(vt_spawn(mb_noop, NULL, 0));
+    for (long i = 0; i < n / 10; i++)
+        vt_join(vt_spawn(mb_noop, NULL, 0));
     r->create_ns = (double)(now_ns() - t0) / (double)(n / 10);
     /* RSS per parked thread, 100,000 of them */
     enum { PARKED = 100000 };
     struct vt **v = xcalloc(PARKED, sizeof *v);
     long rss0 = proc_rss_bytes();
-    for (int i = 0; i < PARKED; i++) v[i] = vt_spawn(mb_parker, NULL, 0);
+    for (int i = 0; i < PARKED; i++)
+        v[i] = vt_spawn(mb_parker, NULL, 0);
     vt_yield();
     r->rss_per_parked = (double)(proc_rss_bytes() - rss0) / PARKED;
-    for (int i = 0; i < PARKED; i++) vt_wake(v[i], VT_WOKE_EVENT);
-    for (int i = 0; i < PARKED; i++) vt_join(v[i]);
+    for (int i = 0; i < PARKED; i++)
+        vt_wake(v[i], VT_WOKE_EVENT);
+    for (int i = 0; i < PARKED; i++)
+        vt_join(v[i]);
     free(v);
 }
 
@@ -3446,14 +3785,16 @@ static void *mb_pt_echo(void *arg)
     mb_pin_cpu0();
     char c;
     for (long i = 0; i < p->n; i++)
-        if (read(p->fd[0], &c, 1) != 1 || write(p->fd[3], &c, 1) != 1) break;
+        if (read(p->fd[0], &c, 1) != 1 || write(p->fd[3], &c, 1) != 1)
+            break;
     return NULL;
 }
 
 static double mb_pthread_switch_ns(long n)
 {
     struct mb_pt p = {.n = n};
-    if (pipe(p.fd) || pipe(p.fd + 2)) die("pipe");
+    if (pipe(p.fd) || pipe(p.fd + 2))
+        die("pipe");
     pthread_t t;
     cpu_set_t old;
     pthread_getaffinity_np(pthread_self(), sizeof old, &old);
@@ -3462,11 +3803,13 @@ static double mb_pthread_switch_ns(long n)
     int64_t t0 = now_ns();
     char c = 1;
     for (long i = 0; i < n; i++)
-        if (write(p.fd[1], &c, 1) != 1 || read(p.fd[2], &c, 1) != 1) break;
+        if (write(p.fd[1], &c, 1) != 1 || read(p.fd[2], &c, 1) != 1)
+            break;
     double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
     pthread_join(t, NULL);
     pthread_setaffinity_np(pthread_self(), sizeof old, &old);
-    for (int i = 0; i < 4; i++) close(p.fd[i]);
+    for (int i = 0; i < 4; i++)
+        close(p.fd[i]);
     return ns;
 }
 
@@ -3480,7 +3823,8 @@ static double mb_pthread_create_ns(long n)
     int64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
         pthread_t t;
-        if (pthread_create(&t, NULL, mb_pt_noop, NULL) == 0) pthread_join(t, NULL);
+        if (pthread_create(&t, NULL, mb_pt_noop, NULL) == 0)
+            pthread_join(t, NULL);
     }
     return (double)(now_ns() - t0) / (double)n;
 }
@@ -3504,7 +3848,8 @@ static void *mb_gate_wait(void *arg)
     pthread_mutex_lock(&g->mu);
     g->waiting++;
     pthread_cond_broadcast(&g->cv);
-    while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
     return NULL;
 }
@@ -3520,14 +3865,17 @@ static double mb_pthread_rss(int n)
     pthread_attr_setstacksize(&at, 256 * 1024);
     long rss0 = proc_rss_bytes();
     int made = 0;
-    while (made < n && pthread_create(&t[made], &at, mb_gate_wait, &g) == 0) made++;
+    while (made < n && pthread_create(&t[made], &at, mb_gate_wait, &g) == 0)
+        made++;
     pthread_mutex_lock(&g.mu);
-    while (g.waiting < made) pthread_cond_wait(&g.cv, &g.mu);
+    while (g.waiting < made)
+        pthread_cond_wait(&g.cv, &g.mu);
     double per = made ? (double)(proc_rss_bytes() - rss0) / made : 0;
     g.open = 1;
     pthread_cond_broadcast(&g.cv);
     pthread_mutex_unlock(&g.mu);
-    for (int i = 0; i < made; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < made; i++)
+        pthread_join(t[i], NULL);
     pthread_attr_destroy(&at);
     pthread_cond_destroy(&g.cv);
     pthread_mutex_destroy(&g.mu);
@@ -3542,7 +3890,8 @@ static double mb_pool_release_ns(long n)
 {
     int sv[2], ep = epoll_create1(EPOLL_CLOEXEC);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    if (ep < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) die("socketpair: %s", strerror(errno));
+    if (ep < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        die("socketpair: %s", strerror(errno));
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT};
     epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev);
     int64_t t0 = now_ns();
@@ -3559,7 +3908,18 @@ static double mb_pool_release_ns(long n)
 }
 
 /* Every micro-figure, as medians of `runs` runs. The names index mb_figure_names. */
-enum { MB_SWITCH, MB_YIELD, MB_PARK_IO, MB_CREATE, MB_VT_RSS, MB_PT_SWITCH, MB_PT_CREATE, MB_PT_RSS, MB_POOL_RELEASE, MB_N };
+enum {
+    MB_SWITCH,
+    MB_YIELD,
+    MB_PARK_IO,
+    MB_CREATE,
+    MB_VT_RSS,
+    MB_PT_SWITCH,
+    MB_PT_CREATE,
+    MB_PT_RSS,
+    MB_POOL_RELEASE,
+    MB_N
+};
 static const char *const mb_figure_names[MB_N] = {
     "virtual thread switch (register swap), ns",
     "virtual thread yield through the scheduler, ns",
@@ -3607,7 +3967,10 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
 enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
 
 /* Machine CPU per request of a run: the aggregator's plus the rest of the machine's, µs. */
-static double cal_cpu(const struct bench_row *r) { return r->cpu_us_per_req + r->other_cpu_us_per_req; }
+static double cal_cpu(const struct bench_row *r)
+{
+    return r->cpu_us_per_req + r->other_cpu_us_per_req;
+}
 
 static int cal_cmp_cpu(const void *a, const void *b)
 {
@@ -3631,23 +3994,26 @@ struct cal_result {
     double lo, hi;
 };
 
-static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt, struct cal_result *res)
+static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt,
+                   struct cal_result *res)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     fprintf(stderr, "calibrate: %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
-            pt->mode == MODE_VIRTUAL ? "virtual" : "platform", pt->fanout, bc->delay_ms, pt->pool ? "on" : "off",
-            pt->threads, pt->users, n);
+            pt->mode == MODE_VIRTUAL ? "virtual" : "platform", pt->fanout, bc->delay_ms,
+            pt->pool ? "on" : "off", pt->threads, pt->users, n);
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
     for (int i = 0; i < n; i++) {
         runs[i] = (struct bench_row){.users = pt->users, .pool = pt->pool, .mode = pt->mode};
-        if (bench_cell_calm(bc, kids, &runs[i]) < 0) return -1;
+        if (bench_cell_calm(bc, kids, &runs[i]) < 0)
+            return -1;
     }
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
-    *res = (struct cal_result){.row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
-    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", res->row.rps, cal_cpu(&res->row),
-            res->lo, res->hi);
+    *res = (struct cal_result){
+        .row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
+    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", res->row.rps,
+            cal_cpu(&res->row), res->lo, res->hi);
     return 0;
 }
 
@@ -3658,29 +4024,37 @@ static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay
     snprintf(bport, sizeof bport, "%d", bc->port);
     snprintf(delay, sizeof delay, "%d", delay_ms);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
-    if (bc->backend > 0) bench_kill(kids, bc->backend);
+    if (bc->backend > 0)
+        bench_kill(kids, bc->backend);
     bc->backend = bench_spawn(kids, bargv, -1, 0);
     bc->delay_ms = delay_ms;
-    if (bench_wait_port(bc->port) < 0) die("the backend did not start on port %d", bc->port);
+    if (bench_wait_port(bc->port) < 0)
+        die("the backend did not start on port %d", bc->port);
 }
 
 /* The backend's latency as a client sees it over loopback: the load generator, 20 users,
  * on /item/0?delay_ms=5 (short, so that the histogram's buckets are fine). */
-static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50, double *p90, double *p99)
+static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50,
+                               double *p90, double *p99)
 {
     char url[96], dur[16];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/item/0?delay_ms=%d", bc->port, CAL_LATENCY_D_MS);
     snprintf(dur, sizeof dur, "%g", bc->duration_s);
-    char *largv[] = {"aggregator", "load", "--url", url, "--users", "20", "--duration", dur, "--warmup", "1", "--json", NULL};
+    char *largv[] = {"aggregator", "load", "--url",    url, "--users", "20",
+                     "--duration", dur,    "--warmup", "1", "--json",  NULL};
     int pfd[2], status;
-    if (pipe2(pfd, O_CLOEXEC) < 0) die("pipe: %s", strerror(errno));
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
     pid_t load = bench_spawn(kids, largv, pfd[1], 1);
     close(pfd[1]);
     char json[2048];
     size_t n = 0;
-    for (ssize_t got; n < sizeof json - 1 && (got = read(pfd[0], json + n, sizeof json - 1 - n)) != 0;)
-        if (got > 0) n += (size_t)got;
-        else if (errno != EINTR) break;
+    for (ssize_t got;
+         n < sizeof json - 1 && (got = read(pfd[0], json + n, sizeof json - 1 - n)) != 0;)
+        if (got > 0)
+            n += (size_t)got;
+        else if (errno != EINTR)
+            break;
     json[n] = '\0';
     close(pfd[0]);
     waitpid(load, &status, 0);
@@ -3707,21 +4081,25 @@ static struct cal_latency cal_call_latency(const struct bench_cfg *bc, struct be
         for (int attempt = 0; attempt < 2; attempt++) {
             struct machine_cpu m0 = bench_machine_cpu();
             int64_t t0 = now_ns();
-            if (cal_backend_latency(bc, kids, &q[0][n], &q[1][n], &q[2][n]) < 0) break;
+            if (cal_backend_latency(bc, kids, &q[0][n], &q[1][n], &q[2][n]) < 0)
+                break;
             struct machine_cpu m1 = bench_machine_cpu();
             double steal = bench_steal_pct(m0, m1, (double)(now_ns() - t0) / 1e3);
             if (attempt == 1 || steal <= BENCH_STEAL_RETRY_PCT) {
                 n++;
                 break;
             }
-            fprintf(stderr, "calibrate: %.1f%% of the CPU stolen by the hypervisor; measuring again\n", steal);
+            fprintf(stderr,
+                    "calibrate: %.1f%% of the CPU stolen by the hypervisor; measuring again\n",
+                    steal);
         }
     double med[3] = {CAL_LATENCY_D_MS, CAL_LATENCY_D_MS, CAL_LATENCY_D_MS};
     for (int k = 0; k < 3 && n > 0; k++) {
         qsort(q[k], (size_t)n, sizeof q[k][0], mb_cmp);
         med[k] = q[k][n / 2];
     }
-    return (struct cal_latency){med[0] - CAL_LATENCY_D_MS, med[1] - CAL_LATENCY_D_MS, med[2] - CAL_LATENCY_D_MS};
+    return (struct cal_latency){med[0] - CAL_LATENCY_D_MS, med[1] - CAL_LATENCY_D_MS,
+                                med[2] - CAL_LATENCY_D_MS};
 }
 
 /* net.call_latency is a lognormal through the measured p50 and p90, its p99 extrapolated
@@ -3729,10 +4107,12 @@ static struct cal_latency cal_call_latency(const struct bench_cfg *bc, struct be
  * by milliseconds, the p90 hardly at all. The measured p99 goes in the comment. */
 static void cal_write_latency(FILE *f, struct cal_latency l)
 {
-    if (!(l.p50 > 0 && l.p90 > l.p50)) return;
+    if (!(l.p50 > 0 && l.p90 > l.p50))
+        return;
     double p99 = l.p50 * pow(l.p90 / l.p50, 2.3263 / 1.2816);
-    fprintf(f, "net.call_latency = lognormal(%.3fms, %.3fms)  # GET /item/0 seen by a client (20 users) less D = %d ms: "
-               "p50 %.3f, p90 %.3f, so p99 %.3f (measured %.3f)\n",
+    fprintf(f,
+            "net.call_latency = lognormal(%.3fms, %.3fms)  # GET /item/0 seen by a client "
+            "(20 users) less D = %d ms: p50 %.3f, p90 %.3f, so p99 %.3f (measured %.3f)\n",
             l.p50, p99, CAL_LATENCY_D_MS, l.p50, l.p90, p99, l.p99);
 }
 
@@ -3746,8 +4126,8 @@ struct cal_cpu_fit {
     double per_request[2], per_call[2], connect;
 };
 
-static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct cal_result *big, const struct cal_result *nopool,
-                                  int users, int threads)
+static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct cal_result *big,
+                                  const struct cal_result *nopool, int users, int threads)
 {
     struct cal_cpu_fit fit;
     double c3 = cal_cpu(&r[MODE_VIRTUAL][1].row), ratio = cal_cpu(&big->row) / c3;
@@ -3755,7 +4135,8 @@ static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct 
     fit.pressure = nonneg((ratio - 1) / (big_users - ratio * users));
     for (int mode = 0; mode < 2; mode++) {
         double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
-        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].row), k3 = cal_cpu(&r[mode][1].row);
+        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].row),
+               k3 = cal_cpu(&r[mode][1].row);
         fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
         fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
     }
@@ -3763,24 +4144,36 @@ static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct 
     return fit;
 }
 
-static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_result r[2][2], const struct cal_result *big,
-                          const struct cal_result *nopool, int cpu_delay_ms)
+static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_result r[2][2],
+                          const struct cal_result *big, const struct cal_result *nopool,
+                          int cpu_delay_ms)
 {
     static const char *const prefix[2] = {"platform", "virtual"};
     const struct cal_result *v3 = &r[MODE_VIRTUAL][1];
-    fprintf(f, "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: virtual K=3, %.1f us at %d users, %.1f us at %d\n",
+    fprintf(f,
+            "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: "
+            "virtual K=3, %.1f us at %d users, %.1f us at %d\n",
             fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users);
     for (int mode = 0; mode < 2; mode++) {
         const struct cal_result *k1 = &r[mode][0], *k3 = &r[mode][1];
-        fprintf(f, "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
-                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users, cal_cpu(&k1->row), k1->lo, k1->hi, k1->row.cpu_us_per_req);
-        fprintf(f, "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 (%.1f..%.1f) - K=1) / 2, less the cache pressure\n",
+        fprintf(f,
+                "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f "
+                "us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
+                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users,
+                cal_cpu(&k1->row), k1->lo, k1->hi, k1->row.cpu_us_per_req);
+        fprintf(f,
+                "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 (%.1f..%.1f) - "
+                "K=1) / 2, less the cache pressure\n",
                 prefix[mode], fit->per_call[mode], cal_cpu(&k3->row), k3->lo, k3->hi);
         double agg_call = nonneg((k3->row.cpu_us_per_req - k1->row.cpu_us_per_req) / 2);
-        fprintf(f, "# %s: the aggregator process alone spends %.1f us per request and %.1f us per call of that\n",
+        fprintf(f,
+                "# %s: the aggregator process alone spends %.1f us per request and %.1f us per "
+                "call of that\n",
                 prefix[mode], nonneg(k1->row.cpu_us_per_req - agg_call), agg_call);
     }
-    fprintf(f, "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without pooling (%.1f..%.1f) - %.1f with) / 3\n",
+    fprintf(f,
+            "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without "
+            "pooling (%.1f..%.1f) - %.1f with) / 3\n",
             fit->connect, cal_cpu(&nopool->row), nopool->lo, nopool->hi, cal_cpu(&v3->row));
 }
 
@@ -3792,12 +4185,16 @@ static const struct {
     int decimals;
     const char *unit, *how;
 } cal_micro[] = {
-    {"os.ctx_switch", MB_PT_SWITCH, 1, 0, "ns", "pthread switch on one CPU, pipe ping-pong (its syscalls included)"},
+    {"os.ctx_switch", MB_PT_SWITCH, 1, 0, "ns",
+     "pthread switch on one CPU, pipe ping-pong (its syscalls included)"},
     {"os.thread_create", MB_PT_CREATE, 1e-3, 1, "us", "pthread_create + pthread_join"},
     {"os.stack_rss", MB_PT_RSS, 1, 0, "B", "RSS per parked pool thread, 1000 of them"},
-    {"platform.release_cpu", MB_POOL_RELEASE, 1, 0, "ns", "a pool thread after its response: epoll re-arm + pool lock, uncontended"},
-    {"virtual.create", MB_CREATE, 1, 0, "ns", "create + run + exit + join of an empty virtual thread"},
-    {"virtual.park", MB_YIELD, 0.5, 0, "ns", "half a yield through the scheduler (switch, stack copy)"},
+    {"platform.release_cpu", MB_POOL_RELEASE, 1, 0, "ns",
+     "a pool thread after its response: epoll re-arm + pool lock, uncontended"},
+    {"virtual.create", MB_CREATE, 1, 0, "ns",
+     "create + run + exit + join of an empty virtual thread"},
+    {"virtual.park", MB_YIELD, 0.5, 0, "ns",
+     "half a yield through the scheduler (switch, stack copy)"},
     {"virtual.unpark", MB_YIELD, 0.5, 0, "ns", "the other half"},
     {"virtual.stack_bytes", MB_VT_RSS, 1, 0, "B", "RSS per parked virtual thread at 100,000"},
 };
@@ -3807,48 +4204,60 @@ static void cal_write_micro(FILE *f, const double *med, const double *lo, const 
     for (size_t i = 0; i < ARRAY_LEN(cal_micro); i++) {
         int fig = cal_micro[i].figure, d = cal_micro[i].decimals;
         double k = cal_micro[i].scale;
-        fprintf(f, "%s = %.*f%s  # %s; median of 3 (%.*f..%.*f)\n", cal_micro[i].key, d, med[fig] * k, cal_micro[i].unit,
-                cal_micro[i].how, d, lo[fig] * k, d, hi[fig] * k);
+        fprintf(f, "%s = %.*f%s  # %s; median of 3 (%.*f..%.*f)\n", cal_micro[i].key, d,
+                med[fig] * k, cal_micro[i].unit, cal_micro[i].how, d, lo[fig] * k, d, hi[fig] * k);
     }
 }
 
 /* Memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest. */
-static void cal_write_memory(FILE *f, const struct cal_result *served, const struct cal_result *queued, const double *mb,
-                             int users)
+static void cal_write_memory(FILE *f, const struct cal_result *served,
+                             const struct cal_result *queued, const double *mb, int users)
 {
     const struct bench_row *v = &served->row, *q = &queued->row;
     int nserved = users / 5;
-    double V = nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
-    double P = nonneg((double)(q->peak_rss - q->base_rss) - (double)(q->peak_threads - 2) * mb[MB_PT_RSS]);
-    double per_req = nonneg((V - P) / (users - nserved)), per_conn = nonneg((P - nserved * per_req) / users);
+    double V =
+        nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
+    double P =
+        nonneg((double)(q->peak_rss - q->base_rss) - (double)(q->peak_threads - 2) * mb[MB_PT_RSS]);
+    double per_req = nonneg((V - P) / (users - nserved)),
+           per_conn = nonneg((P - nserved * per_req) / users);
     fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
-    fprintf(f, "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, %d of %d served)\n",
+    fprintf(f,
+            "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, "
+            "%d of %d served)\n",
             per_req, users, nserved, users);
-    fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n", per_conn);
+    fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n",
+            per_conn);
 }
 
 static void cal_write_machine(FILE *f)
 {
     long lo = 0, hi = 0, reuse = 0;
     FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2) fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
-    if (pf) fclose(pf);
+    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2)
+        fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
+    if (pf)
+        fclose(pf);
     pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
-    if (pf && fscanf(pf, "%ld", &reuse) == 1) fprintf(f, "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on loopback)\n", reuse > 0, reuse);
-    if (pf) fclose(pf);
+    if (pf && fscanf(pf, "%ld", &reuse) == 1)
+        fprintf(f,
+                "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on "
+                "loopback)\n",
+                reuse > 0, reuse);
+    if (pf)
+        fclose(pf);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        fprintf(f, "# fd limit: %llu soft, %llu hard (raised to the hard limit for the runs)\n", (unsigned long long)rl.rlim_cur,
-                (unsigned long long)rl.rlim_max);
+        fprintf(f, "# fd limit: %llu soft, %llu hard (raised to the hard limit for the runs)\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
 }
-
 
 /* What cmd_calibrate sets. */
 struct cal_cfg {
-    const char *out;        /* the file to write */
-    int users;              /* users of the memory runs (light load) */
-    int cpu_users;          /* users of the CPU runs (saturated; 4x as many for the cache pressure) */
-    int cpu_delay_ms;       /* backend delay D of the CPU runs, short to saturate the CPU */
+    const char *out;  /* the file to write */
+    int users;        /* users of the memory runs (light load) */
+    int cpu_users;    /* users of the CPU runs (saturated; 4x as many for the cache pressure) */
+    int cpu_delay_ms; /* backend delay D of the CPU runs, short to saturate the CPU */
     struct bench_cfg bench; /* duration_s, runs and port from the command line; the rest per run */
 };
 
@@ -3871,7 +4280,8 @@ static int cal_measure(struct cal_cfg *cc)
     struct bench_cfg *bc = &cc->bench;
     int users = cc->users, cpu_users = cc->cpu_users, cpu_delay_ms = cc->cpu_delay_ms;
     FILE *f = fopen(out, "w");
-    if (!f) die("cannot write %s: %s", out, strerror(errno));
+    if (!f)
+        die("cannot write %s: %s", out, strerror(errno));
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
     fprintf(stderr, "calibrate: microbench (median of 3)...\n");
     mb_measure(1000000, 3, mb, mb_lo, mb_hi);
@@ -3883,24 +4293,30 @@ static int cal_measure(struct cal_cfg *cc)
     /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
     cal_backend(bc, &kids, 50);
     struct cal_latency lat = cal_call_latency(bc, &kids);
-    struct cal_point light = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
+    struct cal_point light = {
+        .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
     rc = cal_run(bc, &kids, &light, &served);
     if (!rc) {
-        struct cal_point queue = {.mode = MODE_PLATFORM, .fanout = 1, .pool = 1, .threads = users / 5, .users = users};
+        struct cal_point queue = {
+            .mode = MODE_PLATFORM, .fanout = 1, .pool = 1, .threads = users / 5, .users = users};
         rc = cal_run(bc, &kids, &queue, &queued);
     }
-    if (!rc) cal_backend(bc, &kids, cpu_delay_ms);
+    if (!rc)
+        cal_backend(bc, &kids, cpu_delay_ms);
     for (int mode = 0; mode < 2 && !rc; mode++)
         for (int k = 0; k < 2 && !rc; k++) {
-            struct cal_point cpu = {.mode = mode, .fanout = 1 + 2 * k, .pool = 1, .threads = 200, .users = cpu_users};
+            struct cal_point cpu = {
+                .mode = mode, .fanout = 1 + 2 * k, .pool = 1, .threads = 200, .users = cpu_users};
             rc = cal_run(bc, &kids, &cpu, &r[mode][k]);
         }
     if (!rc) {
-        struct cal_point many = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = 4 * cpu_users};
+        struct cal_point many = {
+            .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = 4 * cpu_users};
         rc = cal_run(bc, &kids, &many, &big);
     }
     if (!rc) {
-        struct cal_point no_pool = {.mode = MODE_VIRTUAL, .fanout = 3, .pool = 0, .threads = 200, .users = cpu_users};
+        struct cal_point no_pool = {
+            .mode = MODE_VIRTUAL, .fanout = 3, .pool = 0, .threads = 200, .users = cpu_users};
         rc = cal_run(bc, &kids, &no_pool, &nopool);
     }
     bench_kill_all(&kids);
@@ -3913,15 +4329,19 @@ static int cal_measure(struct cal_cfg *cc)
     gethostname(host, sizeof host - 1);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
-    fprintf(f, "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs of %g s\n"
-               "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
-            bc->runs, bc->duration_s, cpu_delay_ms);
+    fprintf(
+        f,
+        "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs "
+        "of %g s\n"
+        "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
+        bc->runs, bc->duration_s, cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
     cal_write_micro(f, mb, mb_lo, mb_hi);
     struct cal_cpu_fit fit = cal_fit(r, &big, &nopool, cpu_users, bc->threads);
     cal_write_cpu(f, &fit, r, &big, &nopool, cpu_delay_ms);
-    fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
+    fprintf(
+        f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
     fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
     cal_write_machine(f);
     cal_write_memory(f, &served, &queued, mb, users);
@@ -3940,10 +4360,10 @@ static int cal_measure(struct cal_cfg *cc)
 enum opt_kind { OPT_INT, OPT_DOUBLE, OPT_STR, OPT_FLAG };
 
 struct opt {
-    const char *name;   /* "--port" */
-    int kind;           /* enum opt_kind */
-    void *dst;          /* int *, double *, const char ** or int * (flag: set to 1) */
-    const char *help;   /* one line, with the default */
+    const char *name; /* "--port" */
+    int kind;         /* enum opt_kind */
+    void *dst;        /* int *, double *, const char ** or int * (flag: set to 1) */
+    const char *help; /* one line, with the default */
 };
 
 static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
@@ -3954,7 +4374,8 @@ static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
     fprintf(f, "  %-18s %s\n", "--help", "print this help");
 }
 
-static void opt_fail(const char *synopsis, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void opt_fail(const char *synopsis, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
 static void opt_fail(const char *synopsis, const char *fmt, ...)
 {
     va_list ap;
@@ -3974,24 +4395,29 @@ static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc
             exit(0);
         }
         int i = 0;
-        while (i < n && strcmp(argv[a], o[i].name)) i++;
-        if (i == n) opt_fail(synopsis, "unknown flag '%s'", argv[a]);
+        while (i < n && strcmp(argv[a], o[i].name))
+            i++;
+        if (i == n)
+            opt_fail(synopsis, "unknown flag '%s'", argv[a]);
         if (o[i].kind == OPT_FLAG) {
             *(int *)o[i].dst = 1;
             continue;
         }
-        if (a + 1 >= argc) opt_fail(synopsis, "flag %s needs a value", argv[a]);
+        if (a + 1 >= argc)
+            opt_fail(synopsis, "flag %s needs a value", argv[a]);
         const char *v = argv[++a];
         char *end;
         if (o[i].kind == OPT_STR) {
             *(const char **)o[i].dst = v;
         } else if (o[i].kind == OPT_INT) {
             long x = strtol(v, &end, 10);
-            if (!*v || *end || x < 0 || x > INT_MAX) opt_fail(synopsis, "bad number '%s'", v);
+            if (!*v || *end || x < 0 || x > INT_MAX)
+                opt_fail(synopsis, "bad number '%s'", v);
             *(int *)o[i].dst = (int)x;
         } else {
             double x = strtod(v, &end);
-            if (!*v || *end || !(x >= 0)) opt_fail(synopsis, "bad number '%s'", v);
+            if (!*v || *end || !(x >= 0))
+                opt_fail(synopsis, "bad number '%s'", v);
             *(double *)o[i].dst = x;
         }
     }
@@ -3999,8 +4425,8 @@ static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc
 
 /* ---- IV.2 Subcommands ---- */
 
-#define SERVE_SYNOPSIS                                                                     \
-    "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]" \
+#define SERVE_SYNOPSIS                                                                             \
+    "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]"        \
     " [--threads T] [--carriers C] [--no-pool] [--pin] [--fanout K] [...]"
 
 static int cmd_serve(int argc, char **argv)
@@ -4010,26 +4436,35 @@ static int cmd_serve(int argc, char **argv)
     const char *mode = "virtual", *backends = NULL;
     int no_pool = 0;
     const struct opt o[] = {
-        {"--mode", OPT_STR, &mode, "platform (1:1 pool, Tomcat-like) or virtual (M:N); default virtual"},
+        {"--mode", OPT_STR, &mode,
+         "platform (1:1 pool, Tomcat-like) or virtual (M:N); default virtual"},
         {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
         {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
         {"--backends", OPT_STR, &backends, "downstream services HOST:PORT[,...]; required"},
         {"--fanout", OPT_INT, &cfg.fanout, "K, downstream calls per /aggregate; default 3"},
-        {"--threads", OPT_INT, &cfg.threads, "platform: most pool threads (maxThreads); default 200"},
+        {"--threads", OPT_INT, &cfg.threads,
+         "platform: most pool threads (maxThreads); default 200"},
         {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
-        {"--max-connections", OPT_INT, &cfg.max_connections, "connections held at most (both modes); default 8192"},
+        {"--max-connections", OPT_INT, &cfg.max_connections,
+         "connections held at most (both modes); default 8192"},
         {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
-        {"--max-queue", OPT_INT, &cfg.max_queue, "platform: queued requests before 503; default 0 = unbounded"},
+        {"--max-queue", OPT_INT, &cfg.max_queue,
+         "platform: queued requests before 503; default 0 = unbounded"},
         {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
-        {"--no-pool", OPT_FLAG, &no_pool, "a new downstream connection per call (no keep-alive pool)"},
-        {"--pin", OPT_FLAG, &cfg.pin, "virtual: pin the carrier across downstream calls (synchronized)"},
+        {"--no-pool", OPT_FLAG, &no_pool,
+         "a new downstream connection per call (no keep-alive pool)"},
+        {"--pin", OPT_FLAG, &cfg.pin,
+         "virtual: pin the carrier across downstream calls (synchronized)"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
         {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
-        {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms, "platform: idle pool threads exit, down to --min-spare; default 60000"},
+        {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms,
+         "platform: idle pool threads exit, down to --min-spare; default 60000"},
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (!strcmp(mode, "platform")) cfg.mode = MODE_PLATFORM;
-    else if (strcmp(mode, "virtual")) opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
+    if (!strcmp(mode, "platform"))
+        cfg.mode = MODE_PLATFORM;
+    else if (strcmp(mode, "virtual"))
+        opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
     if (!backends || config_backends(&cfg, backends) < 0)
         opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
     if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
@@ -4051,7 +4486,8 @@ static int cmd_backend(int argc, char **argv)
     const struct opt o[] = {
         {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
         {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
-        {"--delay-ms", OPT_INT, &cfg.delay_ms, "D, answer delay (a ?delay_ms= query overrides); default 0"},
+        {"--delay-ms", OPT_INT, &cfg.delay_ms,
+         "D, answer delay (a ?delay_ms= query overrides); default 0"},
         {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
         {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
         {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
@@ -4060,8 +4496,8 @@ static int cmd_backend(int argc, char **argv)
     return serve_until_signal(&cfg, backend_route, "backend");
 }
 
-#define LOAD_SYNOPSIS                                                                    \
-    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]" \
+#define LOAD_SYNOPSIS                                                                              \
+    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]"          \
     " [--timeout-ms T] [--carriers C]"
 
 static int cmd_load(int argc, char **argv)
@@ -4073,27 +4509,40 @@ static int cmd_load(int argc, char **argv)
         {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
         {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
         {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
-        {"--warmup", OPT_DOUBLE, &cfg.warmup_s, "seconds of traffic before the window (not counted); default 1"},
-        {"--think-ms", OPT_INT, &cfg.think_ms, "Z, think time between requests (closed loop); default 0"},
-        {"--rate", OPT_DOUBLE, &cfg.rate, "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
+        {"--warmup", OPT_DOUBLE, &cfg.warmup_s,
+         "seconds of traffic before the window (not counted); default 1"},
+        {"--think-ms", OPT_INT, &cfg.think_ms,
+         "Z, think time between requests (closed loop); default 0"},
+        {"--rate", OPT_DOUBLE, &cfg.rate,
+         "R, open loop: total requests/s on a fixed schedule; default 0 = closed"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
         {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
         {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (!url || load_parse_url(&cfg, url) < 0) opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
-    if (cfg.users < 1) opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
+    if (!url || load_parse_url(&cfg, url) < 0)
+        opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
+    if (cfg.users < 1)
+        opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
     return load_run_cli(&cfg);
 }
 
-#define BENCH_SYNOPSIS                                                                                    \
-    "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] [--fanout K]" \
+#define BENCH_SYNOPSIS                                                                             \
+    "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] "    \
+    "[--fanout K]"                                                                                 \
     " [--delay-ms D] [--duration S] [--out results.csv]"
 
 static int cmd_bench(int argc, char **argv)
 {
-    struct bench_cfg bc = {.users = "100,1000,5000", .modes = "platform,virtual", .pool = "on", .fanout = 3,
-                           .delay_ms = 50, .duration_s = 10, .runs = 1, .threads = 200, .port = 19300,
+    struct bench_cfg bc = {.users = "100,1000,5000",
+                           .modes = "platform,virtual",
+                           .pool = "on",
+                           .fanout = 3,
+                           .delay_ms = 50,
+                           .duration_s = 10,
+                           .runs = 1,
+                           .threads = 200,
+                           .port = 19300,
                            .out = "results.csv"};
     const struct opt o[] = {
         {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
@@ -4106,14 +4555,16 @@ static int cmd_bench(int argc, char **argv)
         {"--runs", OPT_INT, &bc.runs, "runs per cell (at most 16), the median is kept; default 1"},
         {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
         {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
-        {"--port", OPT_INT, &bc.port, "backend port (the aggregator uses the next one); default 19300"},
+        {"--port", OPT_INT, &bc.port,
+         "backend port (the aggregator uses the next one); default 19300"},
         {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
     };
     opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
     if (!some_mode || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
-    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1) opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1)
+        opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
     return bench_run(&bc);
 }
 
@@ -4127,16 +4578,18 @@ static int cmd_microbench(int argc, char **argv)
         {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
     };
     opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (n < 1000 || runs < 1 || runs > 16) opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
+    if (n < 1000 || runs < 1 || runs > 16)
+        opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
     double med[MB_N];
     mb_measure(n, runs, med, NULL, NULL);
     printf("median of %d runs, one carrier\n", runs);
-    for (int i = 0; i < MB_N; i++) printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
+    for (int i = 0; i < MB_N; i++)
+        printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
     return 0;
 }
 
-#define CALIBRATE_SYNOPSIS                                                                           \
-    "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]" \
+#define CALIBRATE_SYNOPSIS                                                                         \
+    "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]"  \
     " [--duration S] [--runs R] [--port P]"
 
 /* Parse calibrate's flags; cal_measure does the work. */
@@ -4147,22 +4600,32 @@ static int cmd_calibrate(int argc, char **argv)
         .users = 100,
         .cpu_users = 1000,
         .cpu_delay_ms = 2,
-        .bench = {.fanout = 1, .delay_ms = 50, .duration_s = 3, .runs = 3, .threads = 200, .port = 19400},
+        .bench = {.fanout = 1,
+                  .delay_ms = 50,
+                  .duration_s = 3,
+                  .runs = 3,
+                  .threads = 200,
+                  .port = 19400},
     };
     const struct opt o[] = {
         {"--out", OPT_STR, &cfg.out, "file to write; default calibration.ini"},
         {"--users", OPT_INT, &cfg.users, "users of the memory runs (light load); default 100"},
-        {"--cpu-users", OPT_INT, &cfg.cpu_users, "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
-        {"--cpu-delay-ms", OPT_INT, &cfg.cpu_delay_ms, "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
+        {"--cpu-users", OPT_INT, &cfg.cpu_users,
+         "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
+        {"--cpu-delay-ms", OPT_INT, &cfg.cpu_delay_ms,
+         "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
         {"--duration", OPT_DOUBLE, &cfg.bench.duration_s, "seconds per load run; default 3"},
-        {"--runs", OPT_INT, &cfg.bench.runs, "runs per figure, the median is kept (at most 16); default 3"},
-        {"--port", OPT_INT, &cfg.bench.port, "backend port (the aggregator uses the next one); default 19400"},
+        {"--runs", OPT_INT, &cfg.bench.runs,
+         "runs per figure, the median is kept (at most 16); default 3"},
+        {"--port", OPT_INT, &cfg.bench.port,
+         "backend port (the aggregator uses the next one); default 19400"},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
-    if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 || cfg.bench.runs < 1 || cfg.bench.runs > 16 ||
-        !(cfg.bench.duration_s > 0))
-        opt_fail(CALIBRATE_SYNOPSIS, "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
-                                     "1 <= --runs <= 16, --duration > 0");
+    if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 ||
+        cfg.bench.runs < 1 || cfg.bench.runs > 16 || !(cfg.bench.duration_s > 0))
+        opt_fail(CALIBRATE_SYNOPSIS,
+                 "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
+                 "1 <= --runs <= 16, --duration > 0");
     return cal_measure(&cfg);
 }
 
@@ -4186,7 +4649,8 @@ static const struct command commands[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: aggregator COMMAND [flags]   (COMMAND --help for its flags)\n");
-    for (size_t i = 0; i < ARRAY_LEN(commands); i++) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < ARRAY_LEN(commands); i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 }
 
 /* The dispatcher; main only calls it (the tests call it too, with main compiled out). */
@@ -4198,8 +4662,10 @@ static int agg_main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; argc >= 2 && i < ARRAY_LEN(commands); i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 2, argv + 2);
-    if (argc >= 2) fprintf(stderr, "aggregator: unknown command '%s'\n", argv[1]);
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 2, argv + 2);
+    if (argc >= 2)
+        fprintf(stderr, "aggregator: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }

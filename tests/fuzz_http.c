@@ -12,18 +12,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a copy of exactly `size` bytes: a read past the end is a heap overflow ASan reports */
     char *buf = malloc(size ? size : 1);
-    if (!buf) return 0;
+    if (!buf)
+        return 0;
     memcpy(buf, data, size);
 #ifdef FUZZ_RESPONSE
     struct http_response r;
     long n = http_parse_response(buf, size, &r);
-    if (n > 0 && ((size_t)n > size || r.head_len + r.body_len != (size_t)n || r.status < 100 || r.status > 999)) abort();
-    if (n < 0 && n != -502) abort(); /* any unusable answer is a 502 */
+    if (n > 0 && ((size_t)n > size || r.head_len + r.body_len != (size_t)n || r.status < 100 ||
+                  r.status > 999))
+        abort();
+    if (n < 0 && n != -502)
+        abort(); /* any unusable answer is a 502 */
 #else
     struct http_request r;
     long n = http_parse_request(buf, size, &r);
-    if (n > 0 && ((size_t)n > size || r.head_len + r.body_len != (size_t)n || r.method_len == 0 || r.path[0] != '/')) abort();
-    if (n < 0 && (-n < 400 || -n > 599)) abort(); /* refusals are 4xx/5xx statuses */
+    if (n > 0 && ((size_t)n > size || r.head_len + r.body_len != (size_t)n || r.method_len == 0 ||
+                  r.path[0] != '/'))
+        abort();
+    if (n < 0 && (-n < 400 || -n > 599))
+        abort(); /* refusals are 4xx/5xx statuses */
 #endif
     free(buf);
     return 0;

@@ -12,7 +12,6 @@ enum { SAN_FDS = 2, SAN_TASKS = 1 };
 enum { SAN_FDS = 0, SAN_TASKS = 0 };
 #endif
 
-
 /* ---- runtime ---- */
 
 struct counter {
@@ -33,8 +32,10 @@ static void t_spawn_join(void *arg)
     (void)arg;
     struct counter *k = xcalloc(1, sizeof *k); /* shared with children: on the heap */
     struct vt *v[10];
-    for (int i = 0; i < 10; i++) v[i] = vt_spawn(bump, k, 0);
-    for (int i = 0; i < 10; i++) vt_join(v[i]);
+    for (int i = 0; i < 10; i++)
+        v[i] = vt_spawn(bump, k, 0);
+    for (int i = 0; i < 10; i++)
+        vt_join(v[i]);
     CHECK(k->n == 20, "spawn/join: %d increments, want 20", k->n);
     free(k);
 }
@@ -63,9 +64,11 @@ static void t_timers(void *arg)
         s[i] = (struct sleeper){k, i, ms[i]};
         v[i] = vt_spawn(sleeper_main, &s[i], 0);
     }
-    for (int i = 0; i < 4; i++) vt_join(v[i]);
+    for (int i = 0; i < 4; i++)
+        vt_join(v[i]);
     CHECK(k->order[0] == 1 && k->order[1] == 3 && k->order[2] == 2 && k->order[3] == 0,
-          "timers woke in order %d %d %d %d, want 1 3 2 0", k->order[0], k->order[1], k->order[2], k->order[3]);
+          "timers woke in order %d %d %d %d, want 1 3 2 0", k->order[0], k->order[1], k->order[2],
+          k->order[3]);
     CHECK(now_ns() - t0 >= 40 * NS_PER_MS, "sleep returned before its deadline");
     free(s);
     free(k);
@@ -87,7 +90,8 @@ static void t_park_io(void *arg)
 {
     (void)arg;
     struct pipe_pair *p = xcalloc(1, sizeof *p);
-    if (pipe2(p->fd, O_NONBLOCK | O_CLOEXEC) < 0 || io_register(p->fd[0]) < 0 || io_register(p->fd[1]) < 0) {
+    if (pipe2(p->fd, O_NONBLOCK | O_CLOEXEC) < 0 || io_register(p->fd[0]) < 0 ||
+        io_register(p->fd[1]) < 0) {
         CHECK(0, "pipe: %s", strerror(errno));
         return;
     }
@@ -100,7 +104,8 @@ static void t_park_io(void *arg)
     char c;
     int64_t t0 = now_ns();
     ssize_t n = io_rw(p->fd[0], VT_READ, &c, 1, t0 + 20 * NS_PER_MS);
-    CHECK(n < 0 && errno == ETIMEDOUT, "read on an empty pipe with a deadline: %zd, %s", n, strerror(errno));
+    CHECK(n < 0 && errno == ETIMEDOUT, "read on an empty pipe with a deadline: %zd, %s", n,
+          strerror(errno));
     io_close(p->fd[0]);
     io_close(p->fd[1]);
     free(p);
@@ -110,16 +115,18 @@ static void t_park_io(void *arg)
  * the same carrier runs only after it; unpinned, the sleeper parks and the other runs first. */
 struct pin_case {
     int pin;
-    int sleeper_done;   /* set by the sleeper after its sleep */
-    int seen;           /* what the other thread saw when it ran */
+    int sleeper_done; /* set by the sleeper after its sleep */
+    int seen;         /* what the other thread saw when it ran */
 };
 
 static void pin_sleeper(void *arg)
 {
     struct pin_case *p = arg;
-    if (p->pin) vt_pin();
+    if (p->pin)
+        vt_pin();
     vt_sleep_until(now_ns() + 5 * NS_PER_MS);
-    if (p->pin) vt_unpin();
+    if (p->pin)
+        vt_unpin();
     p->sleeper_done = 1;
 }
 
@@ -164,14 +171,18 @@ static void t_many(void *arg)
     struct many *m = xcalloc(1, sizeof *m);
     m->v = xcalloc(MANY, sizeof *m->v);
     long rss0 = proc_rss_bytes();
-    for (int i = 0; i < MANY; i++) m->v[i] = vt_spawn(many_parker, m, 0);
+    for (int i = 0; i < MANY; i++)
+        m->v[i] = vt_spawn(many_parker, m, 0);
     vt_yield(); /* all of them run once and park */
     struct vt_stats s = vt_stats();
     long rss1 = proc_rss_bytes();
     CHECK(s.parked >= MANY, "parked %ld, want >= %d", s.parked, MANY);
-    printf("test_aggregator: %d parked virtual threads, %.0f bytes RSS each\n", MANY, (double)(rss1 - rss0) / MANY);
-    for (int i = 0; i < MANY; i++) vt_wake(m->v[i], VT_WOKE_EVENT);
-    for (int i = 0; i < MANY; i++) vt_join(m->v[i]);
+    printf("test_aggregator: %d parked virtual threads, %.0f bytes RSS each\n", MANY,
+           (double)(rss1 - rss0) / MANY);
+    for (int i = 0; i < MANY; i++)
+        vt_wake(m->v[i], VT_WOKE_EVENT);
+    for (int i = 0; i < MANY; i++)
+        vt_join(m->v[i]);
     CHECK(m->woken == MANY, "woken %ld, want %d", m->woken, MANY);
     free(m->v);
     free(m);
@@ -194,7 +205,8 @@ static void overflow_main(void *arg)
 static void t_overflow(void)
 {
     int pfd[2];
-    if (pipe(pfd) < 0) return;
+    if (pipe(pfd) < 0)
+        return;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -207,7 +219,8 @@ static void t_overflow(void)
     char buf[4096];
     size_t len = 0;
     ssize_t n;
-    while (len < sizeof buf - 1 && (n = read(pfd[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)n;
+    while (len < sizeof buf - 1 && (n = read(pfd[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)n;
     buf[len] = '\0';
     close(pfd[0]);
     int st;
@@ -237,7 +250,8 @@ static void t_http_request(void)
     CHECK(rq.keep_alive && rq.minor == 1 && rq.h.nheaders == 2, "keep-alive by default in 1.1");
     /* every proper prefix is incomplete, never an error */
     int prefix_ok = 1;
-    for (size_t n = 0; n < strlen(ok); n++) prefix_ok &= http_parse_request(ok, n, &rq) == 0;
+    for (size_t n = 0; n < strlen(ok); n++)
+        prefix_ok &= http_parse_request(ok, n, &rq) == 0;
     CHECK(prefix_ok, "a prefix of a valid request is incomplete");
     const char *body = "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
     CHECK(parse_req(body, &rq) == (long)strlen(body) && rq.body_len == 5, "body by Content-Length");
@@ -245,8 +259,12 @@ static void t_http_request(void)
     const char *two = "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
     CHECK(parse_req(two, &rq) == 19, "pipelined: first request only");
     CHECK(parse_req("GET / HTTP/1.0\r\n\r\n", &rq) > 0 && !rq.keep_alive, "1.0 closes by default");
-    CHECK(parse_req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &rq) > 0 && !rq.keep_alive, "Connection: close");
-    static const struct { const char *in; long want; } bad[] = {
+    CHECK(parse_req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &rq) > 0 && !rq.keep_alive,
+          "Connection: close");
+    static const struct {
+        const char *in;
+        long want;
+    } bad[] = {
         {"\x01\x02garbage", -400},
         {"GET/ HTTP/1.1\r\n\r\n", -400},
         {"GET  / HTTP/1.1\r\n\r\n", -400},
@@ -270,16 +288,19 @@ static void t_http_request(void)
     /* oversized: a long request line, too many headers, a head past the limit */
     struct sbuf b = {0};
     sbuf_add(&b, "GET /", 5);
-    for (int i = 0; i < HTTP_MAX_LINE; i++) sbuf_add(&b, "a", 1);
+    for (int i = 0; i < HTTP_MAX_LINE; i++)
+        sbuf_add(&b, "a", 1);
     CHECK(http_parse_request(b.p, b.len, &rq) == -414, "long request line -> 414");
     b.len = 0;
     sbuf_printf(&b, "GET / HTTP/1.1\r\n");
-    for (int i = 0; i <= HTTP_MAX_HEADERS; i++) sbuf_printf(&b, "H%d: v\r\n", i);
+    for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
+        sbuf_printf(&b, "H%d: v\r\n", i);
     sbuf_printf(&b, "\r\n");
     CHECK(http_parse_request(b.p, b.len, &rq) == -431, "too many headers -> 431");
     b.len = 0;
     sbuf_printf(&b, "GET / HTTP/1.1\r\n");
-    while (b.len < HTTP_MAX_HEAD + 10) sbuf_printf(&b, "X-Long: %0100d\r\n", 1);
+    while (b.len < HTTP_MAX_HEAD + 10)
+        sbuf_printf(&b, "X-Long: %0100d\r\n", 1);
     CHECK(http_parse_request(b.p, b.len, &rq) == -431, "huge head -> 431");
     sbuf_free(&b);
 }
@@ -288,16 +309,20 @@ static void t_http_response(void)
 {
     struct http_response rs;
     const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{\"a\"}";
-    CHECK(http_parse_response(ok, strlen(ok) - 1, &rs) == (long)strlen(ok) - 1, "response complete");
-    CHECK(rs.status == 200 && rs.body_len == 4 && !memcmp(rs.body, "{\"a\"", 4) && rs.keep_alive, "response fields");
+    CHECK(http_parse_response(ok, strlen(ok) - 1, &rs) == (long)strlen(ok) - 1,
+          "response complete");
+    CHECK(rs.status == 200 && rs.body_len == 4 && !memcmp(rs.body, "{\"a\"", 4) && rs.keep_alive,
+          "response fields");
     int prefix_ok = 1;
-    for (size_t n = 0; n + 1 < strlen(ok); n++) prefix_ok &= http_parse_response(ok, n, &rs) == 0;
+    for (size_t n = 0; n + 1 < strlen(ok); n++)
+        prefix_ok &= http_parse_response(ok, n, &rs) == 0;
     CHECK(prefix_ok, "a prefix of a valid response is incomplete");
-    CHECK(http_parse_response("HTTP/1.1 204\r\n\r\n", 16, &rs) == 16 && rs.status == 204, "204 without reason");
+    CHECK(http_parse_response("HTTP/1.1 204\r\n\r\n", 16, &rs) == 16 && rs.status == 204,
+          "204 without reason");
     static const char *bad[] = {
         "HTTX/1.1 200 OK\r\n\r\n",
         "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n\r\n",                              /* no length */
+        "HTTP/1.1 200 OK\r\n\r\n",                               /* no length */
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", /* unsupported */
         "HTTP/1.1 200 OK\r\nContent-Length: 999999\r\n\r\n",
     };
@@ -328,8 +353,10 @@ static void t_http_fuzz(void)
         memcpy(buf, seed, n);
         for (int m = 0; m < 1 + iter % 4; m++) { /* a few byte flips, or random junk */
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            if (iter % 16 == 0) buf[x % n] = (char)(x >> 24);
-            else buf[x % n] = "\r\n :/?0aZ\t\x01\x7f"[(x >> 16) % 13];
+            if (iter % 16 == 0)
+                buf[x % n] = (char)(x >> 24);
+            else
+                buf[x % n] = "\r\n :/?0aZ\t\x01\x7f"[(x >> 16) % 13];
         }
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         size_t len = x % (n + 1);
@@ -337,8 +364,10 @@ static void t_http_fuzz(void)
         memcpy(exact, buf, len);
         struct http_request rq;
         struct http_response rs;
-        long r = (iter & 1) ? http_parse_response(exact, len, &rs) : http_parse_request(exact, len, &rq);
-        if (r > (long)len || (r < 0 && http_status_index((int)-r) == HTTP_NSTATUS)) bad++;
+        long r =
+            (iter & 1) ? http_parse_response(exact, len, &rs) : http_parse_request(exact, len, &rq);
+        if (r > (long)len || (r < 0 && http_status_index((int)-r) == HTTP_NSTATUS))
+            bad++;
         free(exact);
     }
     CHECK(bad == 0, "fuzz: %d verdicts out of range", bad);
@@ -347,15 +376,18 @@ static void t_http_fuzz(void)
 static void t_hist(void)
 {
     struct hist *h = xcalloc(1, sizeof *h);
-    for (uint64_t v = 1; v <= 100000; v++) hist_add(h, v);
+    for (uint64_t v = 1; v <= 100000; v++)
+        hist_add(h, v);
     static const double qs[] = {0.5, 0.9, 0.99, 0.999};
     for (size_t i = 0; i < ARRAY_LEN(qs); i++) {
         double want = qs[i] * 100000, got = (double)hist_quantile(h, qs[i]);
-        CHECK(got >= want && got <= want * (1 + 1.0 / HIST_SUB), "q%.3f: %.0f vs %.0f", qs[i], got, want);
+        CHECK(got >= want && got <= want * (1 + 1.0 / HIST_SUB), "q%.3f: %.0f vs %.0f", qs[i], got,
+              want);
     }
     CHECK(hist_quantile(h, 1.0) == 100000 && h->sum == 5000050000ULL, "max and sum exact");
     int mono = 1;
-    for (int i = 1; i < HIST_BUCKETS; i++) mono &= hist_bucket_top(i) > hist_bucket_top(i - 1) && hist_index(hist_bucket_top(i)) == i;
+    for (int i = 1; i < HIST_BUCKETS; i++)
+        mono &= hist_bucket_top(i) > hist_bucket_top(i - 1) && hist_index(hist_bucket_top(i)) == i;
     CHECK(mono, "bucket tops increase and map back to their bucket");
     free(h);
 }
@@ -364,8 +396,8 @@ static void t_hist(void)
 
 struct fetch {
     int port;
-    const char *raw;        /* request bytes to send */
-    int status;             /* answer's status, or a CX_ code */
+    const char *raw; /* request bytes to send */
+    int status;      /* answer's status, or a CX_ code */
     struct sbuf body;
 };
 
@@ -384,7 +416,8 @@ static void fetch_main(void *arg)
     struct http_response rs;
     long r = client_exchange(cl, f->raw, strlen(f->raw), now_ns() + 5 * NS_PER_S, &rs);
     f->status = r > 0 ? rs.status : (int)r;
-    if (r > 0) sbuf_add(&f->body, rs.body, rs.body_len);
+    if (r > 0)
+        sbuf_add(&f->body, rs.body, rs.body_len);
     client_close(cl);
 }
 
@@ -392,8 +425,10 @@ static int fetch(int port, const char *raw, struct sbuf *body)
 {
     struct fetch f = {.port = port, .raw = raw};
     rt_run(fetch_main, &f);
-    if (body) *body = f.body;
-    else sbuf_free(&f.body);
+    if (body)
+        *body = f.body;
+    else
+        sbuf_free(&f.body);
     return f.status;
 }
 
@@ -405,7 +440,8 @@ static int fetch(int port, const char *raw, struct sbuf *body)
 static int tasks_settled(int want)
 {
     int n;
-    for (int64_t end = now_ns() + 2 * NS_PER_S; (n = proc_count_dir("/proc/self/task")) > want && now_ns() < end;)
+    for (int64_t end = now_ns() + 2 * NS_PER_S;
+         (n = proc_count_dir("/proc/self/task")) > want && now_ns() < end;)
         sched_yield();
     return n;
 }
@@ -436,13 +472,16 @@ static void check_load(int port, const char *what)
     enum { USERS = 40 };
     double secs;
     struct load_stats *st = run_load(port, USERS, 1.5, 0, &secs);
-    double x = (double)st->completed / secs, r = st->h.count ? (double)st->h.sum / (double)st->h.count / 1e6 : 0;
+    double x = (double)st->completed / secs,
+           r = st->h.count ? (double)st->h.sum / (double)st->h.count / 1e6 : 0;
     char label[64];
     snprintf(label, sizeof label, "%s: Little's law X*R vs N", what);
     CHECK(st->completed > 100, "%s: only %llu requests", what, (unsigned long long)st->completed);
-    CHECK(load_errors_total(st) == 0, "%s: %llu errors", what, (unsigned long long)load_errors_total(st));
+    CHECK(load_errors_total(st) == 0, "%s: %llu errors", what,
+          (unsigned long long)load_errors_total(st));
     CHECK_NEAR(x * r, USERS, 0.10, label);
-    printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, USERS, x, r * 1e3, x * r);
+    printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, USERS,
+           x, r * 1e3, x * r);
     free(st);
 }
 
@@ -461,18 +500,22 @@ static void check_pool_shrinks(struct server *s)
         pthread_mutex_lock(&s->pool->mu);
         n = s->pool->nthreads;
         pthread_mutex_unlock(&s->pool->mu);
-        if (n <= s->cfg->min_spare || now_ns() > deadline) break;
-        vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* a real sleep: we are not on a virtual thread */
+        if (n <= s->cfg->min_spare || now_ns() > deadline)
+            break;
+        vt_sleep_until(now_ns() +
+                       10 * NS_PER_MS); /* a real sleep: we are not on a virtual thread */
     }
     CHECK(peak > s->cfg->min_spare, "pool did not grow under load: peak %d", peak);
-    CHECK(n == s->cfg->min_spare, "idle pool has %d threads, want min_spare %d", n, s->cfg->min_spare);
+    CHECK(n == s->cfg->min_spare, "idle pool has %d threads, want min_spare %d", n,
+          s->cfg->min_spare);
 }
 
 /* A bounded executor queue (--max-queue) refuses the overflow with 503 at once. */
 static void check_overload(int port)
 {
     double secs;
-    struct load_stats *st = run_load(port, 8, 1.0, 5, &secs); /* 1 s: time for one answer under TSan */
+    struct load_stats *st =
+        run_load(port, 8, 1.0, 5, &secs); /* 1 s: time for one answer under TSan */
     CHECK(st->completed > 0, "bounded queue: nothing served");
     CHECK(st->errors[LOAD_ERR_STATUS] > 0, "bounded queue: no 503 with 8 users, 1 thread, queue 1");
     free(st);
@@ -538,25 +581,30 @@ static void t_integration(void)
     check_answers(sp.port, "platform");
     CHECK(fetch(sv.port, "GET /nope HTTP/1.1\r\n\r\n", NULL) == 404, "404");
     CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n", NULL) == 400, "400 over the wire");
-    CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400, "400 over the wire (platform)");
+    CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400,
+          "400 over the wire (platform)");
     struct sbuf big = {0};
     sbuf_printf(&big, "GET /aggregate HTTP/1.1\r\n");
-    while (big.len < HTTP_MAX_HEAD) sbuf_printf(&big, "X-Pad: %0200d\r\n", 0);
+    while (big.len < HTTP_MAX_HEAD)
+        sbuf_printf(&big, "X-Pad: %0200d\r\n", 0);
     sbuf_printf(&big, "\r\n");
     CHECK(fetch(sv.port, big.p, NULL) == 431, "431 over the wire");
     sbuf_free(&big);
-    CHECK(fetch(st.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 504, "504 on a slow downstream");
-    CHECK(fetch(sd.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 502, "502 on a dead downstream");
+    CHECK(fetch(st.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 504,
+          "504 on a slow downstream");
+    CHECK(fetch(sd.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 502,
+          "502 on a dead downstream");
     struct sbuf m = {0};
     CHECK(fetch(sv.port, "GET /metrics HTTP/1.1\r\n\r\n", &m) == 200 && m.p &&
-              strstr(m.p, "agg_requests_total{status=\"200\"}") && strstr(m.p, "agg_vthreads_parked"),
+              strstr(m.p, "agg_requests_total{status=\"200\"}") &&
+              strstr(m.p, "agg_vthreads_parked"),
           "metrics page");
     sbuf_free(&m);
 
     check_load(sv.port, "virtual");
     check_load(sp.port, "platform");
-    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads + gc.threads, "pools grew past --threads: %ld",
-          LOAD(rt.m->pool_size));
+    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads + gc.threads,
+          "pools grew past --threads: %ld", LOAD(rt.m->pool_size));
 
     check_overload(sq.port);
     check_pool_shrinks(&sg);
@@ -575,7 +623,8 @@ static void t_integration(void)
     CHECK(LOAD(rt.m->conns) == 0, "connections left open: %ld", LOAD(rt.m->conns));
     CHECK(rt.spawned == rt.finished, "virtual threads leaked: %llu spawned, %llu finished",
           (unsigned long long)rt.spawned, (unsigned long long)rt.finished);
-    CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak: %d open, %d before", proc_count_dir("/proc/self/fd"), fds0);
+    CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak: %d open, %d before",
+          proc_count_dir("/proc/self/fd"), fds0);
     int tasks = tasks_settled(tasks0 + SAN_TASKS);
     CHECK(tasks <= tasks0 + SAN_TASKS, "thread leak: %d, %d before", tasks, tasks0);
 }
@@ -597,7 +646,8 @@ int main(void)
     rt_shutdown();
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak after the runtime stopped");
-    CHECK(tasks_settled(tasks0 + SAN_TASKS) <= tasks0 + SAN_TASKS, "thread leak after the runtime stopped");
+    CHECK(tasks_settled(tasks0 + SAN_TASKS) <= tasks0 + SAN_TASKS,
+          "thread leak after the runtime stopped");
     t_integration();
     t_overflow();
     char *no_args[] = {"aggregator", NULL}, *bad_cmd[] = {"aggregator", "frobnicate", NULL};

@@ -43,14 +43,17 @@ static char agg_path[512];
 static pid_t spawn(char *const *args, int nofile, int *port)
 {
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) return -1; /* dup2 clears CLOEXEC on the child's stderr */
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1; /* dup2 clears CLOEXEC on the child's stderr */
     pid_t pid = fork();
     if (pid == 0) {
         dup2(pfd[1], 2);
         close(pfd[0]);
-        if (nofile > 0) setrlimit(RLIMIT_NOFILE, &(struct rlimit){(rlim_t)nofile, (rlim_t)nofile});
+        if (nofile > 0)
+            setrlimit(RLIMIT_NOFILE, &(struct rlimit){(rlim_t)nofile, (rlim_t)nofile});
         char *argv[32] = {agg_path};
-        for (int i = 0; args[i] && i < 30; i++) argv[i + 1] = args[i];
+        for (int i = 0; args[i] && i < 30; i++)
+            argv[i + 1] = args[i];
         execv(agg_path, argv);
         _exit(127);
     }
@@ -60,7 +63,8 @@ static pid_t spawn(char *const *args, int nofile, int *port)
     struct pollfd p = {pfd[0], POLLIN, 0};
     while (n < sizeof line - 1 && !strchr(line, '\n') && poll(&p, 1, 5000) == 1) {
         ssize_t got = read(pfd[0], line + n, sizeof line - 1 - n);
-        if (got <= 0) break;
+        if (got <= 0)
+            break;
         line[n += (size_t)got] = 0;
     }
     close(pfd[0]); /* later messages go to a closed pipe: the server ignores SIGPIPE */
@@ -78,10 +82,15 @@ static pid_t spawn(char *const *args, int nofile, int *port)
 static int stop(pid_t pid)
 {
     int status = 0;
-    if (pid <= 0) return -1;
+    if (pid <= 0)
+        return -1;
     kill(pid, SIGTERM);
-    for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++) usleep(10000); /* bounded: 5 s */
-    if (waitpid(pid, &status, WNOHANG) == 0) { kill(pid, SIGKILL); waitpid(pid, &status, 0); }
+    for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++)
+        usleep(10000); /* bounded: 5 s */
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
     return status;
 }
 
@@ -91,8 +100,10 @@ static int count_fds(pid_t pid)
     snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
     DIR *d = opendir(path);
     int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-    if (d) closedir(d);
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
     return d ? n : -1;
 }
 
@@ -103,8 +114,10 @@ static int count_threads(pid_t pid)
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
-    if (f) fclose(f);
+        if (!strncmp(line, "Threads:", 8))
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
     return n;
 }
 
@@ -114,13 +127,17 @@ static int count_threads(pid_t pid)
 static int dial_within(int port, int ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct timeval tv = {5, 0};
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     int rc = connect(fd, (struct sockaddr *)&a, sizeof a), err = 0;
     socklen_t len = sizeof err;
     struct pollfd p = {fd, POLLOUT, 0};
-    if (rc < 0 && (errno != EINPROGRESS || poll(&p, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err)) {
+    if (rc < 0 && (errno != EINPROGRESS || poll(&p, 1, ms) != 1 ||
+                   getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err)) {
         close(fd);
         return -1;
     }
@@ -130,19 +147,25 @@ static int dial_within(int port, int ms)
     return fd;
 }
 
-static int dial(int port) { return dial_within(port, 2000); }
+static int dial(int port)
+{
+    return dial_within(port, 2000);
+}
 
 /* One request on a new connection; the answer's status, or -1 (no answer in 5 s). */
 static int get(int port, const char *path)
 {
     int fd = dial(port), status = -1;
     char req[256], buf[256];
-    if (fd < 0) return -1;
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
+    if (fd < 0)
+        return -1;
+    int n =
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
     ssize_t got;
     if (write(fd, req, (size_t)n) == n && (got = read(fd, buf, sizeof buf - 1)) > 12) {
         buf[got] = 0;
-        if (!strncmp(buf, "HTTP/1.1 ", 9)) status = atoi(buf + 9);
+        if (!strncmp(buf, "HTTP/1.1 ", 9))
+            status = atoi(buf + 9);
     }
     close(fd);
     return status;
@@ -177,10 +200,17 @@ static void *fake_main(void *arg)
     static const char half[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"item\": ";
     for (int c; (c = accept(f->lfd, NULL, NULL)) >= 0;) {
         char buf[1024];
-        if (read(c, buf, sizeof buf) <= 0) { close(c); continue; }
-        if (f->kind == FAKE_SILENT && f->nheld < 64) { f->held[f->nheld++] = c; continue; }
+        if (read(c, buf, sizeof buf) <= 0) {
+            close(c);
+            continue;
+        }
+        if (f->kind == FAKE_SILENT && f->nheld < 64) {
+            f->held[f->nheld++] = c;
+            continue;
+        }
         const char *out = f->kind == FAKE_GARBAGE ? garbage : half;
-        if (write(c, out, strlen(out)) < 0) {}
+        if (write(c, out, strlen(out)) < 0) {
+        }
         close(c);
     }
     return NULL;
@@ -190,7 +220,8 @@ static int fake_start(struct fake *f, int kind)
 {
     memset(f, 0, sizeof *f);
     f->kind = kind;
-    if ((f->lfd = listen_any(&f->port)) < 0) return -1;
+    if ((f->lfd = listen_any(&f->port)) < 0)
+        return -1;
     return pthread_create(&f->th, NULL, fake_main, f);
 }
 
@@ -199,7 +230,8 @@ static void fake_stop(struct fake *f)
     shutdown(f->lfd, SHUT_RDWR); /* accept() returns an error: the thread ends */
     pthread_join(f->th, NULL);
     close(f->lfd);
-    for (int i = 0; i < f->nheld; i++) close(f->held[i]);
+    for (int i = 0; i < f->nheld; i++)
+        close(f->held[i]);
 }
 
 /* ---- the tests ---- */
@@ -217,13 +249,16 @@ static int server_start(struct server *s, const char *mode, int backend, int nof
 {
     char b[32];
     snprintf(b, sizeof b, "127.0.0.1:%d", backend);
-    char *args[] = {"serve", "--mode", (char *)mode, "--port", "0", "--backends", b, "--timeout-ms", "300",
-                    "--idle-ms", "500", "--threads", "8", "--min-spare", "8", NULL};
+    char *args[] = {"serve", "--mode",       (char *)mode, "--port",    "0",   "--backends",
+                    b,       "--timeout-ms", "300",        "--idle-ms", "500", "--threads",
+                    "8",     "--min-spare",  "8",          NULL};
     s->pid = spawn(args, nofile, &s->port);
-    if (s->pid < 0) return -1;
+    if (s->pid < 0)
+        return -1;
     /* with a healthy backend, warm up: each carrier keeps its own pooled downstream
      * connection, and connections are spread over the carriers round-robin */
-    for (int i = 0; i < 4; i++) get(s->port, healthy ? "/aggregate" : "/metrics");
+    for (int i = 0; i < 4; i++)
+        get(s->port, healthy ? "/aggregate" : "/metrics");
     s->fds0 = count_fds(s->pid), s->threads0 = count_threads(s->pid);
     return 0;
 }
@@ -235,42 +270,56 @@ static void server_check_and_stop(struct server *s, const char *what)
     int fds = -1, threads = -1;
     for (int i = 0; i < 300; i++) { /* bounded: 3 s */
         fds = count_fds(s->pid), threads = count_threads(s->pid);
-        if (fds <= s->fds0 && threads <= s->threads0) break;
+        if (fds <= s->fds0 && threads <= s->threads0)
+            break;
         usleep(10000);
     }
     CHECK(fds <= s->fds0, "%s: %d fds open after, %d before", what, fds, s->fds0);
     CHECK(threads <= s->threads0, "%s: %d threads after, %d before", what, threads, s->threads0);
     CHECK(get(s->port, "/metrics") == 200, "%s: the server still answers", what);
     int status = stop(s->pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: stops cleanly on SIGTERM (status %d)", what, status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: stops cleanly on SIGTERM (status %d)",
+          what, status);
 }
 
 static void test_bad_backends(const char *mode)
 {
-    static const struct { int kind, want; const char *name; } cases[] = {
-        {FAKE_GARBAGE, 502, "garbage answer"}, {FAKE_HALF, 502, "closed half-way"}, {FAKE_SILENT, 504, "never answers"}};
+    static const struct {
+        int kind, want;
+        const char *name;
+    } cases[] = {{FAKE_GARBAGE, 502, "garbage answer"},
+                 {FAKE_HALF, 502, "closed half-way"},
+                 {FAKE_SILENT, 504, "never answers"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         struct server s;
         char what[96];
         snprintf(what, sizeof what, "%s, a backend that %s", mode, cases[i].name);
-        if (fake_start(&f, cases[i].kind) < 0 || server_start(&s, mode, f.port, 0, 0) < 0) { CHECK(0, "%s: setup", what); continue; }
+        if (fake_start(&f, cases[i].kind) < 0 || server_start(&s, mode, f.port, 0, 0) < 0) {
+            CHECK(0, "%s: setup", what);
+            continue;
+        }
         int got[4];
-        for (int k = 0; k < 4; k++) got[k] = get(s.port, "/aggregate");
-        CHECK(got[0] == cases[i].want && got[3] == cases[i].want, "%s: want %d, got %d and %d", what, cases[i].want, got[0], got[3]);
+        for (int k = 0; k < 4; k++)
+            got[k] = get(s.port, "/aggregate");
+        CHECK(got[0] == cases[i].want && got[3] == cases[i].want, "%s: want %d, got %d and %d",
+              what, cases[i].want, got[0], got[3]);
         fake_stop(&f);
         server_check_and_stop(&s, what);
     }
 }
 
 /* A healthy backend (D = 5 ms) and an aggregator in `mode` on it; 0, or -1 after a CHECK. */
-static int setup_healthy(const char *mode, int nofile, const char *what, pid_t *be, int *bport, struct server *s)
+static int setup_healthy(const char *mode, int nofile, const char *what, pid_t *be, int *bport,
+                         struct server *s)
 {
     char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
     *be = spawn(bargs, 0, bport);
-    if (*be >= 0 && server_start(s, mode, *bport, nofile, 1) == 0) return 0;
+    if (*be >= 0 && server_start(s, mode, *bport, nofile, 1) == 0)
+        return 0;
     CHECK(0, "%s: setup", what);
-    if (*be >= 0) stop(*be);
+    if (*be >= 0)
+        stop(*be);
     return -1;
 }
 
@@ -281,7 +330,8 @@ static void test_backend_killed(const char *mode)
     int bport, again;
     pid_t be;
     struct server s;
-    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0) return;
+    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0)
+        return;
     CHECK(get(s.port, "/aggregate") == 200, "%s: 200 while it runs", what);
     kill(be, SIGKILL);
     waitpid(be, NULL, 0);
@@ -292,7 +342,8 @@ static void test_backend_killed(const char *mode)
     char *rargs[] = {"backend", "--port", p, "--delay-ms", "5", NULL};
     be = spawn(rargs, 0, &again);
     int up = -1;
-    for (int i = 0; i < 20 && up != 200; i++) up = get(s.port, "/aggregate"); /* stale pooled connections fail first */
+    for (int i = 0; i < 20 && up != 200; i++)
+        up = get(s.port, "/aggregate"); /* stale pooled connections fail first */
     CHECK(be > 0 && up == 200, "%s: 200 again once it is back (got %d)", what, up);
     server_check_and_stop(&s, what);
     stop(be);
@@ -306,30 +357,38 @@ static void test_bad_clients(const char *mode)
     int bport;
     pid_t be;
     struct server s;
-    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0) return;
+    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0)
+        return;
     enum { SLOW = 40 };
     int slow[SLOW];
     for (int i = 0; i < SLOW; i++) { /* more slow clients than platform threads (8) */
         slow[i] = dial(s.port);
-        if (slow[i] >= 0 && write(slow[i], "GET /aggr", 9) < 0) {}
+        if (slow[i] >= 0 && write(slow[i], "GET /aggr", 9) < 0) {
+        }
     }
     for (int i = 0; i < 50; i++) { /* clients that hang up half-way through their request */
         int fd = dial(s.port);
-        if (fd >= 0 && write(fd, "GET /aggregate HTTP/1.1\r\nHo", 27) < 0) {}
-        if (fd >= 0) close(fd);
+        if (fd >= 0 && write(fd, "GET /aggregate HTTP/1.1\r\nHo", 27) < 0) {
+        }
+        if (fd >= 0)
+            close(fd);
     }
     for (int i = 0; i < 3; i++) /* one byte more each: still incomplete */
         for (int k = 0; k < SLOW; k++)
-            if (slow[k] >= 0 && write(slow[k], "a", 1) < 0) {}
+            if (slow[k] >= 0 && write(slow[k], "a", 1) < 0) {
+            }
     CHECK(get(s.port, "/aggregate") == 200, "%s: a normal client is served meanwhile", what);
     int closed = 0;
     for (int k = 0; k < SLOW; k++) { /* the server's idle timeout (500 ms) closes them */
         char c;
         struct pollfd p = {slow[k], POLLIN, 0};
-        if (slow[k] >= 0 && poll(&p, 1, 3000) == 1 && read(slow[k], &c, 1) <= 0) closed++;
-        if (slow[k] >= 0) close(slow[k]);
+        if (slow[k] >= 0 && poll(&p, 1, 3000) == 1 && read(slow[k], &c, 1) <= 0)
+            closed++;
+        if (slow[k] >= 0)
+            close(slow[k]);
     }
-    CHECK(closed == SLOW, "%s: %d of %d slow clients closed by the server's timeout", what, closed, SLOW);
+    CHECK(closed == SLOW, "%s: %d of %d slow clients closed by the server's timeout", what, closed,
+          SLOW);
     server_check_and_stop(&s, what);
     stop(be);
 }
@@ -343,16 +402,22 @@ static void test_fd_limit(const char *mode)
     int bport;
     pid_t be;
     struct server s;
-    if (setup_healthy(mode, 64, what, &be, &bport, &s) < 0) return;
+    if (setup_healthy(mode, 64, what, &be, &bport, &s) < 0)
+        return;
     enum { MANY = 200 };
     int fds[MANY], open_now = 0;
-    for (int i = 0; i < MANY; i++) fds[i] = dial_within(s.port, 100);
-    for (int i = 0; i < MANY; i++) open_now += fds[i] >= 0;
-    CHECK(kill(s.pid, 0) == 0 && open_now > 0, "%s: the server lives through EMFILE (%d connections made)", what, open_now);
     for (int i = 0; i < MANY; i++)
-        if (fds[i] >= 0) close(fds[i]);
+        fds[i] = dial_within(s.port, 100);
+    for (int i = 0; i < MANY; i++)
+        open_now += fds[i] >= 0;
+    CHECK(kill(s.pid, 0) == 0 && open_now > 0,
+          "%s: the server lives through EMFILE (%d connections made)", what, open_now);
+    for (int i = 0; i < MANY; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     int ok = -1;
-    for (int i = 0; i < 50 && ok != 200; i++) ok = get(s.port, "/aggregate");
+    for (int i = 0; i < 50 && ok != 200; i++)
+        ok = get(s.port, "/aggregate");
     CHECK(ok == 200, "%s: serves again after %d connections went (got %d)", what, open_now, ok);
     server_check_and_stop(&s, what);
     stop(be);
@@ -363,7 +428,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     char self[512];
     snprintf(self, sizeof self, "%s", argv[0]);
-    snprintf(agg_path, sizeof agg_path, "%s/aggregator", argc > 1 ? argv[1] : dirname(dirname(self)));
+    snprintf(agg_path, sizeof agg_path, "%s/aggregator",
+             argc > 1 ? argv[1] : dirname(dirname(self)));
     if (access(agg_path, X_OK) < 0) {
         fprintf(stderr, "test_faults: no %s (make aggregator)\n", agg_path);
         return check_done("test_faults") | 1;
