@@ -125,6 +125,7 @@
  * park a virtual thread or block a platform thread through one code path. */
 
 /* ---- I.1 Utilities ---- */
+
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NS_PER_MS    1000000LL
 #define NS_PER_S     1000000000LL
@@ -567,6 +568,7 @@ enum vt_state {
 };
 
 enum { VT_READ = 0, VT_WRITE = 1 };                          /* which waiter slot of an fd */
+enum { VT_JOINABLE = 0, VT_DETACHED = 1 };                   /* vt_spawn: who frees it */
 enum { VT_WOKE_EVENT = 0, VT_WOKE_TIMEOUT, VT_WOKE_CANCEL }; /* why a park ended */
 
 struct carrier;
@@ -586,7 +588,7 @@ struct vt {
     int wait_fd;       /* fd whose waiter slot holds this thread, or -1 */
     int wait_dir;      /* VT_READ or VT_WRITE for wait_fd */
     int woke;          /* VT_WOKE_*: why the last park ended */
-    int detached;      /* 1: freed when done; 0: freed by vt_join */
+    int detached;      /* VT_DETACHED: freed when done; VT_JOINABLE: freed by vt_join */
     int pinned;        /* > 0 while inside vt_pin: blocking calls hold the carrier */
     struct vt *joiner; /* thread parked in vt_join on this one, or NULL */
     void *asan_fake;   /* ASan's fake-stack handle across a switch (unused otherwise) */
@@ -650,7 +652,7 @@ static struct rt {
     long pinned_blocked;        /* atomic: pinned threads blocked in the kernel right now */
     uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned */
     struct sigaction old_segv;  /* restored for faults that are not stack overflows */
-    struct metrics *m;          /* process-wide counters for /metrics (see Metrics) */
+    struct metrics *m;          /* process-wide counters for /metrics (II.2) */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -938,7 +940,7 @@ static struct vt *vt_spawn(void (*fn)(void *), void *arg, int detached)
 static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
 {
     unsigned i = SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers;
-    return vt_spawn_on(&rt.carriers[i], fn, arg, 1);
+    return vt_spawn_on(&rt.carriers[i], fn, arg, VT_DETACHED);
 }
 
 /* Wait for a joinable thread spawned on this carrier to finish, then free it. */
@@ -1278,7 +1280,7 @@ static void rt_run(void (*fn)(void *), void *arg)
     pthread_mutex_init(&rc.mu, NULL);
     pthread_cond_init(&rc.cv, NULL);
     /* &rc is on this OS thread's stack, which does not move: safe to share. */
-    vt_spawn_on(&rt.carriers[0], rt_call_entry, &rc, 1);
+    vt_spawn_on(&rt.carriers[0], rt_call_entry, &rc, VT_DETACHED);
     pthread_mutex_lock(&rc.mu);
     while (!rc.done)
         pthread_cond_wait(&rc.cv, &rc.mu);
@@ -2135,7 +2137,7 @@ static void agg_fan_out(struct agg_call *calls, int k)
     if (vt_current()) {
         struct vt **kids = xcalloc((size_t)k, sizeof *kids);
         for (int i = 0; i < k; i++)
-            kids[i] = vt_spawn(agg_call_run, &calls[i], 0);
+            kids[i] = vt_spawn(agg_call_run, &calls[i], VT_JOINABLE);
         for (int i = 0; i < k; i++)
             vt_join(kids[i]);
         free(kids);
@@ -2806,7 +2808,7 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     if (cfg->mode == MODE_PLATFORM)
         pool_start(s);
     else
-        vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, 1);
+        vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, VT_DETACHED);
     return 0;
 }
 
@@ -3295,6 +3297,8 @@ static void bench_kill_all(struct bench_kids *kids)
 
 /* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
  * unless keep_stderr. */
+enum { BENCH_STDERR_NULL = 0, BENCH_STDERR_KEEP = 1 }; /* bench_spawn: the child's stderr */
+
 static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd, int keep_stderr)
 {
     pid_t parent = getpid();
@@ -3443,7 +3447,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
                      "30000",
                      row->pool ? NULL : "--no-pool",
                      NULL};
-    pid_t agg = bench_spawn(kids, sargv, -1, 0);
+    pid_t agg = bench_spawn(kids, sargv, -1, BENCH_STDERR_NULL);
     if (bench_wait_port(bc->port + 1) < 0)
         die("the aggregator did not start on port %s", port);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
@@ -3453,7 +3457,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     char *largv[] = {"aggregator", "load", "--url",      url,   "--users",  users,
                      "--duration", dur,    "--think-ms", think, "--warmup", BENCH_WARMUP_TEXT,
                      "--json",     NULL};
-    pid_t load = bench_spawn(kids, largv, pfd[1], 1);
+    pid_t load = bench_spawn(kids, largv, pfd[1], BENCH_STDERR_KEEP);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
@@ -3538,6 +3542,8 @@ static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
     return bench_cell(bc, kids, row);
 }
 
+enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format */
+
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform",
@@ -3573,21 +3579,22 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
            "errors", "steal");
 }
 
-/* One point of the grid: --runs cells, the median (by throughput) printed and written.
- * Returns 0, or -1 if interrupted. */
-static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids, int users, int pool,
-                       int mode, FILE *csv)
+/* One point of the grid, named by the users, pool and mode of `point`: --runs cells, the
+ * median (by throughput) printed and written. Returns 0, or -1 if interrupted. */
+static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
+                       const struct bench_row *point, FILE *csv)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     for (int r = 0; r < n; r++) {
-        runs[r] = (struct bench_row){.users = users, .pool = pool, .mode = mode};
+        runs[r] =
+            (struct bench_row){.users = point->users, .pool = point->pool, .mode = point->mode};
         if (bench_cell_calm(bc, kids, &runs[r]) < 0)
             return -1;
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
-    bench_print_row(stdout, bc, &runs[n / 2], 0);
-    bench_print_row(csv, bc, &runs[n / 2], 1);
+    bench_print_row(stdout, bc, &runs[n / 2], BENCH_ROW_TEXT);
+    bench_print_row(csv, bc, &runs[n / 2], BENCH_ROW_CSV);
     fflush(stdout);
     fflush(csv);
     return 0;
@@ -3623,15 +3630,17 @@ static int bench_run(struct bench_cfg *bc)
     snprintf(delay, sizeof delay, "%d", bc->delay_ms);
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, 0);
+    pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, BENCH_STDERR_NULL);
     if (bench_wait_port(bc->port) < 0)
         die("the backend did not start on port %d", bc->port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
         char *save = NULL, *list = strdup(bc->users);
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++)
-                rc = bench_point(bc, &kids, atoi(u), pools[pi], modes[mi], csv);
+            for (int mi = 0; mi < nmodes && !rc; mi++) {
+                struct bench_row point = {.users = atoi(u), .pool = pools[pi], .mode = modes[mi]};
+                rc = bench_point(bc, &kids, &point, csv);
+            }
         free(list);
     }
     bench_kill(&kids, be);
@@ -3715,7 +3724,8 @@ static void mb_runtime(void *arg)
      * finds the other's frames on the stack, two copies per yield) */
     long *cnt = xmalloc(sizeof *cnt);
     *cnt = n;
-    struct vt *a = vt_spawn(mb_yielder, cnt, 0), *b = vt_spawn(mb_yielder, cnt, 0);
+    struct vt *a = vt_spawn(mb_yielder, cnt, VT_JOINABLE),
+              *b = vt_spawn(mb_yielder, cnt, VT_JOINABLE);
     int64_t t0 = now_ns();
     vt_join(a);
     vt_join(b);
@@ -3729,7 +3739,7 @@ static void mb_runtime(void *arg)
         io_register(fds[i]);
     echo[0] = fds[0];
     echo[1] = fds[3];
-    struct vt *e = vt_spawn(mb_echo, echo, 0);
+    struct vt *e = vt_spawn(mb_echo, echo, VT_JOINABLE);
     long rounds = n / 50;
     t0 = now_ns();
     for (long i = 0; i < rounds; i++) {
@@ -3748,14 +3758,14 @@ static void mb_runtime(void *arg)
     /* create + run + exit + join */
     t0 = now_ns();
     for (long i = 0; i < n / 10; i++)
-        vt_join(vt_spawn(mb_noop, NULL, 0));
+        vt_join(vt_spawn(mb_noop, NULL, VT_JOINABLE));
     r->create_ns = (double)(now_ns() - t0) / (double)(n / 10);
     /* RSS per parked thread, 100,000 of them */
     enum { PARKED = 100000 };
     struct vt **v = xcalloc(PARKED, sizeof *v);
     long rss0 = proc_rss_bytes();
     for (int i = 0; i < PARKED; i++)
-        v[i] = vt_spawn(mb_parker, NULL, 0);
+        v[i] = vt_spawn(mb_parker, NULL, VT_JOINABLE);
     vt_yield();
     r->rss_per_parked = (double)(proc_rss_bytes() - rss0) / PARKED;
     for (int i = 0; i < PARKED; i++)
@@ -4026,7 +4036,7 @@ static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     if (bc->backend > 0)
         bench_kill(kids, bc->backend);
-    bc->backend = bench_spawn(kids, bargv, -1, 0);
+    bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
     bc->delay_ms = delay_ms;
     if (bench_wait_port(bc->port) < 0)
         die("the backend did not start on port %d", bc->port);
@@ -4045,7 +4055,7 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
     int pfd[2], status;
     if (pipe2(pfd, O_CLOEXEC) < 0)
         die("pipe: %s", strerror(errno));
-    pid_t load = bench_spawn(kids, largv, pfd[1], 1);
+    pid_t load = bench_spawn(kids, largv, pfd[1], BENCH_STDERR_KEEP);
     close(pfd[1]);
     char json[2048];
     size_t n = 0;

@@ -33,7 +33,7 @@ static void t_spawn_join(void *arg)
     struct counter *k = xcalloc(1, sizeof *k); /* shared with children: on the heap */
     struct vt *v[10];
     for (int i = 0; i < 10; i++)
-        v[i] = vt_spawn(bump, k, 0);
+        v[i] = vt_spawn(bump, k, VT_JOINABLE);
     for (int i = 0; i < 10; i++)
         vt_join(v[i]);
     CHECK(k->n == 20, "spawn/join: %d increments, want 20", k->n);
@@ -62,7 +62,7 @@ static void t_timers(void *arg)
     int64_t t0 = now_ns();
     for (int i = 0; i < 4; i++) {
         s[i] = (struct sleeper){k, i, ms[i]};
-        v[i] = vt_spawn(sleeper_main, &s[i], 0);
+        v[i] = vt_spawn(sleeper_main, &s[i], VT_JOINABLE);
     }
     for (int i = 0; i < 4; i++)
         vt_join(v[i]);
@@ -95,7 +95,7 @@ static void t_park_io(void *arg)
         CHECK(0, "pipe: %s", strerror(errno));
         return;
     }
-    struct vt *r = vt_spawn(pipe_reader, p, 0);
+    struct vt *r = vt_spawn(pipe_reader, p, VT_JOINABLE);
     vt_yield(); /* the reader runs, finds the pipe empty, parks */
     CHECK(r->state == VT_PARKED, "reader state %d, want parked", r->state);
     CHECK(io_write_all(p->fd[1], "x", 1, -1) == 0, "pipe write");
@@ -142,7 +142,8 @@ static void t_pinning(void *arg)
     for (int pin = 0; pin < 2; pin++) {
         struct pin_case *p = xcalloc(1, sizeof *p);
         p->pin = pin;
-        struct vt *a = vt_spawn(pin_sleeper, p, 0), *b = vt_spawn(pin_observer, p, 0);
+        struct vt *a = vt_spawn(pin_sleeper, p, VT_JOINABLE),
+                  *b = vt_spawn(pin_observer, p, VT_JOINABLE);
         vt_join(a);
         vt_join(b);
         CHECK(p->seen == pin, "%s sleeper: the next thread ran %s it", pin ? "pinned" : "unpinned",
@@ -172,7 +173,7 @@ static void t_many(void *arg)
     m->v = xcalloc(MANY, sizeof *m->v);
     long rss0 = proc_rss_bytes();
     for (int i = 0; i < MANY; i++)
-        m->v[i] = vt_spawn(many_parker, m, 0);
+        m->v[i] = vt_spawn(many_parker, m, VT_JOINABLE);
     vt_yield(); /* all of them run once and park */
     struct vt_stats s = vt_stats();
     long rss1 = proc_rss_bytes();
