@@ -84,9 +84,9 @@
 #include <sys/stat.h>
 
 typedef int64_t simtime; /* nanoseconds of simulated time */
-#define NS ((simtime)1)
-#define US ((simtime)1000)
-#define MS ((simtime)1000000)
+#define NS  ((simtime)1)
+#define US  ((simtime)1000)
+#define MS  ((simtime)1000000)
 #define SEC ((simtime)1000000000)
 
 /* Ahead of the Parts. C wants a type complete before a struct embeds it, and a macro defined
@@ -104,9 +104,9 @@ struct dist {
 struct fifo {
     int32_t head, tail, len;
 };
-#define FIFO_EMPTY ((struct fifo){-1, -1, 0})
+#define FIFO_EMPTY           ((struct fifo){-1, -1, 0})
 #define FIFO_PUSH(q, arr, i) fifo_push((q), (arr), sizeof *(arr), (i))
-#define FIFO_POP(q, arr) fifo_pop((q), (arr), sizeof *(arr))
+#define FIFO_POP(q, arr)     fifo_pop((q), (arr), sizeof *(arr))
 
 /* II.4: a timestamped event. Ties are broken by insertion order, so runs are deterministic. */
 struct event {
@@ -123,13 +123,19 @@ struct evq_lane {
 };
 
 /* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers. */
-enum { EVQ_SERVICE_LANES = 7, EVQ_ARRIVALS = EVQ_SERVICE_LANES, EVQ_WAKEUPS, EVQ_TIMERS, EVQ_LANES };
+enum {
+    EVQ_SERVICE_LANES = 7,
+    EVQ_ARRIVALS = EVQ_SERVICE_LANES,
+    EVQ_WAKEUPS,
+    EVQ_TIMERS,
+    EVQ_LANES
+};
 struct evq {
-    struct event *heap;             /* a binary heap for everything else */
+    struct event *heap; /* a binary heap for everything else */
     size_t nheap, capheap;
     struct evq_lane lane[EVQ_LANES];
-    size_t len;                     /* events in the heap and the lanes */
-    size_t nlaned;                  /* of those, in the lanes */
+    size_t len;    /* events in the heap and the lanes */
+    size_t nlaned; /* of those, in the lanes */
     uint64_t seq;
 };
 
@@ -164,15 +170,15 @@ enum step_op {
     OP_SYNC_END,
 };
 
-#define MAX_STEPS 64
+#define MAX_STEPS    64
 #define MAX_SERVICES 16
-#define MAX_PAR 16
+#define MAX_PAR      16
 
 struct step {
     uint8_t op;
-    uint8_t nsvc;              /* OP_CALL: 1, OP_PAR: number of calls */
-    uint8_t svc[MAX_PAR];      /* service indices for CALL/PAR */
-    struct dist d;             /* OP_CPU, OP_IO */
+    uint8_t nsvc;         /* OP_CALL: 1, OP_PAR: number of calls */
+    uint8_t svc[MAX_PAR]; /* service indices for CALL/PAR */
+    struct dist d;        /* OP_CPU, OP_IO */
 };
 
 /* A downstream service, as configured. */
@@ -201,23 +207,24 @@ struct scenario {
     int nsteps;
     /* machine and runtime */
     int cores;
-    int runtime_threads;     /* GC, JIT, acceptor, poller...: counted in both models */
-    int model_threads[2];    /* per model, overriding runtime_threads when >= 0 */
-    simtime ctx_switch;      /* CPU cost when a core switches to another OS thread */
-    simtime timeslice;       /* the OS scheduler's quantum */
-    simtime thread_create;   /* CPU cost of creating an OS thread */
-    simtime wakeup;          /* CPU to return from a blocking call on an OS thread */
-    simtime wakeup_latency;  /* from signalling an idle thread until it runs */
-    simtime release_cpu;     /* a pool thread's CPU after the response, before it is idle */
+    int runtime_threads;        /* GC, JIT, acceptor, poller...: counted in both models */
+    int model_threads[2];       /* per model, overriding runtime_threads when >= 0 */
+    simtime ctx_switch;         /* CPU cost when a core switches to another OS thread */
+    simtime timeslice;          /* the OS scheduler's quantum */
+    simtime thread_create;      /* CPU cost of creating an OS thread */
+    simtime wakeup;             /* CPU to return from a blocking call on an OS thread */
+    simtime wakeup_latency;     /* from signalling an idle thread until it runs */
+    simtime release_cpu;        /* a pool thread's CPU after the response, before it is idle */
     long thread_stack_reserved; /* bytes of address space per OS thread (-Xss) */
     long thread_stack_rss;      /* bytes actually committed per OS thread */
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
-    simtime cpu_per_request[2];  /* CPU to accept, parse and answer one request */
-    simtime cpu_per_call[2];     /* CPU per downstream call: its syscalls, on the caller's thread */
-    double cache_pressure;       /* these costs (and connect_cpu) grow by this fraction per request in service */
-    long mem_base;               /* process RSS with no load, bytes */
-    long mem_per_request;        /* per request being served (on a thread or a virtual thread), bytes */
-    long mem_per_connection;     /* per open client connection, served or waiting, bytes */
+    simtime cpu_per_request[2]; /* CPU to accept, parse and answer one request */
+    simtime cpu_per_call[2];    /* CPU per downstream call: its syscalls, on the caller's thread */
+    double
+        cache_pressure; /* these costs (and connect_cpu) grow by this fraction per request in service */
+    long mem_base;      /* process RSS with no load, bytes */
+    long mem_per_request;    /* per request being served (on a thread or a virtual thread), bytes */
+    long mem_per_connection; /* per open client connection, served or waiting, bytes */
     /* platform model (Tomcat defaults) */
     int max_threads, min_spare, max_connections, accept_count, max_queue;
     simtime idle_timeout;
@@ -229,7 +236,7 @@ struct scenario {
     /* network */
     int port_low, port_high, tw_reuse;
     simtime time_wait;
-    simtime connect_cpu;  /* CPU a new TCP connection costs (connect, accept, close) */
+    simtime connect_cpu;      /* CPU a new TCP connection costs (connect, accept, close) */
     struct dist call_latency; /* added to every call: the network stack between the services */
     /* downstream services */
     struct service_cfg svc[MAX_SERVICES];
@@ -238,10 +245,10 @@ struct scenario {
 };
 
 /* Why a request failed. X-macro: the enum and its names stay in step. */
-#define FAIL_REASONS(X)                                                         \
-    X(FAIL_REFUSED, "refused", "connection refused: maxConnections and acceptCount full") \
-    X(FAIL_REJECTED, "rejected", "503: the executor's bounded queue was full")            \
-    X(FAIL_NO_PORT, "no_port", "connect failed: ephemeral ports exhausted (TIME_WAIT)")    \
+#define FAIL_REASONS(X)                                                                            \
+    X(FAIL_REFUSED, "refused", "connection refused: maxConnections and acceptCount full")          \
+    X(FAIL_REJECTED, "rejected", "503: the executor's bounded queue was full")                     \
+    X(FAIL_NO_PORT, "no_port", "connect failed: ephemeral ports exhausted (TIME_WAIT)")            \
     X(FAIL_TIMEOUT, "timeout", "504: a downstream call timed out")
 #define X_ENUM(e, name, doc) e,
 enum fail_reason { FAIL_NONE = -1, FAIL_REASONS(X_ENUM) FAIL_N };
@@ -252,31 +259,31 @@ static const char *const fail_docs[] = {FAIL_REASONS(X_DOC)};
 
 /* Where a request is in its program. */
 enum req_phase {
-    PH_START, /* about to begin step pc */
-    PH_CPU,   /* running step pc's CPU burst */
+    PH_START,    /* about to begin step pc */
+    PH_CPU,      /* running step pc's CPU burst */
     PH_PREBLOCK, /* paying the model's cost of blocking (parking) before step pc's I/O */
-    PH_WAIT,  /* blocked in step pc's I/O */
-    PH_RELEASE, /* answered; its pool thread is returning to the pool (platform.release_cpu) */
+    PH_WAIT,     /* blocked in step pc's I/O */
+    PH_RELEASE,  /* answered; its pool thread is returning to the pool (platform.release_cpu) */
 };
 
 /* A request in flight. Index-linked: never hold a pointer across an allocation.
  * Invariant: a request is in at most one FIFO at a time (backlog, executor queue, run queue). */
 struct req {
-    int32_t next;      /* intrusive FIFO link, -1 at the tail */
-    int32_t thr;       /* platform: its OS thread; virtual: its carrier while mounted; else -1 */
-    int32_t user;      /* closed loop: the user who sent it; -1 for open loop */
-    uint16_t pc;       /* current step */
-    uint8_t phase;     /* enum req_phase */
-    int8_t fail;       /* enum fail_reason, FAIL_NONE while healthy */
-    uint8_t sync_depth;/* nesting of sync { } */
-    uint8_t pending;   /* downstream calls not yet answered */
-    uint8_t parked;    /* virtual: unmounted and waiting for I/O */
-    uint8_t pinned;    /* virtual: blocked while mounted (pinned or compensated) */
-    uint8_t admitted;  /* holds one of the connector's maxConnections */
-    uint64_t rng;      /* SplitMix64 state of the request's own stream */
-    simtime arrived;   /* when it reached the server */
-    simtime debt;      /* overhead CPU owed before the next step (creation, park, unpark) */
-    uint32_t id;       /* shown in the window, "VT#512" / "req#512" */
+    int32_t next;       /* intrusive FIFO link, -1 at the tail */
+    int32_t thr;        /* platform: its OS thread; virtual: its carrier while mounted; else -1 */
+    int32_t user;       /* closed loop: the user who sent it; -1 for open loop */
+    uint16_t pc;        /* current step */
+    uint8_t phase;      /* enum req_phase */
+    int8_t fail;        /* enum fail_reason, FAIL_NONE while healthy */
+    uint8_t sync_depth; /* nesting of sync { } */
+    uint8_t pending;    /* downstream calls not yet answered */
+    uint8_t parked;     /* virtual: unmounted and waiting for I/O */
+    uint8_t pinned;     /* virtual: blocked while mounted (pinned or compensated) */
+    uint8_t admitted;   /* holds one of the connector's maxConnections */
+    uint64_t rng;       /* SplitMix64 state of the request's own stream */
+    simtime arrived;    /* when it reached the server */
+    simtime debt;       /* overhead CPU owed before the next step (creation, park, unpark) */
+    uint32_t id;        /* shown in the window, "VT#512" / "req#512" */
 };
 
 /* A downstream call in flight. It waits in a pool's or service's FIFO on its own link, so a
@@ -296,46 +303,46 @@ static const char *const thr_state_names[] = {"idle", "ready", "running", "block
 /* An OS thread: a pool worker (platform) or a carrier (virtual). Slots of dead threads are
  * reused; `id` is never reused, so a student can follow "T#17". */
 struct thr {
-    int32_t next;      /* intrusive link: ready queue or idle list */
-    int32_t req;       /* request it serves / virtual thread it carries, -1 if none */
-    int32_t core;      /* core it runs on, -1 if none */
-    uint8_t state;     /* enum thr_state */
+    int32_t next;  /* intrusive link: ready queue or idle list */
+    int32_t req;   /* request it serves / virtual thread it carries, -1 if none */
+    int32_t core;  /* core it runs on, -1 if none */
+    uint8_t state; /* enum thr_state */
     uint8_t alive;
-    uint8_t extra;     /* virtual: a compensating carrier beyond parallelism */
+    uint8_t extra; /* virtual: a compensating carrier beyond parallelism */
     uint32_t id;
-    uint32_t idle_gen; /* bumps when it leaves idle: stale idle-timeout events are ignored */
-    simtime burst_left;/* CPU still wanted in the current burst */
-    simtime since;     /* when it entered its state (for the trace and the window) */
-    simtime born;      /* when it was created */
-    uint32_t served;   /* requests it has finished (pool worker) or carried to their end */
+    uint32_t idle_gen;  /* bumps when it leaves idle: stale idle-timeout events are ignored */
+    simtime burst_left; /* CPU still wanted in the current burst */
+    simtime since;      /* when it entered its state (for the trace and the window) */
+    simtime born;       /* when it was created */
+    uint32_t served;    /* requests it has finished (pool worker) or carried to their end */
 };
 
 /* A core. Invariant: thr >= 0 iff exactly one BURST_END event for this core is pending. */
 struct core {
-    int32_t thr;   /* thread running here, -1 if idle */
-    int32_t last;  /* thread that ran here last: switching to another costs ctx_switch */
-    simtime run;   /* length of the slice in progress, including the switch cost */
-    simtime cpu;   /* the part of `run` that is the thread's own work */
+    int32_t thr;  /* thread running here, -1 if idle */
+    int32_t last; /* thread that ran here last: switching to another costs ctx_switch */
+    simtime run;  /* length of the slice in progress, including the switch cost */
+    simtime cpu;  /* the part of `run` that is the thread's own work */
 };
 
 /* A downstream service as one model sees it: its queues, its pool, its ports. */
 struct svc_state {
-    int32_t in_service;    /* calls being served now */
-    struct fifo wait_slot; /* calls waiting for the service's concurrency limit */
+    int32_t in_service;             /* calls being served now */
+    struct fifo wait_slot;          /* calls waiting for the service's concurrency limit */
     int32_t conns_open, conns_busy; /* pooled keep-alive connections */
-    struct fifo wait_conn; /* calls waiting for a pooled connection */
-    int32_t ports_open;    /* local ports held by open connections */
-    simtime *tw;           /* ring of TIME_WAIT expiry times, oldest first */
+    struct fifo wait_conn;          /* calls waiting for a pooled connection */
+    int32_t ports_open;             /* local ports held by open connections */
+    simtime *tw;                    /* ring of TIME_WAIT expiry times, oldest first */
     int32_t tw_head, tw_len, tw_cap;
     uint64_t opened, calls, inflight;
 };
 
 enum ev_type {
-    EV_ARRIVE,      /* a: user (closed loop) or unused (open loop) */
-    EV_BURST_END,   /* a: core */
-    EV_IO_DONE,     /* a: call */
-    EV_IO_STEP_DONE,/* a: request whose io(d) step finished */
-    EV_IDLE_CHECK,  /* a: thread, b: its idle_gen when it became idle */
+    EV_ARRIVE,       /* a: user (closed loop) or unused (open loop) */
+    EV_BURST_END,    /* a: core */
+    EV_IO_DONE,      /* a: call */
+    EV_IO_STEP_DONE, /* a: request whose io(d) step finished */
+    EV_IDLE_CHECK,   /* a: thread, b: its idle_gen when it became idle */
     EV_SAMPLE,
     EV_THREAD_WAKE, /* a: a signalled platform pool thread */
 };
@@ -343,17 +350,17 @@ enum ev_type {
 /* One row of the time series, sampled every sample_interval. */
 struct sample {
     simtime t;
-    double rps;          /* completions per second in the interval */
-    double p99_ms;       /* p99 of the requests completed in the interval, 0 if none */
-    double cpu_util;     /* busy core time / (cores * interval), 0..1 */
-    int32_t os_threads;  /* runtime threads + pool threads or carriers */
-    int32_t blocked;     /* OS threads blocked in the kernel */
+    double rps;         /* completions per second in the interval */
+    double p99_ms;      /* p99 of the requests completed in the interval, 0 if none */
+    double cpu_util;    /* busy core time / (cores * interval), 0..1 */
+    int32_t os_threads; /* runtime threads + pool threads or carriers */
+    int32_t blocked;    /* OS threads blocked in the kernel */
     int32_t carriers_busy, vt_runnable, vt_parked, vt_pinned;
-    int32_t queued;      /* requests waiting for a thread (executor queue / run queue) */
+    int32_t queued; /* requests waiting for a thread (executor queue / run queue) */
     int32_t in_flight, ports_tw, ports_open, conns_busy;
-    int64_t thread_mem;  /* committed bytes of thread stacks */
-    int64_t rss;         /* predicted RSS (see model_rss) */
-    uint64_t failed;     /* failures so far */
+    int64_t thread_mem; /* committed bytes of thread stacks */
+    int64_t rss;        /* predicted RSS (see model_rss) */
+    uint64_t failed;    /* failures so far */
 };
 
 enum model_id { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
@@ -370,61 +377,64 @@ struct model_ops {
     void (*block)(struct model *, int32_t r, int op);         /* r waits for I/O */
     void (*wake)(struct model *, int32_t r);                  /* r's I/O completed */
     void (*release)(struct model *, int32_t r);               /* r left: free its thread */
-    void (*thread_free)(struct model *, int32_t t); /* t ended a burst with no request */
-    int32_t (*in_service)(const struct model *);    /* requests holding a thread or a VT */
-    int32_t (*runnable)(const struct model *);      /* virtual threads waiting for a carrier */
+    void (*thread_free)(struct model *, int32_t t);           /* t ended a burst with no request */
+    int32_t (*in_service)(const struct model *);        /* requests holding a thread or a VT */
+    int32_t (*runnable)(const struct model *);          /* virtual threads waiting for a carrier */
     int (*may_retire)(const struct model *, int32_t t); /* may idle thread t exit now? */
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
 struct stats {
     uint64_t arrived, completed, failed[FAIL_N];
-    uint64_t completed_window;  /* completed inside [warmup, duration] */
+    uint64_t completed_window; /* completed inside [warmup, duration] */
     uint64_t thread_creations, ctx_switches, parks, events;
-    struct hist *lat;           /* latency (ns) of requests completed in the window */
-    double lat_sum;             /* their sum, in ns, for the mean */
-    struct hist *lat_interval;  /* the same, reset at each sample */
+    struct hist *lat;          /* latency (ns) of requests completed in the window */
+    double lat_sum;            /* their sum, in ns, for the mean */
+    struct hist *lat_interval; /* the same, reset at each sample */
     uint64_t interval_done;
     simtime busy_ns, busy_at_sample;
     /* peaks */
     int32_t peak_os_threads, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     int32_t peak_ports_tw, peak_queued, peak_in_flight, peak_blocked;
     int64_t peak_thread_mem, peak_thread_reserved;
-    int64_t peak_rss;           /* mem.base + thread memory + in flight x mem.per_request */
+    int64_t peak_rss; /* mem.base + thread memory + in flight x mem.per_request */
 };
 
 struct trace; /* Chrome trace writer, see IV.2 */
 
 /* One execution model simulating the scenario. The two models share nothing mutable. */
 struct model {
-    int id;                      /* MODEL_PLATFORM or MODEL_VIRTUAL: its name, column, panel */
+    int id; /* MODEL_PLATFORM or MODEL_VIRTUAL: its name, column, panel */
     const struct scenario *s;
     const struct model_ops *ops; /* what this model does differently (see struct model_ops) */
     /* this model's values of per-model keys, set by model_init */
-    simtime cpu_per_request;     /* calibrated CPU per request (accept, parse, answer) */
-    simtime cpu_per_call;        /* calibrated CPU per downstream call */
-    simtime release_cpu;         /* platform.release_cpu; 0 for virtual threads */
-    int runtime_threads;         /* the runtime's own OS threads (GC, JIT, ...) */
-    struct evq events;           /* what happens next, in (time, insertion order) */
+    simtime cpu_per_request; /* calibrated CPU per request (accept, parse, answer) */
+    simtime cpu_per_call;    /* calibrated CPU per downstream call */
+    simtime release_cpu;     /* platform.release_cpu; 0 for virtual threads */
+    int runtime_threads;     /* the runtime's own OS threads (GC, JIT, ...) */
+    struct evq events;       /* what happens next, in (time, insertion order) */
     simtime now;
     /* requests and calls: growable arrays with free lists */
-    struct req *req; int32_t nreq, capreq, free_req;
-    struct call *call; int32_t ncall, capcall, free_call;
+    struct req *req;
+    int32_t nreq, capreq, free_req;
+    struct call *call;
+    int32_t ncall, capcall, free_call;
     /* OS threads (workers or carriers) and cores */
-    struct thr *thr; int32_t nthr, capthr, free_thr;
+    struct thr *thr;
+    int32_t nthr, capthr, free_thr;
     struct core *core;
-    struct fifo ready;       /* threads waiting for a core */
-    struct fifo idle;        /* idle threads, FIFO like Java's LinkedBlockingQueue waiters */
+    struct fifo ready; /* threads waiting for a core */
+    struct fifo idle;  /* idle threads, FIFO like Java's LinkedBlockingQueue waiters */
     int32_t thr_state_n[THR_NSTATES], threads_alive, next_thread_id;
-    int32_t ports_tw;        /* ports in TIME_WAIT, all services (sum of svc[].tw_len) */
+    int32_t ports_tw; /* ports in TIME_WAIT, all services (sum of svc[].tw_len) */
     /* connector */
-    int32_t conns;           /* connections held by requests in the server */
-    int32_t in_flight;       /* arrived and not yet completed or failed */
-    struct fifo backlog;     /* accepted by the kernel, not yet by the server (acceptCount) */
+    int32_t conns;       /* connections held by requests in the server */
+    int32_t in_flight;   /* arrived and not yet completed or failed */
+    struct fifo backlog; /* accepted by the kernel, not yet by the server (acceptCount) */
     /* platform: the executor's queue; virtual: the scheduler's run queue */
     struct fifo queue;
-    int32_t waking;          /* platform: idle threads signalled, not yet running */
-    struct fifo todo;        /* requests to continue after the current event (see model_defer) */
+    int32_t waking;   /* platform: idle threads signalled, not yet running */
+    struct fifo todo; /* requests to continue after the current event (see model_defer) */
     /* virtual */
     int32_t vt_alive, vt_parked, vt_pinned, carriers_busy, carriers_compensating;
     /* downstream */
@@ -435,11 +445,13 @@ struct model {
     uint64_t arrival_rng[4]; /* open loop: xoshiro256** state for inter-arrival gaps */
     uint32_t next_req_id;
     /* time series */
-    struct sample *series; int32_t nseries, capseries;
+    struct sample *series;
+    int32_t nseries, capseries;
     struct stats stats;
     /* engine bookkeeping */
-    simtime last_t; uint64_t same_t_events;
-    int stuck;               /* 1: time stopped advancing (see model_step) */
+    simtime last_t;
+    uint64_t same_t_events;
+    int stuck; /* 1: time stopped advancing (see model_step) */
     struct trace *trace;
 };
 
@@ -510,15 +522,18 @@ static void req_issue(struct model *m, int32_t r, const struct step *step)
     req->phase = PH_WAIT;
     if (step->op == OP_IO) {
         req->pending = 1;
-        evq_push(&m->events, m->now + dist_sample(&step->d, &req->rng), EV_IO_STEP_DONE, (uint32_t)r, 0);
+        evq_push(&m->events, m->now + dist_sample(&step->d, &req->rng), EV_IO_STEP_DONE,
+                 (uint32_t)r, 0);
         m->ops->block(m, r, OP_IO);
         return;
     }
     simtime lat[MAX_PAR];
     const struct dist *net = &m->s->call_latency;
-    int net_random = net->shape != DIST_CONST || net->a != 0; /* no draw when absent: streams unchanged */
+    int net_random =
+        net->shape != DIST_CONST || net->a != 0; /* no draw when absent: streams unchanged */
     for (int i = 0; i < step->nsvc; i++) /* sample first, in program order: common random numbers */
-        lat[i] = dist_sample(&m->s->svc[step->svc[i]].latency, &req->rng) + (net_random ? dist_sample(net, &req->rng) : 0);
+        lat[i] = dist_sample(&m->s->svc[step->svc[i]].latency, &req->rng) +
+                 (net_random ? dist_sample(net, &req->rng) : 0);
     req->pending = step->nsvc;
     for (int i = 0; i < step->nsvc; i++)
         if (svc_call(m, r, step->svc[i], lat[i]) < 0) {
@@ -527,7 +542,8 @@ static void req_issue(struct model *m, int32_t r, const struct step *step)
             req->fail = FAIL_NO_PORT;
         }
     req = &m->req[r];
-    if (req->pending) m->ops->block(m, r, step->op);
+    if (req->pending)
+        m->ops->block(m, r, step->op);
 }
 
 static void req_continue(struct model *m, int32_t r)
@@ -535,15 +551,21 @@ static void req_continue(struct model *m, int32_t r)
     const struct scenario *s = m->s;
     for (;;) {
         struct req *req = &m->req[r];
-        if (req->fail != FAIL_NONE || req->phase == PH_RELEASE) { req_finish(m, r); return; }
+        if (req->fail != FAIL_NONE || req->phase == PH_RELEASE) {
+            req_finish(m, r);
+            return;
+        }
         const struct step *step = req->pc < s->nsteps ? &s->prog[req->pc] : NULL;
         switch (req->phase) {
-        case PH_CPU: case PH_WAIT: /* the step is over */
-            req->phase = PH_START, req->pc++;
+        case PH_CPU:
+        case PH_WAIT: /* the step is over */
+            req->phase = PH_START;
+            req->pc++;
             continue;
         case PH_PREBLOCK: /* the model's overhead is paid: start the I/O */
             req_issue(m, r, step);
-            if (m->req[r].pending) return;
+            if (m->req[r].pending)
+                return;
             continue;
         }
         /* PH_START: pay overhead owed (creation, unpark) first; a CPU step absorbs it */
@@ -553,20 +575,37 @@ static void req_continue(struct model *m, int32_t r)
             cpu_want(m, req->thr, d);
             return;
         }
-        if (!step) { req_finish(m, r); return; }
+        if (!step) {
+            req_finish(m, r);
+            return;
+        }
         switch (step->op) {
-        case OP_SYNC_BEGIN: req->sync_depth++, req->pc++; continue;
-        case OP_SYNC_END: req->sync_depth--, req->pc++; continue;
+        case OP_SYNC_BEGIN:
+            req->sync_depth++;
+            req->pc++;
+            continue;
+        case OP_SYNC_END:
+            req->sync_depth--;
+            req->pc++;
+            continue;
         case OP_CPU: {
             simtime d = dist_sample(&step->d, &req->rng) + req->debt;
-            req->debt = 0, req->phase = PH_CPU;
-            if (d > 0) { cpu_want(m, req->thr, d); return; }
+            req->debt = 0;
+            req->phase = PH_CPU;
+            if (d > 0) {
+                cpu_want(m, req->thr, d);
+                return;
+            }
             continue;
         }
         default: { /* a blocking step: the model may charge CPU first (parking) */
-            simtime d = m->ops->block_cost(m, r, step->op) + step->nsvc * cpu_cost(m, m->cpu_per_call);
+            simtime d =
+                m->ops->block_cost(m, r, step->op) + step->nsvc * cpu_cost(m, m->cpu_per_call);
             req->phase = PH_PREBLOCK;
-            if (d > 0) { cpu_want(m, req->thr, d); return; }
+            if (d > 0) {
+                cpu_want(m, req->thr, d);
+                return;
+            }
             continue;
         }
         }
@@ -575,15 +614,22 @@ static void req_continue(struct model *m, int32_t r)
 
 /* Continue r once the current event is handled. Handing a thread to the next request from
  * inside another request's end would otherwise recurse once per queued request. */
-static void model_defer(struct model *m, int32_t r) { FIFO_PUSH(&m->todo, m->req, r); }
+static void model_defer(struct model *m, int32_t r)
+{
+    FIFO_PUSH(&m->todo, m->req, r);
+}
 
 /* One of r's calls (or its io step) completed. */
 static void req_wake_one(struct model *m, int32_t r)
 {
-    if (--m->req[r].pending == 0) m->ops->wake(m, r);
+    if (--m->req[r].pending == 0)
+        m->ops->wake(m, r);
 }
 
-static void model_io_step_done(struct model *m, const struct event *e) { req_wake_one(m, (int32_t)e->a); }
+static void model_io_step_done(struct model *m, const struct event *e)
+{
+    req_wake_one(m, (int32_t)e->a);
+}
 
 static void wl_next(struct model *m, int32_t r); /* see Workload */
 static void conn_admit(struct model *m, int32_t r);
@@ -612,13 +658,16 @@ static void req_count(struct model *m, int32_t r)
 /* r's thread and connection are free: the next request in the backlog may have them. */
 static void req_free(struct model *m, int32_t r, int user_goes_on)
 {
-    if (m->req[r].thr >= 0) m->ops->release(m, r);
+    if (m->req[r].thr >= 0)
+        m->ops->release(m, r);
     if (m->req[r].admitted) {
         int32_t next;
         m->conns--;
-        if ((next = FIFO_POP(&m->backlog, m->req)) >= 0) conn_admit(m, next);
+        if ((next = FIFO_POP(&m->backlog, m->req)) >= 0)
+            conn_admit(m, next);
     }
-    if (user_goes_on) wl_next(m, r);
+    if (user_goes_on)
+        wl_next(m, r);
     slot_give(m->req, &m->free_req, sizeof *m->req, r);
 }
 
@@ -630,7 +679,10 @@ static void req_free(struct model *m, int32_t r, int user_goes_on)
 static void req_finish(struct model *m, int32_t r)
 {
     struct req *req = &m->req[r];
-    if (req->phase == PH_RELEASE) { req_free(m, r, 0); return; } /* the thread is back */
+    if (req->phase == PH_RELEASE) {
+        req_free(m, r, 0);
+        return;
+    } /* the thread is back */
     req_count(m, r);
     if (req->thr >= 0 && m->release_cpu > 0) {
         wl_next(m, r);
@@ -653,9 +705,14 @@ static void conn_admit(struct model *m, int32_t r)
 
 static void conn_arrive(struct model *m, int32_t r)
 {
-    if (m->conns < m->s->max_connections) conn_admit(m, r);
-    else if (m->backlog.len < m->s->accept_count) FIFO_PUSH(&m->backlog, m->req, r);
-    else { m->req[r].fail = FAIL_REFUSED; req_finish(m, r); }
+    if (m->conns < m->s->max_connections)
+        conn_admit(m, r);
+    else if (m->backlog.len < m->s->accept_count)
+        FIFO_PUSH(&m->backlog, m->req, r);
+    else {
+        m->req[r].fail = FAIL_REFUSED;
+        req_finish(m, r);
+    }
 }
 
 /* ---- I.3 Platform model ---- */
@@ -664,7 +721,10 @@ static void conn_arrive(struct model *m, int32_t r)
  * idle the pool grows, one thread per request, up to maxThreads; beyond that requests wait
  * in the executor's queue. The thread then holds the request, blocked or not, to its end. */
 
-static int32_t plat_pool_size(const struct model *m) { return m->threads_alive; }
+static int32_t plat_pool_size(const struct model *m)
+{
+    return m->threads_alive;
+}
 
 static void plat_assign(struct model *m, int32_t t, int32_t r)
 {
@@ -693,15 +753,19 @@ static void plat_admit(struct model *m, int32_t r)
     FIFO_PUSH(&m->queue, m->req, r);
     if (m->queue.len > m->idle.len + m->waking && plat_pool_size(m) < s->max_threads) {
         int32_t t = thr_spawn(m, 0); /* it starts (thread_create of CPU), then takes the oldest */
-        if (s->thread_create > 0) cpu_want(m, t, s->thread_create);
-        else plat_thread_free(m, t);
+        if (s->thread_create > 0)
+            cpu_want(m, t, s->thread_create);
+        else
+            plat_thread_free(m, t);
         return;
     }
     int32_t t = FIFO_POP(&m->idle, m->thr);
-    if (t < 0) return; /* every thread is busy or already signalled: it waits */
+    if (t < 0)
+        return; /* every thread is busy or already signalled: it waits */
     m->thr[t].idle_gen++;
     m->waking++;
-    evq_push_lane(&m->events, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t, 0);
+    evq_push_lane(&m->events, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t,
+                  0);
 }
 
 /* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
@@ -711,10 +775,20 @@ static void plat_thread_wake(struct model *m, const struct event *e)
     plat_thread_free(m, (int32_t)e->a);
 }
 
-static simtime plat_block_cost(struct model *m, int32_t r, int op) { (void)m, (void)r, (void)op; return 0; }
+static simtime plat_block_cost(struct model *m, int32_t r, int op)
+{
+    (void)m;
+    (void)r;
+    (void)op;
+    return 0;
+}
 
 /* A blocking socket read: the OS thread sleeps in the kernel, holding its stack. */
-static void plat_block(struct model *m, int32_t r, int op) { (void)op; thr_set(m, m->req[r].thr, THR_BLOCKED); }
+static void plat_block(struct model *m, int32_t r, int op)
+{
+    (void)op;
+    thr_set(m, m->req[r].thr, THR_BLOCKED);
+}
 
 /* The kernel wakes the thread: it needs a core again before it can go on. */
 static void plat_wake(struct model *m, int32_t r)
@@ -728,15 +802,18 @@ static void plat_idle(struct model *m, int32_t t)
     thr_set(m, t, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, t);
     if (plat_pool_size(m) > m->s->min_spare)
-        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK, (uint32_t)t, m->thr[t].idle_gen);
+        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK,
+                      (uint32_t)t, m->thr[t].idle_gen);
 }
 
 /* The thread is free: the next queued request, or the idle list. */
 static void plat_thread_free(struct model *m, int32_t t)
 {
     int32_t next = FIFO_POP(&m->queue, m->req);
-    if (next >= 0) plat_assign(m, t, next);
-    else plat_idle(m, t);
+    if (next >= 0)
+        plat_assign(m, t, next);
+    else
+        plat_idle(m, t);
 }
 
 static void plat_release(struct model *m, int32_t r)
@@ -800,17 +877,22 @@ static void vt_mount(struct model *m, int32_t c, int32_t r)
 static void vt_carrier_free(struct model *m, int32_t c)
 {
     int32_t r = FIFO_POP(&m->queue, m->req);
-    if (r >= 0) { vt_mount(m, c, r); return; }
+    if (r >= 0) {
+        vt_mount(m, c, r);
+        return;
+    }
     thr_set(m, c, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, c);
     if (m->thr[c].extra)
-        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK, (uint32_t)c, m->thr[c].idle_gen);
+        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK,
+                      (uint32_t)c, m->thr[c].idle_gen);
 }
 
 static void vt_kick(struct model *m)
 {
     int32_t c;
-    while (m->queue.len && (c = FIFO_POP(&m->idle, m->thr)) >= 0) vt_mount(m, c, FIFO_POP(&m->queue, m->req));
+    while (m->queue.len && (c = FIFO_POP(&m->idle, m->thr)) >= 0)
+        vt_mount(m, c, FIFO_POP(&m->queue, m->req));
 }
 
 static void vt_admit(struct model *m, int32_t r)
@@ -838,7 +920,8 @@ static void vt_compensate(struct model *m)
 {
     const struct scenario *s = m->s;
     m->carriers_compensating++;
-    if (m->threads_alive - m->carriers_compensating < s->parallelism && m->threads_alive < s->max_pool_size) {
+    if (m->threads_alive - m->carriers_compensating < s->parallelism &&
+        m->threads_alive < s->max_pool_size) {
         int32_t c = thr_spawn(m, 1);
         m->stats.busy_ns += s->thread_create; /* charged, not scheduled: it is short and rare */
         vt_carrier_free(m, c);
@@ -852,11 +935,14 @@ static void vt_block(struct model *m, int32_t r, int op)
     if (op == OP_IO || vt_pins(m, r, op)) { /* the carrier blocks with the virtual thread mounted */
         req->pinned = 1;
         thr_set(m, c, THR_BLOCKED);
-        if (op == OP_IO) vt_compensate(m);
-        else m->vt_pinned++;
+        if (op == OP_IO)
+            vt_compensate(m);
+        else
+            m->vt_pinned++;
         return;
     }
-    req->parked = 1, req->thr = -1;
+    req->parked = 1;
+    req->thr = -1;
     m->vt_parked++;
     m->stats.parks++;
     m->thr[c].req = -1;
@@ -876,8 +962,10 @@ static void vt_wake(struct model *m, int32_t r)
         return;
     }
     req->pinned = 0;
-    if (m->s->prog[req->pc].op == OP_IO) m->carriers_compensating--;
-    else m->vt_pinned--;
+    if (m->s->prog[req->pc].op == OP_IO)
+        m->carriers_compensating--;
+    else
+        m->vt_pinned--;
     req_continue(m, r);
 }
 
@@ -936,10 +1024,12 @@ static void wl_start(struct model *m)
         m->user_iter = xrealloc(NULL, (size_t)s->users, sizeof *m->user_iter);
         memset(m->user_iter, 0, (size_t)s->users * sizeof *m->user_iter);
         for (long u = 0; u < s->users; u++)
-            evq_push(&m->events, (simtime)((double)s->rampup * (double)u / (double)s->users), EV_ARRIVE, (uint32_t)u, 0);
+            evq_push(&m->events, (simtime)((double)s->rampup * (double)u / (double)s->users),
+                     EV_ARRIVE, (uint32_t)u, 0);
     } else {
         rng_xoshiro_seed(m->arrival_rng, rng_key(s->seed, UINT64_MAX, 0));
-        evq_push(&m->events, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC), EV_ARRIVE, 0, 0);
+        evq_push(&m->events, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC),
+                 EV_ARRIVE, 0, 0);
     }
 }
 
@@ -948,7 +1038,8 @@ static void wl_arrive(struct model *m, const struct event *e)
     const struct scenario *s = m->s;
     uint64_t key;
     int32_t user = -1;
-    if (m->now >= s->duration) return;
+    if (m->now >= s->duration)
+        return;
     if (s->users > 0) {
         user = (int32_t)e->a;
         key = rng_key(s->seed, (uint64_t)user, m->user_iter[user]++);
@@ -958,8 +1049,13 @@ static void wl_arrive(struct model *m, const struct event *e)
         evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + gap, EV_ARRIVE, 0, 0);
     }
     int32_t r = req_alloc(m);
-    m->req[r] = (struct req){.next = -1, .thr = -1, .user = user, .fail = FAIL_NONE, .rng = key,
-                             .arrived = m->now, .id = ++m->next_req_id};
+    m->req[r] = (struct req){.next = -1,
+                             .thr = -1,
+                             .user = user,
+                             .fail = FAIL_NONE,
+                             .rng = key,
+                             .arrived = m->now,
+                             .id = ++m->next_req_id};
     m->stats.arrived++;
     m->in_flight++;
     conn_arrive(m, r);
@@ -970,9 +1066,12 @@ static void wl_next(struct model *m, int32_t r)
 {
     const struct scenario *s = m->s;
     const struct req *req = &m->req[r];
-    if (req->user < 0) return;
-    uint64_t think_rng = rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)req->user, m->user_iter[req->user] - 1);
-    simtime delay = dist_sample(&s->think, &think_rng) + (req->fail != FAIL_NONE ? s->retry_after : 0);
+    if (req->user < 0)
+        return;
+    uint64_t think_rng =
+        rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)req->user, m->user_iter[req->user] - 1);
+    simtime delay =
+        dist_sample(&s->think, &think_rng) + (req->fail != FAIL_NONE ? s->retry_after : 0);
     evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)req->user, 0);
 }
 
@@ -983,13 +1082,13 @@ static void model_idle_check(struct model *m, const struct event *e)
 {
     int32_t t = (int32_t)e->a;
     struct thr *th = &m->thr[t];
-    if (!th->alive || th->state != THR_IDLE || th->idle_gen != e->b || th->req >= 0) return;
+    if (!th->alive || th->state != THR_IDLE || th->idle_gen != e->b || th->req >= 0)
+        return;
     if (!m->ops->may_retire(m, t))
         return;
     thr_unidle(m, t);
     thr_exit(m, t);
 }
-
 
 /* The process's OS threads: the runtime's own, plus pool workers or carriers. */
 static int32_t model_os_threads(const struct model *m)
@@ -1000,17 +1099,23 @@ static int32_t model_os_threads(const struct model *m)
 static int64_t model_thread_mem(const struct model *m)
 {
     const struct scenario *s = m->s;
-    return (int64_t)model_os_threads(m) * s->thread_stack_rss + (int64_t)m->vt_alive * s->vt_stack_bytes;
+    return (int64_t)model_os_threads(m) * s->thread_stack_rss +
+           (int64_t)m->vt_alive * s->vt_stack_bytes;
 }
 
 /* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
 static int64_t model_rss(const struct model *m, int64_t thread_mem)
 {
     const struct scenario *s = m->s;
-    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection + (int64_t)m->ops->in_service(m) * s->mem_per_request;
+    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection +
+           (int64_t)m->ops->in_service(m) * s->mem_per_request;
 }
 
-#define PEAK(field, value) do { if ((value) > stats->field) stats->field = (value); } while (0)
+#define PEAK(field, value)                                                                         \
+    do {                                                                                           \
+        if ((value) > stats->field)                                                                \
+            stats->field = (value);                                                                \
+    } while (0)
 static void model_peaks(struct model *m)
 {
     struct stats *stats = &m->stats;
@@ -1045,8 +1150,10 @@ static void model_sample(struct model *m, const struct event *e)
     x.t = m->now;
     x.rps = (double)stats->interval_done / secs;
     x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
-    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) / ((double)s->cores * (double)s->sample_interval);
-    if (x.cpu_util > 1) x.cpu_util = 1;
+    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) /
+                 ((double)s->cores * (double)s->sample_interval);
+    if (x.cpu_util > 1)
+        x.cpu_util = 1;
     x.os_threads = model_os_threads(m);
     x.blocked = m->thr_state_n[THR_BLOCKED];
     x.carriers_busy = m->carriers_busy;
@@ -1058,7 +1165,8 @@ static void model_sample(struct model *m, const struct event *e)
     x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
     x.rss = model_rss(m, x.thread_mem);
-    for (int k = 0; k < FAIL_N; k++) x.failed += stats->failed[k];
+    for (int k = 0; k < FAIL_N; k++)
+        x.failed += stats->failed[k];
     stats->interval_done = 0;
     stats->busy_at_sample = stats->busy_ns;
     hist_clear(stats->lat_interval);
@@ -1067,7 +1175,8 @@ static void model_sample(struct model *m, const struct event *e)
         m->series = xrealloc(m->series, (size_t)m->capseries, sizeof *m->series);
     }
     m->series[m->nseries++] = x;
-    if (m->now + s->sample_interval <= s->duration) evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
+    if (m->now + s->sample_interval <= s->duration)
+        evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
 }
 
 typedef void (*ev_handler)(struct model *, const struct event *);
@@ -1096,7 +1205,8 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     m->free_req = m->free_call = m->free_thr = -1;
     m->ready = m->idle = m->backlog = m->queue = m->todo = FIFO_EMPTY;
     m->core = xrealloc(NULL, (size_t)s->cores, sizeof *m->core);
-    for (int c = 0; c < s->cores; c++) m->core[c] = (struct core){-1, -1, 0, 0};
+    for (int c = 0; c < s->cores; c++)
+        m->core[c] = (struct core){-1, -1, 0, 0};
     for (int i = 0; i < s->nsvc; i++) {
         m->svc[i].wait_slot = m->svc[i].wait_conn = FIFO_EMPTY;
         m->svc[i].tw_cap = s->port_high - s->port_low + 1;
@@ -1117,11 +1227,16 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
 static void model_free(struct model *m)
 {
     evq_free(&m->events);
-    free(m->req), free(m->call), free(m->thr), free(m->core);
-    free(m->user_iter), free(m->series);
+    free(m->req);
+    free(m->call);
+    free(m->thr);
+    free(m->core);
+    free(m->user_iter);
+    free(m->series);
     free(m->stats.lat);
     free(m->stats.lat_interval);
-    for (int i = 0; i < MAX_SERVICES; i++) free(m->svc[i].tw);
+    for (int i = 0; i < MAX_SERVICES; i++)
+        free(m->svc[i].tw);
     memset(m, 0, sizeof *m);
 }
 
@@ -1129,24 +1244,30 @@ static void model_free(struct model *m)
  * Returns its type, or -1 when there is none. */
 static int model_step(struct model *m, simtime until)
 {
-    if (until > m->s->duration) until = m->s->duration;
-    if (m->stuck) return -1;
+    if (until > m->s->duration)
+        until = m->s->duration;
+    if (m->stuck)
+        return -1;
     int from;
     const struct event *next = evq_peek(&m->events, &from);
     if (!next || next->t > until) {
-        if (until > m->now) m->now = until;
+        if (until > m->now)
+            m->now = until;
         return -1;
     }
     struct event e = evq_pop_from(&m->events, from);
-    if (e.t != m->last_t) m->last_t = e.t, m->same_t_events = 0;
-    else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
+    if (e.t != m->last_t) {
+        m->last_t = e.t;
+        m->same_t_events = 0;
+    } else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
         m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */
         return -1;
     }
     m->now = e.t;
     int type = ev_type_of(&e);
     ev_handlers[type](m, &e);
-    for (int32_t r; (r = FIFO_POP(&m->todo, m->req)) >= 0;) req_continue(m, r);
+    for (int32_t r; (r = FIFO_POP(&m->todo, m->req)) >= 0;)
+        req_continue(m, r);
     model_peaks(m);
     m->stats.events++;
     return type;
@@ -1162,7 +1283,8 @@ static simtime model_next_time(const struct model *m)
 
 static void model_run(struct model *m, simtime until)
 {
-    while (model_step(m, until) >= 0) {}
+    while (model_step(m, until) >= 0) {
+    }
 }
 
 /* ---- I.7 OS scheduler ---- */
@@ -1178,8 +1300,12 @@ static void cpu_dispatch(struct model *m, int c, int32_t t)
     struct thr *th = &m->thr[t];
     simtime sw = k->last != t ? m->s->ctx_switch : 0;
     simtime run = th->burst_left < m->s->timeslice ? th->burst_left : m->s->timeslice;
-    if (sw) m->stats.ctx_switches++;
-    k->thr = t, k->last = t, k->run = sw + run, k->cpu = run;
+    if (sw)
+        m->stats.ctx_switches++;
+    k->thr = t;
+    k->last = t;
+    k->run = sw + run;
+    k->cpu = run;
     th->core = c;
     thr_set(m, t, THR_RUNNING);
     evq_push(&m->events, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
@@ -1192,10 +1318,17 @@ static void cpu_want(struct model *m, int32_t t, simtime ns)
     m->thr[t].burst_left = ns;
     for (int c = 0; c < m->s->cores; c++)
         if (m->core[c].thr < 0) {
-            if (m->core[c].last == t) { free = c; break; }
-            if (free < 0) free = c;
+            if (m->core[c].last == t) {
+                free = c;
+                break;
+            }
+            if (free < 0)
+                free = c;
         }
-    if (free >= 0) { cpu_dispatch(m, free, t); return; }
+    if (free >= 0) {
+        cpu_dispatch(m, free, t);
+        return;
+    }
     thr_set(m, t, THR_READY);
     FIFO_PUSH(&m->ready, m->thr, t);
 }
@@ -1204,7 +1337,10 @@ static void cpu_want(struct model *m, int32_t t, simtime ns)
  * write woke another thread (the client), which preempts it (CFS wake-up preemption). */
 static void cpu_yield(struct model *m, int32_t t, simtime ns)
 {
-    if (m->ready.len == 0) { cpu_want(m, t, ns); return; }
+    if (m->ready.len == 0) {
+        cpu_want(m, t, ns);
+        return;
+    }
     m->thr[t].burst_left = ns;
     thr_set(m, t, THR_READY);
     FIFO_PUSH(&m->ready, m->thr, t);
@@ -1222,17 +1358,25 @@ static void cpu_burst_end(struct model *m, const struct event *e)
     m->stats.busy_ns += k->run;
     th->burst_left -= k->cpu;
     if (th->burst_left > 0) {
-        if (m->ready.len == 0) { cpu_dispatch(m, c, t); return; } /* nobody waits: go on */
-        th->core = -1, k->thr = -1; /* preempted: to the back of the queue */
+        if (m->ready.len == 0) {
+            cpu_dispatch(m, c, t);
+            return;
+        }              /* nobody waits: go on */
+        th->core = -1; /* preempted: to the back of the queue */
+        k->thr = -1;
         thr_set(m, t, THR_READY);
         FIFO_PUSH(&m->ready, m->thr, t);
         cpu_dispatch(m, c, FIFO_POP(&m->ready, m->thr));
         return;
     }
-    th->core = -1, k->thr = -1;
-    if (th->req >= 0) req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
-    else m->ops->thread_free(m, t);
-    if (k->thr < 0 && (next = FIFO_POP(&m->ready, m->thr)) >= 0) cpu_dispatch(m, c, next);
+    th->core = -1;
+    k->thr = -1;
+    if (th->req >= 0)
+        req_continue(m, th->req); /* may want the CPU again at once, and get this core back */
+    else
+        m->ops->thread_free(m, t);
+    if (k->thr < 0 && (next = FIFO_POP(&m->ready, m->thr)) >= 0)
+        cpu_dispatch(m, c, next);
 }
 
 /* ---- I.8 Threads ---- */
@@ -1240,7 +1384,8 @@ static void cpu_burst_end(struct model *m, const struct event *e)
 static void thr_set(struct model *m, int32_t t, int state)
 {
     struct thr *th = &m->thr[t];
-    if (m->trace && th->state != THR_IDLE && m->now > th->since) trace_span(m, t, th->state, th->since, m->now);
+    if (m->trace && th->state != THR_IDLE && m->now > th->since)
+        trace_span(m, t, th->state, th->since, m->now);
     m->thr_state_n[th->state]--;
     m->thr_state_n[state]++;
     th->state = (uint8_t)state;
@@ -1251,8 +1396,14 @@ static void thr_set(struct model *m, int32_t t, int state)
 static int32_t thr_spawn(struct model *m, int extra)
 {
     int32_t t = slot_take((void **)&m->thr, &m->nthr, &m->capthr, &m->free_thr, sizeof *m->thr);
-    m->thr[t] = (struct thr){.next = -1, .req = -1, .core = -1, .state = THR_IDLE, .alive = 1,
-                             .extra = (uint8_t)extra, .id = (uint32_t)m->next_thread_id++, .since = m->now,
+    m->thr[t] = (struct thr){.next = -1,
+                             .req = -1,
+                             .core = -1,
+                             .state = THR_IDLE,
+                             .alive = 1,
+                             .extra = (uint8_t)extra,
+                             .id = (uint32_t)m->next_thread_id++,
+                             .since = m->now,
                              .born = m->now};
     m->thr_state_n[THR_IDLE]++;
     m->threads_alive++;
@@ -1274,7 +1425,8 @@ static void thr_unidle(struct model *m, int32_t t)
 {
     struct fifo rest = FIFO_EMPTY;
     for (int32_t i; (i = FIFO_POP(&m->idle, m->thr)) >= 0;)
-        if (i != t) FIFO_PUSH(&rest, m->thr, i);
+        if (i != t)
+            FIFO_PUSH(&rest, m->thr, i);
     m->idle = rest;
 }
 
@@ -1297,7 +1449,10 @@ static int svc_port_take(struct model *m, struct svc_state *v)
     const struct scenario *s = m->s;
     int range = s->port_high - s->port_low + 1;
     svc_expire(m, v);
-    if (v->ports_open + v->tw_len < range) { v->ports_open++; return 0; }
+    if (v->ports_open + v->tw_len < range) {
+        v->ports_open++;
+        return 0;
+    }
     /* tcp_tw_reuse: a TIME_WAIT port whose close is at least 1 s old may serve again */
     if (s->tw_reuse && v->tw_len && v->tw[v->tw_head] - s->time_wait + SEC <= m->now) {
         v->tw_head = (v->tw_head + 1) % v->tw_cap;
@@ -1312,7 +1467,8 @@ static int svc_port_take(struct model *m, struct svc_state *v)
 static void svc_port_close(struct model *m, struct svc_state *v)
 {
     v->ports_open--;
-    if (m->s->time_wait == 0) return;
+    if (m->s->time_wait == 0)
+        return;
     svc_expire(m, v);
     if (v->tw_len == v->tw_cap) { /* cannot happen: ports_open + tw_len <= range = tw_cap */
         fprintf(stderr, "sim: bug: TIME_WAIT ring full\n");
@@ -1323,7 +1479,6 @@ static void svc_port_close(struct model *m, struct svc_state *v)
     m->ports_tw++;
 }
 
-
 static void req_wake_one(struct model *m, int32_t r); /* see Requests */
 
 /* The call has a connection: now it needs a slot at the service, then it takes its latency. */
@@ -1332,7 +1487,10 @@ static void svc_start(struct model *m, int32_t c)
     struct call *k = &m->call[c];
     const struct service_cfg *cfg = &m->s->svc[k->svc];
     simtime lat = k->latency + (k->new_conn ? cfg->connect_time : 0);
-    if (cfg->timeout && lat > cfg->timeout) lat = cfg->timeout, k->timed_out = 1;
+    if (cfg->timeout && lat > cfg->timeout) {
+        lat = cfg->timeout;
+        k->timed_out = 1;
+    }
     m->svc[k->svc].in_service++;
     evq_push_lane(&m->events, k->svc % EVQ_SERVICE_LANES, m->now + lat, EV_IO_DONE, (uint32_t)c, 0);
 }
@@ -1342,8 +1500,10 @@ static void svc_connected(struct model *m, int32_t c)
     struct call *k = &m->call[c];
     struct svc_state *v = &m->svc[k->svc];
     int limit = m->s->svc[k->svc].limit;
-    if (limit && v->in_service >= limit) FIFO_PUSH(&v->wait_slot, m->call, c);
-    else svc_start(m, c);
+    if (limit && v->in_service >= limit)
+        FIFO_PUSH(&v->wait_slot, m->call, c);
+    else
+        svc_start(m, c);
 }
 
 /* Begin a downstream call for request r. Returns -1 (and frees the call) if no ephemeral
@@ -1357,8 +1517,15 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     v->calls++;
     v->inflight++;
     if (cfg->pool > 0) { /* keep-alive pool: reuse, grow up to the pool size, or wait */
-        if (v->conns_busy < v->conns_open) { v->conns_busy++; svc_connected(m, c); return 0; }
-        if (v->conns_open >= cfg->pool) { FIFO_PUSH(&v->wait_conn, m->call, c); return 0; }
+        if (v->conns_busy < v->conns_open) {
+            v->conns_busy++;
+            svc_connected(m, c);
+            return 0;
+        }
+        if (v->conns_open >= cfg->pool) {
+            FIFO_PUSH(&v->wait_conn, m->call, c);
+            return 0;
+        }
     }
     if (svc_port_take(m, v) < 0) {
         v->inflight--;
@@ -1367,8 +1534,12 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     }
     v->opened++;
     m->call[c].new_conn = 1;
-    m->req[r].debt += cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
-    if (cfg->pool > 0) v->conns_open++, v->conns_busy++;
+    m->req[r].debt +=
+        cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
+    if (cfg->pool > 0) {
+        v->conns_open++;
+        v->conns_busy++;
+    }
     svc_connected(m, c);
     return 0;
 }
@@ -1383,14 +1554,18 @@ static void svc_done(struct model *m, const struct event *e)
     int32_t r = k->req;
     v->in_service--;
     v->inflight--;
-    if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0) svc_start(m, next);
+    if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0)
+        svc_start(m, next);
     if (m->s->svc[k->svc].pool > 0) {
-        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0) svc_connected(m, next); /* hand over */
-        else v->conns_busy--;
+        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0)
+            svc_connected(m, next); /* hand over */
+        else
+            v->conns_busy--;
     } else {
         svc_port_close(m, v); /* the client closes first, so the client's port enters TIME_WAIT */
     }
-    if (k->timed_out && m->req[r].fail == FAIL_NONE) m->req[r].fail = FAIL_TIMEOUT;
+    if (k->timed_out && m->req[r].fail == FAIL_NONE)
+        m->req[r].fail = FAIL_TIMEOUT;
     slot_give(m->call, &m->free_call, sizeof *m->call, c);
     req_wake_one(m, r);
 }
@@ -1418,27 +1593,39 @@ static uint64_t rng_splitmix(uint64_t *state)
 /* A stream key from a seed and two integers; distinct tuples give unrelated streams. */
 static uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b)
 {
-    return rng_mix(rng_mix(seed ^ 0x5851f42d4c957f2dull) + rng_mix(a + 0x632be59bd9b4e019ull) * 31 + b);
+    return rng_mix(rng_mix(seed ^ 0x5851f42d4c957f2dull) + rng_mix(a + 0x632be59bd9b4e019ull) * 31 +
+                   b);
 }
 
 /* xoshiro256**, for the few streams that are not per request (open-loop gaps). */
-static uint64_t rng_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rng_rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t rng_xoshiro(uint64_t s[4])
 {
     uint64_t result = rng_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t; s[3] = rng_rotl(s[3], 45);
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rng_rotl(s[3], 45);
     return result;
 }
 
 static void rng_xoshiro_seed(uint64_t s[4], uint64_t seed)
 {
-    for (int i = 0; i < 4; i++) s[i] = rng_splitmix(&seed);
+    for (int i = 0; i < 4; i++)
+        s[i] = rng_splitmix(&seed);
 }
 
 /* A uniform double in the open interval (0,1): never 0, so log() is safe. */
-static double rng_unit(uint64_t x) { return ((double)(x >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static double rng_unit(uint64_t x)
+{
+    return ((double)(x >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
 
 /* ---- II.2 Distributions ---- */
 
@@ -1447,12 +1634,15 @@ static double rng_unit(uint64_t x) { return ((double)(x >> 11) + 0.5) * (1.0 / 9
  * the two models' streams aligned. */
 static double dist_probit(double p)
 {
-    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
-    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                               6.680131188771972e+01, -1.328068155288572e+01};
-    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                               -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
     static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                                3.754408661907416e+00};
     const double plow = 0.02425;
@@ -1473,10 +1663,18 @@ static simtime dist_sample(const struct dist *d, uint64_t *rng)
 {
     double u = rng_unit(rng_splitmix(rng)), x;
     switch (d->shape) {
-    case DIST_UNIFORM: x = d->a + (d->b - d->a) * u; break;
-    case DIST_EXP: x = -d->a * log(u); break;
-    case DIST_LOGNORMAL: x = exp(d->a + d->b * dist_probit(u)); break;
-    default: x = d->a; break;
+    case DIST_UNIFORM:
+        x = d->a + (d->b - d->a) * u;
+        break;
+    case DIST_EXP:
+        x = -d->a * log(u);
+        break;
+    case DIST_LOGNORMAL:
+        x = exp(d->a + d->b * dist_probit(u));
+        break;
+    default:
+        x = d->a;
+        break;
     }
     return x < 0 ? 0 : x > 1e15 ? (simtime)1e15 : (simtime)(x + 0.5);
 }
@@ -1484,10 +1682,14 @@ static simtime dist_sample(const struct dist *d, uint64_t *rng)
 static double dist_mean(const struct dist *d)
 {
     switch (d->shape) {
-    case DIST_UNIFORM: return (d->a + d->b) / 2;
-    case DIST_EXP: return d->a;
-    case DIST_LOGNORMAL: return exp(d->a + d->b * d->b / 2);
-    default: return d->a;
+    case DIST_UNIFORM:
+        return (d->a + d->b) / 2;
+    case DIST_EXP:
+        return d->a;
+    case DIST_LOGNORMAL:
+        return exp(d->a + d->b * d->b / 2);
+    default:
+        return d->a;
     }
 }
 
@@ -1496,7 +1698,8 @@ static double dist_mean(const struct dist *d)
 /* Latencies are recorded in nanoseconds: up to 2^44 ns (about 4.9 hours). */
 #define HIST_MAX_MSB 43
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function" /* hist_merge: aggregator.c merges, sim does not */
+#pragma GCC diagnostic ignored                                                                     \
+    "-Wunused-function" /* hist_merge: aggregator.c merges, sim does not */
 /* ---- latency histogram: the same text in sim.c and aggregator.c (a test compares) ---- */
 
 /* A log-linear histogram like HdrHistogram: values below 2^HIST_BITS are counted exactly;
@@ -1590,6 +1793,19 @@ static void hist_clear(struct hist *h)
 
 /* ---- II.4 Event queue ---- */
 
+/* Events come out in (time, insertion order): ties keep the order they were pushed in, so a
+ * run is deterministic. The simplest correct queue is the binary heap (evq_heap_push,
+ * evq_heap_pop); a reader may stop there.
+ *
+ * FOR SPEED ONLY: what it costs the reader
+ *   Lanes. Many events are pushed in time order within their stream (a constant-latency
+ *   service's answers, users' arrivals, wake-ups, timers); a ring buffer per stream is then
+ *   already sorted, so pushing and popping it are O(1) instead of O(log n). Which lane an
+ *   event goes to changes only the speed, never the order. Cost: evq_push_lane, evq_peek
+ *   comparing the heap's top with every lane's head, and the `from` of evq_pop_from.
+ *   Packed type. The event's type rides in the low 8 bits of its insertion sequence
+ *   (`order`), so an event is 24 bytes and a tie is one integer compare. Cost: ev_type_of.
+ */
 
 static int evq_less(const struct event *x, const struct event *y)
 {
@@ -1601,12 +1817,16 @@ static void evq_heap_push(struct evq *q, struct event e)
     if (q->nheap == q->capheap) {
         q->capheap = q->capheap ? q->capheap * 2 : 1024;
         q->heap = realloc(q->heap, q->capheap * sizeof *q->heap);
-        if (!q->heap) { perror("sim: event queue"); exit(1); }
+        if (!q->heap) {
+            perror("sim: event queue");
+            exit(1);
+        }
     }
     size_t i = q->nheap++;
     while (i > 0) { /* sift up */
         size_t parent = (i - 1) / 2;
-        if (!evq_less(&e, &q->heap[parent])) break;
+        if (!evq_less(&e, &q->heap[parent]))
+            break;
         q->heap[i] = q->heap[parent];
         i = parent;
     }
@@ -1619,13 +1839,17 @@ static struct event evq_heap_pop(struct evq *q)
     size_t i = 0, n = q->nheap;
     for (;;) { /* sift the last element down from the root */
         size_t child = 2 * i + 1;
-        if (child >= n) break;
-        if (child + 1 < n && evq_less(&q->heap[child + 1], &q->heap[child])) child++;
-        if (!evq_less(&q->heap[child], &last)) break;
+        if (child >= n)
+            break;
+        if (child + 1 < n && evq_less(&q->heap[child + 1], &q->heap[child]))
+            child++;
+        if (!evq_less(&q->heap[child], &last))
+            break;
         q->heap[i] = q->heap[child];
         i = child;
     }
-    if (n) q->heap[i] = last;
+    if (n)
+        q->heap[i] = last;
     return top;
 }
 
@@ -1645,14 +1869,23 @@ static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
 static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
 {
     struct evq_lane *l = &q->lane[lane % EVQ_LANES];
-    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > t) { evq_push(q, t, type, a, b); return; }
+    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > t) {
+        evq_push(q, t, type, a, b);
+        return;
+    }
     if (l->len == l->cap) { /* grow, unwrapping the ring */
         uint32_t cap = l->cap ? 2 * l->cap : 256;
         struct event *buf = malloc(cap * sizeof *buf);
-        if (!buf) { perror("sim: event queue"); exit(1); }
-        for (uint32_t i = 0; i < l->len; i++) buf[i] = l->buf[(l->head + i) & (l->cap - 1)];
+        if (!buf) {
+            perror("sim: event queue");
+            exit(1);
+        }
+        for (uint32_t i = 0; i < l->len; i++)
+            buf[i] = l->buf[(l->head + i) & (l->cap - 1)];
         free(l->buf);
-        l->buf = buf, l->head = 0, l->cap = cap;
+        l->buf = buf;
+        l->head = 0;
+        l->cap = cap;
     }
     l->buf[(l->head + l->len++) & (l->cap - 1)] = evq_make(q, t, type, a, b);
     q->nlaned++;
@@ -1666,7 +1899,10 @@ static const struct event *evq_peek(const struct evq *q, int *from)
     *from = -1;
     for (int i = 0; q->nlaned && i < EVQ_LANES; i++) {
         const struct evq_lane *l = &q->lane[i];
-        if (l->len && (!best || evq_less(&l->buf[l->head], best))) best = &l->buf[l->head], *from = i;
+        if (l->len && (!best || evq_less(&l->buf[l->head], best))) {
+            best = &l->buf[l->head];
+            *from = i;
+        }
     }
     return best;
 }
@@ -1675,7 +1911,8 @@ static const struct event *evq_peek(const struct evq *q, int *from)
 static struct event evq_pop_from(struct evq *q, int from)
 {
     q->len--;
-    if (from < 0) return evq_heap_pop(q);
+    if (from < 0)
+        return evq_heap_pop(q);
     struct evq_lane *l = &q->lane[from];
     struct event e = l->buf[l->head];
     l->head = (l->head + 1) & (l->cap - 1);
@@ -1684,23 +1921,42 @@ static struct event evq_pop_from(struct evq *q, int from)
     return e;
 }
 
-
 static void evq_free(struct evq *q)
 {
     free(q->heap);
-    for (int i = 0; i < EVQ_LANES; i++) free(q->lane[i].buf);
+    for (int i = 0; i < EVQ_LANES; i++)
+        free(q->lane[i].buf);
     memset(q, 0, sizeof *q);
 }
 
-static int ev_type_of(const struct event *e) { return (int)(e->order & 0xff); }
+static int ev_type_of(const struct event *e)
+{
+    return (int)(e->order & 0xff);
+}
 
 /* ---- II.5 Storage ---- */
 
+/* Requests, calls and threads live in growable arrays and name each other by index.
+ *
+ * FOR SPEED ONLY: what it costs the reader
+ *   Index-linked storage. A slot is reused through a free list threaded through its first
+ *   field, and FIFOs link slots through that same `next` field, so 100,000 requests cost no
+ *   malloc each and a FIFO push is two stores. Cost: slot_take may move the array, so code
+ *   holds indices (int32_t r, t, c), never a pointer across an allocation, and takes
+ *   &m->req[r] again after anything that may allocate.
+ */
+
 static void *xrealloc(void *p, size_t n, size_t size)
 {
-    if (n && size > SIZE_MAX / n) { fprintf(stderr, "sim: allocation too large\n"); exit(1); }
+    if (n && size > SIZE_MAX / n) {
+        fprintf(stderr, "sim: allocation too large\n");
+        exit(1);
+    }
     void *q = realloc(p, n * size > 0 ? n * size : 1);
-    if (!q) { fprintf(stderr, "sim: out of memory (%zu bytes)\n", n * size); exit(1); }
+    if (!q) {
+        fprintf(stderr, "sim: out of memory (%zu bytes)\n", n * size);
+        exit(1);
+    }
     return q;
 }
 
@@ -1713,7 +1969,10 @@ static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist
         return i;
     }
     if (*n == *cap) {
-        if (*cap > INT32_MAX / 2) { fprintf(stderr, "sim: too many objects\n"); exit(1); }
+        if (*cap > INT32_MAX / 2) {
+            fprintf(stderr, "sim: too many objects\n");
+            exit(1);
+        }
         *cap = *cap ? *cap * 2 : 256;
         *arr = xrealloc(*arr, (size_t)*cap, size);
     }
@@ -1727,13 +1986,18 @@ static void slot_give(void *arr, int32_t *freelist, size_t size, int32_t i)
 }
 
 /* Intrusive FIFOs over arrays whose elements start with `int32_t next`. */
-static int32_t *fifo_link(void *base, size_t size, int32_t i) { return (int32_t *)((char *)base + (size_t)i * size); }
+static int32_t *fifo_link(void *base, size_t size, int32_t i)
+{
+    return (int32_t *)((char *)base + (size_t)i * size);
+}
 
 static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i)
 {
     *fifo_link(base, size, i) = -1;
-    if (q->tail >= 0) *fifo_link(base, size, q->tail) = i;
-    else q->head = i;
+    if (q->tail >= 0)
+        *fifo_link(base, size, q->tail) = i;
+    else
+        q->head = i;
     q->tail = i;
     q->len++;
 }
@@ -1741,9 +2005,11 @@ static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i)
 static int32_t fifo_pop(struct fifo *q, void *base, size_t size)
 {
     int32_t i = q->head;
-    if (i < 0) return -1;
+    if (i < 0)
+        return -1;
     q->head = *fifo_link(base, size, i);
-    if (q->head < 0) q->tail = -1;
+    if (q->head < 0)
+        q->tail = -1;
     q->len--;
     return i;
 }
@@ -1786,9 +2052,9 @@ enum key_type { K_STR, K_U64, K_INT, K_LONG, K_DOUBLE, K_TIME, K_DIST, K_BYTES, 
 struct scn_key {
     const char *name;
     uint8_t type;
-    size_t off;       /* offset in struct scenario (or struct service_cfg for service keys) */
-    const char *def;  /* default, parsed by the same code as a file's value */
-    double min, max;  /* allowed range of numbers (times in ns, bytes) */
+    size_t off;      /* offset in struct scenario (or struct service_cfg for service keys) */
+    const char *def; /* default, parsed by the same code as a file's value */
+    double min, max; /* allowed range of numbers (times in ns, bytes) */
     const char *doc;
 };
 
@@ -1797,64 +2063,115 @@ static const struct scn_key scn_keys[] = {
     {"name", K_STR, SK(name), "unnamed", 0, 0, "title shown in reports and the window"},
     {"seed", K_U64, SK(seed), "1", 0, 0, "random seed; the same seed gives byte-identical output"},
     {"duration", K_TIME, SK(duration), "10s", 1e6, 86400e9, "simulated time; no arrivals after it"},
-    {"warmup", K_TIME, SK(warmup), "1s", 0, 86400e9, "statistics ignore requests that complete before it"},
-    {"sample_interval", K_TIME, SK(sample_interval), "100ms", 1e6, 3600e9, "time-series resolution"},
-    {"users", K_LONG, SK(users), "100", 0, 10e6, "closed loop: concurrent users (0 = open loop at `rate`)"},
+    {"warmup", K_TIME, SK(warmup), "1s", 0, 86400e9,
+     "statistics ignore requests that complete before it"},
+    {"sample_interval", K_TIME, SK(sample_interval), "100ms", 1e6, 3600e9,
+     "time-series resolution"},
+    {"users", K_LONG, SK(users), "100", 0, 10e6,
+     "closed loop: concurrent users (0 = open loop at `rate`)"},
     {"rate", K_DOUBLE, SK(rate), "0", 0, 10e6, "open loop: Poisson arrivals per second"},
-    {"think", K_DIST, SK(think), "0", 0, 3600e9, "closed loop: a user's pause between an answer and its next request"},
-    {"rampup", K_TIME, SK(rampup), "0", 0, 3600e9, "closed loop: users start evenly spread over this time"},
-    {"retry_after", K_TIME, SK(retry_after), "1s", 1e3, 3600e9, "a user whose request failed waits this long more before retrying"},
-    {"program", K_PROGRAM, SK(program_text), "cpu(100us) call(A) call(B) call(C) cpu(50us)", 0, 0, "what each request does (see FORMAT)"},
+    {"think", K_DIST, SK(think), "0", 0, 3600e9,
+     "closed loop: a user's pause between an answer and its next request"},
+    {"rampup", K_TIME, SK(rampup), "0", 0, 3600e9,
+     "closed loop: users start evenly spread over this time"},
+    {"retry_after", K_TIME, SK(retry_after), "1s", 1e3, 3600e9,
+     "a user whose request failed waits this long more before retrying"},
+    {"program", K_PROGRAM, SK(program_text), "cpu(100us) call(A) call(B) call(C) cpu(50us)", 0, 0,
+     "what each request does (see FORMAT)"},
     {"cores", K_INT, SK(cores), "2", 1, 1024, "CPU cores C of the server"},
-    {"runtime_threads", K_INT, SK(runtime_threads), "22", 0, 10000, "JVM's own threads (GC, JIT, acceptor, poller), counted in both models"},
-    {"platform.runtime_threads", K_INT, SK(model_threads[0]), "-1", -1, 10000, "platform: runtime threads if not runtime_threads (-1)"},
-    {"virtual.runtime_threads", K_INT, SK(model_threads[1]), "-1", -1, 10000, "virtual: runtime threads if not runtime_threads (-1)"},
-    {"os.ctx_switch", K_TIME, SK(ctx_switch), "3us", 0, 1e9, "CPU cost of switching a core to another OS thread"},
-    {"os.timeslice", K_TIME, SK(timeslice), "3ms", 1e4, 1e10, "OS scheduler quantum before a runnable thread is preempted"},
-    {"os.wakeup", K_TIME, SK(wakeup), "2us", 0, 1e9, "CPU a platform thread spends returning from a blocking call (the kernel wakes it)"},
-    {"os.wakeup_latency", K_TIME, SK(wakeup_latency), "0", 0, 1e9, "from signalling an idle pool thread until it runs (a wake-up on another CPU)"},
-    {"platform.release_cpu", K_TIME, SK(release_cpu), "0", 0, 1e9, "CPU a pool thread spends after writing the response before it is idle again (re-arm the connection, take the pool's lock); it runs after the threads already waiting for a core"},
-    {"os.thread_create", K_TIME, SK(thread_create), "50us", 0, 1e9, "CPU cost of creating an OS thread"},
-    {"os.stack_reserved", K_BYTES, SK(thread_stack_reserved), "1MiB", 4096, 1e10, "address space reserved per OS thread (-Xss)"},
-    {"os.stack_rss", K_BYTES, SK(thread_stack_rss), "64KiB", 0, 1e10, "memory committed per OS thread (touched stack, TLS, kernel)"},
-    {"platform.cpu_per_request", K_TIME, SK(cpu_per_request[0]), "0", 0, 1e9, "platform: CPU per request beyond its program (accept, parse, answer)"},
-    {"platform.cpu_per_call", K_TIME, SK(cpu_per_call[0]), "0", 0, 1e9, "platform: CPU per downstream call beyond its program (socket syscalls)"},
-    {"virtual.cpu_per_request", K_TIME, SK(cpu_per_request[1]), "0", 0, 1e9, "virtual: CPU per request beyond its program"},
-    {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9, "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
-    {"cpu.cache_pressure", K_DOUBLE, SK(cache_pressure), "0", 0, 1, "the per-request, per-call and connect CPU grow by this fraction per request in service (their state competes for the caches)"},
-    {"mem.base", K_BYTES, SK(mem_base), "0", 0, 1e12, "process RSS with no load (for the predicted RSS)"},
-    {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9, "memory per request being served: buffers, a virtual thread's frames (predicted RSS)"},
-    {"mem.per_connection", K_BYTES, SK(mem_per_connection), "0", 0, 1e9, "memory per open connection, served or queued (predicted RSS)"},
-    {"platform.max_threads", K_INT, SK(max_threads), "200", 1, 100000, "Tomcat maxThreads: the pool's ceiling"},
-    {"platform.min_spare", K_INT, SK(min_spare), "10", 0, 100000, "Tomcat minSpareThreads: threads created at start and never retired"},
-    {"platform.max_connections", K_INT, SK(max_connections), "8192", 1, 10000000, "Tomcat maxConnections (both models)"},
-    {"platform.accept_count", K_INT, SK(accept_count), "100", 0, 10000000, "Tomcat acceptCount: listen backlog beyond maxConnections (both models)"},
-    {"platform.max_queue", K_INT, SK(max_queue), "0", 0, 10000000, "executor queue bound, 0 = unbounded as in Tomcat; beyond it 503"},
-    {"platform.idle_timeout", K_TIME, SK(idle_timeout), "60s", 1e6, 86400e9, "a pool thread idle this long exits (down to min_spare)"},
-    {"virtual.parallelism", K_INT, SK(parallelism), "0", 0, 1024, "carriers (0 = cores, as the JDK)"},
-    {"virtual.max_pool_size", K_INT, SK(max_pool_size), "256", 1, 32767, "carriers at most, counting compensation for io()"},
-    {"virtual.create", K_TIME, SK(vt_create), "1us", 0, 1e9, "CPU cost of starting a virtual thread"},
-    {"virtual.park", K_TIME, SK(vt_park), "1us", 0, 1e9, "CPU cost of unmounting and parking (freezing the stack)"},
-    {"virtual.unpark", K_TIME, SK(vt_unpark), "1us", 0, 1e9, "CPU cost of unparking and mounting again (thawing)"},
-    {"virtual.carrier_keepalive", K_TIME, SK(carrier_keepalive), "30s", 1e6, 86400e9, "an idle compensating carrier exits after this"},
-    {"virtual.stack_bytes", K_BYTES, SK(vt_stack_bytes), "5KiB", 0, 1e9, "heap memory per virtual thread (its stack chunks)"},
-    {"virtual.jep491", K_BOOL, SK(jep491), "0", 0, 1, "1 = JDK 24: blocking in synchronized unmounts instead of pinning"},
+    {"runtime_threads", K_INT, SK(runtime_threads), "22", 0, 10000,
+     "JVM's own threads (GC, JIT, acceptor, poller), counted in both models"},
+    {"platform.runtime_threads", K_INT, SK(model_threads[0]), "-1", -1, 10000,
+     "platform: runtime threads if not runtime_threads (-1)"},
+    {"virtual.runtime_threads", K_INT, SK(model_threads[1]), "-1", -1, 10000,
+     "virtual: runtime threads if not runtime_threads (-1)"},
+    {"os.ctx_switch", K_TIME, SK(ctx_switch), "3us", 0, 1e9,
+     "CPU cost of switching a core to another OS thread"},
+    {"os.timeslice", K_TIME, SK(timeslice), "3ms", 1e4, 1e10,
+     "OS scheduler quantum before a runnable thread is preempted"},
+    {"os.wakeup", K_TIME, SK(wakeup), "2us", 0, 1e9,
+     "CPU a platform thread spends returning from a blocking call (the kernel wakes it)"},
+    {"os.wakeup_latency", K_TIME, SK(wakeup_latency), "0", 0, 1e9,
+     "from signalling an idle pool thread until it runs (a wake-up on another CPU)"},
+    {"platform.release_cpu", K_TIME, SK(release_cpu), "0", 0, 1e9,
+     "CPU a pool thread spends after writing the response before it is idle again (re-arm the "
+     "connection, take the pool's lock); it runs after the threads already waiting for a core"},
+    {"os.thread_create", K_TIME, SK(thread_create), "50us", 0, 1e9,
+     "CPU cost of creating an OS thread"},
+    {"os.stack_reserved", K_BYTES, SK(thread_stack_reserved), "1MiB", 4096, 1e10,
+     "address space reserved per OS thread (-Xss)"},
+    {"os.stack_rss", K_BYTES, SK(thread_stack_rss), "64KiB", 0, 1e10,
+     "memory committed per OS thread (touched stack, TLS, kernel)"},
+    {"platform.cpu_per_request", K_TIME, SK(cpu_per_request[0]), "0", 0, 1e9,
+     "platform: CPU per request beyond its program (accept, parse, answer)"},
+    {"platform.cpu_per_call", K_TIME, SK(cpu_per_call[0]), "0", 0, 1e9,
+     "platform: CPU per downstream call beyond its program (socket syscalls)"},
+    {"virtual.cpu_per_request", K_TIME, SK(cpu_per_request[1]), "0", 0, 1e9,
+     "virtual: CPU per request beyond its program"},
+    {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9,
+     "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
+    {"cpu.cache_pressure", K_DOUBLE, SK(cache_pressure), "0", 0, 1,
+     "the per-request, per-call and connect CPU grow by this fraction per request in service "
+     "(their state competes for the caches)"},
+    {"mem.base", K_BYTES, SK(mem_base), "0", 0, 1e12,
+     "process RSS with no load (for the predicted RSS)"},
+    {"mem.per_request", K_BYTES, SK(mem_per_request), "0", 0, 1e9,
+     "memory per request being served: buffers, a virtual thread's frames (predicted RSS)"},
+    {"mem.per_connection", K_BYTES, SK(mem_per_connection), "0", 0, 1e9,
+     "memory per open connection, served or queued (predicted RSS)"},
+    {"platform.max_threads", K_INT, SK(max_threads), "200", 1, 100000,
+     "Tomcat maxThreads: the pool's ceiling"},
+    {"platform.min_spare", K_INT, SK(min_spare), "10", 0, 100000,
+     "Tomcat minSpareThreads: threads created at start and never retired"},
+    {"platform.max_connections", K_INT, SK(max_connections), "8192", 1, 10000000,
+     "Tomcat maxConnections (both models)"},
+    {"platform.accept_count", K_INT, SK(accept_count), "100", 0, 10000000,
+     "Tomcat acceptCount: listen backlog beyond maxConnections (both models)"},
+    {"platform.max_queue", K_INT, SK(max_queue), "0", 0, 10000000,
+     "executor queue bound, 0 = unbounded as in Tomcat; beyond it 503"},
+    {"platform.idle_timeout", K_TIME, SK(idle_timeout), "60s", 1e6, 86400e9,
+     "a pool thread idle this long exits (down to min_spare)"},
+    {"virtual.parallelism", K_INT, SK(parallelism), "0", 0, 1024,
+     "carriers (0 = cores, as the JDK)"},
+    {"virtual.max_pool_size", K_INT, SK(max_pool_size), "256", 1, 32767,
+     "carriers at most, counting compensation for io()"},
+    {"virtual.create", K_TIME, SK(vt_create), "1us", 0, 1e9,
+     "CPU cost of starting a virtual thread"},
+    {"virtual.park", K_TIME, SK(vt_park), "1us", 0, 1e9,
+     "CPU cost of unmounting and parking (freezing the stack)"},
+    {"virtual.unpark", K_TIME, SK(vt_unpark), "1us", 0, 1e9,
+     "CPU cost of unparking and mounting again (thawing)"},
+    {"virtual.carrier_keepalive", K_TIME, SK(carrier_keepalive), "30s", 1e6, 86400e9,
+     "an idle compensating carrier exits after this"},
+    {"virtual.stack_bytes", K_BYTES, SK(vt_stack_bytes), "5KiB", 0, 1e9,
+     "heap memory per virtual thread (its stack chunks)"},
+    {"virtual.jep491", K_BOOL, SK(jep491), "0", 0, 1,
+     "1 = JDK 24: blocking in synchronized unmounts instead of pinning"},
     {"net.port_low", K_INT, SK(port_low), "32768", 1, 65535, "ephemeral port range, low end"},
     {"net.port_high", K_INT, SK(port_high), "60999", 1, 65535, "ephemeral port range, high end"},
-    {"net.time_wait", K_TIME, SK(time_wait), "60s", 0, 3600e9, "how long a closed connection's port stays in TIME_WAIT"},
-    {"net.connect_cpu", K_TIME, SK(connect_cpu), "0", 0, 1e9, "CPU a new TCP connection costs its caller (connect, close; set by calibration)"},
-    {"net.call_latency", K_DIST, SK(call_latency), "0", 0, 3600e9, "added to every downstream call: the network stack (loopback) and scheduling delays"},
-    {"net.tw_reuse", K_BOOL, SK(tw_reuse), "0", 0, 1, "1 = tcp_tw_reuse: a TIME_WAIT port older than 1 s may be reused"},
+    {"net.time_wait", K_TIME, SK(time_wait), "60s", 0, 3600e9,
+     "how long a closed connection's port stays in TIME_WAIT"},
+    {"net.connect_cpu", K_TIME, SK(connect_cpu), "0", 0, 1e9,
+     "CPU a new TCP connection costs its caller (connect, close; set by calibration)"},
+    {"net.call_latency", K_DIST, SK(call_latency), "0", 0, 3600e9,
+     "added to every downstream call: the network stack (loopback) and scheduling delays"},
+    {"net.tw_reuse", K_BOOL, SK(tw_reuse), "0", 0, 1,
+     "1 = tcp_tw_reuse: a TIME_WAIT port older than 1 s may be reused"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
 
 #define SVK(field) offsetof(struct service_cfg, field)
 static const struct scn_key svc_keys[] = {
-    {"latency", K_DIST, SVK(latency), "50ms", 0, 3600e9, "time the service takes to answer one call"},
-    {"limit", K_INT, SVK(limit), "0", 0, 10000000, "calls the service serves at once (0 = unlimited); more wait"},
-    {"pool", K_INT, SVK(pool), "10000", 0, 1000000, "keep-alive connections per model, opened on demand (0 = a new TCP connection per call)"},
-    {"connect_time", K_TIME, SVK(connect_time), "100us", 0, 1e10, "added to a call that opens a new TCP connection"},
-    {"timeout", K_TIME, SVK(timeout), "0", 0, 3600e9, "a call slower than this fails the request (0 = never)"},
+    {"latency", K_DIST, SVK(latency), "50ms", 0, 3600e9,
+     "time the service takes to answer one call"},
+    {"limit", K_INT, SVK(limit), "0", 0, 10000000,
+     "calls the service serves at once (0 = unlimited); more wait"},
+    {"pool", K_INT, SVK(pool), "10000", 0, 1000000,
+     "keep-alive connections per model, opened on demand (0 = a new TCP connection per call)"},
+    {"connect_time", K_TIME, SVK(connect_time), "100us", 0, 1e10,
+     "added to a call that opens a new TCP connection"},
+    {"timeout", K_TIME, SVK(timeout), "0", 0, 3600e9,
+     "a call slower than this fails the request (0 = never)"},
 };
 #define SVC_NKEYS (sizeof svc_keys / sizeof svc_keys[0])
 
@@ -1863,51 +2180,64 @@ static const struct scn_key svc_keys[] = {
 struct scn_src {
     const char *file;
     int line;
-    char *err;     /* message buffer */
+    char *err; /* message buffer */
     size_t errlen;
 };
 
-static int scn_fail(const struct scn_src *src, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int scn_fail(const struct scn_src *src, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int scn_fail(const struct scn_src *src, const char *fmt, ...)
 {
     int n = src->line > 0 ? snprintf(src->err, src->errlen, "%s:%d: ", src->file, src->line)
                           : snprintf(src->err, src->errlen, "%s: ", src->file);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < src->errlen) vsnprintf(src->err + n, src->errlen - (size_t)n, fmt, ap);
+    if (n >= 0 && (size_t)n < src->errlen)
+        vsnprintf(src->err + n, src->errlen - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
 }
 
 static const char *scn_skip_space(const char *p)
 {
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+        p++;
     return p;
 }
 
 /* A number followed by a unit from `units`; *end is left after the unit. */
-struct unit { const char *name; double scale; };
-static const struct unit time_units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"min", 60e9}, {0, 0}};
-static const struct unit byte_units[] = {{"B", 1}, {"KiB", 1024}, {"MiB", 1048576}, {"GiB", 1073741824.0},
-                                         {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {0, 0}};
+struct unit {
+    const char *name;
+    double scale;
+};
+static const struct unit time_units[] = {{"ns", 1},  {"us", 1e3},   {"ms", 1e6},
+                                         {"s", 1e9}, {"min", 60e9}, {0, 0}};
+static const struct unit byte_units[] = {
+    {"B", 1},    {"KiB", 1024}, {"MiB", 1048576}, {"GiB", 1073741824.0},
+    {"KB", 1e3}, {"MB", 1e6},   {"GB", 1e9},      {0, 0}};
 
 static int scn_number_unit(const char *p, const char **end, const struct unit *units, double *out)
 {
     char *e;
     errno = 0;
     double v = strtod(p, &e);
-    if (e == p || errno || !isfinite(v)) return -1;
+    if (e == p || errno || !isfinite(v))
+        return -1;
     const char *u = e;
     size_t len = 0;
-    while (isalpha((unsigned char)u[len])) len++;
+    while (isalpha((unsigned char)u[len]))
+        len++;
     if (len == 0) {
-        if (v != 0) return -1; /* only 0 may omit its unit */
-        *out = 0, *end = u;
+        if (v != 0)
+            return -1; /* only 0 may omit its unit */
+        *out = 0;
+        *end = u;
         return 0;
     }
     for (const struct unit *un = units; un->name; un++)
         if (strlen(un->name) == len && strncmp(un->name, u, len) == 0) {
-            *out = v * un->scale, *end = u + len;
+            *out = v * un->scale;
+            *end = u + len;
             return 0;
         }
     return -1;
@@ -1917,126 +2247,164 @@ static int scn_time(const struct scn_src *src, const char *p, const char **end, 
 {
     if (scn_number_unit(scn_skip_space(p), end, time_units, ns) < 0)
         return scn_fail(src, "bad time '%.40s' (want e.g. 250us, 50ms, 1.5s)", scn_skip_space(p));
-    if (*ns < 0) return scn_fail(src, "negative time '%.40s'", scn_skip_space(p));
+    if (*ns < 0)
+        return scn_fail(src, "negative time '%.40s'", scn_skip_space(p));
     return 0;
 }
 
 /* dist := TIME | const(TIME) | uniform(TIME, TIME) | exp(TIME) | lognormal(TIME, TIME) */
 static int scn_dist(const struct scn_src *src, const char *p, const char **end, struct dist *d)
 {
-    static const struct { const char *name; uint8_t shape, nargs; } forms[] = {
-        {"const", DIST_CONST, 1}, {"uniform", DIST_UNIFORM, 2}, {"exp", DIST_EXP, 1}, {"lognormal", DIST_LOGNORMAL, 2}};
+    static const struct {
+        const char *name;
+        uint8_t shape, nargs;
+    } forms[] = {{"const", DIST_CONST, 1},
+                 {"uniform", DIST_UNIFORM, 2},
+                 {"exp", DIST_EXP, 1},
+                 {"lognormal", DIST_LOGNORMAL, 2}};
     p = scn_skip_space(p);
     if (isdigit((unsigned char)*p) || *p == '.') {
         double v;
-        if (scn_time(src, p, end, &v) < 0) return -1;
+        if (scn_time(src, p, end, &v) < 0)
+            return -1;
         *d = (struct dist){DIST_CONST, v, 0};
         return 0;
     }
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         size_t n = strlen(forms[f].name);
-        if (strncmp(p, forms[f].name, n) != 0 || *scn_skip_space(p + n) != '(') continue;
+        if (strncmp(p, forms[f].name, n) != 0 || *scn_skip_space(p + n) != '(')
+            continue;
         double arg[2] = {0, 0};
         const char *q = scn_skip_space(p + n) + 1;
         for (int i = 0; i < forms[f].nargs; i++) {
             if (i > 0) {
                 q = scn_skip_space(q);
-                if (*q != ',') return scn_fail(src, "%s() takes %d times", forms[f].name, forms[f].nargs);
+                if (*q != ',')
+                    return scn_fail(src, "%s() takes %d times", forms[f].name, forms[f].nargs);
                 q++;
             }
-            if (scn_time(src, q, &q, &arg[i]) < 0) return -1;
+            if (scn_time(src, q, &q, &arg[i]) < 0)
+                return -1;
         }
         q = scn_skip_space(q);
-        if (*q != ')') return scn_fail(src, "%s() takes %d time%s, then ')'", forms[f].name, forms[f].nargs,
-                                       forms[f].nargs > 1 ? "s" : "");
+        if (*q != ')')
+            return scn_fail(src, "%s() takes %d time%s, then ')'", forms[f].name, forms[f].nargs,
+                            forms[f].nargs > 1 ? "s" : "");
         *end = q + 1;
         d->shape = forms[f].shape;
         if (d->shape == DIST_LOGNORMAL) {
             if (arg[0] <= 0 || arg[1] < arg[0])
                 return scn_fail(src, "lognormal(p50, p99) needs 0 < p50 <= p99");
-            d->a = log(arg[0]), d->b = (log(arg[1]) - log(arg[0])) / Z99;
+            d->a = log(arg[0]);
+            d->b = (log(arg[1]) - log(arg[0])) / Z99;
         } else {
             if (d->shape == DIST_UNIFORM && arg[1] < arg[0])
                 return scn_fail(src, "uniform(low, high) needs low <= high");
-            d->a = arg[0], d->b = arg[1];
+            d->a = arg[0];
+            d->b = arg[1];
         }
         return 0;
     }
-    return scn_fail(src, "bad distribution '%.40s' (want 5ms, uniform(a,b), exp(mean), lognormal(p50,p99))", p);
+    return scn_fail(
+        src, "bad distribution '%.40s' (want 5ms, uniform(a,b), exp(mean), lognormal(p50,p99))", p);
 }
 
 static int scn_find_service(struct scenario *s, const char *name, size_t len, int create)
 {
     for (int i = 0; i < s->nsvc; i++)
-        if (strlen(s->svc[i].name) == len && strncmp(s->svc[i].name, name, len) == 0) return i;
-    if (!create || s->nsvc == MAX_SERVICES || len == 0 || len >= sizeof s->svc[0].name) return -1;
+        if (strlen(s->svc[i].name) == len && strncmp(s->svc[i].name, name, len) == 0)
+            return i;
+    if (!create || s->nsvc == MAX_SERVICES || len == 0 || len >= sizeof s->svc[0].name)
+        return -1;
     return s->nsvc++;
 }
 
 static int scn_ident(const char *p)
 {
     int n = 0;
-    while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '-') n++;
+    while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '-')
+        n++;
     return n;
 }
 
 /* Recursive descent over the program grammar; appends steps to s->prog. */
-static int scn_program_items(struct scenario *s, const struct scn_src *src, const char **pp, int depth);
+static int scn_program_items(struct scenario *s, const struct scn_src *src, const char **pp,
+                             int depth);
 
 static int scn_emit(struct scenario *s, const struct scn_src *src, struct step step)
 {
-    if (s->nsteps == MAX_STEPS) return scn_fail(src, "program longer than %d steps", MAX_STEPS);
+    if (s->nsteps == MAX_STEPS)
+        return scn_fail(src, "program longer than %d steps", MAX_STEPS);
     s->prog[s->nsteps++] = step;
     return 0;
 }
 
-static int scn_program_item(struct scenario *s, const struct scn_src *src, const char **pp, int depth)
+static int scn_program_item(struct scenario *s, const struct scn_src *src, const char **pp,
+                            int depth)
 {
     const char *p = scn_skip_space(*pp);
     int n = scn_ident(p), first = s->nsteps;
     struct step step = {0};
     if (n == 4 && strncmp(p, "sync", 4) == 0) {
         p = scn_skip_space(p + 4);
-        if (*p != '{') return scn_fail(src, "sync needs '{'");
+        if (*p != '{')
+            return scn_fail(src, "sync needs '{'");
         p++;
-        if (depth > 8) return scn_fail(src, "sync nested too deep");
-        if (scn_emit(s, src, (struct step){.op = OP_SYNC_BEGIN}) < 0) return -1;
-        if (scn_program_items(s, src, &p, depth + 1) < 0) return -1;
+        if (depth > 8)
+            return scn_fail(src, "sync nested too deep");
+        if (scn_emit(s, src, (struct step){.op = OP_SYNC_BEGIN}) < 0)
+            return -1;
+        if (scn_program_items(s, src, &p, depth + 1) < 0)
+            return -1;
         p = scn_skip_space(p);
-        if (*p != '}') return scn_fail(src, "sync block not closed with '}'");
+        if (*p != '}')
+            return scn_fail(src, "sync block not closed with '}'");
         p++;
-        if (scn_emit(s, src, (struct step){.op = OP_SYNC_END}) < 0) return -1;
-    } else if ((n == 3 && (!strncmp(p, "cpu", 3) || !strncmp(p, "par", 3))) || (n == 2 && !strncmp(p, "io", 2)) ||
-               (n == 4 && !strncmp(p, "call", 4))) {
+        if (scn_emit(s, src, (struct step){.op = OP_SYNC_END}) < 0)
+            return -1;
+    } else if ((n == 3 && (!strncmp(p, "cpu", 3) || !strncmp(p, "par", 3))) ||
+               (n == 2 && !strncmp(p, "io", 2)) || (n == 4 && !strncmp(p, "call", 4))) {
         const char *word = p;
         p = scn_skip_space(p + n);
-        if (*p != '(') return scn_fail(src, "%.*s needs '('", n, word);
+        if (*p != '(')
+            return scn_fail(src, "%.*s needs '('", n, word);
         p++;
-        if (*word == 'c' && word[1] == 'p' ) step.op = OP_CPU;
-        else if (*word == 'i') step.op = OP_IO;
-        else step.op = *word == 'p' ? OP_PAR : OP_CALL;
+        if (*word == 'c' && word[1] == 'p')
+            step.op = OP_CPU;
+        else if (*word == 'i')
+            step.op = OP_IO;
+        else
+            step.op = *word == 'p' ? OP_PAR : OP_CALL;
         if (step.op == OP_CPU || step.op == OP_IO) {
-            if (scn_dist(src, p, &p, &step.d) < 0) return -1;
+            if (scn_dist(src, p, &p, &step.d) < 0)
+                return -1;
         } else {
             for (;;) {
                 p = scn_skip_space(p);
                 int len = scn_ident(p);
-                if (len == 0) return scn_fail(src, "%.*s() needs a service name", n, word);
+                if (len == 0)
+                    return scn_fail(src, "%.*s() needs a service name", n, word);
                 if (step.nsvc == MAX_PAR || (step.op == OP_CALL && step.nsvc == 1))
                     return scn_fail(src, "too many services in %.*s()", n, word);
                 int k = scn_find_service(s, p, (size_t)len, 1);
-                if (k < 0) return scn_fail(src, "too many services (at most %d) or bad name '%.*s'", MAX_SERVICES, len, p);
-                if (!s->svc[k].name[0]) memcpy(s->svc[k].name, p, (size_t)len);
+                if (k < 0)
+                    return scn_fail(src, "too many services (at most %d) or bad name '%.*s'",
+                                    MAX_SERVICES, len, p);
+                if (!s->svc[k].name[0])
+                    memcpy(s->svc[k].name, p, (size_t)len);
                 step.svc[step.nsvc++] = (uint8_t)k;
                 p = scn_skip_space(p + len);
-                if (*p != ',') break;
+                if (*p != ',')
+                    break;
                 p++;
             }
         }
         p = scn_skip_space(p);
-        if (*p != ')') return scn_fail(src, "expected ')' at '%.20s'", p);
+        if (*p != ')')
+            return scn_fail(src, "expected ')' at '%.20s'", p);
         p++;
-        if (scn_emit(s, src, step) < 0) return -1;
+        if (scn_emit(s, src, step) < 0)
+            return -1;
     } else {
         return scn_fail(src, "unknown program step '%.20s' (want cpu, call, par, io, sync)", p);
     }
@@ -2044,23 +2412,30 @@ static int scn_program_item(struct scenario *s, const struct scn_src *src, const
     if (*p == '*') { /* item*COUNT repeats the steps just emitted */
         char *e;
         long count = strtol(p + 1, &e, 10);
-        if (e == p + 1 || count < 1 || count > MAX_STEPS) return scn_fail(src, "bad repeat count after '*'");
+        if (e == p + 1 || count < 1 || count > MAX_STEPS)
+            return scn_fail(src, "bad repeat count after '*'");
         int len = s->nsteps - first;
         for (long c = 1; c < count; c++)
             for (int i = 0; i < len; i++)
-                if (scn_emit(s, src, s->prog[first + i]) < 0) return -1;
+                if (scn_emit(s, src, s->prog[first + i]) < 0)
+                    return -1;
         p = e;
     }
     *pp = p;
     return 0;
 }
 
-static int scn_program_items(struct scenario *s, const struct scn_src *src, const char **pp, int depth)
+static int scn_program_items(struct scenario *s, const struct scn_src *src, const char **pp,
+                             int depth)
 {
     for (;;) {
         const char *p = scn_skip_space(*pp);
-        if (*p == 0 || *p == '}') { *pp = p; return 0; }
-        if (scn_program_item(s, src, pp, depth) < 0) return -1;
+        if (*p == 0 || *p == '}') {
+            *pp = p;
+            return 0;
+        }
+        if (scn_program_item(s, src, pp, depth) < 0)
+            return -1;
     }
 }
 
@@ -2068,14 +2443,18 @@ static int scn_program(struct scenario *s, const struct scn_src *src, const char
 {
     s->nsteps = 0;
     const char *p = text;
-    if (scn_program_items(s, src, &p, 0) < 0) return -1;
-    if (*p == '}') return scn_fail(src, "'}' without sync {");
-    if (s->nsteps == 0) return scn_fail(src, "empty program");
+    if (scn_program_items(s, src, &p, 0) < 0)
+        return -1;
+    if (*p == '}')
+        return scn_fail(src, "'}' without sync {");
+    if (s->nsteps == 0)
+        return scn_fail(src, "empty program");
     return 0;
 }
 
 /* Parse one value of a key into `base + key->off`. */
-static int scn_value(struct scenario *s, void *base, const struct scn_key *k, const char *v, const struct scn_src *src)
+static int scn_value(struct scenario *s, void *base, const struct scn_key *k, const char *v,
+                     const struct scn_src *src)
 {
     void *field = (char *)base + k->off;
     const char *end = v;
@@ -2084,19 +2463,23 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
     switch (k->type) {
     case K_STR: {
         size_t cap = k->off == SK(program_text) ? sizeof s->program_text : sizeof s->name;
-        if (strlen(v) >= cap) return scn_fail(src, "%s: value longer than %zu characters", k->name, cap - 1);
+        if (strlen(v) >= cap)
+            return scn_fail(src, "%s: value longer than %zu characters", k->name, cap - 1);
         strcpy(field, v);
         return 0;
     }
     case K_PROGRAM:
-        if (strlen(v) >= sizeof s->program_text) return scn_fail(src, "program longer than %zu characters", sizeof s->program_text - 1);
+        if (strlen(v) >= sizeof s->program_text)
+            return scn_fail(src, "program longer than %zu characters", sizeof s->program_text - 1);
         strcpy(s->program_text, v);
         return scn_program(s, src, v);
     case K_DIST:
-        if (scn_dist(src, v, &end, field) < 0) return -1;
+        if (scn_dist(src, v, &end, field) < 0)
+            return -1;
         break;
     case K_TIME:
-        if (scn_time(src, v, &end, &x) < 0) return -1;
+        if (scn_time(src, v, &end, &x) < 0)
+            return -1;
         break;
     case K_BYTES:
         if (scn_number_unit(v, &end, byte_units, &x) < 0)
@@ -2104,34 +2487,53 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
         break;
     case K_U64:
         errno = 0;
-        if (*v == '-') return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
+        if (*v == '-')
+            return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
         *(uint64_t *)field = strtoull(v, &e, 0);
-        if (e == v || errno) return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
+        if (e == v || errno)
+            return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
         end = e;
         break;
     default: /* K_INT, K_LONG, K_DOUBLE, K_BOOL */
         errno = 0;
         x = strtod(v, &e);
-        if (e == v || errno || !isfinite(x)) return scn_fail(src, "%s: '%s' is not a number", k->name, v);
-        if (k->type != K_DOUBLE && x != floor(x)) return scn_fail(src, "%s: '%s' is not a whole number", k->name, v);
+        if (e == v || errno || !isfinite(x))
+            return scn_fail(src, "%s: '%s' is not a number", k->name, v);
+        if (k->type != K_DOUBLE && x != floor(x))
+            return scn_fail(src, "%s: '%s' is not a whole number", k->name, v);
         end = e;
         break;
     }
-    if (*scn_skip_space(end)) return scn_fail(src, "%s: unexpected '%s' after the value", k->name, scn_skip_space(end));
+    if (*scn_skip_space(end))
+        return scn_fail(src, "%s: unexpected '%s' after the value", k->name, scn_skip_space(end));
     if (k->type == K_DIST) {
         const struct dist *d = field;
-        x = d->shape == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b) : d->shape == DIST_UNIFORM ? d->b : d->a;
+        x = d->shape == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b)
+            : d->shape == DIST_UNIFORM ? d->b
+                                       : d->a;
     }
     if (k->type != K_U64 && k->type != K_STR && (x < k->min || x > k->max))
         return scn_fail(src, "%s: %s is out of range [%g, %g]%s", k->name, v, k->min, k->max,
                         k->type == K_TIME || k->type == K_DIST ? " ns" : "");
     switch (k->type) {
-    case K_INT: case K_BOOL: *(int *)field = (int)x; break;
-    case K_LONG: *(long *)field = (long)x; break;
-    case K_DOUBLE: *(double *)field = x; break;
-    case K_TIME: *(simtime *)field = (simtime)(x + 0.5); break;
-    case K_BYTES: *(long *)field = (long)x; break;
-    default: break;
+    case K_INT:
+    case K_BOOL:
+        *(int *)field = (int)x;
+        break;
+    case K_LONG:
+        *(long *)field = (long)x;
+        break;
+    case K_DOUBLE:
+        *(double *)field = x;
+        break;
+    case K_TIME:
+        *(simtime *)field = (simtime)(x + 0.5);
+        break;
+    case K_BYTES:
+        *(long *)field = (long)x;
+        break;
+    default:
+        break;
     }
     return 0;
 }
@@ -2140,13 +2542,16 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
 static void scn_service_defaults(struct service_cfg *c);
 
 /* Set `key` to `value`: the one entry point for files, defaults and --set. */
-static int scn_set(struct scenario *s, const char *key, const char *value, const struct scn_src *src)
+static int scn_set(struct scenario *s, const char *key, const char *value,
+                   const struct scn_src *src)
 {
     if (strncmp(key, "service.", 8) == 0) {
         const char *name = key + 8, *dot = strrchr(name, '.');
-        if (!dot || dot == name) return scn_fail(src, "'%s': want service.NAME.KEY", key);
+        if (!dot || dot == name)
+            return scn_fail(src, "'%s': want service.NAME.KEY", key);
         int len = scn_ident(name);
-        if (name + len != dot) return scn_fail(src, "'%s': bad service name", key);
+        if (name + len != dot)
+            return scn_fail(src, "'%s': bad service name", key);
         int i = scn_find_service(s, name, (size_t)len, 0);
         if (i < 0) {
             if ((i = scn_find_service(s, name, (size_t)len, 1)) < 0)
@@ -2154,11 +2559,16 @@ static int scn_set(struct scenario *s, const char *key, const char *value, const
             memcpy(s->svc[i].name, name, (size_t)len);
         }
         for (size_t k = 0; k < SVC_NKEYS; k++)
-            if (strcmp(dot + 1, svc_keys[k].name) == 0) return scn_value(s, &s->svc[i], &svc_keys[k], value, src);
-        return scn_fail(src, "unknown service key '%s' (service keys: latency, limit, pool, connect_time, timeout)", dot + 1);
+            if (strcmp(dot + 1, svc_keys[k].name) == 0)
+                return scn_value(s, &s->svc[i], &svc_keys[k], value, src);
+        return scn_fail(
+            src,
+            "unknown service key '%s' (service keys: latency, limit, pool, connect_time, timeout)",
+            dot + 1);
     }
     for (size_t k = 0; k < SCN_NKEYS; k++)
-        if (strcmp(key, scn_keys[k].name) == 0) return scn_value(s, s, &scn_keys[k], value, src);
+        if (strcmp(key, scn_keys[k].name) == 0)
+            return scn_value(s, s, &scn_keys[k], value, src);
     return scn_fail(src, "unknown key '%s' (./sim --keys lists them)", key);
 }
 
@@ -2166,7 +2576,8 @@ static void scn_service_defaults(struct service_cfg *c)
 {
     char err[64];
     struct scn_src src = {"<defaults>", 0, err, sizeof err};
-    for (size_t k = 0; k < SVC_NKEYS; k++) scn_value(NULL, c, &svc_keys[k], svc_keys[k].def, &src);
+    for (size_t k = 0; k < SVC_NKEYS; k++)
+        scn_value(NULL, c, &svc_keys[k], svc_keys[k].def, &src);
 }
 
 static void scn_defaults(struct scenario *s)
@@ -2175,26 +2586,35 @@ static void scn_defaults(struct scenario *s)
     struct scn_src src = {"<defaults>", 0, err, sizeof err};
     memset(s, 0, sizeof *s);
     for (size_t k = 0; k < SCN_NKEYS; k++)
-        if (scn_value(s, s, &scn_keys[k], scn_keys[k].def, &src) < 0) { fprintf(stderr, "sim: bug: %s\n", err); abort(); }
-    for (int i = 0; i < MAX_SERVICES; i++) scn_service_defaults(&s->svc[i]);
+        if (scn_value(s, s, &scn_keys[k], scn_keys[k].def, &src) < 0) {
+            fprintf(stderr, "sim: bug: %s\n", err);
+            abort();
+        }
+    for (int i = 0; i < MAX_SERVICES; i++)
+        scn_service_defaults(&s->svc[i]);
 }
 
 /* Split "key = value" (or "key=value"), trimming blanks. Returns 0, or -1 if no '='. */
 static int scn_split(char *line, char **key, char **value)
 {
     char *eq = strchr(line, '=');
-    if (!eq) return -1;
+    if (!eq)
+        return -1;
     *eq = 0;
     char *k = (char *)scn_skip_space(line), *v = (char *)scn_skip_space(eq + 1);
-    for (char *t = eq - 1; t >= k && isspace((unsigned char)*t); t--) *t = 0;
-    for (char *t = v + strlen(v) - 1; t >= v && isspace((unsigned char)*t); t--) *t = 0;
-    *key = k, *value = v;
+    for (char *t = eq - 1; t >= k && isspace((unsigned char)*t); t--)
+        *t = 0;
+    for (char *t = v + strlen(v) - 1; t >= v && isspace((unsigned char)*t); t--)
+        *t = 0;
+    *key = k;
+    *value = v;
     return 0;
 }
 
 /* Read scenario text from `f` (named `name` in messages) over the defaults already in *s.
  * With `seen`, the keys it sets are appended there, comma-separated (calibration files). */
-static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, size_t seenlen, char *err, size_t errlen)
+static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, size_t seenlen,
+                    char *err, size_t errlen)
 {
     struct scn_src src = {name, 0, err, errlen};
     char line[1024];
@@ -2203,12 +2623,17 @@ static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, s
         size_t len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f))
             return scn_fail(&src, "line longer than %zu characters", sizeof line - 2);
-        if (memchr(line, 0, len + 1) != line + len) return scn_fail(&src, "NUL byte in the line");
+        if (memchr(line, 0, len + 1) != line + len)
+            return scn_fail(&src, "NUL byte in the line");
         char *hash = strchr(line, '#'), *key, *value;
-        if (hash) *hash = 0;
-        if (*scn_skip_space(line) == 0) continue;
-        if (scn_split(line, &key, &value) < 0) return scn_fail(&src, "expected 'key = value'");
-        if (scn_set(s, key, value, &src) < 0) return -1;
+        if (hash)
+            *hash = 0;
+        if (*scn_skip_space(line) == 0)
+            continue;
+        if (scn_split(line, &key, &value) < 0)
+            return scn_fail(&src, "expected 'key = value'");
+        if (scn_set(s, key, value, &src) < 0)
+            return -1;
         if (seen && !strstr(seen, key)) {
             size_t used = strlen(seen);
             snprintf(seen + used, seenlen - used, "%s%s", used ? ", " : "", key);
@@ -2217,7 +2642,8 @@ static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, s
     return 0;
 }
 
-static int scn_load_keys(struct scenario *s, const char *path, char *seen, size_t seenlen, char *err, size_t errlen)
+static int scn_load_keys(struct scenario *s, const char *path, char *seen, size_t seenlen,
+                         char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -2238,17 +2664,27 @@ static int scn_load(struct scenario *s, const char *path, char *err, size_t errl
 static int scn_finish(struct scenario *s, const char *where, char *err, size_t errlen)
 {
     struct scn_src src = {where, 0, err, errlen};
-    if (s->warmup >= s->duration) return scn_fail(&src, "warmup must be shorter than duration");
-    if (s->users == 0 && s->rate <= 0) return scn_fail(&src, "no load: set users > 0 (closed loop) or rate > 0 (open loop)");
-    if (s->users > 0 && s->rate > 0) return scn_fail(&src, "set users (closed loop) or rate (open loop), not both");
-    if (s->min_spare > s->max_threads) return scn_fail(&src, "platform.min_spare exceeds platform.max_threads");
-    if (s->port_low > s->port_high) return scn_fail(&src, "net.port_low exceeds net.port_high");
-    if (s->rate * (double)s->duration / SEC > 2e9) return scn_fail(&src, "rate x duration exceeds 2e9 requests");
-    if (s->parallelism == 0) s->parallelism = s->cores;
-    if (s->max_pool_size < s->parallelism) return scn_fail(&src, "virtual.max_pool_size is below virtual.parallelism");
+    if (s->warmup >= s->duration)
+        return scn_fail(&src, "warmup must be shorter than duration");
+    if (s->users == 0 && s->rate <= 0)
+        return scn_fail(&src, "no load: set users > 0 (closed loop) or rate > 0 (open loop)");
+    if (s->users > 0 && s->rate > 0)
+        return scn_fail(&src, "set users (closed loop) or rate (open loop), not both");
+    if (s->min_spare > s->max_threads)
+        return scn_fail(&src, "platform.min_spare exceeds platform.max_threads");
+    if (s->port_low > s->port_high)
+        return scn_fail(&src, "net.port_low exceeds net.port_high");
+    if (s->rate * (double)s->duration / SEC > 2e9)
+        return scn_fail(&src, "rate x duration exceeds 2e9 requests");
+    if (s->parallelism == 0)
+        s->parallelism = s->cores;
+    if (s->max_pool_size < s->parallelism)
+        return scn_fail(&src, "virtual.max_pool_size is below virtual.parallelism");
     int depth = 0;
-    for (int i = 0; i < s->nsteps; i++) depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
-    if (depth) return scn_fail(&src, "program: unbalanced sync { }");
+    for (int i = 0; i < s->nsteps; i++)
+        depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
+    if (depth)
+        return scn_fail(&src, "program: unbalanced sync { }");
     return 0;
 }
 
@@ -2260,10 +2696,13 @@ static void scn_print_keys(FILE *out)
         fprintf(out, "  %-26s %-12s %s\n", scn_keys[k].name, scn_keys[k].def, scn_keys[k].doc);
     fprintf(out, "\nPer downstream service NAME (declared by using it):\n\n");
     for (size_t k = 0; k < SVC_NKEYS; k++)
-        fprintf(out, "  service.NAME.%-13s %-12s %s\n", svc_keys[k].name, svc_keys[k].def, svc_keys[k].doc);
-    fprintf(out, "\nValues: times 250ns 20us 50ms 1.5s; sizes 64KiB 1MiB; distributions 5ms, uniform(a,b),\n"
-                 "exp(mean), lognormal(p50,p99). Program: cpu(DIST) call(NAME) par(A,B,..) io(DIST)\n"
-                 "sync { ... } and item*COUNT, e.g. `program = cpu(100us) call(A)*3`.\n");
+        fprintf(out, "  service.NAME.%-13s %-12s %s\n", svc_keys[k].name, svc_keys[k].def,
+                svc_keys[k].doc);
+    fprintf(
+        out,
+        "\nValues: times 250ns 20us 50ms 1.5s; sizes 64KiB 1MiB; distributions 5ms, uniform(a,b),\n"
+        "exp(mean), lognormal(p50,p99). Program: cpu(DIST) call(NAME) par(A,B,..) io(DIST)\n"
+        "sync { ... } and item*COUNT, e.g. `program = cpu(100us) call(A)*3`.\n");
 }
 
 /* ==== Part IV. Reports and instruments ==== */
@@ -2295,7 +2734,8 @@ static void rep_result(const struct model *m, struct result *r)
     r->cpu_util = (double)stats->busy_ns / ((double)s->cores * (double)s->duration);
     r->arrived = (double)stats->arrived;
     r->completed = (double)stats->completed;
-    for (int k = 0; k < FAIL_N; k++) r->failed += (double)stats->failed[k], r->failed_by_reason[k] = (double)stats->failed[k];
+    for (int k = 0; k < FAIL_N; k++)
+        r->failed += (double)stats->failed[k], r->failed_by_reason[k] = (double)stats->failed[k];
     r->in_flight = m->in_flight;
     r->peak_os_threads = stats->peak_os_threads;
     r->peak_blocked = stats->peak_blocked;
@@ -2311,7 +2751,8 @@ static void rep_result(const struct model *m, struct result *r)
     r->thread_creations = (double)stats->thread_creations;
     r->parks = (double)stats->parks;
     r->events = (double)stats->events;
-    for (int i = 0; i < s->nsvc; i++) r->conns_opened += (double)m->svc[i].opened;
+    for (int i = 0; i < s->nsvc; i++)
+        r->conns_opened += (double)m->svc[i].opened;
 }
 
 /* One row per figure: the text table, JSON and CSV are all generated from this table. */
@@ -2354,13 +2795,18 @@ static const struct rep_row rep_rows[] = {
 };
 #define REP_NROWS (sizeof rep_rows / sizeof rep_rows[0])
 
-static double rep_get(const struct result *r, const struct rep_row *row) { return *(const double *)((const char *)r + row->off); }
+static double rep_get(const struct result *r, const struct rep_row *row)
+{
+    return *(const double *)((const char *)r + row->off);
+}
 
 /* A number for people: thousands separated, fixed decimals per format. */
 static void rep_human(char *buf, size_t len, double v, int fmt)
 {
-    if (fmt == R_MIB) v /= 1048576.0;
-    if (fmt == R_PCT) v *= 100;
+    if (fmt == R_MIB)
+        v /= 1048576.0;
+    if (fmt == R_PCT)
+        v *= 100;
     int decimals = fmt == R_INT ? 0 : fmt == R_MS ? 2 : 1;
     char raw[64];
     snprintf(raw, sizeof raw, "%.*f", decimals, v);
@@ -2368,7 +2814,8 @@ static void rep_human(char *buf, size_t len, double v, int fmt)
     int digits = (int)(end - raw) - (raw[0] == '-'), o = 0;
     for (const char *p = raw; *p && o < (int)len - 1; p++) {
         buf[o++] = *p;
-        if (p < end - 1 && *p != '-' && --digits > 0 && digits % 3 == 0 && o < (int)len - 1) buf[o++] = ',';
+        if (p < end - 1 && *p != '-' && --digits > 0 && digits % 3 == 0 && o < (int)len - 1)
+            buf[o++] = ',';
     }
     buf[o] = 0;
 }
@@ -2379,32 +2826,40 @@ static double rep_ideal_rps(const struct scenario *s)
     double r0 = 0;
     for (int i = 0; i < s->nsteps; i++) {
         const struct step *step = &s->prog[i];
-        if (step->op == OP_CPU || step->op == OP_IO) r0 += dist_mean(&step->d);
+        if (step->op == OP_CPU || step->op == OP_IO)
+            r0 += dist_mean(&step->d);
         if (step->op == OP_CALL || step->op == OP_PAR) {
             double longest = 0; /* the mean of a maximum is more; this is a bound */
             for (int k = 0; k < step->nsvc; k++) {
                 double mean = dist_mean(&s->svc[step->svc[k]].latency);
-                if (mean > longest) longest = mean;
+                if (mean > longest)
+                    longest = mean;
             }
             r0 += longest;
         }
     }
-    if (s->users == 0) return s->rate;
+    if (s->users == 0)
+        return s->rate;
     return (double)s->users / ((r0 + dist_mean(&s->think)) / SEC);
 }
 
-static void rep_text(FILE *out, const struct scenario *s, const char *path, const struct result res[MODEL_N])
+static void rep_text(FILE *out, const struct scenario *s, const char *path,
+                     const struct result res[MODEL_N])
 {
     char a[32], b[32];
     fprintf(out, "Loom Lab simulation: %s (%s, seed %" PRIu64 ")\n", s->name, path, s->seed);
-    if (s->users) fprintf(out, "  %ld users closed loop, think %.1f ms, ", s->users, dist_mean(&s->think) / 1e6);
-    else fprintf(out, "  open loop %.1f req/s, ", s->rate);
+    if (s->users)
+        fprintf(out, "  %ld users closed loop, think %.1f ms, ", s->users,
+                dist_mean(&s->think) / 1e6);
+    else
+        fprintf(out, "  open loop %.1f req/s, ", s->rate);
     fprintf(out, "%d cores, %.1f s simulated (statistics after %.1f s)\n", s->cores,
             (double)s->duration / SEC, (double)s->warmup / SEC);
     fprintf(out, "  program: %s\n", s->program_text);
-    fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n", s->max_threads,
-            s->min_spare, s->parallelism);
-    if (s->calibrated[0]) fprintf(out, "  from calibration: %s\n", s->calibrated);
+    fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n",
+            s->max_threads, s->min_spare, s->parallelism);
+    if (s->calibrated[0])
+        fprintf(out, "  from calibration: %s\n", s->calibrated);
     fputc('\n', out);
     fprintf(out, "  %-30s %14s %14s %10s\n", "", "platform", "virtual", "v / p");
     for (size_t i = 0; i < REP_NROWS; i++) {
@@ -2413,17 +2868,22 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
         rep_human(a, sizeof a, p, row->fmt);
         rep_human(b, sizeof b, v, row->fmt);
         fprintf(out, "  %-30s %14s %14s", row->label, a, b);
-        if (p > 0 && row->fmt != R_INT) fprintf(out, " %9.2fx", v / p);
-        else if (p > 0 && v > 0) fprintf(out, " %9.2fx", v / p);
+        if (p > 0 && row->fmt != R_INT)
+            fprintf(out, " %9.2fx", v / p);
+        else if (p > 0 && v > 0)
+            fprintf(out, " %9.2fx", v / p);
         fputc('\n', out);
     }
     for (int k = 0; k < FAIL_N; k++)
         if (res[0].failed_by_reason[k] > 0 || res[1].failed_by_reason[k] > 0)
-            fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_by_reason[k], res[1].failed_by_reason[k], fail_docs[k]);
+            fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
+                    res[1].failed_by_reason[k], fail_docs[k]);
     double ideal = rep_ideal_rps(s);
     rep_human(a, sizeof a, ideal, R_RATE);
-    fprintf(out, "\n  Little's-law ideal (no queueing): %s req/s;  achieved: platform %.0f%%, virtual %.0f%%\n", a,
-            100 * res[0].throughput_rps / ideal, 100 * res[1].throughput_rps / ideal);
+    fprintf(out,
+            "\n  Little's-law ideal (no queueing): %s req/s;  achieved: platform %.0f%%, virtual "
+            "%.0f%%\n",
+            a, 100 * res[0].throughput_rps / ideal, 100 * res[1].throughput_rps / ideal);
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -2431,15 +2891,18 @@ static void rep_json_string(FILE *out, const char *str)
 {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)str; *p; p++)
-        if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
-        else if (*p < 0x20) fprintf(out, "\\u%04x", *p);
-        else fputc(*p, out);
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
     fputc('"', out);
 }
 
 /* JSON for machines. Keys with a '.' open a sub-object; rows sharing a prefix are adjacent. */
-static void rep_json(FILE *out, const struct scenario *s, const char *path, const struct result res[MODEL_N],
-                     double wall_s, long peak_rss)
+static void rep_json(FILE *out, const struct scenario *s, const char *path,
+                     const struct result res[MODEL_N], double wall_s, long peak_rss)
 {
     double events = res[0].events + res[1].events;
     fputs("{\n  \"scenario\": ", out);
@@ -2447,7 +2910,9 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     fputs(",\n  \"name\": ", out);
     rep_json_string(out, s->name);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
-    fprintf(out, "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, \"peak_rss_bytes\": %ld},\n",
+    fprintf(out,
+            "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, "
+            "\"peak_rss_bytes\": %ld},\n",
             events, wall_s, wall_s > 0 ? events / wall_s : 0, peak_rss);
     fprintf(out, "  \"ideal_rps\": %.3f,\n  \"calibrated_keys\": ", rep_ideal_rps(s));
     rep_json_string(out, s->calibrated);
@@ -2459,16 +2924,28 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
             const char *key = rep_rows[i].key, *dot = strchr(key, '.');
             size_t plen = dot ? (size_t)(dot - key) : 0;
             int same = open && dot && strncmp(open, key, plen) == 0 && open[plen] == '.';
-            if (open && !same) fputc('}', out), open = NULL;
-            if (i) fputs(", ", out);
-            if (dot && !same) fprintf(out, "\"%.*s\": {", (int)plen, key), open = key;
+            if (open && !same) {
+                fputc('}', out);
+                open = NULL;
+            }
+            if (i)
+                fputs(", ", out);
+            if (dot && !same) {
+                fprintf(out, "\"%.*s\": {", (int)plen, key);
+                open = key;
+            }
             double v = rep_get(&res[mk], &rep_rows[i]);
-            if (rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB) fprintf(out, "\"%s\": %.0f", dot ? dot + 1 : key, v);
-            else fprintf(out, "\"%s\": %.6g", dot ? dot + 1 : key, v);
+            if (rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB)
+                fprintf(out, "\"%s\": %.0f", dot ? dot + 1 : key, v);
+            else
+                fprintf(out, "\"%s\": %.6g", dot ? dot + 1 : key, v);
         }
-        if (open) fputc('}', out);
+        if (open)
+            fputc('}', out);
         fputs(", \"failed_by_reason\": {", out);
-        for (int k = 0; k < FAIL_N; k++) fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], res[mk].failed_by_reason[k]);
+        for (int k = 0; k < FAIL_N; k++)
+            fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k],
+                    res[mk].failed_by_reason[k]);
         fprintf(out, "}}%s\n", mk + 1 < MODEL_N ? "," : "");
     }
     fputs("}\n", out);
@@ -2477,11 +2954,13 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
 static void rep_csv(FILE *out, const struct scenario *s, const struct result res[MODEL_N])
 {
     fputs("model,users,rate", out);
-    for (size_t i = 0; i < REP_NROWS; i++) fprintf(out, ",%s", rep_rows[i].key);
+    for (size_t i = 0; i < REP_NROWS; i++)
+        fprintf(out, ",%s", rep_rows[i].key);
     fputc('\n', out);
     for (int mk = 0; mk < MODEL_N; mk++) {
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
-        for (size_t i = 0; i < REP_NROWS; i++) fprintf(out, ",%.6g", rep_get(&res[mk], &rep_rows[i]));
+        for (size_t i = 0; i < REP_NROWS; i++)
+            fprintf(out, ",%.6g", rep_get(&res[mk], &rep_rows[i]));
         fputc('\n', out);
     }
 }
@@ -2489,16 +2968,24 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct result res
 static int rep_series(const char *path, const struct model ms[MODEL_N])
 {
     FILE *f = fopen(path, "w");
-    if (!f) { fprintf(stderr, "sim: %s: %s\n", path, strerror(errno)); return -1; }
-    fputs("model,t_s,rps,p99_ms,cpu_util,os_threads,threads_blocked,carriers_busy,vt_runnable,vt_parked,"
-          "vt_pinned,queued,in_flight,ports_time_wait,ports_open,conns_busy,thread_mem_bytes,failed\n", f);
+    if (!f) {
+        fprintf(stderr, "sim: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fputs("model,t_s,rps,p99_ms,cpu_util,os_threads,threads_blocked,carriers_busy,vt_runnable,vt_"
+          "parked,"
+          "vt_pinned,queued,in_flight,ports_time_wait,ports_open,conns_busy,thread_mem_bytes,"
+          "failed\n",
+          f);
     for (int mk = 0; mk < MODEL_N; mk++)
         for (int i = 0; i < ms[mk].nseries; i++) {
             const struct sample *x = &ms[mk].series[i];
-            fprintf(f, "%s,%.3f,%.1f,%.3f,%.4f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%" PRId64 ",%" PRIu64 "\n",
-                    model_names[mk], (double)x->t / SEC, x->rps, x->p99_ms, x->cpu_util, x->os_threads, x->blocked,
-                    x->carriers_busy, x->vt_runnable, x->vt_parked, x->vt_pinned, x->queued, x->in_flight,
-                    x->ports_tw, x->ports_open, x->conns_busy, x->thread_mem, x->failed);
+            fprintf(
+                f,
+                "%s,%.3f,%.1f,%.3f,%.4f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%" PRId64 ",%" PRIu64 "\n",
+                model_names[mk], (double)x->t / SEC, x->rps, x->p99_ms, x->cpu_util, x->os_threads,
+                x->blocked, x->carriers_busy, x->vt_runnable, x->vt_parked, x->vt_pinned, x->queued,
+                x->in_flight, x->ports_tw, x->ports_open, x->conns_busy, x->thread_mem, x->failed);
         }
     return fclose(f);
 }
@@ -2515,27 +3002,38 @@ struct trace {
 static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to)
 {
     struct trace *tr = m->trace;
-    if (tr->spans >= tr->max) return;
+    if (tr->spans >= tr->max)
+        return;
     tr->spans++;
-    fprintf(tr->f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f}",
-            thr_state_names[state], m->id + 1, m->thr[t].id, (double)from / 1e3, (double)(to - from) / 1e3);
+    fprintf(tr->f,
+            ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f}",
+            thr_state_names[state], m->id + 1, m->thr[t].id, (double)from / 1e3,
+            (double)(to - from) / 1e3);
 }
 
 static int trace_open(struct trace *tr, const char *path)
 {
-    if (!(tr->f = fopen(path, "w"))) { fprintf(stderr, "sim: %s: %s\n", path, strerror(errno)); return -1; }
+    if (!(tr->f = fopen(path, "w"))) {
+        fprintf(stderr, "sim: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
     tr->max = 2000000;
-    fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"platform threads\"}},\n"
-          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"args\":{\"name\":\"virtual: carriers\"}}", tr->f);
+    fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"platform "
+          "threads\"}},\n"
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"args\":{\"name\":\"virtual: "
+          "carriers\"}}",
+          tr->f);
     return 0;
 }
 
 static void trace_close(struct trace *tr)
 {
-    if (!tr->f) return;
+    if (!tr->f)
+        return;
     fputs("\n]\n", tr->f);
     fclose(tr->f);
-    if (tr->spans >= tr->max) fprintf(stderr, "sim: trace truncated at %" PRIu64 " spans\n", tr->max);
+    if (tr->spans >= tr->max)
+        fprintf(stderr, "sim: trace truncated at %" PRIu64 " spans\n", tr->max);
 }
 
 /* ---- IV.3 Validation ---- */
@@ -2549,13 +3047,31 @@ static void trace_close(struct trace *tr)
  * writes the load generator's warm-up and measured window: the point is then simulated
  * over the same [warmup, warmup + window], transient included (with 5000 users queued
  * for 200 threads, a 3 s window sees the first queue drain, not the steady state). */
-enum val_col { VC_USERS, VC_MODE, VC_POOL, VC_FANOUT, VC_DELAY, VC_RPS, VC_P50, VC_P99, VC_THREADS, VC_RSS, VC_N };
-static const char *const val_cols[VC_N] = {"users", "mode", "pool", "fanout", "delay_ms", "throughput_rps",
-                                           "p50_ms", "p99_ms", "peak_threads", "peak_rss_bytes"};
+enum val_col {
+    VC_USERS,
+    VC_MODE,
+    VC_POOL,
+    VC_FANOUT,
+    VC_DELAY,
+    VC_RPS,
+    VC_P50,
+    VC_P99,
+    VC_THREADS,
+    VC_RSS,
+    VC_N
+};
+static const char *const val_cols[VC_N] = {"users",        "mode",           "pool",   "fanout",
+                                           "delay_ms",     "throughput_rps", "p50_ms", "p99_ms",
+                                           "peak_threads", "peak_rss_bytes"};
 
 /* The metrics compared, measured vs predicted. */
 enum val_metric { VM_RPS, VM_P50, VM_P99, VM_THREADS, VM_RSS, VM_N };
-static const struct { const char *json, *label; int col; size_t off; double scale; } val_metrics[VM_N] = {
+static const struct {
+    const char *json, *label;
+    int col;
+    size_t off;
+    double scale;
+} val_metrics[VM_N] = {
     {"throughput_rps", "req/s", VC_RPS, RR(throughput_rps), 1},
     {"p50_ms", "p50 ms", VC_P50, RR(p50), 1},
     {"p99_ms", "p99 ms", VC_P99, RR(p99), 1},
@@ -2567,7 +3083,8 @@ static const struct { const char *json, *label; int col; size_t off; double scal
  * printed beside the errors: on a VM, a point with much steal is a disturbed measurement. */
 enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_OPTIONAL_N };
 static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s", "steal_pct"};
-static const double val_optional_default[VC_OPTIONAL_N] = {5, 15, -1}; /* s, s (a steady state); -1 = unknown */
+static const double val_optional_default[VC_OPTIONAL_N] = {
+    5, 15, -1}; /* s, s (a steady state); -1 = unknown */
 static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100};
 
 struct val_point {
@@ -2587,7 +3104,8 @@ static int val_split(char *line, char **field, int max)
     for (char *p = line; n < max;) {
         field[n++] = p;
         char *comma = strchr(p, ',');
-        if (!comma) break;
+        if (!comma)
+            break;
         *comma = 0;
         p = comma + 1;
     }
@@ -2603,49 +3121,63 @@ static int val_number(const char *text, double *out)
 }
 
 /* Simulate one point: the aggregator with K calls of D ms to one backend, think 0. */
-static int val_simulate(struct val_point *pt, const char *calibration, const char *const *sets, int nsets,
-                        char *err, size_t errlen)
+static int val_simulate(struct val_point *pt, const char *calibration, const char *const *sets,
+                        int nsets, char *err, size_t errlen)
 {
     struct scenario s;
     char program[256] = "", value[64];
     struct scn_src src = {"validate", 0, err, errlen};
     scn_defaults(&s);
-    for (int i = 0; i < pt->fanout && i < 60; i++) strcat(program, "call(backend) ");
+    for (int i = 0; i < pt->fanout && i < 60; i++)
+        strcat(program, "call(backend) ");
     snprintf(value, sizeof value, "%ld", pt->users);
     char duration[32], warmup[32];
-    snprintf(duration, sizeof duration, "%.6gs", pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
+    snprintf(duration, sizeof duration, "%.6gs",
+             pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
     snprintf(warmup, sizeof warmup, "%.6gs", pt->conditions[VC_WARMUP]);
-    const char *kv[][2] = {{"users", value}, {"think", "0"}, {"duration", duration}, {"warmup", warmup},
-                           {"program", program}, {"service.backend.pool", pt->pooled ? "100000" : "0"}};
+    const char *kv[][2] = {
+        {"users", value},       {"think", "0"},
+        {"duration", duration}, {"warmup", warmup},
+        {"program", program},   {"service.backend.pool", pt->pooled ? "100000" : "0"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0) return -1;
+        if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0)
+            return -1;
     snprintf(value, sizeof value, "%.6gms", pt->delay_ms);
-    if (scn_set(&s, "service.backend.latency", pt->delay_ms > 0 ? value : "0", &src) < 0) return -1;
-    if (calibration && scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0) return -1;
+    if (scn_set(&s, "service.backend.latency", pt->delay_ms > 0 ? value : "0", &src) < 0)
+        return -1;
+    if (calibration &&
+        scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0)
+        return -1;
     for (int i = 0; i < nsets; i++) {
         char buf[1024], *key, *val;
         snprintf(buf, sizeof buf, "%s", sets[i]);
-        if (scn_split(buf, &key, &val) < 0 || scn_set(&s, key, val, &src) < 0) return scn_fail(&src, "bad --set %s", sets[i]);
+        if (scn_split(buf, &key, &val) < 0 || scn_set(&s, key, val, &src) < 0)
+            return scn_fail(&src, "bad --set %s", sets[i]);
     }
-    if (scn_finish(&s, "validate", err, errlen) < 0) return -1;
+    if (scn_finish(&s, "validate", err, errlen) < 0)
+        return -1;
     struct model m;
     struct result r;
     model_init(&m, &s, pt->mode);
     model_run(&m, s.duration);
     rep_result(&m, &r);
     model_free(&m);
-    for (int k = 0; k < VM_N; k++) pt->predicted[k] = *(const double *)((const char *)&r + val_metrics[k].off);
+    for (int k = 0; k < VM_N; k++)
+        pt->predicted[k] = *(const double *)((const char *)&r + val_metrics[k].off);
     return 0;
 }
 
-static int val_read(const char *path, struct val_point **points, int *npoints, char *err, size_t errlen)
+static int val_read(const char *path, struct val_point **points, int *npoints, char *err,
+                    size_t errlen)
 {
     FILE *f = fopen(path, "r");
     struct scn_src src = {path, 0, err, errlen};
-    if (!f) return scn_fail(&src, "cannot open: %s", strerror(errno));
+    if (!f)
+        return scn_fail(&src, "cannot open: %s", strerror(errno));
     char line[2048], *field[64];
     int col[VC_N], opt[VC_OPTIONAL_N], ncols = 0, cap = 0, rc = 0;
-    *points = NULL, *npoints = 0;
+    *points = NULL;
+    *npoints = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         src.line++;
         int n = val_split(line, field, 64);
@@ -2654,48 +3186,74 @@ static int val_read(const char *path, struct val_point **points, int *npoints, c
             for (int c = 0; c < VC_N; c++) {
                 col[c] = -1;
                 for (int i = 0; i < n; i++)
-                    if (!strcmp(field[i], val_cols[c])) col[c] = i;
-                if (col[c] < 0) rc = scn_fail(&src, "no column '%s' in the header", val_cols[c]);
+                    if (!strcmp(field[i], val_cols[c]))
+                        col[c] = i;
+                if (col[c] < 0)
+                    rc = scn_fail(&src, "no column '%s' in the header", val_cols[c]);
             }
             for (int c = 0; c < VC_OPTIONAL_N; c++) {
                 opt[c] = -1;
                 for (int i = 0; i < n; i++)
-                    if (!strcmp(field[i], val_optional_cols[c])) opt[c] = i;
+                    if (!strcmp(field[i], val_optional_cols[c]))
+                        opt[c] = i;
             }
             continue;
         }
-        if (n == 1 && !*field[0]) continue;
-        if (n != ncols) { rc = scn_fail(&src, "%d fields, the header has %d", n, ncols); break; }
+        if (n == 1 && !*field[0])
+            continue;
+        if (n != ncols) {
+            rc = scn_fail(&src, "%d fields, the header has %d", n, ncols);
+            break;
+        }
         struct val_point pt = {0};
         double users, fanout;
         const char *mode = field[col[VC_MODE]], *pool = field[col[VC_POOL]];
-        pt.mode = !strcmp(mode, "platform") ? MODEL_PLATFORM : !strcmp(mode, "virtual") ? MODEL_VIRTUAL : -1;
-        pt.pooled = !strcmp(pool, "on") || !strcmp(pool, "1") ? 1 : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0 : -1;
-        if (pt.mode < 0) { rc = scn_fail(&src, "mode '%s' is not platform or virtual", mode); break; }
-        if (pt.pooled < 0) { rc = scn_fail(&src, "pool '%s' is not on or off", pool); break; }
-        if (val_number(field[col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 || users != floor(users) ||
-            val_number(field[col[VC_FANOUT]], &fanout) < 0 || fanout < 1 || fanout > 60 || fanout != floor(fanout) ||
-            val_number(field[col[VC_DELAY]], &pt.delay_ms) < 0 || pt.delay_ms < 0 || pt.delay_ms > 3.6e6) {
+        pt.mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
+                  : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
+                                             : -1;
+        pt.pooled = !strcmp(pool, "on") || !strcmp(pool, "1")    ? 1
+                    : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0
+                                                                 : -1;
+        if (pt.mode < 0) {
+            rc = scn_fail(&src, "mode '%s' is not platform or virtual", mode);
+            break;
+        }
+        if (pt.pooled < 0) {
+            rc = scn_fail(&src, "pool '%s' is not on or off", pool);
+            break;
+        }
+        if (val_number(field[col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 ||
+            users != floor(users) || val_number(field[col[VC_FANOUT]], &fanout) < 0 || fanout < 1 ||
+            fanout > 60 || fanout != floor(fanout) ||
+            val_number(field[col[VC_DELAY]], &pt.delay_ms) < 0 || pt.delay_ms < 0 ||
+            pt.delay_ms > 3.6e6) {
             rc = scn_fail(&src, "users, fanout or delay_ms out of range");
             break;
         }
-        pt.users = (long)users, pt.fanout = (int)fanout;
+        pt.users = (long)users;
+        pt.fanout = (int)fanout;
         for (int k = 0; k < VM_N && rc == 0; k++)
-            if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 || pt.measured[k] < 0)
-                rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], field[col[val_metrics[k].col]]);
+            if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 ||
+                pt.measured[k] < 0)
+                rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col],
+                              field[col[val_metrics[k].col]]);
         for (int c = 0; c < VC_OPTIONAL_N && rc == 0; c++) {
             pt.conditions[c] = val_optional_default[c];
-            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.conditions[c]) < 0 || pt.conditions[c] < (c == VC_WINDOW ? 0.01 : 0) ||
+            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.conditions[c]) < 0 ||
+                                pt.conditions[c] < (c == VC_WINDOW ? 0.01 : 0) ||
                                 pt.conditions[c] > val_optional_max[c]))
-                rc = scn_fail(&src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[c], field[opt[c]],
-                              val_optional_max[c]);
+                rc = scn_fail(&src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[c],
+                              field[opt[c]], val_optional_max[c]);
         }
-        if (rc) break;
-        if (*npoints == cap) *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
+        if (rc)
+            break;
+        if (*npoints == cap)
+            *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
         (*points)[(*npoints)++] = pt;
     }
     fclose(f);
-    if (rc == 0 && *npoints == 0) rc = scn_fail(&src, "no data rows");
+    if (rc == 0 && *npoints == 0)
+        rc = scn_fail(&src, "no data rows");
     return rc;
 }
 
@@ -2714,16 +3272,21 @@ static int val_cmp_double(const void *a, const void *b)
  * measured (as the bench's retry rule, BENCH_STEAL_RETRY_PCT in aggregator.c). */
 #define VAL_CALM_STEAL_PCT 5.0
 
-static int val_calm(const struct val_point *p) { return p->conditions[VC_STEAL] <= VAL_CALM_STEAL_PCT; }
+static int val_calm(const struct val_point *p)
+{
+    return p->conditions[VC_STEAL] <= VAL_CALM_STEAL_PCT;
+}
 
 /* Median and maximum of |relative error| of one metric over all points, or (calm_only)
  * over the calm ones; returns how many points that was. */
-static int val_summary(const struct val_point *p, int n, int metric, int calm_only, double *median, double *max)
+static int val_summary(const struct val_point *p, int n, int metric, int calm_only, double *median,
+                       double *max)
 {
     double *e = xrealloc(NULL, (size_t)n, sizeof *e);
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (!calm_only || val_calm(&p[i])) e[m++] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
+        if (!calm_only || val_calm(&p[i]))
+            e[m++] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
     qsort(e, (size_t)m, sizeof *e, val_cmp_double);
     *median = m == 0 ? 0 : m % 2 ? e[m / 2] : (e[m / 2 - 1] + e[m / 2]) / 2;
     *max = m ? e[m - 1] : 0;
@@ -2735,31 +3298,36 @@ static int val_summary(const struct val_point *p, int n, int metric, int calm_on
 static int val_disturbed(const struct val_point *p, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!val_calm(&p[i])) return 1;
+        if (!val_calm(&p[i]))
+            return 1;
     return 0;
 }
 
 static void val_print_text(FILE *out, const struct val_point *p, int n)
 {
     fprintf(out, "%7s %-8s %-4s %2s %6s", "users", "mode", "pool", "K", "D ms");
-    for (int k = 0; k < VM_N; k++) fprintf(out, " | %9s %9s %6s", val_metrics[k].label, "predicted", "error");
+    for (int k = 0; k < VM_N; k++)
+        fprintf(out, " | %9s %9s %6s", val_metrics[k].label, "predicted", "error");
     fputs(" | steal\n", out);
     for (int i = 0; i < n; i++) {
-        fprintf(out, "%7ld %-8s %-4s %2d %6.1f", p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off",
-                p[i].fanout, p[i].delay_ms);
+        fprintf(out, "%7ld %-8s %-4s %2d %6.1f", p[i].users, model_names[p[i].mode],
+                p[i].pooled ? "on" : "off", p[i].fanout, p[i].delay_ms);
         for (int k = 0; k < VM_N; k++) {
             double scale = k == VM_RSS ? 1.0 / 1048576 : 1;
-            fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale, p[i].predicted[k] * scale,
-                    100 * val_rel(p[i].measured[k], p[i].predicted[k]));
+            fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale,
+                    p[i].predicted[k] * scale, 100 * val_rel(p[i].measured[k], p[i].predicted[k]));
         }
-        if (p[i].conditions[VC_STEAL] >= 0) fprintf(out, " | %4.1f%%\n", p[i].conditions[VC_STEAL]);
-        else fputs(" |     -\n", out);
+        if (p[i].conditions[VC_STEAL] >= 0)
+            fprintf(out, " | %4.1f%%\n", p[i].conditions[VC_STEAL]);
+        else
+            fputs(" |     -\n", out);
     }
     for (int calm = 0; calm <= val_disturbed(p, n); calm++) {
         double med, max;
         int m = val_summary(p, n, VM_RPS, calm, &med, &max);
         fputs(calm ? "calm points" : "summary", out);
-        if (calm) fprintf(out, " (%d of %d, steal <= %g%%)", m, n, VAL_CALM_STEAL_PCT);
+        if (calm)
+            fprintf(out, " (%d of %d, steal <= %g%%)", m, n, VAL_CALM_STEAL_PCT);
         fputs(": |relative error| median (max):", out);
         for (int k = 0; k < VM_N; k++) {
             val_summary(p, n, k, calm, &med, &max);
@@ -2773,12 +3341,17 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
 {
     fputs("{\"points\": [\n", out);
     for (int i = 0; i < n; i++) {
-        fprintf(out, "  {\"users\": %ld, \"mode\": \"%s\", \"pool\": \"%s\", \"fanout\": %d, \"delay_ms\": %g", p[i].users,
-                model_names[p[i].mode], p[i].pooled ? "on" : "off", p[i].fanout, p[i].delay_ms);
+        fprintf(out,
+                "  {\"users\": %ld, \"mode\": \"%s\", \"pool\": \"%s\", \"fanout\": %d, "
+                "\"delay_ms\": %g",
+                p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off", p[i].fanout,
+                p[i].delay_ms);
         for (int k = 0; k < VM_N; k++)
-            fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}", val_metrics[k].json,
-                    p[i].measured[k], p[i].predicted[k], val_rel(p[i].measured[k], p[i].predicted[k]));
-        if (p[i].conditions[VC_STEAL] >= 0) fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
+            fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}",
+                    val_metrics[k].json, p[i].measured[k], p[i].predicted[k],
+                    val_rel(p[i].measured[k], p[i].predicted[k]));
+        if (p[i].conditions[VC_STEAL] >= 0)
+            fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]", out);
@@ -2786,10 +3359,16 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         fprintf(out, ",\n\"%s\": {", calm ? "summary_calm" : "summary");
         for (int k = 0; k < VM_N; k++) {
             double med, max;
-            const char *name = k == VM_RPS ? "throughput" : k == VM_P50 ? "p50" : k == VM_P99 ? "p99" : k == VM_THREADS ? "threads" : "rss";
+            const char *name = k == VM_RPS       ? "throughput"
+                               : k == VM_P50     ? "p50"
+                               : k == VM_P99     ? "p99"
+                               : k == VM_THREADS ? "threads"
+                                                 : "rss";
             int m = val_summary(p, n, k, calm, &med, &max);
-            if (calm && k == 0) fprintf(out, "\"points\": %d, \"max_steal_pct\": %g, ", m, VAL_CALM_STEAL_PCT);
-            fprintf(out, "%s\"%s_median_rel_error\": %.6g, \"%s_max_rel_error\": %.6g", k ? ", " : "", name, med, name, max);
+            if (calm && k == 0)
+                fprintf(out, "\"points\": %d, \"max_steal_pct\": %g, ", m, VAL_CALM_STEAL_PCT);
+            fprintf(out, "%s\"%s_median_rel_error\": %.6g, \"%s_max_rel_error\": %.6g",
+                    k ? ", " : "", name, med, name, max);
         }
         fputs("}", out);
     }
@@ -2803,7 +3382,7 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
  * produce, so the window can draw measurement and prediction on one clock. Only loopback
  * addresses are accepted: this is a teaching tool, not a network scraper. */
 
-#define LIVE_MAX_LE 64
+#define LIVE_MAX_LE   64
 #define LIVE_MAX_BODY (256 * 1024)
 
 /* One scrape: counters and gauges as the aggregator reports them. */
@@ -2811,7 +3390,8 @@ struct live_scrape {
     double requests, errors, os_threads, rss, vt_parked, vt_runnable, carriers_busy;
     double pool_busy, pool_queue, connections, conns_opened, carriers, pool_size;
     int nle;
-    double le[LIVE_MAX_LE], cum[LIVE_MAX_LE]; /* latency histogram: upper bounds (s), cumulative counts */
+    double le[LIVE_MAX_LE],
+        cum[LIVE_MAX_LE]; /* latency histogram: upper bounds (s), cumulative counts */
 };
 
 /* What successive scrapes say about an interval; times in s since the first scrape. */
@@ -2823,15 +3403,18 @@ struct live_sample {
 struct live {
     char host[64];
     int port, family;
-    double t0, last_t;          /* wall times of the first and the previous scrape, s */
-    struct live_scrape last;    /* the previous scrape, for deltas */
+    double t0, last_t;       /* wall times of the first and the previous scrape, s */
+    struct live_scrape last; /* the previous scrape, for deltas */
     int have_last;
     struct live_sample *v;
     int n, cap;
 };
 
 /* The gauges read by name: one row each. */
-static const struct { const char *name; size_t off; } live_gauges[] = {
+static const struct {
+    const char *name;
+    size_t off;
+} live_gauges[] = {
     {"agg_os_threads", offsetof(struct live_scrape, os_threads)},
     {"agg_rss_bytes", offsetof(struct live_scrape, rss)},
     {"agg_vthreads_parked", offsetof(struct live_scrape, vt_parked)},
@@ -2849,19 +3432,26 @@ static const struct { const char *name; size_t off; } live_gauges[] = {
 static int live_parse_url(struct live *lv, const char *url, char *err, size_t errlen)
 {
     const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
-    static const struct { const char *host; int family; } loopback[] = {
-        {"127.0.0.1:", AF_INET}, {"localhost:", AF_INET}, {"[::1]:", AF_INET6}};
+    static const struct {
+        const char *host;
+        int family;
+    } loopback[] = {{"127.0.0.1:", AF_INET}, {"localhost:", AF_INET}, {"[::1]:", AF_INET6}};
     for (size_t i = 0; p && i < sizeof loopback / sizeof loopback[0]; i++) {
         size_t n = strlen(loopback[i].host);
-        if (strncmp(p, loopback[i].host, n)) continue;
+        if (strncmp(p, loopback[i].host, n))
+            continue;
         char *end;
         long port = strtol(p + n, &end, 10);
-        if (end == p + n || (*end && *end != '/') || port < 1 || port > 65535) break;
-        snprintf(lv->host, sizeof lv->host, "%s", loopback[i].family == AF_INET ? "127.0.0.1" : "::1");
-        lv->port = (int)port, lv->family = loopback[i].family;
+        if (end == p + n || (*end && *end != '/') || port < 1 || port > 65535)
+            break;
+        snprintf(lv->host, sizeof lv->host, "%s",
+                 loopback[i].family == AF_INET ? "127.0.0.1" : "::1");
+        lv->port = (int)port;
+        lv->family = loopback[i].family;
         return 0;
     }
-    snprintf(err, errlen, "--live %s: want http://127.0.0.1:PORT (or localhost, [::1]); only loopback", url);
+    snprintf(err, errlen,
+             "--live %s: want http://127.0.0.1:PORT (or localhost, [::1]); only loopback", url);
     return -1;
 }
 
@@ -2874,37 +3464,50 @@ static char *live_fetch(const struct live *lv, char *err, size_t errlen)
     socklen_t salen;
     if (lv->family == AF_INET) {
         struct sockaddr_in *a = (struct sockaddr_in *)&sa;
-        a->sin_family = AF_INET, a->sin_port = htons((uint16_t)lv->port);
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)lv->port);
         inet_pton(AF_INET, lv->host, &a->sin_addr);
         salen = sizeof *a;
     } else {
         struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
-        a->sin6_family = AF_INET6, a->sin6_port = htons((uint16_t)lv->port);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)lv->port);
         inet_pton(AF_INET6, lv->host, &a->sin6_addr);
         salen = sizeof *a;
     }
-    if (fd < 0) { snprintf(err, errlen, "live: socket: %s", strerror(errno)); return NULL; }
+    if (fd < 0) {
+        snprintf(err, errlen, "live: socket: %s", strerror(errno));
+        return NULL;
+    }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
     char *buf = NULL;
     size_t len = 0;
-    if (connect(fd, (struct sockaddr *)&sa, salen) < 0 || write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+    if (connect(fd, (struct sockaddr *)&sa, salen) < 0 ||
+        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
         snprintf(err, errlen, "live: %s port %d: %s", lv->host, lv->port, strerror(errno));
         close(fd);
         return NULL;
     }
     buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
-    for (ssize_t got; len < LIVE_MAX_BODY && (got = read(fd, buf + len, LIVE_MAX_BODY - len)) != 0;) {
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) { snprintf(err, errlen, "live: read: %s", strerror(errno)); len = 0; break; }
+    for (ssize_t got;
+         len < LIVE_MAX_BODY && (got = read(fd, buf + len, LIVE_MAX_BODY - len)) != 0;) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(err, errlen, "live: read: %s", strerror(errno));
+            len = 0;
+            break;
+        }
         len += (size_t)got;
     }
     close(fd);
     buf[len] = 0;
     char *body = strstr(buf, "\r\n\r\n");
     if (!len || strncmp(buf, "HTTP/1.", 7) || strncmp(buf + 8, " 200", 4) || !body) {
-        if (len) snprintf(err, errlen, "live: /metrics did not answer 200 with a body");
+        if (len)
+            snprintf(err, errlen, "live: /metrics did not answer 200 with a body");
         free(buf);
         return NULL;
     }
@@ -2925,22 +3528,31 @@ static int live_parse(const char *text, struct live_scrape *sc, char *err, size_
         line++;
         snprintf(l, sizeof l, "%.*s", (int)(n < sizeof l - 1 ? n : sizeof l - 1), p);
         p += n + (eol != NULL);
-        if (!l[0] || l[0] == '#') continue;
+        if (!l[0] || l[0] == '#')
+            continue;
         char *sp = strrchr(l, ' '), *end;
-        if (!sp) { snprintf(err, errlen, "/metrics:%d: no value", line); return -1; }
+        if (!sp) {
+            snprintf(err, errlen, "/metrics:%d: no value", line);
+            return -1;
+        }
         *sp = 0;
         double v = strtod(sp + 1, &end);
-        if (end == sp + 1 || *end) { snprintf(err, errlen, "/metrics:%d: bad value '%s'", line, sp + 1); return -1; }
+        if (end == sp + 1 || *end) {
+            snprintf(err, errlen, "/metrics:%d: bad value '%s'", line, sp + 1);
+            return -1;
+        }
         if (!strncmp(l, "agg_requests_total{", 19)) {
             const char *status = strstr(l, "status=\"");
             sc->requests += v;
-            if (status && status[8] != '2') sc->errors += v;
+            if (status && status[8] != '2')
+                sc->errors += v;
         } else if (!strncmp(l, "agg_request_seconds_bucket{le=\"", 31) && sc->nle < LIVE_MAX_LE) {
             sc->le[sc->nle] = strncmp(l + 31, "+Inf", 4) ? strtod(l + 31, NULL) : INFINITY;
             sc->cum[sc->nle++] = v;
         } else {
             for (size_t g = 0; g < sizeof live_gauges / sizeof live_gauges[0]; g++)
-                if (!strcmp(l, live_gauges[g].name)) *(double *)((char *)sc + live_gauges[g].off) = v;
+                if (!strcmp(l, live_gauges[g].name))
+                    *(double *)((char *)sc + live_gauges[g].off) = v;
         }
     }
     return 0;
@@ -2950,9 +3562,11 @@ static int live_parse(const char *text, struct live_scrape *sc, char *err, size_
 static double live_quantile(const struct live_scrape *a, const struct live_scrape *b, double q)
 {
     int n = a->nle < b->nle ? a->nle : b->nle;
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     double total = b->cum[n - 1] - a->cum[n - 1], want = q * total, below = 0, lo = 0;
-    if (total <= 0) return 0;
+    if (total <= 0)
+        return 0;
     for (int i = 0; i < n; i++) {
         double c = b->cum[i] - a->cum[i];
         if (c >= want) {
@@ -2960,7 +3574,8 @@ static double live_quantile(const struct live_scrape *a, const struct live_scrap
             double in = c - below;
             return 1e3 * (lo + (hi - lo) * (in > 0 ? (want - below) / in : 1));
         }
-        below = c, lo = b->le[i];
+        below = c;
+        lo = b->le[i];
     }
     return 1e3 * lo;
 }
@@ -2970,25 +3585,33 @@ static int live_poll(struct live *lv, double now, char *err, size_t errlen)
 {
     struct live_scrape sc;
     char *body = live_fetch(lv, err, errlen);
-    if (!body) return -1;
+    if (!body)
+        return -1;
     int rc = live_parse(body, &sc, err, errlen);
     free(body);
-    if (rc < 0) return -1;
-    if (!lv->have_last) lv->t0 = now;
+    if (rc < 0)
+        return -1;
+    if (!lv->have_last)
+        lv->t0 = now;
     double dt = lv->have_last ? now - lv->last_t : 0;
     if (dt > 0) {
-        struct live_sample x = {
-            .t = now - lv->t0,
-            .rps = (sc.requests - lv->last.requests) / dt,
-            .errors_per_s = (sc.errors - lv->last.errors) / dt,
-            .p50_ms = live_quantile(&lv->last, &sc, 0.50),
-            .p99_ms = live_quantile(&lv->last, &sc, 0.99),
-            .os_threads = sc.os_threads, .rss = sc.rss, .vt_parked = sc.vt_parked,
-            .carriers_busy = sc.carriers_busy, .connections = sc.connections, .pool_queue = sc.pool_queue};
-        if (lv->n == lv->cap) lv->v = xrealloc(lv->v, (size_t)(lv->cap = lv->cap ? 2 * lv->cap : 64), sizeof *lv->v);
+        struct live_sample x = {.t = now - lv->t0,
+                                .rps = (sc.requests - lv->last.requests) / dt,
+                                .errors_per_s = (sc.errors - lv->last.errors) / dt,
+                                .p50_ms = live_quantile(&lv->last, &sc, 0.50),
+                                .p99_ms = live_quantile(&lv->last, &sc, 0.99),
+                                .os_threads = sc.os_threads,
+                                .rss = sc.rss,
+                                .vt_parked = sc.vt_parked,
+                                .carriers_busy = sc.carriers_busy,
+                                .connections = sc.connections,
+                                .pool_queue = sc.pool_queue};
+        if (lv->n == lv->cap)
+            lv->v = xrealloc(lv->v, (size_t)(lv->cap = lv->cap ? 2 * lv->cap : 64), sizeof *lv->v);
         lv->v[lv->n++] = x;
     }
-    lv->last = sc, lv->last_t = now;
+    lv->last = sc;
+    lv->last_t = now;
     lv->have_last = 1;
     return 0;
 }
@@ -2999,12 +3622,16 @@ static int live_next(struct live *lv, double (*now)(void), char *err, size_t err
     double wait = lv->last_t + 1.0 - now();
     struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
     if (wait > 0)
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
     return live_poll(lv, now(), err, errlen);
 }
 
 /* The model a live aggregator runs: carriers mean virtual threads. */
-static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM; }
+static int live_mode(const struct live *lv)
+{
+    return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM;
+}
 
 /* ==== Part V. Window ==== */
 
@@ -3044,34 +3671,51 @@ static int live_mode(const struct live *lv) { return lv->last.carriers > 0 ? MOD
 /* The first UI_NLEGEND inks are states, shown in the legend and used the same way in both
  * panels (Okabe-Ito: safe for colour-blind readers). The rest are the theme. */
 enum ui_ink {
-    UI_RUN, UI_READY, UI_IO, UI_PINNED, UI_QUEUED, UI_CREATED, UI_IDLE, UI_FAILED, UI_NLEGEND,
-    UI_BG = UI_NLEGEND, UI_PANEL, UI_TEXT, UI_DIM, UI_LINE, UI_ALERT, UI_NINKS
+    UI_RUN,
+    UI_READY,
+    UI_IO,
+    UI_PINNED,
+    UI_QUEUED,
+    UI_CREATED,
+    UI_IDLE,
+    UI_FAILED,
+    UI_NLEGEND,
+    UI_BG = UI_NLEGEND,
+    UI_PANEL,
+    UI_TEXT,
+    UI_DIM,
+    UI_LINE,
+    UI_ALERT,
+    UI_NINKS
 };
 
 static const struct ui_ink_def {
-    const char *legend;    /* label in the legend, NULL for theme inks */
-    uint32_t dark, light;  /* 0xRRGGBB per theme */
+    const char *legend;   /* label in the legend, NULL for theme inks */
+    uint32_t dark, light; /* 0xRRGGBB per theme */
 } ui_inks[UI_NINKS] = {
-    [UI_RUN]     = {"running", 0x009E73, 0x009E73},
-    [UI_READY]   = {"ready (wants a core)", 0xF0E442, 0xF0E442},
-    [UI_IO]      = {"blocked/parked on I/O", 0x56B4E9, 0x56B4E9},
-    [UI_PINNED]  = {"pinned", 0xD55E00, 0xD55E00},
-    [UI_QUEUED]  = {"queued", 0xE69F00, 0xE69F00},
+    [UI_RUN] = {"running", 0x009E73, 0x009E73},
+    [UI_READY] = {"ready (wants a core)", 0xF0E442, 0xF0E442},
+    [UI_IO] = {"blocked/parked on I/O", 0x56B4E9, 0x56B4E9},
+    [UI_PINNED] = {"pinned", 0xD55E00, 0xD55E00},
+    [UI_QUEUED] = {"queued", 0xE69F00, 0xE69F00},
     [UI_CREATED] = {"new", 0xCC79A7, 0xCC79A7},
-    [UI_IDLE]    = {"idle", 0x999999, 0x999999},
-    [UI_FAILED]  = {"failed", 0x000000, 0x000000},
-    [UI_BG]      = {NULL, 0x16181d, 0xf2f2ee},
-    [UI_PANEL]   = {NULL, 0x20232a, 0xffffff},
-    [UI_TEXT]    = {NULL, 0xe6e6e6, 0x1c1c1c},
-    [UI_DIM]     = {NULL, 0x8d939c, 0x6b6b6b},
-    [UI_LINE]    = {NULL, 0x3b404a, 0xcfcfcf},
-    [UI_ALERT]   = {NULL, 0xff3b30, 0xd11a10},
+    [UI_IDLE] = {"idle", 0x999999, 0x999999},
+    [UI_FAILED] = {"failed", 0x000000, 0x000000},
+    [UI_BG] = {NULL, 0x16181d, 0xf2f2ee},
+    [UI_PANEL] = {NULL, 0x20232a, 0xffffff},
+    [UI_TEXT] = {NULL, 0xe6e6e6, 0x1c1c1c},
+    [UI_DIM] = {NULL, 0x8d939c, 0x6b6b6b},
+    [UI_LINE] = {NULL, 0x3b404a, 0xcfcfcf},
+    [UI_ALERT] = {NULL, 0xff3b30, 0xd11a10},
 };
 
 /* A thread's colour by state. A blocked carrier is pinned: its virtual thread could not
  * unmount, so the carrier is lost to everyone else. */
 static const uint8_t ui_state_ink[THR_NSTATES] = {
-    [THR_IDLE] = UI_IDLE, [THR_READY] = UI_READY, [THR_RUNNING] = UI_RUN, [THR_BLOCKED] = UI_IO,
+    [THR_IDLE] = UI_IDLE,
+    [THR_READY] = UI_READY,
+    [THR_RUNNING] = UI_RUN,
+    [THR_BLOCKED] = UI_IO,
 };
 
 /* Drawing context */
@@ -3079,7 +3723,7 @@ static const uint8_t ui_state_ink[THR_NSTATES] = {
 enum ui_font_id { UI_SMALL, UI_BIG, UI_NFONTS };
 static const float ui_font_px[UI_NFONTS] = {13.0f, 16.0f}; /* at scale 1 */
 #define UI_FIRST_CHAR 32
-#define UI_NCHARS 95 /* printable ASCII */
+#define UI_NCHARS     95 /* printable ASCII */
 
 struct ui_font {
     stbtt_packedchar ch[UI_NCHARS];
@@ -3094,8 +3738,17 @@ struct ui_batch {
 };
 
 /* What a drawn item is, so the mouse (and the tests) can find it again. */
-enum ui_hit_type { UI_HIT_THREAD, UI_HIT_REQ, UI_HIT_CORE, UI_HIT_LEGEND, UI_HIT_COUNTERS, UI_HIT_LOT,
-                   UI_HIT_PANEL, UI_HIT_SLIDER, UI_HIT_LANES };
+enum ui_hit_type {
+    UI_HIT_THREAD,
+    UI_HIT_REQ,
+    UI_HIT_CORE,
+    UI_HIT_LEGEND,
+    UI_HIT_COUNTERS,
+    UI_HIT_LOT,
+    UI_HIT_PANEL,
+    UI_HIT_SLIDER,
+    UI_HIT_LANES
+};
 struct ui_hit {
     SDL_FRect r;
     int8_t model, type; /* model -1 for items of neither */
@@ -3106,7 +3759,7 @@ struct ui_hit {
  * the drawing reads its requests from here rather than scanning them again). */
 #define UI_MAX_FLIGHTS 48
 struct ui_scan {
-    int32_t *parked, *tmp;/* parked requests, grouped by the service they wait for */
+    int32_t *parked, *tmp; /* parked requests, grouped by the service they wait for */
     int32_t cap;
     long svc_first[MAX_SERVICES + 1]; /* parked[svc_first[s] .. svc_first[s + 1]) wait for s */
     int32_t recent[UI_MAX_FLIGHTS];   /* requests that arrived within the view's `travel` */
@@ -3125,23 +3778,33 @@ struct ui_options {
 
 struct ui_gfx {
     SDL_Renderer *r;
-    SDL_Texture *atlas;        /* every glyph of every size, white with alpha */
+    SDL_Texture *atlas; /* every glyph of every size, white with alpha */
     int atlas_w, atlas_h;
     struct ui_font font[UI_NFONTS];
-    unsigned char *ttf;        /* the font file, kept to re-bake when the scale changes */
+    unsigned char *ttf; /* the font file, kept to re-bake when the scale changes */
     const char *font_path;
-    float scale, baked_scale;  /* output height / 800, and the scale the atlas was baked at */
+    float scale, baked_scale; /* output height / 800, and the scale the atlas was baked at */
     int light;
-    Uint32 target_format;      /* pixel format drawn into, to match the atlas to it */
-    SDL_FRect *rect; SDL_Color *rect_c; int nrect, caprect; /* opaque rectangles, in order */
+    Uint32 target_format; /* pixel format drawn into, to match the atlas to it */
+    SDL_FRect *rect;
+    SDL_Color *rect_c;
+    int nrect, caprect;            /* opaque rectangles, in order */
     struct ui_batch shade, glyphs; /* translucent shapes and lines; text */
-    struct ui_hit *hit; int nhit, caphit;
-    struct ui_scan *scan[MODEL_N];                     /* this frame's pass over each model's requests */
-    uint8_t *ink; int32_t *idx; long capscratch;      /* items of one grid */
+    struct ui_hit *hit;
+    int nhit, caphit;
+    struct ui_scan *scan[MODEL_N]; /* this frame's pass over each model's requests */
+    uint8_t *ink;
+    int32_t *idx;
+    long capscratch; /* items of one grid */
 };
 
 /* A thing on screen: a thread, a request or a core of one model. */
-enum ui_pick_type { UI_PICK_NONE = -1, UI_PICK_THREAD = UI_HIT_THREAD, UI_PICK_REQ = UI_HIT_REQ, UI_PICK_CORE = UI_HIT_CORE };
+enum ui_pick_type {
+    UI_PICK_NONE = -1,
+    UI_PICK_THREAD = UI_HIT_THREAD,
+    UI_PICK_REQ = UI_HIT_REQ,
+    UI_PICK_CORE = UI_HIT_CORE
+};
 struct ui_pick {
     int8_t model, type;
     int32_t idx;
@@ -3150,15 +3813,15 @@ struct ui_pick {
 
 /* Everything a frame shows besides the two models. */
 struct ui_view {
-    simtime t;           /* the shared clock */
-    simtime travel;      /* simulated time a new request's dot takes to reach the queue */
-    double speed;        /* simulated seconds per wall second, 0 = as fast as possible */
+    simtime t;      /* the shared clock */
+    simtime travel; /* simulated time a new request's dot takes to reach the queue */
+    double speed;   /* simulated seconds per wall second, 0 = as fast as possible */
     int paused, help;
-    float mx, my;        /* mouse in output pixels; negative when not over the window */
-    struct ui_pick pick; /* clicked: its card stays open */
-    struct ui_pick ring; /* what the last step touched */
-    double wall;         /* seconds, drives the bounce of refused requests */
-    char status[200];    /* the narrated last event */
+    float mx, my;            /* mouse in output pixels; negative when not over the window */
+    struct ui_pick pick;     /* clicked: its card stays open */
+    struct ui_pick ring;     /* what the last step touched */
+    double wall;             /* seconds, drives the bounce of refused requests */
+    char status[200];        /* the narrated last event */
     const struct live *live; /* --live: measured series drawn over the charts, or NULL */
 };
 
@@ -3174,28 +3837,40 @@ static SDL_Color ui_mix(const struct ui_gfx *g, int ink, int under, double f)
 {
     SDL_Color a = ui_color(g, ink, 255), b = ui_color(g, under, 255);
     int k = (int)(f * 8 + 0.5);
-    return (SDL_Color){(Uint8)((a.r * k + b.r * (8 - k)) / 8), (Uint8)((a.g * k + b.g * (8 - k)) / 8),
+    return (SDL_Color){(Uint8)((a.r * k + b.r * (8 - k)) / 8),
+                       (Uint8)((a.g * k + b.g * (8 - k)) / 8),
                        (Uint8)((a.b * k + b.b * (8 - k)) / 8), 255};
 }
 
 /* Geometry batches */
 
-static void ui_batch_quad(struct ui_batch *b, const SDL_FPoint p[4], const SDL_FPoint *uv, SDL_Color c)
+static void ui_batch_quad(struct ui_batch *b, const SDL_FPoint p[4], const SDL_FPoint *uv,
+                          SDL_Color c)
 {
     static const int order[6] = {0, 1, 2, 0, 2, 3};
-    if (b->nv + 4 > b->capv) b->capv = b->capv ? 2 * b->capv : 8192, b->v = xrealloc(b->v, (size_t)b->capv, sizeof *b->v);
-    if (b->ni + 6 > b->capi) b->capi = b->capi ? 2 * b->capi : 12288, b->ix = xrealloc(b->ix, (size_t)b->capi, sizeof *b->ix);
-    for (int k = 0; k < 4; k++) b->v[b->nv + k] = (SDL_Vertex){p[k], c, uv ? uv[k] : (SDL_FPoint){0, 0}};
-    for (int k = 0; k < 6; k++) b->ix[b->ni++] = b->nv + order[k];
+    if (b->nv + 4 > b->capv) {
+        b->capv = b->capv ? 2 * b->capv : 8192;
+        b->v = xrealloc(b->v, (size_t)b->capv, sizeof *b->v);
+    }
+    if (b->ni + 6 > b->capi) {
+        b->capi = b->capi ? 2 * b->capi : 12288;
+        b->ix = xrealloc(b->ix, (size_t)b->capi, sizeof *b->ix);
+    }
+    for (int k = 0; k < 4; k++)
+        b->v[b->nv + k] = (SDL_Vertex){p[k], c, uv ? uv[k] : (SDL_FPoint){0, 0}};
+    for (int k = 0; k < 6; k++)
+        b->ix[b->ni++] = b->nv + order[k];
     b->nv += 4;
 }
 
 static void ui_rect(struct ui_gfx *g, float x, float y, float w, float h, SDL_Color c)
 {
-    if (w <= 0 || h <= 0) return;
+    if (w <= 0 || h <= 0)
+        return;
     if (c.a == 255) {
         SDL_FRect *last = g->nrect ? &g->rect[g->nrect - 1] : NULL;
-        if (last && last->y == y && last->h == h && last->x + last->w == x && !memcmp(&g->rect_c[g->nrect - 1], &c, sizeof c)) {
+        if (last && last->y == y && last->h == h && last->x + last->w == x &&
+            !memcmp(&g->rect_c[g->nrect - 1], &c, sizeof c)) {
             last->w += w; /* a run of equal cells (a full density grid) becomes one rectangle */
             return;
         }
@@ -3204,14 +3879,18 @@ static void ui_rect(struct ui_gfx *g, float x, float y, float w, float h, SDL_Co
             g->rect = xrealloc(g->rect, (size_t)g->caprect, sizeof *g->rect);
             g->rect_c = xrealloc(g->rect_c, (size_t)g->caprect, sizeof *g->rect_c);
         }
-        g->rect[g->nrect] = (SDL_FRect){x, y, w, h}, g->rect_c[g->nrect++] = c;
+        g->rect[g->nrect] = (SDL_FRect){x, y, w, h};
+        g->rect_c[g->nrect++] = c;
         return;
     }
     SDL_FPoint p[4] = {{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}};
     ui_batch_quad(&g->shade, p, NULL, c);
 }
 
-static void ui_fill(struct ui_gfx *g, SDL_FRect r, int ink) { ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, ink, 255)); }
+static void ui_fill(struct ui_gfx *g, SDL_FRect r, int ink)
+{
+    ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, ink, 255));
+}
 
 static void ui_outline(struct ui_gfx *g, SDL_FRect r, float t, SDL_Color c)
 {
@@ -3222,12 +3901,15 @@ static void ui_outline(struct ui_gfx *g, SDL_FRect r, float t, SDL_Color c)
 }
 
 /* A segment as a thin quad, in the quad list: the chart lines cost no extra calls. */
-static void ui_line(struct ui_gfx *g, float x0, float y0, float x1, float y1, float width, SDL_Color c)
+static void ui_line(struct ui_gfx *g, float x0, float y0, float x1, float y1, float width,
+                    SDL_Color c)
 {
     float dx = x1 - x0, dy = y1 - y0, len = sqrtf(dx * dx + dy * dy);
-    if (len < 1e-3f) return;
+    if (len < 1e-3f)
+        return;
     float nx = -dy / len * width / 2, ny = dx / len * width / 2;
-    SDL_FPoint p[4] = {{x0 + nx, y0 + ny}, {x1 + nx, y1 + ny}, {x1 - nx, y1 - ny}, {x0 - nx, y0 - ny}};
+    SDL_FPoint p[4] = {
+        {x0 + nx, y0 + ny}, {x1 + nx, y1 + ny}, {x1 - nx, y1 - ny}, {x0 - nx, y0 - ny}};
     ui_batch_quad(&g->shade, p, NULL, c);
 }
 
@@ -3240,7 +3922,8 @@ static void ui_flush(struct ui_gfx *g)
     SDL_SetRenderDrawBlendMode(g->r, SDL_BLENDMODE_NONE);
     for (int i = 0, j; i < g->nrect; i = j) {
         SDL_Color c = g->rect_c[i];
-        for (j = i + 1; j < g->nrect && !memcmp(&g->rect_c[j], &c, sizeof c); j++) {}
+        for (j = i + 1; j < g->nrect && !memcmp(&g->rect_c[j], &c, sizeof c); j++) {
+        }
         SDL_SetRenderDrawColor(g->r, c.r, c.g, c.b, 255);
         SDL_RenderFillRectsF(g->r, g->rect + i, j - i);
     }
@@ -3249,7 +3932,8 @@ static void ui_flush(struct ui_gfx *g)
     struct ui_batch *b[2] = {&g->shade, &g->glyphs};
     SDL_Texture *tex[2] = {NULL, g->atlas};
     for (int i = 0; i < 2; i++) {
-        if (b[i]->ni) SDL_RenderGeometry(g->r, tex[i], b[i]->v, b[i]->nv, b[i]->ix, b[i]->ni);
+        if (b[i]->ni)
+            SDL_RenderGeometry(g->r, tex[i], b[i]->v, b[i]->nv, b[i]->ix, b[i]->ni);
         b[i]->nv = b[i]->ni = 0;
     }
 }
@@ -3268,8 +3952,8 @@ static const struct ui_hit *ui_hit_at(const struct ui_gfx *g, float x, float y, 
 {
     for (int i = g->nhit - 1; i >= 0; i--) {
         const struct ui_hit *h = &g->hit[i];
-        if ((type < 0 || h->type == type) && (model < 0 || h->model == model) && x >= h->r.x && x < h->r.x + h->r.w &&
-            y >= h->r.y && y < h->r.y + h->r.h)
+        if ((type < 0 || h->type == type) && (model < 0 || h->model == model) && x >= h->r.x &&
+            x < h->r.x + h->r.w && y >= h->r.y && y < h->r.y + h->r.h)
             return h;
     }
     return NULL;
@@ -3278,7 +3962,8 @@ static const struct ui_hit *ui_hit_at(const struct ui_gfx *g, float x, float y, 
 static const struct ui_hit *ui_hit_find(const struct ui_gfx *g, int model, int type, int32_t idx)
 {
     for (int i = 0; i < g->nhit; i++)
-        if (g->hit[i].model == model && g->hit[i].type == type && g->hit[i].idx == idx) return &g->hit[i];
+        if (g->hit[i].model == model && g->hit[i].type == type && g->hit[i].idx == idx)
+            return &g->hit[i];
     return NULL;
 }
 
@@ -3291,10 +3976,15 @@ static unsigned char *ui_read_file(const char *path, char *err, size_t errlen)
     long n = -1;
     if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
         data = xrealloc(NULL, (size_t)n, 1);
-        if (fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+        if (fread(data, 1, (size_t)n, f) != (size_t)n) {
+            free(data);
+            data = NULL;
+        }
     }
-    if (!data) snprintf(err, errlen, "%s", f && n >= 0 ? "short read" : strerror(errno));
-    if (f) fclose(f);
+    if (!data)
+        snprintf(err, errlen, "%s", f && n >= 0 ? "short read" : strerror(errno));
+    if (f)
+        fclose(f);
     return data;
 }
 
@@ -3303,7 +3993,9 @@ static unsigned char *ui_read_file(const char *path, char *err, size_t errlen)
  * same number, a << 24 | 0xffffff. */
 static Uint32 ui_atlas_format(Uint32 target)
 {
-    return target == SDL_PIXELFORMAT_ABGR8888 || target == SDL_PIXELFORMAT_BGR888 ? SDL_PIXELFORMAT_ABGR8888 : SDL_PIXELFORMAT_ARGB8888;
+    return target == SDL_PIXELFORMAT_ABGR8888 || target == SDL_PIXELFORMAT_BGR888
+               ? SDL_PIXELFORMAT_ABGR8888
+               : SDL_PIXELFORMAT_ARGB8888;
 }
 
 /* Bake every size into one atlas for the current scale. Returns 0 or -1 with a message. */
@@ -3319,19 +4011,38 @@ static int ui_bake(struct ui_gfx *g)
         stbtt_pack_context pc;
         stbtt_pack_range ranges[UI_NFONTS];
         for (int f = 0; f < UI_NFONTS; f++)
-            ranges[f] = (stbtt_pack_range){.font_size = ui_font_px[f] * g->scale, .first_unicode_codepoint_in_range = UI_FIRST_CHAR,
-                                           .num_chars = UI_NCHARS, .chardata_for_range = g->font[f].ch};
+            ranges[f] = (stbtt_pack_range){.font_size = ui_font_px[f] * g->scale,
+                                           .first_unicode_codepoint_in_range = UI_FIRST_CHAR,
+                                           .num_chars = UI_NCHARS,
+                                           .chardata_for_range = g->font[f].ch};
         int ok = stbtt_PackBegin(&pc, bitmap, size, size, 0, 1, NULL);
-        if (ok) ok = stbtt_PackFontRanges(&pc, g->ttf, 0, ranges, UI_NFONTS), stbtt_PackEnd(&pc);
-        if (!ok && size < 4096) { free(bitmap); continue; }
-        if (!ok) { free(bitmap); fprintf(stderr, "sim: cannot fit the glyphs of %s in a texture\n", g->font_path); return -1; }
+        if (ok) {
+            ok = stbtt_PackFontRanges(&pc, g->ttf, 0, ranges, UI_NFONTS);
+            stbtt_PackEnd(&pc);
+        }
+        if (!ok && size < 4096) {
+            free(bitmap);
+            continue;
+        }
+        if (!ok) {
+            free(bitmap);
+            fprintf(stderr, "sim: cannot fit the glyphs of %s in a texture\n", g->font_path);
+            return -1;
+        }
         /* white RGBA with the glyph as alpha: the vertex colour tints it */
         uint32_t *rgba = xrealloc(NULL, (size_t)size * size, sizeof *rgba);
-        for (long i = 0; i < (long)size * size; i++) rgba[i] = (uint32_t)bitmap[i] << 24 | 0xffffffu;
+        for (long i = 0; i < (long)size * size; i++)
+            rgba[i] = (uint32_t)bitmap[i] << 24 | 0xffffffu;
         free(bitmap);
-        if (g->atlas) SDL_DestroyTexture(g->atlas);
-        g->atlas = SDL_CreateTexture(g->r, ui_atlas_format(g->target_format), SDL_TEXTUREACCESS_STATIC, size, size);
-        if (!g->atlas) { free(rgba); fprintf(stderr, "sim: font texture: %s\n", SDL_GetError()); return -1; }
+        if (g->atlas)
+            SDL_DestroyTexture(g->atlas);
+        g->atlas = SDL_CreateTexture(g->r, ui_atlas_format(g->target_format),
+                                     SDL_TEXTUREACCESS_STATIC, size, size);
+        if (!g->atlas) {
+            free(rgba);
+            fprintf(stderr, "sim: font texture: %s\n", SDL_GetError());
+            return -1;
+        }
         SDL_UpdateTexture(g->atlas, NULL, rgba, size * 4);
         SDL_SetTextureBlendMode(g->atlas, SDL_BLENDMODE_BLEND);
         free(rgba);
@@ -3357,10 +4068,12 @@ static float ui_text(struct ui_gfx *g, int font, float x, float y, SDL_Color c, 
     float bx = roundf(x), by = roundf(y) + f->ascent;
     for (; *s; s++) {
         int ch = (unsigned char)*s;
-        if (ch < UI_FIRST_CHAR || ch >= UI_FIRST_CHAR + UI_NCHARS) ch = '?';
+        if (ch < UI_FIRST_CHAR || ch >= UI_FIRST_CHAR + UI_NCHARS)
+            ch = '?';
         stbtt_aligned_quad q;
         stbtt_GetPackedQuad(f->ch, g->atlas_w, g->atlas_h, ch - UI_FIRST_CHAR, &bx, &by, &q, 1);
-        if (ch == ' ') continue;
+        if (ch == ' ')
+            continue;
         SDL_FPoint p[4] = {{q.x0, q.y0}, {q.x1, q.y0}, {q.x1, q.y1}, {q.x0, q.y1}};
         SDL_FPoint uv[4] = {{q.s0, q.t0}, {q.s1, q.t0}, {q.s1, q.t1}, {q.s0, q.t1}};
         ui_batch_quad(&g->glyphs, p, uv, c);
@@ -3368,9 +4081,10 @@ static float ui_text(struct ui_gfx *g, int font, float x, float y, SDL_Color c, 
     return bx;
 }
 
-static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt, ...)
+static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt,
+                      ...) __attribute__((format(printf, 6, 7)));
+static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *fmt,
+                      ...)
 {
     char buf[256];
     va_list ap;
@@ -3381,7 +4095,8 @@ static float ui_textf(struct ui_gfx *g, int font, float x, float y, SDL_Color c,
 }
 
 /* Text cut to fit a width (the face is monospaced, so that is a count of characters). */
-static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *s, float maxw)
+static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *s,
+                         float maxw)
 {
     char buf[256];
     int n = (int)(maxw / g->font[font].adv);
@@ -3390,11 +4105,15 @@ static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color
 }
 
 /* The face is monospaced, so a width is a count of characters. */
-static float ui_text_w(const struct ui_gfx *g, int font, const char *s) { return g->font[font].adv * (float)strlen(s); }
+static float ui_text_w(const struct ui_gfx *g, int font, const char *s)
+{
+    return g->font[font].adv * (float)strlen(s);
+}
 
 /* Setup */
 
-static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format, const struct ui_options *uo, int out_h)
+static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format,
+                       const struct ui_options *uo, int out_h)
 {
     char err[256];
     memset(g, 0, sizeof *g);
@@ -3403,9 +4122,11 @@ static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format, 
     g->light = uo->light;
     g->font_path = uo->font ? uo->font : UI_DEFAULT_FONT;
     g->scale = (float)out_h / 800.0f;
-    if (g->scale < 0.5f) g->scale = 0.5f;
+    if (g->scale < 0.5f)
+        g->scale = 0.5f;
     if (!(g->ttf = ui_read_file(g->font_path, err, sizeof err))) {
-        fprintf(stderr, "sim: cannot read font %s: %s (pass --font PATH to use another)\n", g->font_path, err);
+        fprintf(stderr, "sim: cannot read font %s: %s (pass --font PATH to use another)\n",
+                g->font_path, err);
         return -1;
     }
     SDL_SetRenderDrawBlendMode(r, SDL_BLENDMODE_BLEND);
@@ -3414,14 +4135,23 @@ static int ui_gfx_init(struct ui_gfx *g, SDL_Renderer *r, Uint32 target_format, 
 
 static void ui_gfx_free(struct ui_gfx *g)
 {
-    if (g->atlas) SDL_DestroyTexture(g->atlas);
-    free(g->ttf), free(g->hit);
-    free(g->rect), free(g->rect_c);
+    if (g->atlas)
+        SDL_DestroyTexture(g->atlas);
+    free(g->ttf);
+    free(g->hit);
+    free(g->rect);
+    free(g->rect_c);
     struct ui_batch *b[] = {&g->shade, &g->glyphs};
-    for (int i = 0; i < 2; i++) free(b[i]->v), free(b[i]->ix);
+    for (int i = 0; i < 2; i++)
+        free(b[i]->v), free(b[i]->ix);
     for (int k = 0; k < MODEL_N; k++)
-        if (g->scan[k]) free(g->scan[k]->parked), free(g->scan[k]->tmp), free(g->scan[k]);
-    free(g->ink), free(g->idx);
+        if (g->scan[k]) {
+            free(g->scan[k]->parked);
+            free(g->scan[k]->tmp);
+            free(g->scan[k]);
+        }
+    free(g->ink);
+    free(g->idx);
     memset(g, 0, sizeof *g);
 }
 
@@ -3430,7 +4160,10 @@ static int ui_gfx_resize(struct ui_gfx *g, int out_h)
 {
     float s = (float)out_h / 800.0f;
     g->scale = s < 0.5f ? 0.5f : s;
-    if (fabsf(g->scale - g->baked_scale) < 0.05f * g->baked_scale) { g->scale = g->baked_scale; return 0; }
+    if (fabsf(g->scale - g->baked_scale) < 0.05f * g->baked_scale) {
+        g->scale = g->baked_scale;
+        return 0;
+    }
     return ui_bake(g);
 }
 
@@ -3449,7 +4182,10 @@ static int ui_parked_svc(const struct model *m, const struct req *req)
 static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime travel)
 {
     int k = m->id;
-    if (!g->scan[k]) g->scan[k] = xrealloc(NULL, 1, sizeof *g->scan[k]), memset(g->scan[k], 0, sizeof *g->scan[k]);
+    if (!g->scan[k]) {
+        g->scan[k] = xrealloc(NULL, 1, sizeof *g->scan[k]);
+        memset(g->scan[k], 0, sizeof *g->scan[k]);
+    }
     struct ui_scan *sc = g->scan[k];
     if (m->nreq > sc->cap) {
         sc->cap = m->nreq + m->nreq / 2;
@@ -3460,30 +4196,42 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
     sc->nrecent = 0;
     for (int32_t i = 0; i < m->nreq; i++) {
         const struct req *req = &m->req[i];
-        if (req->parked) sc->tmp[n++] = i, count[ui_parked_svc(m, req)]++;
-        if (m->now - req->arrived < travel && req->arrived <= m->now && sc->nrecent < UI_MAX_FLIGHTS) sc->recent[sc->nrecent++] = i;
+        if (req->parked) {
+            sc->tmp[n++] = i;
+            count[ui_parked_svc(m, req)]++;
+        }
+        if (m->now - req->arrived < travel && req->arrived <= m->now &&
+            sc->nrecent < UI_MAX_FLIGHTS)
+            sc->recent[sc->nrecent++] = i;
     }
     sc->svc_first[0] = 0;
-    for (int v = 0; v < MAX_SERVICES; v++) sc->svc_first[v + 1] = sc->svc_first[v] + count[v];
+    for (int v = 0; v < MAX_SERVICES; v++)
+        sc->svc_first[v + 1] = sc->svc_first[v] + count[v];
     long at[MAX_SERVICES];
     memcpy(at, sc->svc_first, sizeof at);
-    for (long j = 0; j < n; j++) sc->parked[at[ui_parked_svc(m, &m->req[sc->tmp[j]])]++] = sc->tmp[j];
+    for (long j = 0; j < n; j++)
+        sc->parked[at[ui_parked_svc(m, &m->req[sc->tmp[j]])]++] = sc->tmp[j];
 }
 
 /* Is slot r on the free list? Walks it: for one narrated event, not for every frame. */
 static int ui_slot_free(const struct model *m, int32_t r)
 {
     for (int32_t i = m->free_req; i >= 0; i = m->req[i].next)
-        if (i == r) return 1;
+        if (i == r)
+            return 1;
     return 0;
 }
 
 /* A request slot in use (for the one request a card or a ring is about). */
-static int ui_live(const struct model *m, int32_t r) { return r >= 0 && r < m->nreq && !ui_slot_free(m, r); }
+static int ui_live(const struct model *m, int32_t r)
+{
+    return r >= 0 && r < m->nreq && !ui_slot_free(m, r);
+}
 
 static void ui_scratch(struct ui_gfx *g, long n)
 {
-    if (n <= g->capscratch) return;
+    if (n <= g->capscratch)
+        return;
     g->capscratch = n + n / 2 + 256;
     g->ink = xrealloc(g->ink, (size_t)g->capscratch, 1);
     g->idx = xrealloc(g->idx, (size_t)g->capscratch, sizeof *g->idx);
@@ -3492,42 +4240,72 @@ static void ui_scratch(struct ui_gfx *g, long n)
 static uint64_t ui_failed(const struct model *m)
 {
     uint64_t n = 0;
-    for (int k = 0; k < FAIL_N; k++) n += m->stats.failed[k];
+    for (int k = 0; k < FAIL_N; k++)
+        n += m->stats.failed[k];
     return n;
 }
 
 static int ui_thr_ink(const struct model *m, int32_t t)
 {
     const struct thr *th = &m->thr[t];
-    if (m->id == MODEL_VIRTUAL && th->state == THR_BLOCKED) return UI_PINNED;
+    if (m->id == MODEL_VIRTUAL && th->state == THR_BLOCKED)
+        return UI_PINNED;
     return ui_state_ink[th->state];
 }
 
 static int ui_req_ink(const struct model *m, int32_t r)
 {
     const struct req *req = &m->req[r];
-    if (req->fail != FAIL_NONE) return UI_FAILED;
-    if (req->parked) return UI_IO;
-    if (req->thr >= 0) return ui_thr_ink(m, req->thr);
-    if (m->id == MODEL_PLATFORM) return UI_QUEUED;
-    return req->pc == 0 && req->phase == PH_START ? UI_CREATED : UI_READY; /* never mounted yet: new */
+    if (req->fail != FAIL_NONE)
+        return UI_FAILED;
+    if (req->parked)
+        return UI_IO;
+    if (req->thr >= 0)
+        return ui_thr_ink(m, req->thr);
+    if (m->id == MODEL_PLATFORM)
+        return UI_QUEUED;
+    return req->pc == 0 && req->phase == PH_START ? UI_CREATED
+                                                  : UI_READY; /* never mounted yet: new */
 }
 
-static const char *ui_thr_prefix(const struct model *m) { return m->id == MODEL_PLATFORM ? "T" : "C"; }
-static const char *ui_req_prefix(const struct model *m) { return m->id == MODEL_PLATFORM ? "req" : "VT"; }
+/* The words each panel uses for its threads, requests and queue, by model. */
+static const struct ui_words {
+    const char *thr_prefix, *req_prefix; /* "T#17" or "C#1"; "req#512" or "VT#512" */
+    const char *thread, *threads;        /* one, and the pool of them */
+    const char *queue;                   /* where a request waits for a thread */
+} ui_words[MODEL_N] = {
+    {"T", "req", "OS thread", "pool threads", "executor queue for a thread"},
+    {"C", "VT", "carrier", "carriers", "run queue for a carrier"},
+};
+
+static const char *ui_thr_prefix(const struct model *m)
+{
+    return ui_words[m->id].thr_prefix;
+}
+
+static const char *ui_req_prefix(const struct model *m)
+{
+    return ui_words[m->id].req_prefix;
+}
 
 /* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
 static void ui_step_name(const struct scenario *s, int pc, char *buf, size_t len)
 {
-    static const char *const ops[] = {[OP_CPU] = "cpu", [OP_CALL] = "call", [OP_PAR] = "par", [OP_IO] = "io",
-                                      [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
-    if (pc >= s->nsteps) { snprintf(buf, len, "end"); return; }
+    static const char *const ops[] = {
+        [OP_CPU] = "cpu", [OP_CALL] = "call",         [OP_PAR] = "par",
+        [OP_IO] = "io",   [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
+    if (pc >= s->nsteps) {
+        snprintf(buf, len, "end");
+        return;
+    }
     const struct step *step = &s->prog[pc];
     int o = snprintf(buf, len, "%s", ops[step->op]);
-    if (step->op != OP_CALL && step->op != OP_PAR) return;
+    if (step->op != OP_CALL && step->op != OP_PAR)
+        return;
     for (int i = 0; i < step->nsvc && o > 0 && (size_t)o < len; i++)
         o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[step->svc[i]].name);
-    if (o > 0 && (size_t)o < len) snprintf(buf + o, len - (size_t)o, ")");
+    if (o > 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, ")");
 }
 
 /* The services the program calls, in declaration order: scn_defaults declares the default
@@ -3536,9 +4314,11 @@ static int ui_used_services(const struct scenario *s, int out[MAX_SERVICES])
 {
     int used[MAX_SERVICES] = {0}, n = 0;
     for (int i = 0; i < s->nsteps; i++)
-        for (int k = 0; k < s->prog[i].nsvc; k++) used[s->prog[i].svc[k]] = 1;
+        for (int k = 0; k < s->prog[i].nsvc; k++)
+            used[s->prog[i].svc[k]] = 1;
     for (int i = 0; i < s->nsvc; i++)
-        if (used[i]) out[n++] = i;
+        if (used[i])
+            out[n++] = i;
     return n;
 }
 
@@ -3549,19 +4329,32 @@ static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len
     char step[64];
     /* step names are bounded to 40 characters so every line fits in 96 */
     ui_step_name(m->s, req->pc, step, sizeof step);
-    if (req->fail != FAIL_NONE) snprintf(buf, len, "fails: %s", fail_names[req->fail]);
-    else if (req->parked) snprintf(buf, len, "parked, waiting for %.40s", step);
+    if (req->fail != FAIL_NONE)
+        snprintf(buf, len, "fails: %s", fail_names[req->fail]);
+    else if (req->parked)
+        snprintf(buf, len, "parked, waiting for %.40s", step);
     else if (req->pinned && req->pc < m->s->nsteps && m->s->prog[req->pc].op == OP_IO)
-        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)", m->thr[req->thr].id);
-    else if (req->pinned) snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[req->thr].id, step);
+        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)",
+                 m->thr[req->thr].id);
+    else if (req->pinned)
+        snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[req->thr].id,
+                 step);
     else if (req->thr >= 0) {
         const struct thr *th = &m->thr[req->thr];
-        if (th->state == THR_RUNNING) snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, ui_thr_prefix(m), th->id, th->core);
-        else if (th->state == THR_READY) snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id, step);
-        else if (th->state == THR_BLOCKED) snprintf(buf, len, "blocks T#%u in the kernel in %.40s", th->id, step);
-        else snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
-    } else if (!req->admitted) snprintf(buf, len, "waits in the accept backlog");
-    else snprintf(buf, len, "waits in the %s", m->id == MODEL_PLATFORM ? "executor queue for a thread" : "run queue for a carrier");
+        if (th->state == THR_RUNNING)
+            snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, ui_thr_prefix(m), th->id,
+                     th->core);
+        else if (th->state == THR_READY)
+            snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id,
+                     step);
+        else if (th->state == THR_BLOCKED)
+            snprintf(buf, len, "blocks T#%u in the kernel in %.40s", th->id, step);
+        else
+            snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
+    } else if (!req->admitted)
+        snprintf(buf, len, "waits in the accept backlog");
+    else
+        snprintf(buf, len, "waits in the %s", ui_words[m->id].queue);
 }
 
 /* ---- V.3 Panels ---- */
@@ -3572,34 +4365,44 @@ struct ui_grid {
     SDL_FRect r;
     float cell, dot; /* cell pitch and the square drawn in it */
     int cols;
-    long per;        /* items per cell: 1, or more when items outnumber cells */
+    long per; /* items per cell: 1, or more when items outnumber cells */
 };
 
 /* The largest cell up to max_cell that fits n items in r; below 2 px, cells aggregate. */
 static struct ui_grid ui_grid_fit(SDL_FRect r, long n, float max_cell)
 {
     struct ui_grid gr = {r, max_cell, 0, 1, 1};
-    if (n < 1) n = 1;
+    if (n < 1)
+        n = 1;
     while (gr.cell > 2) {
         long cols = (long)(r.w / gr.cell), rows = (long)(r.h / gr.cell);
-        if (cols * rows >= n) break;
+        if (cols * rows >= n)
+            break;
         gr.cell = floorf(gr.cell * 0.85f);
     }
-    if (gr.cell < 2) gr.cell = 2;
+    if (gr.cell < 2)
+        gr.cell = 2;
     gr.cols = (int)(r.w / gr.cell);
-    if (gr.cols < 1) gr.cols = 1;
+    if (gr.cols < 1)
+        gr.cols = 1;
     long cells = (long)gr.cols * (long)(r.h / gr.cell);
-    if (cells < 1) cells = 1;
+    if (cells < 1)
+        cells = 1;
     gr.per = (n + cells - 1) / cells;
-    gr.dot = gr.cell >= 4 && gr.per == 1 ? gr.cell - 1 : gr.cell; /* gaps between single items only */
+    gr.dot =
+        gr.cell >= 4 && gr.per == 1 ? gr.cell - 1 : gr.cell; /* gaps between single items only */
     return gr;
 }
 
-static SDL_FRect ui_inset(SDL_FRect r, float d) { return (SDL_FRect){r.x + d, r.y + d, r.w - 2 * d, r.h - 2 * d}; }
+static SDL_FRect ui_inset(SDL_FRect r, float d)
+{
+    return (SDL_FRect){r.x + d, r.y + d, r.w - 2 * d, r.h - 2 * d};
+}
 
 static SDL_FRect ui_grid_cell(const struct ui_grid *gr, long c)
 {
-    return (SDL_FRect){gr->r.x + (float)(c % gr->cols) * gr->cell, gr->r.y + (float)(c / gr->cols) * gr->cell, gr->dot, gr->dot};
+    return (SDL_FRect){gr->r.x + (float)(c % gr->cols) * gr->cell,
+                       gr->r.y + (float)(c / gr->cols) * gr->cell, gr->dot, gr->dot};
 }
 
 /* A density grid of one ink: its full cells are whole rows, so a few rectangles. */
@@ -3611,15 +4414,18 @@ static void ui_grid_draw_uniform(struct ui_gfx *g, const struct ui_grid *gr, lon
     ui_rect(g, gr->r.x, gr->r.y + (float)rows * gr->cell, (float)rest * gr->cell, gr->cell, col);
     if (part) {
         SDL_FRect c = ui_grid_cell(gr, full);
-        ui_rect(g, c.x, c.y, c.w, c.h, ui_mix(g, g->ink[0], UI_PANEL, 0.3 + 0.7 * (double)part / (double)gr->per));
+        ui_rect(g, c.x, c.y, c.w, c.h,
+                ui_mix(g, g->ink[0], UI_PANEL, 0.3 + 0.7 * (double)part / (double)gr->per));
     }
 }
 
 /* Draw g->ink[0..n) as a grid on the panel. One item per cell: a solid dot (and a hit,
  * so it can be inspected). k per cell: the first item's colour, stronger the fuller it is. */
-static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int model, int hit_type)
+static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int model,
+                         int hit_type)
 {
-    if (gr->per > 1 && n > 1 && g->ink[0] != UI_FAILED && !memcmp(g->ink, g->ink + 1, (size_t)n - 1)) { /* all one ink */
+    if (gr->per > 1 && n > 1 && g->ink[0] != UI_FAILED &&
+        !memcmp(g->ink, g->ink + 1, (size_t)n - 1)) { /* all one ink */
         ui_grid_draw_uniform(g, gr, n);
         return;
     }
@@ -3630,11 +4436,17 @@ static void ui_grid_draw(struct ui_gfx *g, const struct ui_grid *gr, long n, int
         long in = n - i < gr->per ? n - i : gr->per;
         SDL_FRect c = ui_grid_cell(gr, i / gr->per);
         int ink = g->ink[i];
-        if (ink != last_ink || in != last_in) /* mixing per cell would cost more than the fill */
-            col = ui_mix(g, ink, UI_PANEL, gr->per == 1 ? 1 : 0.3 + 0.7 * (double)in / (double)gr->per), last_ink = ink, last_in = in;
+        if (ink != last_ink || in != last_in) { /* mixing per cell would cost more than the fill */
+            col = ui_mix(g, ink, UI_PANEL,
+                         gr->per == 1 ? 1 : 0.3 + 0.7 * (double)in / (double)gr->per);
+            last_ink = ink;
+            last_in = in;
+        }
         ui_rect(g, c.x, c.y, c.w, c.h, col);
-        if (ink == UI_FAILED && c.w >= 4) ui_outline(g, c, 1, ui_color(g, UI_ALERT, 255));
-        if (gr->per == 1 && gr->dot >= 3) ui_hit_add(g, c, model, hit_type, g->idx[i]);
+        if (ink == UI_FAILED && c.w >= 4)
+            ui_outline(g, c, 1, ui_color(g, UI_ALERT, 255));
+        if (gr->per == 1 && gr->dot >= 3)
+            ui_hit_add(g, c, model, hit_type, g->idx[i]);
     }
 }
 
@@ -3653,9 +4465,12 @@ static const struct ui_chart {
     int live_off;   /* --live: the measured field of struct live_sample drawn over it, -1 none */
     double live_scale;
 } ui_charts[] = {
-    {"req/s (0.5 s mean)", offsetof(struct sample, rps), UI_F64, 1, UI_MEAN, offsetof(struct live_sample, rps), 1},
-    {"p99 latency ms", offsetof(struct sample, p99_ms), UI_F64, 1, UI_MEAN_NONZERO, offsetof(struct live_sample, p99_ms), 1},
-    {"OS threads", offsetof(struct sample, os_threads), UI_I32, 1, UI_RAW, offsetof(struct live_sample, os_threads), 1},
+    {"req/s (0.5 s mean)", offsetof(struct sample, rps), UI_F64, 1, UI_MEAN,
+     offsetof(struct live_sample, rps), 1},
+    {"p99 latency ms", offsetof(struct sample, p99_ms), UI_F64, 1, UI_MEAN_NONZERO,
+     offsetof(struct live_sample, p99_ms), 1},
+    {"OS threads", offsetof(struct sample, os_threads), UI_I32, 1, UI_RAW,
+     offsetof(struct live_sample, os_threads), 1},
     {"thread memory MiB", offsetof(struct sample, thread_mem), UI_I64, 1.0 / 1048576, UI_RAW,
      offsetof(struct live_sample, rss), 1.0 / 1048576}, /* measured: the whole RSS */
     {"ports in TIME_WAIT", offsetof(struct sample, ports_tw), UI_I32, 1, UI_RAW, -1, 0},
@@ -3665,19 +4480,25 @@ static const struct ui_chart {
 static double ui_sample_value(const struct sample *x, const struct ui_chart *c)
 {
     const char *p = (const char *)x + c->off;
-    double v = c->type == UI_F64 ? *(const double *)p : c->type == UI_I32 ? *(const int32_t *)p : (double)*(const int64_t *)p;
+    double v = c->type == UI_F64   ? *(const double *)p
+               : c->type == UI_I32 ? *(const int32_t *)p
+                                   : (double)*(const int64_t *)p;
     return v * c->scale;
 }
 
 /* The value plotted at sample i, smoothed as the chart says. */
 static double ui_plot_value(const struct model *m, const struct ui_chart *c, int i)
 {
-    if (c->smooth == UI_RAW) return ui_sample_value(&m->series[i], c);
+    if (c->smooth == UI_RAW)
+        return ui_sample_value(&m->series[i], c);
     int k = (int)(SEC / 2 / m->s->sample_interval), n = 0;
     double sum = 0;
     for (int j = i; j >= 0 && j > i - (k > 1 ? k : 1); j--) {
         double y = ui_sample_value(&m->series[j], c);
-        if (y > 0 || c->smooth == UI_MEAN) sum += y, n++;
+        if (y > 0 || c->smooth == UI_MEAN) {
+            sum += y;
+            n++;
+        }
     }
     return n ? sum / n : 0;
 }
@@ -3694,8 +4515,10 @@ static void ui_panel_layout(const struct ui_gfx *g, SDL_FRect p, struct ui_panel
     float S = g->scale, pad = 8 * S, x = p.x + pad, w = p.w - 2 * pad, y = p.y + 4 * S;
     float small = g->font[UI_SMALL].line, big = g->font[UI_BIG].line;
     L->all = p;
-    L->title = (SDL_FRect){x, y, w, big + 2 * S}; y += L->title.h;
-    L->arrivals = (SDL_FRect){x, y, w, small + 24 * S}; y += L->arrivals.h + 4 * S;
+    L->title = (SDL_FRect){x, y, w, big + 2 * S};
+    y += L->title.h;
+    L->arrivals = (SDL_FRect){x, y, w, small + 24 * S};
+    y += L->arrivals.h + 4 * S;
     float bottom = p.y + p.h - 4 * S;
     L->counters = (SDL_FRect){x, bottom - 2 * small - 4 * S, w, 2 * small + 4 * S};
     L->services = (SDL_FRect){x, L->counters.y - 2 * small - 12 * S, w, 2 * small + 8 * S};
@@ -3704,20 +4527,24 @@ static void ui_panel_layout(const struct ui_gfx *g, SDL_FRect p, struct ui_panel
 }
 
 /* The requests of some FIFOs, in order, into the grid scratch; returns how many. */
-static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct fifo *const *fifos, int nf)
+static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct fifo *const *fifos,
+                          int nf)
 {
     long n = 0, k = 0;
-    for (int f = 0; f < nf; f++) n += fifos[f]->len;
+    for (int f = 0; f < nf; f++)
+        n += fifos[f]->len;
     ui_scratch(g, n);
     for (int f = 0; f < nf; f++)
-        for (int32_t i = fifos[f]->head; i >= 0 && k < n; i = m->req[i].next) g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
+        for (int32_t i = fifos[f]->head; i >= 0 && k < n; i = m->req[i].next)
+            g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
     return k;
 }
 
 /* Dots for the requests that arrived during the last `travel`, flying from the users to
  * the queue, and bouncing red-edged ones for recent failures. Both come from the models'
  * state, so a screenshot shows them too. */
-static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect r, float x0, float x1)
+static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_view *v,
+                       SDL_FRect r, float x0, float x1)
 {
     float S = g->scale, y = r.y + r.h * 0.55f, d = 5 * S;
     const struct ui_scan *sc = g->scan[m->id];
@@ -3743,15 +4570,19 @@ static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_
 }
 
 /* users -> flights -> queue: the queue is a grid of its requests, then the accept backlog. */
-static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect r)
+static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui_view *v,
+                        SDL_FRect r)
 {
     float S = g->scale, small = g->font[UI_SMALL].line;
     SDL_Color text = ui_color(g, UI_TEXT, 255), dim = ui_color(g, UI_DIM, 255);
     const struct scenario *s = m->s;
     char who[48], failed[48] = "";
-    if (s->users) snprintf(who, sizeof who, "%ld users", s->users);
-    else snprintf(who, sizeof who, "%.0f/s in", s->rate);
-    if (ui_failed(m)) snprintf(failed, sizeof failed, "%" PRIu64 " failed", ui_failed(m));
+    if (s->users)
+        snprintf(who, sizeof who, "%ld users", s->users);
+    else
+        snprintf(who, sizeof who, "%.0f/s in", s->rate);
+    if (ui_failed(m))
+        snprintf(failed, sizeof failed, "%" PRIu64 " failed", ui_failed(m));
     ui_text(g, UI_SMALL, r.x, r.y, text, who);
     ui_text(g, UI_SMALL, r.x, r.y + small, ui_color(g, UI_ALERT, 255), failed);
     float qx = r.x + r.w * 0.38f, arrow_y = r.y + r.h * 0.55f;
@@ -3765,8 +4596,11 @@ static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui
     const struct fifo *fifos[2] = {&m->backlog, &m->queue};
     long n = ui_fifo_items(g, m, fifos, m->id == MODEL_PLATFORM ? 1 : 2);
     char label[96];
-    if (m->id == MODEL_PLATFORM) snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
-    else snprintf(label, sizeof label, "run queue: %d%s", m->queue.len + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
+    if (m->id == MODEL_PLATFORM)
+        snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
+    else
+        snprintf(label, sizeof label, "run queue: %d%s", m->queue.len + m->backlog.len,
+                 m->backlog.len ? " (some in backlog)" : "");
     ui_text(g, UI_SMALL, qx, r.y, text, label);
     SDL_FRect box = {qx, r.y + small + 2 * S, r.w - (qx - r.x), r.h - small - 2 * S};
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
@@ -3781,15 +4615,18 @@ static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRec
     float S = g->scale;
     ui_fill(g, r, ui_thr_ink(m, t));
     ui_hit_add(g, r, m->id, UI_HIT_THREAD, t);
-    if (!text) return;
+    if (!text)
+        return;
     SDL_Color ink = ui_color(g, UI_FAILED, 255); /* black reads on every state colour */
-    float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, "%s#%-4u %-8s", ui_thr_prefix(m),
-                       th->id, thr_state_names[th->state]);
-    if (th->req < 0) return;
+    float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink,
+                       "%s#%-4u %-8s", ui_thr_prefix(m), th->id, thr_state_names[th->state]);
+    if (th->req < 0)
+        return;
     char step[64];
     ui_step_name(m->s, m->req[th->req].pc, step, sizeof step);
-    ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " %s#%u %s%s  %.1f ms", ui_req_prefix(m),
-             m->req[th->req].id, step, m->req[th->req].pinned ? " PINNED" : "", (double)(m->now - th->since) / 1e6);
+    ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " %s#%u %s%s  %.1f ms",
+             ui_req_prefix(m), m->req[th->req].id, step, m->req[th->req].pinned ? " PINNED" : "",
+             (double)(m->now - th->since) / 1e6);
 }
 
 /* Every alive thread: readable lanes while they fit, else a heat strip (a grid of cells). */
@@ -3799,16 +4636,21 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     long n = 0;
     ui_scratch(g, m->nthr);
     for (int32_t t = 0; t < m->nthr; t++)
-        if (m->thr[t].alive) g->ink[n] = (uint8_t)ui_thr_ink(m, t), g->idx[n++] = t;
+        if (m->thr[t].alive) {
+            g->ink[n] = (uint8_t)ui_thr_ink(m, t);
+            g->idx[n++] = t;
+        }
     ui_hit_add(g, r, m->id, UI_HIT_LANES, -1);
     if (n && r.h / (float)n >= need) {
         float h = r.h / (float)n > 22 * S ? 22 * S : r.h / (float)n;
-        for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], (SDL_FRect){r.x, r.y + (float)i * h, r.w, h - S}, 1);
+        for (long i = 0; i < n; i++)
+            ui_lane(g, m, g->idx[i], (SDL_FRect){r.x, r.y + (float)i * h, r.w, h - S}, 1);
         return;
     }
     struct ui_grid gr = ui_grid_fit(r, n, 24 * S);
     if (gr.per == 1) { /* lanes too thin for text: each thread a cell, still inspectable */
-        for (long i = 0; i < n; i++) ui_lane(g, m, g->idx[i], ui_grid_cell(&gr, i), 0);
+        for (long i = 0; i < n; i++)
+            ui_lane(g, m, g->idx[i], ui_grid_cell(&gr, i), 0);
         return;
     }
     ui_grid_draw(g, &gr, n, m->id, UI_HIT_THREAD);
@@ -3818,9 +4660,11 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 static void ui_thread_counts(struct ui_gfx *g, const struct model *m, float x, float y)
 {
     char buf[160];
-    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, m->id == MODEL_PLATFORM ? "pool threads" : "carriers");
+    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, ui_words[m->id].threads);
     for (int st = THR_NSTATES - 1; st >= 0; st--)
-        if (m->thr_state_n[st]) o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[st], thr_state_names[st]);
+        if (m->thr_state_n[st])
+            o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[st],
+                          thr_state_names[st]);
     ui_text(g, UI_SMALL, x, y, ui_color(g, UI_TEXT, 255), buf);
 }
 
@@ -3834,10 +4678,14 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     const struct ui_scan *sc = g->scan[m->id];
     char count[32];
     rep_human(count, sizeof count, m->vt_parked, R_INT);
-    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "parking lot: %s virtual threads parked on I/O (off any carrier)", count);
+    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
+             "parking lot: %s virtual threads parked on I/O (off any carrier)", count);
     ui_hit_add(g, r, m->id, UI_HIT_LOT, -1);
     const char *none = nsvc ? NULL : "no calls: nothing parks"; /* a program without call() */
-    if (!nsvc) svc[0] = 0, nsvc = 1;
+    if (!nsvc) {
+        svc[0] = 0;
+        nsvc = 1;
+    }
     float cw = r.w / (float)nsvc;
     for (int col_i = 0; col_i < nsvc; col_i++) {
         int sv = svc[col_i];
@@ -3845,15 +4693,19 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         ui_scratch(g, n);
         memset(g->ink, UI_IO, (size_t)n);
         memcpy(g->idx, sc->parked + first, (size_t)n * sizeof *g->idx);
-        SDL_FRect col = {r.x + (float)col_i * cw, r.y + small + 2 * S, cw - 6 * S, r.h - 2 * small - 4 * S};
+        SDL_FRect col = {r.x + (float)col_i * cw, r.y + small + 2 * S, cw - 6 * S,
+                         r.h - 2 * small - 4 * S};
         ui_outline(g, col, S, ui_color(g, UI_LINE, 255));
         struct ui_grid gr = ui_grid_fit(ui_inset(col, 2 * S), n, 7 * S);
         ui_grid_draw(g, &gr, n, m->id, UI_HIT_REQ);
         char count[32];
         rep_human(count, sizeof count, (double)n, R_INT);
         SDL_Color dim = ui_color(g, UI_DIM, 255);
-        float x = ui_textf(g, UI_SMALL, col.x, col.y + col.h + S, dim, "%s %s", none ? none : s->svc[sv].name, none ? "" : count);
-        if (gr.per > 1) ui_textf(g, UI_SMALL, x, col.y + col.h + S, dim, " (density: up to %ld per cell)", gr.per);
+        float x = ui_textf(g, UI_SMALL, col.x, col.y + col.h + S, dim, "%s %s",
+                           none ? none : s->svc[sv].name, none ? "" : count);
+        if (gr.per > 1)
+            ui_textf(g, UI_SMALL, x, col.y + col.h + S, dim, " (density: up to %ld per cell)",
+                     gr.per);
     }
 }
 
@@ -3866,14 +4718,16 @@ static void ui_queue_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     long n = ui_fifo_items(g, m, &q, 1);
     char count[32];
     rep_human(count, sizeof count, (double)n, R_INT);
-    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "queue for a thread: %s requests wait, holding no thread", count);
+    ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
+             "queue for a thread: %s requests wait, holding no thread", count);
     SDL_FRect box = {r.x, r.y + small + 2 * S, r.w, r.h - 2 * small - 4 * S};
     ui_hit_add(g, r, m->id, UI_HIT_LOT, -1);
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
     struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 7 * S);
     ui_grid_draw(g, &gr, n, m->id, UI_HIT_REQ);
     if (gr.per > 1)
-        ui_textf(g, UI_SMALL, box.x, box.y + box.h + S, ui_color(g, UI_DIM, 255), "(density: up to %ld per cell)", gr.per);
+        ui_textf(g, UI_SMALL, box.x, box.y + box.h + S, ui_color(g, UI_DIM, 255),
+                 "(density: up to %ld per cell)", gr.per);
 }
 
 /* Threads on top, the lot of waiting requests below: the same split in both panels, so the
@@ -3885,8 +4739,10 @@ static void ui_workers(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     SDL_FRect lanes = {r.x, r.y + small + 2 * S, r.w, r.h - small - 2 * S};
     float h = lanes.h * 0.42f; /* a fixed split, so the two lots start at the same height */
     SDL_FRect lot = {r.x, lanes.y + h + 6 * S, r.w, lanes.h - h - 6 * S};
-    if (m->id == MODEL_VIRTUAL) ui_lot(g, m, lot);
-    else ui_queue_lot(g, m, lot);
+    if (m->id == MODEL_VIRTUAL)
+        ui_lot(g, m, lot);
+    else
+        ui_queue_lot(g, m, lot);
     lanes.h = h;
     ui_threads(g, m, lanes);
 }
@@ -3902,22 +4758,27 @@ static void ui_cores(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         ui_hit_add(g, box, m->id, UI_HIT_CORE, c);
         char buf[48];
         if (t >= 0 && m->thr[t].req >= 0)
-            snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m), m->thr[t].id, ui_req_prefix(m), m->req[m->thr[t].req].id);
-        else if (t >= 0) snprintf(buf, sizeof buf, "%d: %s#%u", c, ui_thr_prefix(m), m->thr[t].id);
-        else snprintf(buf, sizeof buf, "%d: idle", c);
+            snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m), m->thr[t].id,
+                     ui_req_prefix(m), m->req[m->thr[t].req].id);
+        else if (t >= 0)
+            snprintf(buf, sizeof buf, "%d: %s#%u", c, ui_thr_prefix(m), m->thr[t].id);
+        else
+            snprintf(buf, sizeof buf, "%d: idle", c);
         if (ui_text_w(g, UI_SMALL, buf) < box.w - 4 * S) /* black reads on both core colours */
             ui_text(g, UI_SMALL, box.x + 3 * S, box.y + 3 * S, ui_color(g, UI_FAILED, 255), buf);
     }
 }
 
 /* A bar of parts (value, ink) out of a total, on a track. */
-static void ui_bar(struct ui_gfx *g, SDL_FRect r, double total, const double *part, const int *ink, int n)
+static void ui_bar(struct ui_gfx *g, SDL_FRect r, double total, const double *part, const int *ink,
+                   int n)
 {
     ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_LINE, 255));
     float x = r.x;
     for (int i = 0; i < n && total > 0; i++) {
         float w = (float)(part[i] / total) * r.w;
-        if (x + w > r.x + r.w) w = r.x + r.w - x;
+        if (x + w > r.x + r.w)
+            w = r.x + r.w - x;
         ui_rect(g, x, r.y, w, r.h, ui_color(g, ink[i], 255));
         x += w;
     }
@@ -3931,7 +4792,10 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     float S = g->scale, small = g->font[UI_SMALL].line;
     SDL_Color text = ui_color(g, UI_TEXT, 255), dim = ui_color(g, UI_DIM, 255);
     int used[MAX_SERVICES], n = ui_used_services(s, used);
-    if (!n) { ui_text(g, UI_SMALL, r.x, r.y, dim, "no downstream services"); return; }
+    if (!n) {
+        ui_text(g, UI_SMALL, r.x, r.y, dim, "no downstream services");
+        return;
+    }
     float cw = r.w / (float)n;
     for (int col = 0; col < n; col++) {
         int i = used[col];
@@ -3941,12 +4805,17 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         char line1[96], line2[96];
         double part[2];
         int ink[2] = {UI_IO, UI_IDLE}, total;
-        if (c->pool > 0) { /* busy and idle keep-alive connections; the bar is the pool once it is near full */
-            part[0] = v->conns_busy, part[1] = v->conns_open - v->conns_busy;
+        if (c->pool >
+            0) { /* busy and idle keep-alive connections; the bar is the pool once it is near full */
+            part[0] = v->conns_busy;
+            part[1] = v->conns_open - v->conns_busy;
             total = c->pool <= 2 * v->conns_open ? c->pool : (v->conns_open ? v->conns_open : 1);
-            snprintf(line2, sizeof line2, "pool %d/%d busy%s", v->conns_busy, v->conns_open, v->wait_conn.len ? ", calls wait" : "");
+            snprintf(line2, sizeof line2, "pool %d/%d busy%s", v->conns_busy, v->conns_open,
+                     v->wait_conn.len ? ", calls wait" : "");
         } else { /* a new connection per call: open ports and TIME_WAIT out of the range */
-            part[0] = v->ports_open, part[1] = v->tw_len, ink[1] = UI_PINNED;
+            part[0] = v->ports_open;
+            part[1] = v->tw_len;
+            ink[1] = UI_PINNED;
             total = s->port_high - s->port_low + 1;
             snprintf(line2, sizeof line2, "ports %d open, %d TIME_WAIT", v->ports_open, v->tw_len);
         }
@@ -3963,15 +4832,20 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 /* "12.3 MiB", "812 KiB": memory for people. */
 static void ui_bytes(char *buf, size_t len, double b)
 {
-    if (b >= 1024.0 * 1048576) snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1048576));
-    else if (b >= 1048576) snprintf(buf, len, "%.1f MiB", b / 1048576);
-    else snprintf(buf, len, "%.0f KiB", b / 1024);
+    if (b >= 1024.0 * 1048576)
+        snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1048576));
+    else if (b >= 1048576)
+        snprintf(buf, len, "%.1f MiB", b / 1048576);
+    else
+        snprintf(buf, len, "%.0f KiB", b / 1024);
 }
 
 static void ui_ms(char *buf, size_t len, double ms)
 {
-    if (ms >= 1000) snprintf(buf, len, "%.2f s", ms / 1000);
-    else snprintf(buf, len, "%.1f ms", ms);
+    if (ms >= 1000)
+        snprintf(buf, len, "%.2f s", ms / 1000);
+    else
+        snprintf(buf, len, "%.1f ms", ms);
 }
 
 /* The counters, the same ones in the same place in both panels. Latency is over the
@@ -3983,24 +4857,32 @@ static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     if (h->count) {
         ui_ms(p50, sizeof p50, (double)hist_quantile(h, 0.50) / 1e6);
         ui_ms(p99, sizeof p99, (double)hist_quantile(h, 0.99) / 1e6);
-    } else if (m->nseries && m->series[m->nseries - 1].p99_ms > 0) ui_ms(p99, sizeof p99, m->series[m->nseries - 1].p99_ms);
+    } else if (m->nseries && m->series[m->nseries - 1].p99_ms > 0)
+        ui_ms(p99, sizeof p99, m->series[m->nseries - 1].p99_ms);
     ui_bytes(mem, sizeof mem, (double)model_thread_mem(m));
     /* throughput as the chart shows it: the mean of the last 0.5 s */
-    rep_human(rps, sizeof rps, m->nseries ? ui_plot_value(m, &ui_charts[0], m->nseries - 1) : 0, R_INT);
+    rep_human(rps, sizeof rps, m->nseries ? ui_plot_value(m, &ui_charts[0], m->nseries - 1) : 0,
+              R_INT);
     uint64_t failed = ui_failed(m);
     float y2 = r.y + g->font[UI_SMALL].line + 2 * g->scale;
     ui_hit_add(g, r, m->id, UI_HIT_COUNTERS, -1);
-    float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255), "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
-    ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%" PRIu64, failed);
+    float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
+                       "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
+    ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%" PRIu64,
+             failed);
     /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
     char io[32], busy[32] = "-";
-    rep_human(io, sizeof io, m->id == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked, R_INT);
-    if (m->id == MODEL_VIRTUAL) snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
-    ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255), "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s",
-             model_os_threads(m), io, busy, mem);
+    rep_human(io, sizeof io, m->id == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked,
+              R_INT);
+    if (m->id == MODEL_VIRTUAL)
+        snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
+    ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255),
+             "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s", model_os_threads(m), io,
+             busy, mem);
 }
 
-static const char *const ui_panel_titles[MODEL_N] = {"PLATFORM THREADS (1:1, a Tomcat pool)", "VIRTUAL THREADS (M:N, Loom)"};
+static const char *const ui_panel_titles[MODEL_N] = {"PLATFORM THREADS (1:1, a Tomcat pool)",
+                                                     "VIRTUAL THREADS (M:N, Loom)"};
 
 static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect p)
 {
@@ -4020,13 +4902,15 @@ static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_vi
 /* 1, 2 or 5 times a power of ten, at least v: axis maxima people can read. */
 static double ui_nice(double v)
 {
-    if (v <= 0) return 1;
+    if (v <= 0)
+        return 1;
     double p = pow(10, floor(log10(v)));
     return v <= p ? p : v <= 2 * p ? 2 * p : v <= 5 * p ? 5 * p : 10 * p;
 }
 
 /* A model's series as a polyline; dashed draws every other 6-pixel stretch. */
-static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r, double ymax, int dashed)
+static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r,
+                    double ymax, int dashed)
 {
     SDL_Color ink = ui_color(g, UI_TEXT, 255);
     double dur = (double)m->s->duration;
@@ -4034,20 +4918,24 @@ static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_cha
     float px = 0, py = 0, run = 0, dash = 6 * g->scale;
     for (int i = 0; i < m->nseries; i += step) {
         const struct sample *x = &m->series[i];
-        float X = r.x + (float)((double)x->t / dur) * r.w, Y = r.y + r.h - (float)(ui_plot_value(m, c, i) / ymax) * r.h;
+        float X = r.x + (float)((double)x->t / dur) * r.w,
+              Y = r.y + r.h - (float)(ui_plot_value(m, c, i) / ymax) * r.h;
         if (i > 0) {
             float len = sqrtf((X - px) * (X - px) + (Y - py) * (Y - py));
-            if (!dashed) ui_line(g, px, py, X, Y, 1.6f * g->scale, ink);
+            if (!dashed)
+                ui_line(g, px, py, X, Y, 1.6f * g->scale, ink);
             else /* split the segment into dash-sized pieces, drawing the even ones */
                 for (float a = 0; a < len; a += dash / 2) {
                     float b = a + dash / 2 < len ? a + dash / 2 : len;
                     if (fmodf(run + a, 2 * dash) < dash)
-                        ui_line(g, px + (X - px) * a / len, py + (Y - py) * a / len, px + (X - px) * b / len, py + (Y - py) * b / len,
-                                1.6f * g->scale, ink);
+                        ui_line(g, px + (X - px) * a / len, py + (Y - py) * a / len,
+                                px + (X - px) * b / len, py + (Y - py) * b / len, 1.6f * g->scale,
+                                ink);
                 }
             run += len;
         }
-        px = X, py = Y;
+        px = X;
+        py = Y;
     }
 }
 
@@ -4055,13 +4943,16 @@ static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_cha
 static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
 {
     float S = g->scale, seg = 14 * S, adv = g->font[UI_SMALL].adv;
-    float w = 2 * seg + (float)strlen("platform  virtual") * adv + 8 * S, x = plot.x + (plot.w - w) / 2;
-    if (w > plot.w - 2 * ui_text_w(g, UI_SMALL, "10 s ")) return;
+    float w = 2 * seg + (float)strlen("platform  virtual") * adv + 8 * S,
+          x = plot.x + (plot.w - w) / 2;
+    if (w > plot.w - 2 * ui_text_w(g, UI_SMALL, "10 s "))
+        return;
     float ly = y + g->font[UI_SMALL].line / 2;
     SDL_Color dim = ui_color(g, UI_DIM, 255);
     ui_line(g, x, ly, x + seg, ly, 1.6f * S, dim);
     x = ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "platform") + 2 * adv;
-    for (float a = 0; a < seg; a += 2 * 3 * S) ui_line(g, x + a, ly, x + a + 3 * S, ly, 1.6f * S, dim);
+    for (float a = 0; a < seg; a += 2 * 3 * S)
+        ui_line(g, x + a, ly, x + a + 3 * S, ly, 1.6f * S, dim);
     ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "virtual");
 }
 
@@ -4071,20 +4962,22 @@ static double ui_live_value(const struct live *lv, const struct ui_chart *c, int
 }
 
 /* --live: the measured series as a thick line in the running colour, over the predictions. */
-static void ui_plot_live(struct ui_gfx *g, const struct live *lv, const struct ui_chart *c, SDL_FRect r, double ymax,
-                         simtime dur)
+static void ui_plot_live(struct ui_gfx *g, const struct live *lv, const struct ui_chart *c,
+                         SDL_FRect r, double ymax, simtime dur)
 {
     SDL_Color ink = ui_color(g, UI_RUN, 255);
     for (int i = 1; i < lv->n; i++) {
-        float x0 = r.x + (float)(lv->v[i - 1].t * SEC / (double)dur) * r.w, x1 = r.x + (float)(lv->v[i].t * SEC / (double)dur) * r.w;
+        float x0 = r.x + (float)(lv->v[i - 1].t * SEC / (double)dur) * r.w,
+              x1 = r.x + (float)(lv->v[i].t * SEC / (double)dur) * r.w;
         float y0 = r.y + r.h - (float)(ui_live_value(lv, c, i - 1) / ymax) * r.h;
         float y1 = r.y + r.h - (float)(ui_live_value(lv, c, i) / ymax) * r.h;
-        if (x1 <= r.x + r.w) ui_line(g, x0, y0, x1, y1, 3 * g->scale, ink);
+        if (x1 <= r.x + r.w)
+            ui_line(g, x0, y0, x1, y1, 3 * g->scale, ink);
     }
 }
 
-static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_chart *c, SDL_FRect r,
-                     const struct ui_view *v)
+static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_chart *c,
+                     SDL_FRect r, const struct ui_view *v)
 {
     simtime t = v->t;
     const struct live *lv = c->live_off >= 0 ? v->live : NULL;
@@ -4092,27 +4985,34 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     SDL_FRect plot = {r.x + 6 * S, r.y + small + 4 * S, r.w - 12 * S, r.h - 2 * small - 8 * S};
     double ymax = 0;
     for (int k = 0; k < MODEL_N; k++)
-        for (int i = 0, step = ms[k].nseries / (int)(plot.w / 2 + 1) + 1; i < ms[k].nseries; i += step) {
+        for (int i = 0, step = ms[k].nseries / (int)(plot.w / 2 + 1) + 1; i < ms[k].nseries;
+             i += step) {
             double y = ui_plot_value(&ms[k], c, i);
-            if (y > ymax) ymax = y;
+            if (y > ymax)
+                ymax = y;
         }
     for (int i = 0; lv && i < lv->n; i++)
-        if (ui_live_value(lv, c, i) > ymax) ymax = ui_live_value(lv, c, i);
+        if (ui_live_value(lv, c, i) > ymax)
+            ymax = ui_live_value(lv, c, i);
     ymax = ui_nice(ymax);
     ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
     ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
     char top[24];
     rep_human(top, sizeof top, ymax, ymax < 10 ? R_RATE : R_INT);
     ui_text(g, UI_SMALL, r.x + 6 * S, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
-    ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S, ui_color(g, UI_DIM, 255), top);
-    for (int k = 0; k < MODEL_N; k++) ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL);
-    if (lv) ui_plot_live(g, lv, c, plot, ymax, ms[0].s->duration);
+    ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S,
+            ui_color(g, UI_DIM, 255), top);
+    for (int k = 0; k < MODEL_N; k++)
+        ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL);
+    if (lv)
+        ui_plot_live(g, lv, c, plot, ymax, ms[0].s->duration);
     float cx = plot.x + (float)((double)t / (double)ms[0].s->duration) * plot.w;
     ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
     ui_textf(g, UI_SMALL, plot.x, plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), "0 s");
     char end[16];
     snprintf(end, sizeof end, "%.0f s", (double)ms[0].s->duration / SEC);
-    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, end), plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), end);
+    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, end), plot.y + plot.h + 2 * S,
+            ui_color(g, UI_DIM, 255), end);
     ui_chart_key(g, plot, plot.y + plot.h + 2 * S);
 }
 
@@ -4133,9 +5033,12 @@ static void ui_layout(const struct ui_gfx *g, int w, int h, struct ui_layout *L)
     float charts_h = H * 0.2f;
     L->charts = (SDL_FRect){gap, L->slider.y - gap - charts_h, W - 2 * gap, charts_h};
     float py = L->top.h + gap, ph = L->charts.y - gap - py, pw = (W - 3 * gap) / 2;
-    for (int k = 0; k < MODEL_N; k++) L->panel[k] = (SDL_FRect){gap + (float)k * (pw + gap), py, pw, ph};
+    for (int k = 0; k < MODEL_N; k++)
+        L->panel[k] = (SDL_FRect){gap + (float)k * (pw + gap), py, pw, ph};
     float cw = (L->charts.w - (float)(UI_NCHARTS - 1) * gap) / UI_NCHARTS;
-    for (int i = 0; i < UI_NCHARTS; i++) L->chart[i] = (SDL_FRect){L->charts.x + (float)i * (cw + gap), L->charts.y, cw, L->charts.h};
+    for (int i = 0; i < UI_NCHARTS; i++)
+        L->chart[i] =
+            (SDL_FRect){L->charts.x + (float)i * (cw + gap), L->charts.y, cw, L->charts.h};
 }
 
 /* The frame is cleared to the panel colour (most of its area) and only the gaps around
@@ -4152,7 +5055,8 @@ static void ui_background(struct ui_gfx *g, const struct ui_layout *L, float w)
     ui_rect(g, p[0].x + p[0].w, p[0].y, p[1].x - (p[0].x + p[0].w), p[0].h, bg);
     ui_rect(g, p[1].x + p[1].w, p[1].y, w - (p[1].x + p[1].w), p[1].h, bg);
     ui_rect(g, 0, c[0].y, c[0].x, c[0].h, bg);
-    for (int i = 0; i + 1 < UI_NCHARTS; i++) ui_rect(g, c[i].x + c[i].w, c[i].y, c[i + 1].x - (c[i].x + c[i].w), c[i].h, bg);
+    for (int i = 0; i + 1 < UI_NCHARTS; i++)
+        ui_rect(g, c[i].x + c[i].w, c[i].y, c[i + 1].x - (c[i].x + c[i].w), c[i].h, bg);
     ui_rect(g, last->x + last->w, last->y, w - (last->x + last->w), last->h, bg);
 }
 
@@ -4164,7 +5068,8 @@ static float ui_legend(struct ui_gfx *g, float right, float y)
         lx -= ui_text_w(g, UI_SMALL, ui_inks[i].legend) + sw + 14 * S;
         SDL_FRect box = {lx, y + 2 * S, sw, sw};
         ui_fill(g, box, i);
-        if (i == UI_FAILED) ui_outline(g, box, S, ui_color(g, UI_ALERT, 255));
+        if (i == UI_FAILED)
+            ui_outline(g, box, S, ui_color(g, UI_ALERT, 255));
         ui_hit_add(g, box, -1, UI_HIT_LEGEND, i);
         ui_text(g, UI_SMALL, lx + sw + 4 * S, y, ui_color(g, UI_TEXT, 255), ui_inks[i].legend);
     }
@@ -4172,17 +5077,23 @@ static float ui_legend(struct ui_gfx *g, float right, float y)
 }
 
 /* Clock, speed and PAUSED first; the scenario's name gets what room the legend leaves. */
-static void ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v, SDL_FRect r)
+static void ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v,
+                       SDL_FRect r)
 {
     float S = g->scale, y = r.y + 5 * S;
-    float left = ui_legend(g, r.x + r.w - 8 * S, y + (g->font[UI_BIG].line - g->font[UI_SMALL].line) / 2);
+    float left =
+        ui_legend(g, r.x + r.w - 8 * S, y + (g->font[UI_BIG].line - g->font[UI_SMALL].line) / 2);
     char clock[96];
     int o = snprintf(clock, sizeof clock, "t = %.3f s   ", (double)v->t / SEC);
-    if (v->speed <= 0) snprintf(clock + o, sizeof clock - (size_t)o, "as fast as possible");
-    else snprintf(clock + o, sizeof clock - (size_t)o, "speed x%g", v->speed);
+    if (v->speed <= 0)
+        snprintf(clock + o, sizeof clock - (size_t)o, "as fast as possible");
+    else
+        snprintf(clock + o, sizeof clock - (size_t)o, "speed x%g", v->speed);
     float x = ui_text(g, UI_BIG, r.x + 8 * S, y, ui_color(g, UI_TEXT, 255), clock);
-    if (v->paused) x = ui_text(g, UI_BIG, x + 12 * S, y, ui_color(g, UI_ALERT, 255), "PAUSED");
-    ui_text_fit(g, UI_BIG, x + 24 * S, y, ui_color(g, UI_DIM, 255), ms[0].s->name, left - x - 36 * S);
+    if (v->paused)
+        x = ui_text(g, UI_BIG, x + 12 * S, y, ui_color(g, UI_ALERT, 255), "PAUSED");
+    ui_text_fit(g, UI_BIG, x + 24 * S, y, ui_color(g, UI_DIM, 255), ms[0].s->name,
+                left - x - 36 * S);
 }
 
 static void ui_slider(struct ui_gfx *g, const struct ui_view *v, simtime dur, SDL_FRect r)
@@ -4194,35 +5105,46 @@ static void ui_slider(struct ui_gfx *g, const struct ui_view *v, simtime dur, SD
     ui_hit_add(g, r, -1, UI_HIT_SLIDER, -1);
 }
 
-static const char ui_hints[] = "[space] run  [->] step  [shift ->] next done  [<-] back  [+/-] speed  [h] help";
+static const char ui_hints[] =
+    "[space] run  [->] step  [shift ->] next done  [<-] back  [+/-] speed  [h] help";
 
 /* The narration, and the main keys when there is room for both (the narration wins). */
 static void ui_status(struct ui_gfx *g, const struct ui_view *v, SDL_FRect r)
 {
     float S = g->scale, adv = g->font[UI_SMALL].adv, hw = ui_text_w(g, UI_SMALL, ui_hints);
     int fits = (float)strlen(v->status) * adv < r.w - hw - 24 * S;
-    if (fits) ui_text(g, UI_SMALL, r.w - hw - 8 * S, r.y + 4 * S, ui_color(g, UI_DIM, 255), ui_hints);
-    ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), v->status, r.w - 16 * S);
+    if (fits)
+        ui_text(g, UI_SMALL, r.w - hw - 8 * S, r.y + 4 * S, ui_color(g, UI_DIM, 255), ui_hints);
+    ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), v->status,
+                r.w - 16 * S);
 }
 
 /* --live: the latest measurement in words, for the status line. */
 static void ui_live_status(struct ui_view *v, const struct live *lv)
 {
-    if (!lv->n) { snprintf(v->status, sizeof v->status, "LIVE: waiting for the first interval"); return; }
+    if (!lv->n) {
+        snprintf(v->status, sizeof v->status, "LIVE: waiting for the first interval");
+        return;
+    }
     const struct live_sample *x = &lv->v[lv->n - 1];
     snprintf(v->status, sizeof v->status,
-             "LIVE %s mode, t=%.0f s: %.0f req/s, p99 %.1f ms, %.0f threads, %.0f parked, RSS %.1f MiB (thick green: measured)",
-             model_names[live_mode(lv)], x->t, x->rps, x->p99_ms, x->os_threads, x->vt_parked, x->rss / 1048576);
+             "LIVE %s mode, t=%.0f s: %.0f req/s, p99 %.1f ms, %.0f threads, %.0f parked, RSS %.1f "
+             "MiB (thick green: measured)",
+             model_names[live_mode(lv)], x->t, x->rps, x->p99_ms, x->os_threads, x->vt_parked,
+             x->rss / 1048576);
 }
 
 /* A ring around what the last step touched: a request's dot, or the lane carrying it. */
 static void ui_ring(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p)
 {
-    if (p.model < 0 || p.type == UI_PICK_NONE) return;
+    if (p.model < 0 || p.type == UI_PICK_NONE)
+        return;
     const struct ui_hit *h = ui_hit_find(g, p.model, p.type, p.idx);
-    if (!h && p.type == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) && ms[p.model].req[p.idx].thr >= 0)
+    if (!h && p.type == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) &&
+        ms[p.model].req[p.idx].thr >= 0)
         h = ui_hit_find(g, p.model, UI_HIT_THREAD, ms[p.model].req[p.idx].thr);
-    if (!h) return;
+    if (!h)
+        return;
     float S = g->scale;
     SDL_FRect r = {h->r.x - 3 * S, h->r.y - 3 * S, h->r.w + 6 * S, h->r.h + 6 * S};
     ui_outline(g, r, 2 * S, ui_color(g, UI_ALERT, 255));
@@ -4236,25 +5158,34 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
     if (p.type == UI_PICK_CORE) {
         int32_t t = m->core[p.idx].thr;
         snprintf(lines[n++], 96, "core %d: %s", p.idx, t >= 0 ? "busy" : "idle");
-        if (t < 0) return n;
-        p.type = UI_PICK_THREAD, p.idx = t;
+        if (t < 0)
+            return n;
+        p.type = UI_PICK_THREAD;
+        p.idx = t;
     }
     if (p.type == UI_PICK_THREAD) {
         const struct thr *th = &m->thr[p.idx];
-        if (!th->alive) return n;
-        snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id, m->id == MODEL_PLATFORM ? "OS thread" : "carrier",
-                 thr_state_names[th->state], (double)(m->now - th->since) / 1e6);
-        int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished", (double)th->born / SEC, th->served);
-        if (th->core >= 0) snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
+        if (!th->alive)
+            return n;
+        snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id,
+                 ui_words[m->id].thread, thr_state_names[th->state],
+                 (double)(m->now - th->since) / 1e6);
+        int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished",
+                         (double)th->born / SEC, th->served);
+        if (th->core >= 0)
+            snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
         n++;
         r = th->req;
-    } else if (p.type == UI_PICK_REQ) r = p.idx;
-    if (!ui_live(m, r) || n + 3 > max) return n;
+    } else if (p.type == UI_PICK_REQ)
+        r = p.idx;
+    if (!ui_live(m, r) || n + 3 > max)
+        return n;
     const struct req *req = &m->req[r];
     char step[64], doing[96];
     ui_step_name(m->s, req->pc, step, sizeof step);
     ui_req_doing(m, r, doing, sizeof doing);
-    snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), req->id, (double)(m->now - req->arrived) / 1e6);
+    snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), req->id,
+             (double)(m->now - req->arrived) / 1e6);
     snprintf(lines[n++], 96, "step %d of %d: %.40s", req->pc + 1, m->s->nsteps, step);
     snprintf(lines[n++], 96, "%.95s", doing);
     if (n < max && req->pc > 0) { /* its history: the steps it has done, oldest first */
@@ -4268,20 +5199,28 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
     return n;
 }
 
-static void ui_card(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p, float x, float y, int w, int h)
+static void ui_card(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_pick p, float x,
+                    float y, int w, int h)
 {
-    if (p.model < 0 || p.type == UI_PICK_NONE) return;
+    if (p.model < 0 || p.type == UI_PICK_NONE)
+        return;
     char lines[7][96];
     int n = ui_card_lines(&ms[p.model], p, lines, 7);
-    if (!n) return;
+    if (!n)
+        return;
     float S = g->scale, lh = g->font[UI_SMALL].line, cw = 0;
-    for (int i = 0; i < n; i++) cw = fmaxf(cw, ui_text_w(g, UI_SMALL, lines[i]));
+    for (int i = 0; i < n; i++)
+        cw = fmaxf(cw, ui_text_w(g, UI_SMALL, lines[i]));
     SDL_FRect r = {x + 14 * S, y + 14 * S, cw + 16 * S, (float)n * lh + 12 * S};
-    if (r.x + r.w > (float)w) r.x = x - r.w - 8 * S;
-    if (r.y + r.h > (float)h) r.y = y - r.h - 8 * S;
+    if (r.x + r.w > (float)w)
+        r.x = x - r.w - 8 * S;
+    if (r.y + r.h > (float)h)
+        r.y = y - r.h - 8 * S;
     ui_fill(g, r, UI_BG);
     ui_outline(g, r, S, ui_color(g, UI_TEXT, 255));
-    for (int i = 0; i < n; i++) ui_text(g, UI_SMALL, r.x + 8 * S, r.y + 6 * S + (float)i * lh, ui_color(g, UI_TEXT, 255), lines[i]);
+    for (int i = 0; i < n; i++)
+        ui_text(g, UI_SMALL, r.x + 8 * S, r.y + 6 * S + (float)i * lh, ui_color(g, UI_TEXT, 255),
+                lines[i]);
 }
 
 /* The key table lives with the window loop; the help overlay reads its names. */
@@ -4293,7 +5232,8 @@ static void ui_help(struct ui_gfx *g, int w, int h)
     float S = g->scale, lh = g->font[UI_SMALL].line + 2 * S;
     const char *keys, *help;
     int n = 0;
-    while (ui_key_row(n, &keys, &help)) n++;
+    while (ui_key_row(n, &keys, &help))
+        n++;
     SDL_FRect r = {(float)w * 0.25f, (float)h * 0.15f, (float)w * 0.5f, (float)(n + 7) * lh};
     ui_rect(g, 0, 0, (float)w, (float)h, ui_color(g, UI_BG, 150));
     ui_flush(g); /* the dimming is translucent: it must land before the opaque panel */
@@ -4304,27 +5244,34 @@ static void ui_help(struct ui_gfx *g, int w, int h)
     y += 2 * lh;
     for (int i = 0; ui_key_row(i, &keys, &help); i++, y += lh) {
         ui_text(g, UI_SMALL, r.x + 14 * S, y, ui_color(g, UI_QUEUED, 255), keys);
-        ui_text(g, UI_SMALL, r.x + 14 * S + 14 * g->font[UI_SMALL].adv, y, ui_color(g, UI_TEXT, 255), help);
+        ui_text(g, UI_SMALL, r.x + 14 * S + 14 * g->font[UI_SMALL].adv, y,
+                ui_color(g, UI_TEXT, 255), help);
     }
     y += lh;
-    ui_text(g, UI_SMALL, r.x + 14 * S, y, ui_color(g, UI_DIM, 255), "mouse: hover or click a lane, dot or core to inspect it;");
-    ui_text(g, UI_SMALL, r.x + 14 * S, y + lh, ui_color(g, UI_DIM, 255), "click or drag the timeline to re-simulate to that time");
+    ui_text(g, UI_SMALL, r.x + 14 * S, y, ui_color(g, UI_DIM, 255),
+            "mouse: hover or click a lane, dot or core to inspect it;");
+    ui_text(g, UI_SMALL, r.x + 14 * S, y + lh, ui_color(g, UI_DIM, 255),
+            "click or drag the timeline to re-simulate to that time");
 }
 
 /* One whole frame of the two models into g's renderer, w x h output pixels. */
-static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v, int w, int h)
+static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v,
+                    int w, int h)
 {
     struct ui_layout L;
     g->nhit = 0;
-    for (int k = 0; k < MODEL_N; k++) ui_scan_model(g, &ms[k], v->travel > 0 ? v->travel : 20 * MS);
+    for (int k = 0; k < MODEL_N; k++)
+        ui_scan_model(g, &ms[k], v->travel > 0 ? v->travel : 20 * MS);
     ui_layout(g, w, h, &L);
     SDL_Color panel = ui_color(g, UI_PANEL, 255);
     SDL_SetRenderDrawColor(g->r, panel.r, panel.g, panel.b, 255);
     SDL_RenderClear(g->r);
     ui_background(g, &L, (float)w);
     ui_top_bar(g, ms, v, L.top);
-    for (int k = 0; k < MODEL_N; k++) ui_panel(g, &ms[k], v, L.panel[k]);
-    for (int i = 0; i < UI_NCHARTS; i++) ui_chart(g, ms, &ui_charts[i], L.chart[i], v);
+    for (int k = 0; k < MODEL_N; k++)
+        ui_panel(g, &ms[k], v, L.panel[k]);
+    for (int i = 0; i < UI_NCHARTS; i++)
+        ui_chart(g, ms, &ui_charts[i], L.chart[i], v);
     ui_slider(g, v, ms[0].s->duration, L.slider);
     ui_status(g, v, L.status);
     ui_flush(g);
@@ -4332,14 +5279,19 @@ static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const stru
     ui_ring(g, ms, v->ring);
     /* the card: for what is under the mouse, else for what was clicked, beside it */
     const struct ui_hit *under = v->mx >= 0 ? ui_hit_at(g, v->mx, v->my, -1, -1) : NULL;
-    if (!under || under->model < 0 || under->type > UI_HIT_CORE) under = NULL;
-    const struct ui_hit *at = under ? under : v->pick.model >= 0 ? ui_hit_find(g, v->pick.model, v->pick.type, v->pick.idx) : NULL;
+    if (!under || under->model < 0 || under->type > UI_HIT_CORE)
+        under = NULL;
+    const struct ui_hit *at = under ? under
+                              : v->pick.model >= 0
+                                  ? ui_hit_find(g, v->pick.model, v->pick.type, v->pick.idx)
+                                  : NULL;
     if (at) {
         ui_outline(g, at->r, g->scale, ui_color(g, UI_TEXT, 255));
         struct ui_pick p = {at->model, at->type, at->idx};
         ui_card(g, ms, p, under ? v->mx : at->r.x + at->r.w / 2, under ? v->my : at->r.y, w, h);
     }
-    if (v->help) ui_help(g, w, h);
+    if (v->help)
+        ui_help(g, w, h);
     ui_flush(g);
 }
 
@@ -4357,7 +5309,8 @@ struct ui_sim {
 static void ui_sim_reset(struct ui_sim *x)
 {
     for (int k = 0; k < MODEL_N; k++) {
-        if (x->ready) model_free(&x->m[k]);
+        if (x->ready)
+            model_free(&x->m[k]);
         model_init(&x->m[k], &x->s, k);
     }
     x->ready = 1;
@@ -4366,23 +5319,30 @@ static void ui_sim_reset(struct ui_sim *x)
 
 static void ui_sim_free(struct ui_sim *x)
 {
-    for (int k = 0; k < MODEL_N && x->ready; k++) model_free(&x->m[k]);
+    for (int k = 0; k < MODEL_N && x->ready; k++)
+        model_free(&x->m[k]);
     x->ready = 0;
 }
 
 static void ui_sim_run(struct ui_sim *x, simtime to)
 {
-    if (to > x->s.duration) to = x->s.duration;
-    for (int k = 0; k < MODEL_N; k++) model_run(&x->m[k], to);
-    if (to > x->t) x->t = to;
+    if (to > x->s.duration)
+        to = x->s.duration;
+    for (int k = 0; k < MODEL_N; k++)
+        model_run(&x->m[k], to);
+    if (to > x->t)
+        x->t = to;
 }
 
 /* Go to time t; backwards means re-simulating from zero, which gives the same state. */
 static void ui_sim_seek(struct ui_sim *x, simtime t)
 {
-    if (t < 0) t = 0;
-    if (t > x->s.duration) t = x->s.duration;
-    if (t < x->t) ui_sim_reset(x);
+    if (t < 0)
+        t = 0;
+    if (t > x->s.duration)
+        t = x->s.duration;
+    if (t < x->t)
+        ui_sim_reset(x);
     ui_sim_run(x, t);
 }
 
@@ -4409,8 +5369,10 @@ static int ui_sim_next(const struct ui_sim *x)
     int best = -1;
     for (int k = 0; k < MODEL_N; k++) {
         const struct model *m = &x->m[k];
-        if (m->stuck || model_next_time(m) > x->s.duration) continue;
-        if (best < 0 || model_next_time(m) < model_next_time(&x->m[best])) best = k;
+        if (m->stuck || model_next_time(m) > x->s.duration)
+            continue;
+        if (best < 0 || model_next_time(m) < model_next_time(&x->m[best]))
+            best = k;
     }
     return best;
 }
@@ -4422,24 +5384,43 @@ struct ui_subject {
     uint32_t req_id, thr_id;
     simtime arrived;
     int svc, user;
-    int32_t new_slot;       /* the slot a request arriving now will take */
-    uint64_t arrived_n;     /* requests arrived before the event */
+    int32_t new_slot;   /* the slot a request arriving now will take */
+    uint64_t arrived_n; /* requests arrived before the event */
 };
 
 static struct ui_subject ui_subject_of(const struct model *m)
 {
     int from;
     const struct event *e = evq_peek(&m->events, &from);
-    struct ui_subject u = {ev_type_of(e), -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq, m->stats.arrived};
+    struct ui_subject u = {
+        ev_type_of(e),   -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq,
+        m->stats.arrived};
     switch (u.type) {
-    case EV_ARRIVE: u.user = m->s->users ? (int)e->a : -1; break;
-    case EV_BURST_END: u.core = (int32_t)e->a, u.thr = m->core[e->a].thr, u.req = u.thr >= 0 ? m->thr[u.thr].req : -1; break;
-    case EV_IO_DONE: u.req = m->call[e->a].req, u.svc = m->call[e->a].svc; break;
-    case EV_IO_STEP_DONE: u.req = (int32_t)e->a; break;
-    case EV_IDLE_CHECK: u.thr = (int32_t)e->a; break;
+    case EV_ARRIVE:
+        u.user = m->s->users ? (int)e->a : -1;
+        break;
+    case EV_BURST_END:
+        u.core = (int32_t)e->a;
+        u.thr = m->core[e->a].thr;
+        u.req = u.thr >= 0 ? m->thr[u.thr].req : -1;
+        break;
+    case EV_IO_DONE:
+        u.req = m->call[e->a].req;
+        u.svc = m->call[e->a].svc;
+        break;
+    case EV_IO_STEP_DONE:
+        u.req = (int32_t)e->a;
+        break;
+    case EV_IDLE_CHECK:
+        u.thr = (int32_t)e->a;
+        break;
     }
-    if (u.thr >= 0) u.thr_id = m->thr[u.thr].id;
-    if (u.req >= 0) u.req_id = m->req[u.req].id, u.arrived = m->req[u.req].arrived;
+    if (u.thr >= 0)
+        u.thr_id = m->thr[u.thr].id;
+    if (u.req >= 0) {
+        u.req_id = m->req[u.req].id;
+        u.arrived = m->req[u.req].arrived;
+    }
     return u;
 }
 
@@ -4449,32 +5430,44 @@ static int ui_said_before(const struct model *m, const struct ui_subject *u, cha
     const char *rp = ui_req_prefix(m), *tp = ui_thr_prefix(m);
     switch (u->type) {
     case EV_ARRIVE:
-        return u->user >= 0 ? snprintf(buf, len, "user %d sends a request", u->user) : snprintf(buf, len, "a request arrives");
-    case EV_BURST_END: return snprintf(buf, len, "%s#%u (%s#%u) ends a CPU slice on core %d", tp, u->thr_id, rp, u->req_id, u->core);
-    case EV_IO_DONE: return snprintf(buf, len, "%s answers %s#%u", m->s->svc[u->svc].name, rp, u->req_id);
-    case EV_IO_STEP_DONE: return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
-    case EV_IDLE_CHECK: return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
-    default: return snprintf(buf, len, "time-series sample");
+        return u->user >= 0 ? snprintf(buf, len, "user %d sends a request", u->user)
+                            : snprintf(buf, len, "a request arrives");
+    case EV_BURST_END:
+        return snprintf(buf, len, "%s#%u (%s#%u) ends a CPU slice on core %d", tp, u->thr_id, rp,
+                        u->req_id, u->core);
+    case EV_IO_DONE:
+        return snprintf(buf, len, "%s answers %s#%u", m->s->svc[u->svc].name, rp, u->req_id);
+    case EV_IO_STEP_DONE:
+        return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
+    case EV_IDLE_CHECK:
+        return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
+    default:
+        return snprintf(buf, len, "time-series sample");
     }
 }
 
 /* Narrate one event of model m (already run) and say what it touched. */
-static void ui_narrate(const struct model *m, const struct ui_subject *u, char *buf, size_t len, struct ui_pick *touched)
+static void ui_narrate(const struct model *m, const struct ui_subject *u, char *buf, size_t len,
+                       struct ui_pick *touched)
 {
     int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->id]);
     o += ui_said_before(m, u, buf + o, len - (size_t)o);
     int32_t r = u->req;
-    if (u->type == EV_ARRIVE && m->stats.arrived > u->arrived_n) r = u->new_slot;
+    if (u->type == EV_ARRIVE && m->stats.arrived > u->arrived_n)
+        r = u->new_slot;
     *touched = (struct ui_pick){(int8_t)m->id, u->thr >= 0 ? UI_PICK_THREAD : UI_PICK_NONE, u->thr};
-    if ((size_t)o >= len) return;
+    if ((size_t)o >= len)
+        return;
     if (r >= 0 && !ui_slot_free(m, r)) {
         char doing[96];
         ui_req_doing(m, r, doing, sizeof doing);
         snprintf(buf + o, len - (size_t)o, " -> %s#%u %s", ui_req_prefix(m), m->req[r].id, doing);
         *touched = (struct ui_pick){(int8_t)m->id, UI_PICK_REQ, r};
     } else if (r >= 0) /* it left the server; a freed slot keeps its `fail` and `id` */
-        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", ui_req_prefix(m), m->req[r].id,
-                 m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail], (double)(m->now - m->req[r].arrived) / 1e6);
+        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", ui_req_prefix(m),
+                 m->req[r].id,
+                 m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail],
+                 (double)(m->now - m->req[r].arrived) / 1e6);
     else if (u->type == EV_IDLE_CHECK && !m->thr[u->thr].alive)
         snprintf(buf + o, len - (size_t)o, " -> it retires (idle too long)");
 }
@@ -4486,14 +5479,17 @@ static int ui_sim_step(struct ui_sim *x, char *buf, size_t len, struct ui_pick *
 {
     int k = ui_sim_next(x);
     if (k < 0) {
-        if (buf) snprintf(buf, len, "the end of the scenario");
+        if (buf)
+            snprintf(buf, len, "the end of the scenario");
         return -1;
     }
     struct model *m = &x->m[k];
     struct ui_subject u = ui_subject_of(m);
     model_step(m, model_next_time(m));
-    if (m->now > x->t) x->t = m->now;
-    if (buf) ui_narrate(m, &u, buf, len, touched);
+    if (m->now > x->t)
+        x->t = m->now;
+    if (buf)
+        ui_narrate(m, &u, buf, len, touched);
     return k;
 }
 
@@ -4504,11 +5500,13 @@ static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_p
     uint64_t done = x->m[0].stats.completed + x->m[1].stats.completed;
     for (long n = 0; n < 10000000; n++) {
         int k = ui_sim_next(x);
-        if (k < 0) return ui_sim_step(x, buf, len, touched);
+        if (k < 0)
+            return ui_sim_step(x, buf, len, touched);
         struct model *m = &x->m[k];
         struct ui_subject u = ui_subject_of(m);
         model_step(m, model_next_time(m));
-        if (m->now > x->t) x->t = m->now;
+        if (m->now > x->t)
+            x->t = m->now;
         if (x->m[0].stats.completed + x->m[1].stats.completed > done) {
             ui_narrate(m, &u, buf, len, touched);
             return k;
@@ -4534,15 +5532,19 @@ static int ui_canvas_open_format(struct ui_canvas *c, const struct ui_options *u
     c->w = uo->width > 0 ? uo->width : 1280;
     c->h = uo->height > 0 ? uo->height : 800;
     c->surf = SDL_CreateRGBSurfaceWithFormat(0, c->w, c->h, 32, format);
-    if (c->surf) c->r = SDL_CreateSoftwareRenderer(c->surf);
+    if (c->surf)
+        c->r = SDL_CreateSoftwareRenderer(c->surf);
     if (!c->r) {
-        fprintf(stderr, "sim: cannot create a %dx%d software canvas: %s\n", c->w, c->h, SDL_GetError());
-        if (c->surf) SDL_FreeSurface(c->surf);
+        fprintf(stderr, "sim: cannot create a %dx%d software canvas: %s\n", c->w, c->h,
+                SDL_GetError());
+        if (c->surf)
+            SDL_FreeSurface(c->surf);
         return -1;
     }
     if (ui_gfx_init(&c->g, c->r, c->surf->format->format, uo, c->h) < 0) {
         ui_gfx_free(&c->g);
-        SDL_DestroyRenderer(c->r), SDL_FreeSurface(c->surf);
+        SDL_DestroyRenderer(c->r);
+        SDL_FreeSurface(c->surf);
         return -1;
     }
     return 0;
@@ -4564,7 +5566,8 @@ static void ui_canvas_close(struct ui_canvas *c)
 }
 
 /* Draw a frame; the surface holds the pixels (RGBA bytes in memory) afterwards. */
-static void ui_canvas_draw(struct ui_canvas *c, const struct model ms[MODEL_N], const struct ui_view *v)
+static void ui_canvas_draw(struct ui_canvas *c, const struct model ms[MODEL_N],
+                           const struct ui_view *v)
 {
     ui_draw(&c->g, ms, v, c->w, c->h);
     SDL_RenderFlush(c->r);
@@ -4573,7 +5576,8 @@ static void ui_canvas_draw(struct ui_canvas *c, const struct model ms[MODEL_N], 
 static int ui_canvas_png(const struct ui_canvas *c, const char *path)
 {
     if (!stbi_write_png(path, c->w, c->h, 4, c->surf->pixels, c->surf->pitch)) {
-        fprintf(stderr, "sim: cannot write %s: %s\n", path, errno ? strerror(errno) : "stbi_write_png failed");
+        fprintf(stderr, "sim: cannot write %s: %s\n", path,
+                errno ? strerror(errno) : "stbi_write_png failed");
         return -1;
     }
     return 0;
@@ -4581,20 +5585,31 @@ static int ui_canvas_png(const struct ui_canvas *c, const char *path)
 
 static struct ui_view ui_view_at(simtime t)
 {
-    struct ui_view v = {.t = t, .travel = 20 * MS, .speed = 0.05, .paused = 1, .mx = -1, .my = -1,
-                        .pick = UI_NO_PICK, .ring = UI_NO_PICK};
+    struct ui_view v = {.t = t,
+                        .travel = 20 * MS,
+                        .speed = 0.05,
+                        .paused = 1,
+                        .mx = -1,
+                        .my = -1,
+                        .pick = UI_NO_PICK,
+                        .ring = UI_NO_PICK};
     snprintf(v.status, sizeof v.status, "t=%.3f s  (headless screenshot)", (double)t / SEC);
     return v;
 }
 
 /* A simulation of s at time 0 and a canvas to draw it on, without a display; NULL if
  * either cannot be had. ui_headless_close frees both. */
-static struct ui_sim *ui_headless_open(const struct scenario *s, const struct ui_options *uo, struct ui_canvas *c)
+static struct ui_sim *ui_headless_open(const struct scenario *s, const struct ui_options *uo,
+                                       struct ui_canvas *c)
 {
     struct ui_sim *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
+    if (!x)
+        return NULL;
     x->s = *s;
-    if (ui_canvas_open(c, uo) < 0) { free(x); return NULL; }
+    if (ui_canvas_open(c, uo) < 0) {
+        free(x);
+        return NULL;
+    }
     ui_sim_reset(x);
     return x;
 }
@@ -4607,14 +5622,17 @@ static void ui_headless_close(struct ui_sim *x, struct ui_canvas *c)
 }
 
 /* One frame at simulated time `at`, without a display. */
-static int ui_screenshot(const struct scenario *s, simtime at, const char *png_path, const struct ui_options *uo)
+static int ui_screenshot(const struct scenario *s, simtime at, const char *png_path,
+                         const struct ui_options *uo)
 {
     struct ui_canvas c;
     struct ui_sim *x = ui_headless_open(s, uo, &c);
-    if (!x) return 1;
+    if (!x)
+        return 1;
     ui_sim_run(x, at);
     struct ui_view v = ui_view_at(x->t);
-    if ((v.live = uo->live)) ui_live_status(&v, uo->live);
+    if ((v.live = uo->live))
+        ui_live_status(&v, uo->live);
     ui_canvas_draw(&c, x->m, &v);
     int rc = ui_canvas_png(&c, png_path) < 0;
     ui_headless_close(x, &c);
@@ -4622,19 +5640,28 @@ static int ui_screenshot(const struct scenario *s, simtime at, const char *png_p
 }
 
 /* frame_00000.png ... at `fps` frames per simulated second, for making videos. */
-static int ui_frames(const struct scenario *s, const char *dir, double fps, const struct ui_options *uo)
+static int ui_frames(const struct scenario *s, const char *dir, double fps,
+                     const struct ui_options *uo)
 {
     enum { UI_MAX_FRAMES = 2000 };
-    if (fps <= 0) fps = 30;
+    if (fps <= 0)
+        fps = 30;
     long n = (long)((double)s->duration / SEC * fps) + 1;
     if (n > UI_MAX_FRAMES) {
-        fprintf(stderr, "sim: %ld frames at %g fps; writing the first %d (lower the fps for the whole run)\n", n, fps, UI_MAX_FRAMES);
+        fprintf(
+            stderr,
+            "sim: %ld frames at %g fps; writing the first %d (lower the fps for the whole run)\n",
+            n, fps, UI_MAX_FRAMES);
         n = UI_MAX_FRAMES;
     }
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST) { fprintf(stderr, "sim: cannot create %s: %s\n", dir, strerror(errno)); return 1; }
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+        fprintf(stderr, "sim: cannot create %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
     struct ui_canvas c;
     struct ui_sim *x = ui_headless_open(s, uo, &c);
-    if (!x) return 1;
+    if (!x)
+        return 1;
     int rc = 0;
     for (long i = 0; i < n && !rc; i++) {
         ui_sim_run(x, (simtime)((double)i / fps * SEC));
@@ -4646,7 +5673,8 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps, cons
         snprintf(path, sizeof path, "%s/frame_%05ld.png", dir, i);
         rc = ui_canvas_png(&c, path) < 0;
     }
-    if (!rc) fprintf(stderr, "sim: wrote %ld frames to %s/\n", n, dir);
+    if (!rc)
+        fprintf(stderr, "sim: wrote %ld frames to %s/\n", n, dir);
     ui_headless_close(x, &c);
     return rc;
 }
@@ -4666,32 +5694,53 @@ struct ui_app {
     void *ctx;
     const struct ui_options *uo;
     int speed_i, quit, dragging, w, h, shots;
-    double last;      /* wall time of the previous frame */
-    double since_ev;  /* simulated time owed from fractional frames */
+    double last;     /* wall time of the previous frame */
+    double since_ev; /* simulated time owed from fractional frames */
 };
 
 /* Simulation speed on a log scale; the last entry, 0, is as fast as possible. */
-static const double ui_speeds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 0};
+static const double ui_speeds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+                                   0.2,   0.5,   1,     2,    5,    10,   0};
 #define UI_NSPEEDS (int)(sizeof ui_speeds / sizeof ui_speeds[0])
 
-static void ui_key_pause(struct ui_app *a, int arg) { (void)arg; a->view.paused = !a->view.paused; }
-static void ui_key_help(struct ui_app *a, int arg) { (void)arg; a->view.help = !a->view.help; }
-static void ui_key_quit(struct ui_app *a, int arg) { (void)arg; a->quit = 1; }
-static void ui_key_theme(struct ui_app *a, int arg) { (void)arg; a->g.light = !a->g.light; }
+static void ui_key_pause(struct ui_app *a, int arg)
+{
+    (void)arg;
+    a->view.paused = !a->view.paused;
+}
+static void ui_key_help(struct ui_app *a, int arg)
+{
+    (void)arg;
+    a->view.help = !a->view.help;
+}
+static void ui_key_quit(struct ui_app *a, int arg)
+{
+    (void)arg;
+    a->quit = 1;
+}
+static void ui_key_theme(struct ui_app *a, int arg)
+{
+    (void)arg;
+    a->g.light = !a->g.light;
+}
 
 static void ui_key_speed(struct ui_app *a, int arg)
 {
     a->speed_i += arg;
-    if (a->speed_i < 0) a->speed_i = 0;
-    if (a->speed_i >= UI_NSPEEDS) a->speed_i = UI_NSPEEDS - 1;
+    if (a->speed_i < 0)
+        a->speed_i = 0;
+    if (a->speed_i >= UI_NSPEEDS)
+        a->speed_i = UI_NSPEEDS - 1;
     a->view.speed = ui_speeds[a->speed_i];
 }
 
 static void ui_key_step(struct ui_app *a, int until_done)
 {
     a->view.paused = 1;
-    if (until_done) ui_sim_next_done(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
-    else ui_sim_step(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
+    if (until_done)
+        ui_sim_next_done(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
+    else
+        ui_sim_step(&a->sim, a->view.status, sizeof a->view.status, &a->view.ring);
     a->view.t = a->sim.t;
 }
 
@@ -4700,12 +5749,16 @@ static void ui_seek(struct ui_app *a, simtime t)
     ui_sim_seek(&a->sim, t);
     a->view.t = a->sim.t;
     a->view.ring = UI_NO_PICK;
-    snprintf(a->view.status, sizeof a->view.status, "t=%.6f s  re-simulated from 0 to here (the same seed gives the same run)",
+    snprintf(a->view.status, sizeof a->view.status,
+             "t=%.6f s  re-simulated from 0 to here (the same seed gives the same run)",
              (double)a->sim.t / SEC);
 }
 
 /* Back by arg milliseconds of simulated time. */
-static void ui_key_back(struct ui_app *a, int arg) { ui_seek(a, a->sim.t - (simtime)arg * MS); }
+static void ui_key_back(struct ui_app *a, int arg)
+{
+    ui_seek(a, a->sim.t - (simtime)arg * MS);
+}
 
 static int ui_load(struct ui_app *a, int i)
 {
@@ -4722,16 +5775,24 @@ static int ui_load(struct ui_app *a, int i)
     ui_sim_reset(&a->sim);
     a->view.t = 0;
     a->view.ring = a->view.pick = UI_NO_PICK;
-    snprintf(a->view.status, sizeof a->view.status, "loaded %s (%d of %d)", a->paths[i], i + 1, a->npaths);
+    snprintf(a->view.status, sizeof a->view.status, "loaded %s (%d of %d)", a->paths[i], i + 1,
+             a->npaths);
     return 0;
 }
 
-static void ui_key_restart(struct ui_app *a, int arg) { (void)arg; ui_load(a, a->cur); }
+static void ui_key_restart(struct ui_app *a, int arg)
+{
+    (void)arg;
+    ui_load(a, a->cur);
+}
 
 static void ui_key_scenario(struct ui_app *a, int arg)
 {
-    if (arg < a->npaths) ui_load(a, arg);
-    else snprintf(a->view.status, sizeof a->view.status, "no scenario %d: %d given on the command line", arg + 1, a->npaths);
+    if (arg < a->npaths)
+        ui_load(a, arg);
+    else
+        snprintf(a->view.status, sizeof a->view.status,
+                 "no scenario %d: %d given on the command line", arg + 1, a->npaths);
 }
 
 /* 's': the window as it is, into loomlab-NAME-T.png in the current directory. */
@@ -4739,19 +5800,21 @@ static void ui_key_shot(struct ui_app *a, int arg)
 {
     (void)arg;
     char path[128];
-    snprintf(path, sizeof path, "loomlab-%d-%.3fs-%d.png", a->cur + 1, (double)a->sim.t / SEC, ++a->shots);
+    snprintf(path, sizeof path, "loomlab-%d-%.3fs-%d.png", a->cur + 1, (double)a->sim.t / SEC,
+             ++a->shots);
     uint8_t *px = malloc((size_t)a->w * (size_t)a->h * 4);
     if (px && SDL_RenderReadPixels(a->g.r, NULL, SDL_PIXELFORMAT_ABGR8888, px, a->w * 4) == 0 &&
         stbi_write_png(path, a->w, a->h, 4, px, a->w * 4))
         snprintf(a->view.status, sizeof a->view.status, "wrote %s", path);
-    else snprintf(a->view.status, sizeof a->view.status, "screenshot failed: %s", SDL_GetError());
+    else
+        snprintf(a->view.status, sizeof a->view.status, "screenshot failed: %s", SDL_GetError());
     free(px);
 }
 
 /* The key bindings: one row each; the help overlay is generated from this table. */
 static const struct ui_key {
     SDL_Keycode key;
-    int shift;          /* 1: only with shift, 0: only without, -1: either */
+    int shift; /* 1: only with shift, 0: only without, -1: either */
     void (*fn)(struct ui_app *, int);
     int arg;
     const char *keys, *help; /* NULL for rows that repeat one already shown */
@@ -4790,7 +5853,11 @@ static const struct ui_key {
 static const struct ui_key *ui_key_row(int i, const char **keys, const char **help)
 {
     for (int k = 0; k < UI_NKEYS; k++)
-        if (ui_keys[k].keys && i-- == 0) { *keys = ui_keys[k].keys, *help = ui_keys[k].help; return &ui_keys[k]; }
+        if (ui_keys[k].keys && i-- == 0) {
+            *keys = ui_keys[k].keys;
+            *help = ui_keys[k].help;
+            return &ui_keys[k];
+        }
     return NULL;
 }
 
@@ -4799,7 +5866,10 @@ static void ui_on_key(struct ui_app *a, const SDL_KeyboardEvent *e)
     int shift = (e->keysym.mod & KMOD_SHIFT) != 0;
     for (int k = 0; k < UI_NKEYS; k++) {
         const struct ui_key *b = &ui_keys[k];
-        if (b->key == e->keysym.sym && (b->shift < 0 || b->shift == shift)) { b->fn(a, b->arg); return; }
+        if (b->key == e->keysym.sym && (b->shift < 0 || b->shift == shift)) {
+            b->fn(a, b->arg);
+            return;
+        }
     }
 }
 
@@ -4815,7 +5885,8 @@ static void ui_mouse(struct ui_app *a, int x, int y)
 static void ui_slider_seek(struct ui_app *a)
 {
     const struct ui_hit *h = ui_hit_find(&a->g, -1, UI_HIT_SLIDER, -1);
-    if (!h) return;
+    if (!h)
+        return;
     double f = (a->view.mx - h->r.x) / h->r.w;
     ui_seek(a, (simtime)(fmin(fmax(f, 0), 1) * (double)a->sim.s.duration));
 }
@@ -4823,22 +5894,33 @@ static void ui_slider_seek(struct ui_app *a)
 static void ui_on_click(struct ui_app *a)
 {
     const struct ui_hit *h = ui_hit_at(&a->g, a->view.mx, a->view.my, -1, -1);
-    if (h && h->type == UI_HIT_SLIDER) { a->dragging = 1; ui_slider_seek(a); return; }
-    a->view.pick = h && h->model >= 0 && h->type <= UI_HIT_CORE ? (struct ui_pick){h->model, h->type, h->idx} : UI_NO_PICK;
+    if (h && h->type == UI_HIT_SLIDER) {
+        a->dragging = 1;
+        ui_slider_seek(a);
+        return;
+    }
+    a->view.pick = h && h->model >= 0 && h->type <= UI_HIT_CORE
+                       ? (struct ui_pick){h->model, h->type, h->idx}
+                       : UI_NO_PICK;
 }
 
 static void ui_on_event(struct ui_app *a, const SDL_Event *e)
 {
-    if (e->type == SDL_QUIT) a->quit = 1;
-    else if (e->type == SDL_KEYDOWN) ui_on_key(a, &e->key);
+    if (e->type == SDL_QUIT)
+        a->quit = 1;
+    else if (e->type == SDL_KEYDOWN)
+        ui_on_key(a, &e->key);
     else if (e->type == SDL_MOUSEMOTION) {
         ui_mouse(a, e->motion.x, e->motion.y);
-        if (a->dragging) ui_slider_seek(a);
+        if (a->dragging)
+            ui_slider_seek(a);
     } else if (e->type == SDL_MOUSEBUTTONDOWN && e->button.button == SDL_BUTTON_LEFT) {
         ui_mouse(a, e->button.x, e->button.y);
         ui_on_click(a);
-    } else if (e->type == SDL_MOUSEBUTTONUP) a->dragging = 0;
-    else if (e->type == SDL_WINDOWEVENT && e->window.event == SDL_WINDOWEVENT_LEAVE) a->view.mx = a->view.my = -1;
+    } else if (e->type == SDL_MOUSEBUTTONUP)
+        a->dragging = 0;
+    else if (e->type == SDL_WINDOWEVENT && e->window.event == SDL_WINDOWEVENT_LEAVE)
+        a->view.mx = a->view.my = -1;
 }
 
 /* Advance the clock by the wall time since the last frame times the speed. */
@@ -4847,7 +5929,8 @@ static void ui_tick(struct ui_app *a)
     double now = ui_wall(), dt = now - a->last;
     a->last = now;
     a->view.wall = now;
-    if (dt > 0.25) dt = 0.25; /* after a stall (a drag, a minimised window) do not jump */
+    if (dt > 0.25)
+        dt = 0.25; /* after a stall (a drag, a minimised window) do not jump */
     struct live *lv = a->uo->live;
     if (lv) { /* the clock follows the real aggregator: real time, polled once a second */
         char err[256];
@@ -4856,46 +5939,61 @@ static void ui_tick(struct ui_app *a)
             snprintf(a->view.status, sizeof a->view.status, "LIVE: %.180s", err);
             return;
         }
-        if (lv->n) ui_sim_advance(&a->sim, (simtime)(lv->v[lv->n - 1].t * SEC), 0.012);
+        if (lv->n)
+            ui_sim_advance(&a->sim, (simtime)(lv->v[lv->n - 1].t * SEC), 0.012);
         a->view.t = a->sim.t;
         ui_live_status(&a->view, lv);
         return;
     }
-    if (a->view.paused || a->sim.t >= a->sim.s.duration) return;
+    if (a->view.paused || a->sim.t >= a->sim.s.duration)
+        return;
     double speed = a->view.speed;
     simtime target = speed > 0 ? a->sim.t + (simtime)(dt * speed * SEC) : a->sim.s.duration;
     ui_sim_advance(&a->sim, target, 0.012);
     a->view.t = a->sim.t;
     /* a dot crosses in 150 ms of screen time, whatever the speed */
     a->view.travel = speed > 0 ? (simtime)(0.15 * speed * SEC) : (simtime)(dt * 10 * MS * 1000);
-    if (a->view.travel < US) a->view.travel = US;
+    if (a->view.travel < US)
+        a->view.travel = US;
     snprintf(a->view.status, sizeof a->view.status, "t=%.3f s  running", (double)a->sim.t / SEC);
-    if (a->sim.t >= a->sim.s.duration) a->view.paused = 1;
+    if (a->sim.t >= a->sim.s.duration)
+        a->view.paused = 1;
     for (int k = 0; k < MODEL_N; k++)
         if (a->sim.m[k].stuck) {
             a->view.paused = 1;
-            snprintf(a->view.status, sizeof a->view.status, "the %s model cannot advance time at t=%.6f s (a zero-time loop): "
-                     "give the program or `think` some time", model_names[k], (double)a->sim.m[k].now / SEC);
+            snprintf(a->view.status, sizeof a->view.status,
+                     "the %s model cannot advance time at t=%.6f s (a zero-time loop): "
+                     "give the program or `think` some time",
+                     model_names[k], (double)a->sim.m[k].now / SEC);
         }
 }
 
 static int ui_frame(struct ui_app *a)
 {
     int w, h;
-    if (SDL_GetRendererOutputSize(a->g.r, &w, &h) < 0 || w < 64 || h < 64) return 0; /* minimised or tiny: skip */
-    if (h != a->h && ui_gfx_resize(&a->g, h) < 0) return -1;
-    a->w = w, a->h = h;
+    if (SDL_GetRendererOutputSize(a->g.r, &w, &h) < 0 || w < 64 || h < 64)
+        return 0; /* minimised or tiny: skip */
+    if (h != a->h && ui_gfx_resize(&a->g, h) < 0)
+        return -1;
+    a->w = w;
+    a->h = h;
     ui_draw(&a->g, a->sim.m, &a->view, w, h);
     SDL_RenderPresent(a->g.r);
     return 0;
 }
 
 /* The interactive window on paths[first]; 1-9 switch among paths. Returns an exit code. */
-static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn load, void *ctx, const struct ui_options *uo)
+static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn load, void *ctx,
+                     const struct ui_options *uo)
 {
     struct ui_app *a = calloc(1, sizeof *a);
-    if (!a) return 1;
-    a->paths = paths, a->npaths = npaths, a->load = load, a->ctx = ctx, a->uo = uo;
+    if (!a)
+        return 1;
+    a->paths = paths;
+    a->npaths = npaths;
+    a->load = load;
+    a->ctx = ctx;
+    a->uo = uo;
     a->speed_i = 5; /* x0.05: a request of 150 ms takes 3 s to watch */
     a->view = ui_view_at(0);
     a->view.paused = 0;
@@ -4907,32 +6005,47 @@ static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn
         free(a);
         return 1;
     }
-    a->win = SDL_CreateWindow("Loom Lab", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, uo->width > 0 ? uo->width : 1280,
-                              uo->height > 0 ? uo->height : 800, SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+    a->win = SDL_CreateWindow("Loom Lab", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED,
+                              uo->width > 0 ? uo->width : 1280, uo->height > 0 ? uo->height : 800,
+                              SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
     SDL_Renderer *r = a->win ? SDL_CreateRenderer(a->win, -1, SDL_RENDERER_PRESENTVSYNC) : NULL;
-    if (a->win && !r) r = SDL_CreateRenderer(a->win, -1, 0);
-    if (!r) { fprintf(stderr, "sim: cannot open the window: %s\n", SDL_GetError()); goto out; }
+    if (a->win && !r)
+        r = SDL_CreateRenderer(a->win, -1, 0);
+    if (!r) {
+        fprintf(stderr, "sim: cannot open the window: %s\n", SDL_GetError());
+        goto out;
+    }
     SDL_GetRendererOutputSize(r, &a->w, &a->h);
-    if (ui_gfx_init(&a->g, r, SDL_GetWindowPixelFormat(a->win), uo, a->h) < 0) goto out;
-    if (ui_load(a, first) < 0) goto out;
+    if (ui_gfx_init(&a->g, r, SDL_GetWindowPixelFormat(a->win), uo, a->h) < 0)
+        goto out;
+    if (ui_load(a, first) < 0)
+        goto out;
     double frame = 1.0 / (uo->fps > 0 ? uo->fps : 60);
     a->last = ui_wall();
     while (!a->quit) {
         double t0 = ui_wall();
         SDL_Event e;
-        while (SDL_PollEvent(&e)) ui_on_event(a, &e);
+        while (SDL_PollEvent(&e))
+            ui_on_event(a, &e);
         ui_tick(a);
-        if (SDL_GetWindowFlags(a->win) & SDL_WINDOW_MINIMIZED) { SDL_WaitEventTimeout(NULL, 100); continue; }
-        if (ui_frame(a) < 0) goto out;
+        if (SDL_GetWindowFlags(a->win) & SDL_WINDOW_MINIMIZED) {
+            SDL_WaitEventTimeout(NULL, 100);
+            continue;
+        }
+        if (ui_frame(a) < 0)
+            goto out;
         double left = frame - (ui_wall() - t0);
-        if (left > 0) SDL_Delay((Uint32)(left * 1000));
+        if (left > 0)
+            SDL_Delay((Uint32)(left * 1000));
     }
     rc = 0;
 out:
     ui_sim_free(&a->sim);
     ui_gfx_free(&a->g);
-    if (r) SDL_DestroyRenderer(r);
-    if (a->win) SDL_DestroyWindow(a->win);
+    if (r)
+        SDL_DestroyRenderer(r);
+    if (a->win)
+        SDL_DestroyWindow(a->win);
     SDL_Quit();
     free(a);
     return rc;
@@ -4944,19 +6057,19 @@ out:
 
 /* What the command line asked for, typed: numbers and times are checked as they are parsed. */
 struct options {
-    const char *scenario;           /* the first SCENARIO.scn */
-    const char *more[8];            /* scenarios 2..9: keys 2-9 switch to them in the window */
+    const char *scenario; /* the first SCENARIO.scn */
+    const char *more[8];  /* scenarios 2..9: keys 2-9 switch to them in the window */
     int nmore;
-    const char *sets[128];          /* --set KEY=VALUE, in order (applied by sim_load) */
+    const char *sets[128]; /* --set KEY=VALUE, in order (applied by sim_load) */
     int nsets;
     const char *seed;               /* --seed, checked like the scenario key it sets */
     int headless, json, csv, quiet; /* switches */
     const char *series, *trace, *calibration, *validate, *live;
-    simtime at;                     /* --at, -1 = the scenario's duration */
+    simtime at; /* --at, -1 = the scenario's duration */
     const char *screenshot, *frames, *font;
-    double fps;                     /* --fps for --frames */
-    int light;                      /* --theme light */
-    int width, height;              /* --size, 0 = 1280x800 */
+    double fps;        /* --fps for --frames */
+    int light;         /* --theme light */
+    int width, height; /* --size, 0 = 1280x800 */
 };
 
 /* How a flag's value is read; each type checks its value when it is parsed. */
@@ -4983,9 +6096,11 @@ struct opt_row {
 
 #define OO(field) offsetof(struct options, field)
 static const struct opt_row opt_rows[] = {
-    {"--headless", NULL, OPT_SWITCH, OO(headless), "print the report instead of opening the window"},
+    {"--headless", NULL, OPT_SWITCH, OO(headless),
+     "print the report instead of opening the window"},
     {"--seed", "N", OPT_STRING, OO(seed), "random seed (default: the scenario's `seed`)"},
-    {"--set", "KEY=VALUE", OPT_SET, 0, "override a scenario key (repeatable), e.g. --set users=1000"},
+    {"--set", "KEY=VALUE", OPT_SET, 0,
+     "override a scenario key (repeatable), e.g. --set users=1000"},
     {"--json", NULL, OPT_SWITCH, OO(json), "the report for machines instead of the table"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
     {"--series", "FILE.csv", OPT_STRING, OO(series), "write the time series of both models"},
@@ -5007,7 +6122,8 @@ static const struct opt_row opt_rows[] = {
     {"--frames", "DIR", OPT_STRING, OO(frames),
      "write DIR/frame_00000.png ... at --fps frames per simulated second"},
     {"--fps", "N", OPT_NUMBER, OO(fps), "frames per simulated second for --frames (default 30)"},
-    {"--font", "PATH", OPT_STRING, OO(font), "TrueType font for the window (default DejaVu Sans Mono)"},
+    {"--font", "PATH", OPT_STRING, OO(font),
+     "TrueType font for the window (default DejaVu Sans Mono)"},
     {"--theme", "light|dark", OPT_THEME, OO(light), "light suits projectors (default dark)"},
     {"--size", "WxH", OPT_SIZE, 0, "window or image size in pixels (default 1280x800)"},
     {"--quiet", NULL, OPT_SWITCH, OO(quiet), "no progress on stderr"},
@@ -5028,7 +6144,8 @@ static void opt_usage(FILE *out)
     for (size_t i = 0; i < OPT_NROWS; i++) {
         const struct opt_row *row = &opt_rows[i];
         char left[40];
-        snprintf(left, sizeof left, "%s%s%s", row->flag, row->arg ? " " : "", row->arg ? row->arg : "");
+        snprintf(left, sizeof left, "%s%s%s", row->flag, row->arg ? " " : "",
+                 row->arg ? row->arg : "");
         fprintf(out, "  %-24s", left);
         for (const char *p = row->help; *p;) { /* continuation lines line up under the first */
             size_t n = strcspn(p, "\n");
@@ -5142,24 +6259,31 @@ static int opt_parse(int argc, char **argv, struct options *o)
 
 /* Defaults, then the file at `path`, then each --set, then --seed, then the cross-key
  * checks. The window calls it again to restart or switch scenario. */
-static int sim_load(struct scenario *s, const char *path, const struct options *o, char *err, size_t errlen)
+static int sim_load(struct scenario *s, const char *path, const struct options *o, char *err,
+                    size_t errlen)
 {
     scn_defaults(s);
-    if (scn_load(s, path, err, errlen) < 0) return -1;
-    if (o->calibration && scn_load_keys(s, o->calibration, s->calibrated, sizeof s->calibrated, err, errlen) < 0) return -1;
+    if (scn_load(s, path, err, errlen) < 0)
+        return -1;
+    if (o->calibration &&
+        scn_load_keys(s, o->calibration, s->calibrated, sizeof s->calibrated, err, errlen) < 0)
+        return -1;
     for (int i = 0; i < o->nsets; i++) {
         char buf[1024], label[1100], *key, *value;
         snprintf(buf, sizeof buf, "%s", o->sets[i]);
         snprintf(label, sizeof label, "--set %s", o->sets[i]);
         struct scn_src src = {label, 0, err, errlen};
-        if (scn_split(buf, &key, &value) < 0) return scn_fail(&src, "want KEY=VALUE");
-        if (scn_set(s, key, value, &src) < 0) return -1;
+        if (scn_split(buf, &key, &value) < 0)
+            return scn_fail(&src, "want KEY=VALUE");
+        if (scn_set(s, key, value, &src) < 0)
+            return -1;
     }
     if (o->seed) {
         char label[64];
         snprintf(label, sizeof label, "--seed %.40s", o->seed);
         struct scn_src src = {label, 0, err, errlen};
-        if (scn_set(s, "seed", o->seed, &src) < 0) return -1;
+        if (scn_set(s, "seed", o->seed, &src) < 0)
+            return -1;
     }
     return scn_finish(s, path, err, errlen);
 }
@@ -5182,12 +6306,15 @@ static double wall_now(void)
 /* Run one model to the end, with a progress line on a terminal. */
 static void sim_run_model(struct model *m, int progress)
 {
-    if (!progress) { model_run(m, m->s->duration); return; }
+    if (!progress) {
+        model_run(m, m->s->duration);
+        return;
+    }
     double next = wall_now() + 0.5;
     while (model_step(m, m->s->duration) >= 0)
         if ((m->stats.events & 0xfffff) == 0 && wall_now() > next) {
-            fprintf(stderr, "\rsim: %s model at t = %.1f / %.1f s ", model_names[m->id], (double)m->now / SEC,
-                    (double)m->s->duration / SEC);
+            fprintf(stderr, "\rsim: %s model at t = %.1f / %.1f s ", model_names[m->id],
+                    (double)m->now / SEC, (double)m->s->duration / SEC);
             next = wall_now() + 0.5;
         }
     fprintf(stderr, "\r%60s\r", "");
@@ -5199,17 +6326,22 @@ static int sim_headless(const struct scenario *s, const struct options *o)
     struct result res[MODEL_N];
     struct trace tr = {0};
     int rc = 0;
-    if (o->trace && trace_open(&tr, o->trace) < 0) return 1;
+    if (o->trace && trace_open(&tr, o->trace) < 0)
+        return 1;
     double t0 = wall_now();
     for (int k = 0; k < MODEL_N; k++) {
         model_init(&ms[k], s, k);
-        if (tr.f) ms[k].trace = &tr;
+        if (tr.f)
+            ms[k].trace = &tr;
         sim_run_model(&ms[k], !o->quiet && isatty(2));
         if (ms[k].stuck) {
-            fprintf(stderr, "sim: the %s model cannot advance time at t=%.9f s: requests take no time and\n"
-                            "users do not think (a zero-time loop); give the program or `think` some time\n",
-                    model_names[k], (double)ms[k].now / SEC);
-            for (int j = 0; j <= k; j++) model_free(&ms[j]);
+            fprintf(
+                stderr,
+                "sim: the %s model cannot advance time at t=%.9f s: requests take no time and\n"
+                "users do not think (a zero-time loop); give the program or `think` some time\n",
+                model_names[k], (double)ms[k].now / SEC);
+            for (int j = 0; j <= k; j++)
+                model_free(&ms[j]);
             trace_close(&tr);
             return 3;
         }
@@ -5218,16 +6350,22 @@ static int sim_headless(const struct scenario *s, const struct options *o)
     double wall = wall_now() - t0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    if (o->json) rep_json(stdout, s, o->scenario, res, wall, ru.ru_maxrss * 1024L);
-    else if (o->csv) rep_csv(stdout, s, res);
-    else rep_text(stdout, s, o->scenario, res);
+    if (o->json)
+        rep_json(stdout, s, o->scenario, res, wall, ru.ru_maxrss * 1024L);
+    else if (o->csv)
+        rep_csv(stdout, s, res);
+    else
+        rep_text(stdout, s, o->scenario, res);
     fflush(stdout);
     if (!o->json && !o->quiet)
-        fprintf(stderr, "sim: %.0f events in %.3f s (%.2f M events/s), peak RSS %.1f MiB\n", res[0].events + res[1].events,
-                wall, (res[0].events + res[1].events) / wall / 1e6, ru.ru_maxrss / 1024.0);
-    if (o->series && rep_series(o->series, ms) < 0) rc = 1;
+        fprintf(stderr, "sim: %.0f events in %.3f s (%.2f M events/s), peak RSS %.1f MiB\n",
+                res[0].events + res[1].events, wall, (res[0].events + res[1].events) / wall / 1e6,
+                ru.ru_maxrss / 1024.0);
+    if (o->series && rep_series(o->series, ms) < 0)
+        rc = 1;
     trace_close(&tr);
-    for (int k = 0; k < MODEL_N; k++) model_free(&ms[k]);
+    for (int k = 0; k < MODEL_N; k++)
+        model_free(&ms[k]);
     return rc;
 }
 
@@ -5246,8 +6384,10 @@ static int sim_validate(const struct options *o)
             free(points);
             return 2;
         }
-    if (o->json) val_print_json(stdout, points, n);
-    else val_print_text(stdout, points, n);
+    if (o->json)
+        val_print_json(stdout, points, n);
+    else
+        val_print_text(stdout, points, n);
     free(points);
     return 0;
 }
@@ -5266,14 +6406,23 @@ static struct sample model_mean_sample(const struct model *m, simtime from, simt
     int n = 0;
     for (int i = 0; i < m->nseries; i++) {
         const struct sample *x = &m->series[i];
-        if (x->t <= from || x->t > to) continue;
-        mean.rps += x->rps, mean.p99_ms += x->p99_ms, mean.os_threads += x->os_threads;
-        mean.vt_parked += x->vt_parked, mean.thread_mem += x->thread_mem, mean.rss += x->rss;
+        if (x->t <= from || x->t > to)
+            continue;
+        mean.rps += x->rps;
+        mean.p99_ms += x->p99_ms;
+        mean.os_threads += x->os_threads;
+        mean.vt_parked += x->vt_parked;
+        mean.thread_mem += x->thread_mem;
+        mean.rss += x->rss;
         n++;
     }
     if (n) {
-        mean.rps /= n, mean.p99_ms /= n, mean.os_threads /= n, mean.vt_parked /= n;
-        mean.thread_mem /= n, mean.rss /= n;
+        mean.rps /= n;
+        mean.p99_ms /= n;
+        mean.os_threads /= n;
+        mean.vt_parked /= n;
+        mean.thread_mem /= n;
+        mean.rss /= n;
     }
     return mean;
 }
@@ -5282,7 +6431,10 @@ static struct sample model_mean_sample(const struct model *m, simtime from, simt
 static int sim_live_open(struct live *lv, const struct options *o)
 {
     char err[512], *body;
-    if (live_parse_url(lv, o->live, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+    if (live_parse_url(lv, o->live, err, sizeof err) < 0) {
+        fprintf(stderr, "sim: %s\n", err);
+        return -1;
+    }
     if (!(body = live_fetch(lv, err, sizeof err))) {
         fprintf(stderr, "sim: %s (is ./aggregator serve running there?)\n", err);
         return -1;
@@ -5296,9 +6448,15 @@ static int sim_live_open(struct live *lv, const struct options *o)
 static simtime sim_live_collect(struct live *lv, simtime at)
 {
     char err[512];
-    if (live_poll(lv, wall_now(), err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+    if (live_poll(lv, wall_now(), err, sizeof err) < 0) {
+        fprintf(stderr, "sim: %s\n", err);
+        return -1;
+    }
     while (lv->n == 0 || lv->v[lv->n - 1].t * SEC < (double)at)
-        if (live_next(lv, wall_now, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return -1; }
+        if (live_next(lv, wall_now, err, sizeof err) < 0) {
+            fprintf(stderr, "sim: %s\n", err);
+            return -1;
+        }
     return (simtime)(lv->v[lv->n - 1].t * SEC);
 }
 
@@ -5308,7 +6466,10 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     struct live lv = {0};
     char err[512];
     simtime until = sim_until(s, o);
-    if (live_parse_url(&lv, o->live, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); return 2; }
+    if (live_parse_url(&lv, o->live, err, sizeof err) < 0) {
+        fprintf(stderr, "sim: %s\n", err);
+        return 2;
+    }
     if (live_poll(&lv, wall_now(), err, sizeof err) < 0) {
         fprintf(stderr, "sim: %s (is ./aggregator serve running there?)\n", err);
         return 1;
@@ -5316,19 +6477,24 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     struct model m;
     int mode = live_mode(&lv);
     model_init(&m, s, mode);
-    printf("live %s (%s mode) beside %s, predicted by the %s model\n", o->live, model_names[mode], o->scenario, model_names[mode]);
-    printf("%6s | %9s %9s | %9s %9s | %7s %7s | %8s %8s | %8s %8s\n", "t s", "req/s", "predicted", "p99 ms",
-           "predicted", "threads", "pred", "parked", "pred", "RSS MiB", "pred");
+    printf("live %s (%s mode) beside %s, predicted by the %s model\n", o->live, model_names[mode],
+           o->scenario, model_names[mode]);
+    printf("%6s | %9s %9s | %9s %9s | %7s %7s | %8s %8s | %8s %8s\n", "t s", "req/s", "predicted",
+           "p99 ms", "predicted", "threads", "pred", "parked", "pred", "RSS MiB", "pred");
     int rc = 0;
     while (lv.n == 0 || lv.v[lv.n - 1].t * SEC < (double)until) {
-        if (live_next(&lv, wall_now, err, sizeof err) < 0) { fprintf(stderr, "sim: %s\n", err); rc = 1; break; }
+        if (live_next(&lv, wall_now, err, sizeof err) < 0) {
+            fprintf(stderr, "sim: %s\n", err);
+            rc = 1;
+            break;
+        }
         const struct live_sample *x = &lv.v[lv.n - 1];
         simtime t = (simtime)(x->t * SEC), from = lv.n > 1 ? (simtime)(lv.v[lv.n - 2].t * SEC) : 0;
         model_run(&m, t);
         struct sample p = model_mean_sample(&m, from, t);
-        printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t, x->rps, p.rps,
-               x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked, p.vt_parked, x->rss / 1048576,
-               (double)p.rss / 1048576);
+        printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t,
+               x->rps, p.rps, x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked,
+               p.vt_parked, x->rss / 1048576, (double)p.rss / 1048576);
         fflush(stdout);
     }
     model_free(&m);
@@ -5340,7 +6506,8 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
  * Returns 0, or -1 after a message. */
 static int sim_ui_options(const struct options *o, struct live *lv, struct ui_options *uo)
 {
-    *uo = (struct ui_options){.font = o->font, .light = o->light, .width = o->width, .height = o->height};
+    *uo = (struct ui_options){
+        .font = o->font, .light = o->light, .width = o->width, .height = o->height};
     if (!o->live)
         return 0;
     uo->live = lv;
@@ -5406,7 +6573,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    int window = !o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
+    int window =
+        !o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
     if (o.live && !window && !o.screenshot)
         return sim_live_text(&s, &o);
     if (o.screenshot)

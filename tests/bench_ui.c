@@ -30,11 +30,13 @@ static double median_frame_ms(struct ui_canvas *c, const struct ui_sim *x, const
 
 int main(void)
 {
-    static const char text[] = "name = draw benchmark\nthink = 0\nduration = 4s\nwarmup = 1s\n"
-                               "program = call(slow)\nservice.slow.latency = 1s\nplatform.max_connections = 10000000\n";
+    static const char text[] =
+        "name = draw benchmark\nthink = 0\nduration = 4s\nwarmup = 1s\n"
+        "program = call(slow)\nservice.slow.latency = 1s\nplatform.max_connections = 10000000\n";
     struct ui_options uo = {0};
     long loads[] = {100, 5000, 100000};
-    printf("%9s %16s %20s %20s\n", "users", "virtual threads", "ms/frame (ABGR)", "ms/frame (XRGB)");
+    printf("%9s %16s %20s %20s\n", "users", "virtual threads", "ms/frame (ABGR)",
+           "ms/frame (XRGB)");
     for (int i = 0; i < 3; i++) {
         struct ui_sim *x = calloc(1, sizeof *x);
         char err[256], value[32];
@@ -42,7 +44,8 @@ int main(void)
         FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
         scn_defaults(&x->s);
         snprintf(value, sizeof value, "%ld", loads[i]);
-        if (scn_read(&x->s, f, "bench", NULL, 0, err, sizeof err) < 0 || scn_set(&x->s, "users", value, &src) < 0 ||
+        if (scn_read(&x->s, f, "bench", NULL, 0, err, sizeof err) < 0 ||
+            scn_set(&x->s, "users", value, &src) < 0 ||
             scn_finish(&x->s, "bench", err, sizeof err) < 0) {
             fprintf(stderr, "%s\n", err);
             return 1;
@@ -55,7 +58,8 @@ int main(void)
         Uint32 formats[2] = {SDL_PIXELFORMAT_ABGR8888, SDL_PIXELFORMAT_RGB888};
         for (int k = 0; k < 2; k++) {
             struct ui_canvas c;
-            if (ui_canvas_open_format(&c, &uo, formats[k]) < 0) return 1;
+            if (ui_canvas_open_format(&c, &uo, formats[k]) < 0)
+                return 1;
             ms[k] = median_frame_ms(&c, x, &v);
             ui_canvas_close(&c);
         }

@@ -16,7 +16,10 @@
 static void put_file(char *path, const char *text)
 {
     FILE *f = strstr(path, "XXXXXX") ? fdopen(mkstemp(path), "w") : fopen(path, "w");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fputs(text, f);
     fclose(f);
 }
@@ -28,7 +31,8 @@ static int load_text(struct scenario *s, const char *text, char *err, size_t err
     put_file(path, text);
     scn_defaults(s);
     int rc = scn_load(s, path, err, errlen);
-    if (rc == 0) rc = scn_finish(s, path, err, errlen);
+    if (rc == 0)
+        rc = scn_finish(s, path, err, errlen);
     unlink(path);
     return rc;
 }
@@ -58,7 +62,8 @@ static char *report_text(const struct scenario *s)
     struct result res[MODEL_N];
     char *buf = NULL;
     size_t len = 0;
-    for (int k = 0; k < MODEL_N; k++) run_one(s, k, &res[k]);
+    for (int k = 0; k < MODEL_N; k++)
+        run_one(s, k, &res[k]);
     FILE *f = open_memstream(&buf, &len);
     rep_text(f, s, "test", res);
     fclose(f);
@@ -87,9 +92,12 @@ static void test_event_order(void)
     simtime lane_t = 0;
     for (uint32_t i = 0; i < N; i++) { /* a third go to lanes, in order or not (then to the heap) */
         simtime t = (simtime)(rng_splitmix(&rng) % 50);
-        if (i % 3 == 0) evq_push_lane(&q, (int)(i % 5), lane_t += t % 3, EV_SAMPLE, i, 0);
-        else if (i % 3 == 1) evq_push_lane(&q, (int)(i % 7), t, EV_SAMPLE, i, 0);
-        else evq_push(&q, t, EV_SAMPLE, i, 0);
+        if (i % 3 == 0)
+            evq_push_lane(&q, (int)(i % 5), lane_t += t % 3, EV_SAMPLE, i, 0);
+        else if (i % 3 == 1)
+            evq_push_lane(&q, (int)(i % 7), t, EV_SAMPLE, i, 0);
+        else
+            evq_push(&q, t, EV_SAMPLE, i, 0);
     }
     simtime last_t = -1;
     uint32_t last_a = 0;
@@ -98,8 +106,10 @@ static void test_event_order(void)
         int from;
         evq_peek(&q, &from);
         struct event e = evq_pop_from(&q, from);
-        if (e.t < last_t) sorted = 0;
-        if (e.t == last_t && e.a < last_a) ties_in_order = 0; /* a = insertion index */
+        if (e.t < last_t)
+            sorted = 0;
+        if (e.t == last_t && e.a < last_a)
+            ties_in_order = 0; /* a = insertion index */
         last_t = e.t, last_a = e.a, n++;
     }
     CHECK(n == N, "popped %d events, pushed %d", n, N);
@@ -115,7 +125,8 @@ static void test_histogram(void)
     struct hist h = {0};
     uint64_t rng = 7;
     for (int i = 0; i < N; i++) {
-        v[i] = (uint64_t)exp(10 + 8 * rng_unit(rng_splitmix(&rng))); /* 22 µs .. 65 s, spread over decades */
+        v[i] = (uint64_t)exp(
+            10 + 8 * rng_unit(rng_splitmix(&rng))); /* 22 µs .. 65 s, spread over decades */
         hist_add(&h, v[i]);
     }
     /* exact quantiles by sorting the samples (Shell sort, independent of the histogram) */
@@ -124,7 +135,8 @@ static void test_histogram(void)
         for (int i = gaps[g]; i < N; i++) {
             uint64_t x = v[i];
             int j = i;
-            for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g]) v[j] = v[j - gaps[g]];
+            for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g])
+                v[j] = v[j - gaps[g]];
             v[j] = x;
         }
     double qs[] = {0.5, 0.9, 0.99, 0.999};
@@ -148,13 +160,15 @@ static void test_distributions(void)
 
     CHECK(scn_dist(&src, "lognormal(40ms, 120ms)", &end, &d) == 0, "lognormal parses: %s", err);
     struct hist h = {0};
-    for (int i = 0; i < N; i++) hist_add(&h, (uint64_t)dist_sample(&d, &rng));
+    for (int i = 0; i < N; i++)
+        hist_add(&h, (uint64_t)dist_sample(&d, &rng));
     CHECK_NEAR(hist_quantile(&h, 0.5), 40e6, 0.02, "lognormal p50");
     CHECK_NEAR(hist_quantile(&h, 0.99), 120e6, 0.03, "lognormal p99");
 
     CHECK(scn_dist(&src, "exp(3ms)", &end, &d) == 0, "exp parses");
     double sum = 0;
-    for (int i = 0; i < N; i++) sum += (double)(x[i] = dist_sample(&d, &rng));
+    for (int i = 0; i < N; i++)
+        sum += (double)(x[i] = dist_sample(&d, &rng));
     CHECK_NEAR(sum / N, 3e6, 0.01, "exponential mean");
 
     CHECK(scn_dist(&src, "uniform(1ms, 3ms)", &end, &d) == 0, "uniform parses");
@@ -164,7 +178,8 @@ static void test_distributions(void)
         simtime v = dist_sample(&d, &rng);
         sum += (double)v, lo = v < lo ? v : lo, hi = v > hi ? v : hi;
     }
-    CHECK(lo >= 1000000 && hi <= 3000000, "uniform stays in [1ms, 3ms]: %" PRId64 "..%" PRId64, lo, hi);
+    CHECK(lo >= 1000000 && hi <= 3000000, "uniform stays in [1ms, 3ms]: %" PRId64 "..%" PRId64, lo,
+          hi);
     CHECK_NEAR(sum / N, 2e6, 0.01, "uniform mean");
     (void)s;
 }
@@ -190,15 +205,18 @@ static void test_common_random_numbers(void)
 {
     struct scenario s;
     must_load(&s, "users = 1\nthink = exp(5ms)\nduration = 20s\nwarmup = 0\n"
-                  "program = cpu(exp(1ms)) call(A) cpu(exp(300us))\nservice.A.latency = lognormal(5ms, 30ms)\n"
+                  "program = cpu(exp(1ms)) call(A) cpu(exp(300us))\nservice.A.latency = "
+                  "lognormal(5ms, 30ms)\n"
                   "os.ctx_switch = 0\nos.wakeup = 0\nos.thread_create = 0\nvirtual.create = 0\n"
                   "virtual.park = 0\nvirtual.unpark = 0\nplatform.min_spare = 1\n");
     struct result p, v;
     run_one(&s, MODEL_PLATFORM, &p);
     run_one(&s, MODEL_VIRTUAL, &v);
     CHECK(p.completed > 1000, "enough requests (%g)", p.completed);
-    CHECK(p.completed == v.completed, "same number of requests: %g vs %g", p.completed, v.completed);
-    CHECK(p.mean == v.mean && p.p99 == v.p99 && p.max == v.max, "paired: identical latencies (%g/%g ms mean)", p.mean, v.mean);
+    CHECK(p.completed == v.completed, "same number of requests: %g vs %g", p.completed,
+          v.completed);
+    CHECK(p.mean == v.mean && p.p99 == v.p99 && p.max == v.max,
+          "paired: identical latencies (%g/%g ms mean)", p.mean, v.mean);
 }
 
 /* ---- queueing theory ---- */
@@ -214,12 +232,15 @@ static void test_erlang_c(void)
     must_load(&s, "users = 0\nrate = 1500\nduration = 400s\nwarmup = 10s\ncores = 2\n"
                   "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\n"
                   "os.thread_create = 0\nplatform.max_threads = 10000\nplatform.min_spare = 10000\n"
-                  "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n");
+                  "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = "
+                  "0\nvirtual.unpark = 0\n");
     double a = lambda / mu, wq = erlang_c(c, a) / (c * mu - lambda), w = (wq + 1 / mu) * 1e3;
     for (int k = 0; k < MODEL_N; k++) {
         struct result r;
         run_one(&s, k, &r);
-        CHECK_NEAR(r.mean, w, 0.03, k ? "virtual: M/M/2 mean response (ms) vs Erlang C" : "platform: M/M/2 mean response (ms) vs Erlang C");
+        CHECK_NEAR(r.mean, w, 0.03,
+                   k ? "virtual: M/M/2 mean response (ms) vs Erlang C"
+                     : "platform: M/M/2 mean response (ms) vs Erlang C");
         CHECK_NEAR(r.cpu_util, a / c, 0.03, "M/M/2 utilisation vs rho");
     }
 }
@@ -228,9 +249,10 @@ static void test_erlang_c(void)
 static void test_littles_law(void)
 {
     struct scenario s;
-    must_load(&s, "users = 500\nthink = exp(100ms)\nduration = 60s\nwarmup = 5s\ncores = 2\n"
-                  "program = cpu(exp(100us)) call(A) cpu(exp(50us))\nservice.A.latency = exp(80ms)\n"
-                  "platform.max_threads = 100\n");
+    must_load(&s,
+              "users = 500\nthink = exp(100ms)\nduration = 60s\nwarmup = 5s\ncores = 2\n"
+              "program = cpu(exp(100us)) call(A) cpu(exp(50us))\nservice.A.latency = exp(80ms)\n"
+              "platform.max_threads = 100\n");
     for (int k = 0; k < MODEL_N; k++) {
         struct result r;
         run_one(&s, k, &r);
@@ -250,8 +272,10 @@ static void test_platform_saturates(void)
     struct result r;
     run_one(&s, MODEL_PLATFORM, &r);
     CHECK_NEAR(r.throughput_rps, 200 / 0.150, 0.02, "platform throughput = T/(K·D)");
-    CHECK(r.peak_os_threads == 200 + s.runtime_threads, "platform peaks at maxThreads + runtime threads (%g)", r.peak_os_threads);
-    CHECK(r.peak_queued >= 1000 - 200 - 1, "the other 800 users queue for a thread (%g)", r.peak_queued);
+    CHECK(r.peak_os_threads == 200 + s.runtime_threads,
+          "platform peaks at maxThreads + runtime threads (%g)", r.peak_os_threads);
+    CHECK(r.peak_queued >= 1000 - 200 - 1, "the other 800 users queue for a thread (%g)",
+          r.peak_queued);
 }
 
 static void test_virtual_littles_bound(void)
@@ -263,23 +287,29 @@ static void test_virtual_littles_bound(void)
     struct result r;
     run_one(&s, MODEL_VIRTUAL, &r);
     CHECK_NEAR(r.throughput_rps, 1000 / 0.200, 0.02, "virtual throughput = N/(K·D+Z)");
-    CHECK(r.peak_os_threads == s.runtime_threads + s.parallelism, "virtual: runtime threads + carriers (%g)", r.peak_os_threads);
+    CHECK(r.peak_os_threads == s.runtime_threads + s.parallelism,
+          "virtual: runtime threads + carriers (%g)", r.peak_os_threads);
     /* CPU bound: the cores saturate at cores / (CPU per request, overheads included) */
-    must_load(&s, "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = cpu(1ms) call(A)*3\nservice.A.latency = 50ms\n");
+    must_load(&s, "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = cpu(1ms) "
+                  "call(A)*3\nservice.A.latency = 50ms\n");
     double demand = 1e-3 + (1 + 3 * 2) * 1e-6; /* cpu + create + 3 x (park + unpark) */
     run_one(&s, MODEL_VIRTUAL, &r);
-    CHECK_NEAR(r.throughput_rps, 2 / demand, 0.02, "virtual throughput = cores / CPU demand when CPU bound");
+    CHECK_NEAR(r.throughput_rps, 2 / demand, 0.02,
+               "virtual throughput = cores / CPU demand when CPU bound");
     /* cache pressure: with all 1000 users in service, each calibrated cost is 1 + 1000 p times
      * its base, so the CPU ceiling falls by that factor. (The 1 µs unpark, not a calibrated
      * cost, keeps every step's CPU above zero, so no batch of requests ends at one instant.) */
-    const char *base = "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = call(A)\nservice.A.latency = 1ms\n"
-                       "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 1us\nvirtual.cpu_per_request = 60us\n"
-                       "virtual.cpu_per_call = 40us\n";
+    const char *base =
+        "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = call(A)\nservice.A.latency = 1ms\n"
+        "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 1us\nvirtual.cpu_per_request = "
+        "60us\n"
+        "virtual.cpu_per_call = 40us\n";
     char text[512];
     snprintf(text, sizeof text, "%scpu.cache_pressure = 0.0005\n", base);
     must_load(&s, text);
     run_one(&s, MODEL_VIRTUAL, &r);
-    CHECK_NEAR(r.throughput_rps, 2 / (100e-6 * (1 + 0.0005 * 1000) + 1e-6), 0.02, "cache pressure: cores / (c (1 + p N))");
+    CHECK_NEAR(r.throughput_rps, 2 / (100e-6 * (1 + 0.0005 * 1000) + 1e-6), 0.02,
+               "cache pressure: cores / (c (1 + p N))");
     must_load(&s, base);
     run_one(&s, MODEL_VIRTUAL, &r);
     CHECK_NEAR(r.throughput_rps, 2 / 101e-6, 0.02, "no cache pressure: cores / c");
@@ -289,10 +319,12 @@ static void test_pinning(void)
 {
     /* every call pins its carrier: at most parallelism requests progress, each K·D long */
     struct scenario s;
-    must_load(&s, "users = 200\nduration = 30s\nwarmup = 5s\nprogram = sync { call(A)*3 }\nservice.A.latency = 50ms\n");
+    must_load(&s, "users = 200\nduration = 30s\nwarmup = 5s\nprogram = sync { call(A)*3 "
+                  "}\nservice.A.latency = 50ms\n");
     struct result r;
     run_one(&s, MODEL_VIRTUAL, &r);
-    CHECK_NEAR(r.throughput_rps, s.parallelism / 0.150, 0.03, "pinned virtual throughput = parallelism/(K·D)");
+    CHECK_NEAR(r.throughput_rps, s.parallelism / 0.150, 0.03,
+               "pinned virtual throughput = parallelism/(K·D)");
     CHECK(r.peak_vt_pinned == s.parallelism, "all carriers pinned (%g)", r.peak_vt_pinned);
     /* JEP 491 (JDK 24): the same program no longer pins */
     s.jep491 = 1;
@@ -305,10 +337,12 @@ static void test_compensation(void)
 {
     /* io() blocks a carrier but the scheduler adds one, up to maxPoolSize */
     struct scenario s;
-    must_load(&s, "users = 100\nduration = 10s\nwarmup = 2s\nprogram = io(100ms)\nvirtual.max_pool_size = 50\n");
+    must_load(&s, "users = 100\nduration = 10s\nwarmup = 2s\nprogram = "
+                  "io(100ms)\nvirtual.max_pool_size = 50\n");
     struct result r;
     run_one(&s, MODEL_VIRTUAL, &r);
-    CHECK(r.peak_os_threads == s.runtime_threads + 50, "carriers grow to maxPoolSize (%g)", r.peak_os_threads);
+    CHECK(r.peak_os_threads == s.runtime_threads + 50, "carriers grow to maxPoolSize (%g)",
+          r.peak_os_threads);
     CHECK_NEAR(r.throughput_rps, 50 / 0.100, 0.03, "throughput = (maxPoolSize - 0) / io time");
 }
 
@@ -317,9 +351,11 @@ static void test_compensation(void)
 static void test_port_exhaustion(void)
 {
     struct scenario s;
-    must_load(&s, "users = 500\nduration = 40s\nwarmup = 0\nprogram = call(A)*3\nservice.A.latency = 10ms\n"
-                  "service.A.pool = 0\nnet.port_low = 40000\nnet.port_high = 40999\nnet.time_wait = 5s\n"
-                  "retry_after = 100ms\n");
+    must_load(
+        &s,
+        "users = 500\nduration = 40s\nwarmup = 0\nprogram = call(A)*3\nservice.A.latency = 10ms\n"
+        "service.A.pool = 0\nnet.port_low = 40000\nnet.port_high = 40999\nnet.time_wait = 5s\n"
+        "retry_after = 100ms\n");
     for (int k = 0; k < MODEL_N; k++) {
         struct model m;
         model_init(&m, &s, k);
@@ -327,9 +363,12 @@ static void test_port_exhaustion(void)
         uint64_t before = m.svc[0].opened;
         model_run(&m, 40 * SEC);
         double rate = (double)(m.svc[0].opened - before) / 20.0;
-        CHECK_NEAR(rate, 1000 / 5.0, 0.02, k ? "virtual: new connections/s = range/TIME_WAIT" : "platform: new connections/s = range/TIME_WAIT");
+        CHECK_NEAR(rate, 1000 / 5.0, 0.02,
+                   k ? "virtual: new connections/s = range/TIME_WAIT"
+                     : "platform: new connections/s = range/TIME_WAIT");
         CHECK(m.stats.failed[FAIL_NO_PORT] > 0, "requests fail with no_port");
-        CHECK(m.stats.peak_ports_tw == 1000, "TIME_WAIT fills the range (%d)", m.stats.peak_ports_tw);
+        CHECK(m.stats.peak_ports_tw == 1000, "TIME_WAIT fills the range (%d)",
+              m.stats.peak_ports_tw);
         model_free(&m);
     }
     /* the same load with a pool: no failures, few connections */
@@ -342,7 +381,8 @@ static void test_port_exhaustion(void)
     s.svc[0].pool = 0;
     s.tw_reuse = 1;
     run_one(&s, MODEL_VIRTUAL, &r);
-    CHECK(r.conns_opened > 20 * 1000, "tw_reuse lets ports serve again (%g connections)", r.conns_opened);
+    CHECK(r.conns_opened > 20 * 1000, "tw_reuse lets ports serve again (%g connections)",
+          r.conns_opened);
 }
 
 /* The pool grows on demand and shrinks back to minSpare after idle_timeout. */
@@ -355,11 +395,14 @@ static void test_pool_grows_and_shrinks(void)
     model_init(&m, &s, MODEL_PLATFORM);
     model_run(&m, s.duration);
     const struct sample *last = &m.series[m.nseries - 1];
-    CHECK(m.stats.peak_os_threads == s.runtime_threads + 100, "all 100 users at t=0: 100 pool threads (%d)", m.stats.peak_os_threads);
+    CHECK(m.stats.peak_os_threads == s.runtime_threads + 100,
+          "all 100 users at t=0: 100 pool threads (%d)", m.stats.peak_os_threads);
     /* ~100 x 0.05 / 10.05 = 0.5 requests in flight later, ~10 req/s: even handed round-robin
      * to the longest-idle thread (as Java's queue does), each thread idles > 2 s and retires */
-    CHECK(last->os_threads <= s.runtime_threads + s.min_spare + 5, "idle threads retired (%d threads at the end)", last->os_threads);
-    CHECK(last->os_threads >= s.runtime_threads + s.min_spare, "never below minSpare (%d)", last->os_threads);
+    CHECK(last->os_threads <= s.runtime_threads + s.min_spare + 5,
+          "idle threads retired (%d threads at the end)", last->os_threads);
+    CHECK(last->os_threads >= s.runtime_threads + s.min_spare, "never below minSpare (%d)",
+          last->os_threads);
     model_free(&m);
 }
 
@@ -370,27 +413,35 @@ static void test_pool_grows_and_shrinks(void)
  * spread out, the one thread released a moment ago serves (N + 1). */
 static void test_pool_release_race(void)
 {
-    static const struct { const char *rampup; int pool; const char *why; } cases[] = {
+    static const struct {
+        const char *rampup;
+        int pool;
+        const char *why;
+    } cases[] = {
         {"0", 20, "10 users in lockstep: 2N pool threads"},
         {"10ms", 11, "10 users 1 ms apart: N + 1 pool threads"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct scenario s;
         char text[512];
-        snprintf(text, sizeof text, "users = 10\nrampup = %s\nduration = 2s\nwarmup = 0\nprogram = call(A)\n"
-                                    "service.A.latency = 10ms\nplatform.min_spare = 0\nplatform.release_cpu = 10us\n"
-                                    "os.thread_create = 0\nos.wakeup = 0\n",
+        snprintf(text, sizeof text,
+                 "users = 10\nrampup = %s\nduration = 2s\nwarmup = 0\nprogram = call(A)\n"
+                 "service.A.latency = 10ms\nplatform.min_spare = 0\nplatform.release_cpu = 10us\n"
+                 "os.thread_create = 0\nos.wakeup = 0\n",
                  cases[i].rampup);
         must_load(&s, text);
         struct result r;
         run_one(&s, MODEL_PLATFORM, &r);
-        CHECK(r.peak_os_threads == s.runtime_threads + cases[i].pool, "%s (%g)", cases[i].why, r.peak_os_threads - s.runtime_threads);
+        CHECK(r.peak_os_threads == s.runtime_threads + cases[i].pool, "%s (%g)", cases[i].why,
+              r.peak_os_threads - s.runtime_threads);
     }
     struct scenario s;
-    must_load(&s, "users = 10\nduration = 2s\nwarmup = 0\nprogram = call(A)\nservice.A.latency = 10ms\nplatform.min_spare = 0\n");
+    must_load(&s, "users = 10\nduration = 2s\nwarmup = 0\nprogram = call(A)\nservice.A.latency = "
+                  "10ms\nplatform.min_spare = 0\n");
     struct result r;
     run_one(&s, MODEL_PLATFORM, &r);
-    CHECK(r.peak_os_threads == s.runtime_threads + 10, "no release CPU: N pool threads (%g)", r.peak_os_threads - s.runtime_threads);
+    CHECK(r.peak_os_threads == s.runtime_threads + 10, "no release CPU: N pool threads (%g)",
+          r.peak_os_threads - s.runtime_threads);
 }
 
 /* The blog's observation: platform threads grow with load, virtual threads stay constant. */
@@ -402,16 +453,21 @@ static void test_blog_thread_counts(void)
         struct scenario s;
         char err[512];
         scn_defaults(&s);
-        if (scn_load(&s, files[i], err, sizeof err) < 0 || scn_finish(&s, files[i], err, sizeof err) < 0) {
+        if (scn_load(&s, files[i], err, sizeof err) < 0 ||
+            scn_finish(&s, files[i], err, sizeof err) < 0) {
             CHECK(0, "%s: %s", files[i], err);
             continue;
         }
         struct result p, v;
         run_one(&s, MODEL_PLATFORM, &p);
         run_one(&s, MODEL_VIRTUAL, &v);
-        CHECK(p.peak_os_threads == s.runtime_threads + pool[i], "%s: platform threads = JVM + min(users, maxThreads) (%g)", files[i], p.peak_os_threads);
-        CHECK(v.peak_os_threads == s.runtime_threads + s.cores, "%s: virtual threads = JVM + carriers (%g)", files[i], v.peak_os_threads);
-        CHECK(v.p99 <= p.p99 && v.throughput_rps >= 0.99 * p.throughput_rps, "%s: virtual no worse in latency or throughput", files[i]);
+        CHECK(p.peak_os_threads == s.runtime_threads + pool[i],
+              "%s: platform threads = JVM + min(users, maxThreads) (%g)", files[i],
+              p.peak_os_threads);
+        CHECK(v.peak_os_threads == s.runtime_threads + s.cores,
+              "%s: virtual threads = JVM + carriers (%g)", files[i], v.peak_os_threads);
+        CHECK(v.p99 <= p.p99 && v.throughput_rps >= 0.99 * p.throughput_rps,
+              "%s: virtual no worse in latency or throughput", files[i]);
     }
 }
 
@@ -420,23 +476,28 @@ static void test_blog_thread_counts(void)
 static void test_conservation(void)
 {
     struct scenario s;
-    must_load(&s, "users = 2000\nduration = 5s\nwarmup = 1s\nprogram = cpu(200us) call(A) call(B)\n"
-                  "service.A.latency = exp(30ms)\nservice.B.latency = exp(30ms)\nservice.B.timeout = 60ms\n"
-                  "service.A.pool = 0\nnet.port_low = 50000\nnet.port_high = 52000\n"
-                  "platform.max_connections = 500\nplatform.accept_count = 100\nplatform.max_queue = 100\n");
+    must_load(
+        &s,
+        "users = 2000\nduration = 5s\nwarmup = 1s\nprogram = cpu(200us) call(A) call(B)\n"
+        "service.A.latency = exp(30ms)\nservice.B.latency = exp(30ms)\nservice.B.timeout = 60ms\n"
+        "service.A.pool = 0\nnet.port_low = 50000\nnet.port_high = 52000\n"
+        "platform.max_connections = 500\nplatform.accept_count = 100\nplatform.max_queue = 100\n");
     for (int k = 0; k < MODEL_N; k++) {
         struct model m;
         model_init(&m, &s, k);
         model_run(&m, s.duration);
         int32_t free_slots = 0;
-        for (int32_t i = m.free_req; i >= 0; i = m.req[i].next) free_slots++;
+        for (int32_t i = m.free_req; i >= 0; i = m.req[i].next)
+            free_slots++;
         uint64_t failed = 0;
-        for (int f = 0; f < FAIL_N; f++) failed += m.stats.failed[f];
+        for (int f = 0; f < FAIL_N; f++)
+            failed += m.stats.failed[f];
         CHECK(m.stats.arrived == m.stats.completed + failed + (uint64_t)(m.nreq - free_slots),
-              "%s: arrived %" PRIu64 " = completed %" PRIu64 " + failed %" PRIu64 " + live %d", model_names[k],
-              m.stats.arrived, m.stats.completed, failed, m.nreq - free_slots);
+              "%s: arrived %" PRIu64 " = completed %" PRIu64 " + failed %" PRIu64 " + live %d",
+              model_names[k], m.stats.arrived, m.stats.completed, failed, m.nreq - free_slots);
         CHECK(m.stats.failed[FAIL_TIMEOUT] > 0 && m.stats.failed[FAIL_NO_PORT] > 0 &&
-                  m.stats.failed[FAIL_REFUSED] + m.stats.failed[FAIL_REJECTED] > 0, "%s: failures of every kind happen", model_names[k]);
+                  m.stats.failed[FAIL_REFUSED] + m.stats.failed[FAIL_REJECTED] > 0,
+              "%s: failures of every kind happen", model_names[k]);
         model_free(&m);
     }
 }
@@ -449,7 +510,8 @@ static void test_zero_time_loop(void)
     struct model m;
     model_init(&m, &s, MODEL_PLATFORM);
     model_run(&m, s.duration);
-    CHECK(m.stuck && m.now == 0, "zero-time loop detected at t=0 (stuck %d, t %" PRId64 ")", m.stuck, m.now);
+    CHECK(m.stuck && m.now == 0, "zero-time loop detected at t=0 (stuck %d, t %" PRId64 ")",
+          m.stuck, m.now);
     model_free(&m);
 }
 
@@ -465,14 +527,17 @@ static void test_shipped_scenarios(void)
             char err[512];
             scn_defaults(&s);
             int rc = scn_load(&s, g.gl_pathv[i], err, sizeof err);
-            if (rc == 0) rc = scn_finish(&s, g.gl_pathv[i], err, sizeof err);
+            if (rc == 0)
+                rc = scn_finish(&s, g.gl_pathv[i], err, sizeof err);
             CHECK(rc == 0, "%s loads: %s", g.gl_pathv[i], err);
-            if (rc) continue;
+            if (rc)
+                continue;
             s.duration = s.warmup + 2 * SEC; /* short, but through the warm-up */
             struct result r;
             for (int k = 0; k < MODEL_N; k++) {
                 run_one(&s, k, &r);
-                CHECK(r.completed > 0, "%s: the %s model completes requests", g.gl_pathv[i], model_names[k]);
+                CHECK(r.completed > 0, "%s: the %s model completes requests", g.gl_pathv[i],
+                      model_names[k]);
             }
             n++;
         }
@@ -500,25 +565,32 @@ static void test_scenario_claims(void)
 {
     struct scenario s;
     struct result p, v;
-    if (run_shipped("scenarios/massive-io.scn", &s, &p, &v) == 0) { /* the thesis's order of magnitude */
+    if (run_shipped("scenarios/massive-io.scn", &s, &p, &v) ==
+        0) { /* the thesis's order of magnitude */
         CHECK_NEAR(p.throughput_rps, 200 / 0.1501, 0.02, "massive-io: platform at T/(K·D)");
         CHECK_NEAR(v.throughput_rps, 3200 / 0.1501, 0.03, "massive-io: virtual at N/(K·D)");
-        CHECK(v.throughput_rps / p.throughput_rps > 14, "massive-io: >14x (thesis 15.8x): %.1fx", v.throughput_rps / p.throughput_rps);
+        CHECK(v.throughput_rps / p.throughput_rps > 14, "massive-io: >14x (thesis 15.8x): %.1fx",
+              v.throughput_rps / p.throughput_rps);
     }
     if (run_shipped("scenarios/no-pool.scn", &s, &p, &v) == 0) { /* the port wall */
         double wall = (s.port_high - s.port_low + 1) / ((double)s.time_wait / SEC);
-        CHECK(v.failed_by_reason[FAIL_NO_PORT] > 0 && p.failed_by_reason[FAIL_NO_PORT] > 0, "no-pool: connects fail in both models");
+        CHECK(v.failed_by_reason[FAIL_NO_PORT] > 0 && p.failed_by_reason[FAIL_NO_PORT] > 0,
+              "no-pool: connects fail in both models");
         CHECK_NEAR(v.throughput_rps, wall, 0.03, "no-pool: virtual held to range/TIME_WAIT");
     }
     if (run_shipped("scenarios/pool-fixed.scn", &s, &p, &v) == 0) {
-        CHECK(v.failed == 0 && p.failed == 0 && v.peak_ports_tw == 0, "pool-fixed: no failures, no TIME_WAIT");
+        CHECK(v.failed == 0 && p.failed == 0 && v.peak_ports_tw == 0,
+              "pool-fixed: no failures, no TIME_WAIT");
         CHECK_NEAR(v.throughput_rps, 3200 / 0.1501, 0.03, "pool-fixed: virtual back at N/(K·D)");
     }
     if (run_shipped("scenarios/pinning.scn", &s, &p, &v) == 0)
-        CHECK_NEAR(v.throughput_rps, s.parallelism / 0.1502, 0.05, "pinning: virtual at parallelism/(K·D)");
+        CHECK_NEAR(v.throughput_rps, s.parallelism / 0.1502, 0.05,
+                   "pinning: virtual at parallelism/(K·D)");
     if (run_shipped("scenarios/pinning-fixed.scn", &s, &p, &v) == 0)
-        CHECK(v.peak_vt_pinned == 0 && v.throughput_rps > 4 * p.throughput_rps, "pinning-fixed: no pinning, >4x platform");
-    if (run_shipped("scenarios/cpu-bound.scn", &s, &p, &v) == 0) { /* cores / CPU per request for both */
+        CHECK(v.peak_vt_pinned == 0 && v.throughput_rps > 4 * p.throughput_rps,
+              "pinning-fixed: no pinning, >4x platform");
+    if (run_shipped("scenarios/cpu-bound.scn", &s, &p, &v) ==
+        0) { /* cores / CPU per request for both */
         CHECK_NEAR(p.throughput_rps, 2 / 5e-3, 0.02, "cpu-bound: platform at cores/CPU");
         CHECK_NEAR(v.throughput_rps, p.throughput_rps, 0.03, "cpu-bound: virtual brings nothing");
     }
@@ -528,7 +600,8 @@ static void test_scenario_claims(void)
         CHECK(v.cpu_util > 0.97, "mixed: the virtual side's CPU is saturated (%.2f)", v.cpu_util);
     }
     if (run_shipped("scenarios/fanout.scn", &s, &p, &v) == 0)
-        CHECK_NEAR(p.throughput_rps, 200 / 0.0502, 0.03, "fanout: platform threads held one call long");
+        CHECK_NEAR(p.throughput_rps, 200 / 0.0502, 0.03,
+                   "fanout: platform threads held one call long");
 }
 
 static void expect_error(const char *text, const char *want)
@@ -536,7 +609,8 @@ static void expect_error(const char *text, const char *want)
     struct scenario s;
     char err[512] = "";
     int rc = load_text(&s, text, err, sizeof err);
-    CHECK(rc < 0 && strstr(err, want), "bad input %.30s...: want error containing '%s', got '%s'", text, want, err);
+    CHECK(rc < 0 && strstr(err, want), "bad input %.30s...: want error containing '%s', got '%s'",
+          text, want, err);
 }
 
 static void test_bad_input(void)
@@ -567,7 +641,8 @@ static void test_bad_input(void)
     struct scenario s;
     char err[256];
     scn_defaults(&s);
-    CHECK(scn_load(&s, "/nonexistent/x.scn", err, sizeof err) < 0 && strstr(err, "cannot open"), "missing file: %s", err);
+    CHECK(scn_load(&s, "/nonexistent/x.scn", err, sizeof err) < 0 && strstr(err, "cannot open"),
+          "missing file: %s", err);
 }
 
 /* --set overrides the file, reports its own errors, and --seed is checked like a key. */
@@ -576,18 +651,22 @@ static void test_command_line(void)
     struct options o;
     struct scenario s;
     char err[512] = "";
-    char *argv[] = {"sim", "--headless", "scenarios/default.scn", "--set", "users=7", "--set", "service.zz.pool=3",
-                    "--seed", "99", NULL};
+    char *argv[] = {"sim",     "--headless", "scenarios/default.scn", "--set",
+                    "users=7", "--set",      "service.zz.pool=3",     "--seed",
+                    "99",      NULL};
     CHECK(opt_parse(9, argv, &o) == 0 && o.headless && o.nsets == 2, "flags parse");
     CHECK(sim_load(&s, o.scenario, &o, err, sizeof err) == 0, "loads with --set: %s", err);
-    CHECK(s.users == 7 && s.seed == 99, "--set and --seed apply (users %ld, seed %" PRIu64 ")", s.users, s.seed);
+    CHECK(s.users == 7 && s.seed == 99, "--set and --seed apply (users %ld, seed %" PRIu64 ")",
+          s.users, s.seed);
     char *bad[] = {"sim", "scenarios/default.scn", "--set", "thread=3", NULL};
     CHECK(opt_parse(4, bad, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) < 0 &&
-              strstr(err, "--set thread=3: unknown key 'thread'"), "bad --set: %s", err);
+              strstr(err, "--set thread=3: unknown key 'thread'"),
+          "bad --set: %s", err);
     char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
     (void)sim_headless, (void)sim_validate, (void)sim_live_text;
-    (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window, (void)sim_live_open, (void)sim_live_collect;
+    (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window,
+        (void)sim_live_open, (void)sim_live_collect;
     (void)sim_screenshot;
     (void)sim_frames;
     (void)sim_window;
@@ -603,14 +682,19 @@ static void test_calibration_file(void)
     struct scenario s;
     scn_defaults(&s);
     CHECK(scn_load(&s, "scenarios/default.scn", err, sizeof err) == 0, "default loads");
-    CHECK(scn_load_keys(&s, path, s.calibrated, sizeof s.calibrated, err, sizeof err) == 0, "calibration loads: %s", err);
-    CHECK(s.ctx_switch == 953 && s.vt_park == 120 && s.cpu_per_call[MODEL_VIRTUAL] == 12500 && s.mem_base == 3 << 20,
-          "values read back (%" PRId64 " %" PRId64 " %" PRId64 " %ld)", s.ctx_switch, s.vt_park, s.cpu_per_call[1], s.mem_base);
-    CHECK(!strcmp(s.calibrated, "os.ctx_switch, virtual.park, virtual.cpu_per_call, mem.base"), "keys listed: %s", s.calibrated);
+    CHECK(scn_load_keys(&s, path, s.calibrated, sizeof s.calibrated, err, sizeof err) == 0,
+          "calibration loads: %s", err);
+    CHECK(s.ctx_switch == 953 && s.vt_park == 120 && s.cpu_per_call[MODEL_VIRTUAL] == 12500 &&
+              s.mem_base == 3 << 20,
+          "values read back (%" PRId64 " %" PRId64 " %" PRId64 " %ld)", s.ctx_switch, s.vt_park,
+          s.cpu_per_call[1], s.mem_base);
+    CHECK(!strcmp(s.calibrated, "os.ctx_switch, virtual.park, virtual.cpu_per_call, mem.base"),
+          "keys listed: %s", s.calibrated);
     put_file(path, "os.ctx_switch = 953ns\nvirtual.parc = 1us\n");
     char want[128];
     snprintf(want, sizeof want, "%s:2: unknown key 'virtual.parc'", path);
-    CHECK(scn_load_keys(&s, path, NULL, 0, err, sizeof err) < 0 && strstr(err, want), "bad key with its line: %s", err);
+    CHECK(scn_load_keys(&s, path, NULL, 0, err, sizeof err) < 0 && strstr(err, want),
+          "bad key with its line: %s", err);
     unlink(path);
 }
 
@@ -618,7 +702,8 @@ static void test_calibration_file(void)
 static void test_validate(void)
 {
     char path[] = "/tmp/loomlab-val-XXXXXX", err[512] = "";
-    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_"
+                   "threads,peak_rss_bytes\n"
                    "1000,platform,on,3,50,1300,760,770,780,222,30000000\n");
     struct val_point *p;
     int n;
@@ -626,40 +711,56 @@ static void test_validate(void)
     CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
     if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0) {
         /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
-        CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02, "predicted platform throughput at 1000 users");
-        CHECK(p[0].predicted[VM_THREADS] == 222, "predicted threads (%g)", p[0].predicted[VM_THREADS]);
+        CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02,
+                   "predicted platform throughput at 1000 users");
+        CHECK(p[0].predicted[VM_THREADS] == 222, "predicted threads (%g)",
+              p[0].predicted[VM_THREADS]);
     }
     free(p);
     /* A short measured window sees the start-up transient. 5000 users arrive at 0 and queue
      * for 200 threads that finish X = 200 / 0.15 s = 1333 a second, so the first 5000 finish
      * at t = 0 .. 3.75 s with latency t. A window [1 s, 4 s] is uniform over [1, 3.75] for
      * its first 2.75 s, so its median is at 1 + 1.5 s = 2.5 s (the steady state is 3.75 s). */
-    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,warmup_s,window_s\n"
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
+                   "rss_bytes,warmup_s,window_s\n"
                    "5000,platform,on,3,50,1333,2300,3800,202,30000000,1,3\n");
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s", err);
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s",
+          err);
     if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0)
-        CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05, "the window's median latency is the transient's");
+        CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05,
+                   "the window's median latency is the transient's");
     free(p);
     /* steal_pct: the calm summary leaves out the disturbed point */
-    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,steal_pct\n"
-                   "10,virtual,on,1,10,1000,10,11,3,1000000,0.5\n10,virtual,on,1,10,500,20,40,3,1000000,30\n");
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s", err);
+    put_file(
+        path,
+        "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,"
+        "steal_pct\n"
+        "10,virtual,on,1,10,1000,10,11,3,1000000,0.5\n10,virtual,on,1,10,500,20,40,3,1000000,30\n");
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s",
+          err);
     if (n == 2) {
         double med, max;
         p[0].predicted[VM_RPS] = 1100, p[1].predicted[VM_RPS] = 1000; /* errors +10% and +100% */
-        CHECK(val_summary(p, n, VM_RPS, 0, &med, &max) == 2 && fabs(max - 1) < 1e-9, "all points: worst +100%% (%g)", max);
-        CHECK(val_summary(p, n, VM_RPS, 1, &med, &max) == 1 && fabs(max - 0.1) < 1e-9, "calm points: only the first (%g)", max);
+        CHECK(val_summary(p, n, VM_RPS, 0, &med, &max) == 2 && fabs(max - 1) < 1e-9,
+              "all points: worst +100%% (%g)", max);
+        CHECK(val_summary(p, n, VM_RPS, 1, &med, &max) == 1 && fabs(max - 0.1) < 1e-9,
+              "calm points: only the first (%g)", max);
     }
     free(p);
-    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,window_s\n"
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
+                   "rss_bytes,window_s\n"
                    "100,virtual,on,3,50,600,150,160,6,1000,-3\n");
     snprintf(want, sizeof want, "%s:2: window_s: '-3' is not a number from 0 to 3600", path);
-    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad window named by line: %s", err);
+    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+          "bad window named by line: %s", err);
     free(p);
-    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
-                   "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n");
+    put_file(
+        path,
+        "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+        "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n");
     snprintf(want, sizeof want, "%s:3: mode 'green'", path);
-    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want), "bad row named by line: %s", err);
+    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+          "bad row named by line: %s", err);
     free(p);
     unlink(path);
 }
@@ -677,16 +778,22 @@ static void test_live(void)
     struct live_scrape zero = {0}, sc;
     char err[256] = "";
     CHECK(live_parse(page, &sc, err, sizeof err) == 0, "metrics parse: %s", err);
-    CHECK(sc.requests == 1000 && sc.errors == 100 && sc.os_threads == 24 && sc.vt_parked == 731 && sc.nle == 3,
-          "values read (%g %g %g %g %d)", sc.requests, sc.errors, sc.os_threads, sc.vt_parked, sc.nle);
+    CHECK(sc.requests == 1000 && sc.errors == 100 && sc.os_threads == 24 && sc.vt_parked == 731 &&
+              sc.nle == 3,
+          "values read (%g %g %g %g %d)", sc.requests, sc.errors, sc.os_threads, sc.vt_parked,
+          sc.nle);
     /* 50% of 1000 at le 0.1 s: the median is the bucket's upper edge; p99 is inside (0.2, +Inf) */
     zero.nle = 3;
     memcpy(zero.le, sc.le, sizeof zero.le);
     CHECK_NEAR(live_quantile(&zero, &sc, 0.50), 100, 0.001, "median from the buckets (ms)");
-    CHECK_NEAR(live_quantile(&zero, &sc, 0.90), 100 + 100 * (400.0 / 490), 0.001, "p90 interpolated in its bucket (ms)");
-    CHECK(live_parse("agg_os_threads twelve\n", &sc, err, sizeof err) < 0 && strstr(err, "/metrics:1: bad value"), "bad line: %s", err);
+    CHECK_NEAR(live_quantile(&zero, &sc, 0.90), 100 + 100 * (400.0 / 490), 0.001,
+               "p90 interpolated in its bucket (ms)");
+    CHECK(live_parse("agg_os_threads twelve\n", &sc, err, sizeof err) < 0 &&
+              strstr(err, "/metrics:1: bad value"),
+          "bad line: %s", err);
     struct live lv = {0};
-    CHECK(live_parse_url(&lv, "http://192.168.1.1:80", err, sizeof err) < 0, "non-loopback refused");
+    CHECK(live_parse_url(&lv, "http://192.168.1.1:80", err, sizeof err) < 0,
+          "non-loopback refused");
     /* a real scrape: a child serves the page once on an ephemeral loopback port */
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -701,9 +808,12 @@ static void test_live(void)
         for (int i = 0; i < 2; i++) { /* two scrapes make one sample */
             int c = accept(ls, NULL, NULL);
             char buf[512], head[128];
-            if (c < 0 || read(c, buf, sizeof buf) <= 0) _exit(1);
-            snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(page));
-            if (write(c, head, strlen(head)) < 0 || write(c, page, strlen(page)) < 0) _exit(1);
+            if (c < 0 || read(c, buf, sizeof buf) <= 0)
+                _exit(1);
+            snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+                     strlen(page));
+            if (write(c, head, strlen(head)) < 0 || write(c, page, strlen(page)) < 0)
+                _exit(1);
             close(c);
         }
         _exit(0);
@@ -712,8 +822,11 @@ static void test_live(void)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ntohs(a.sin_port));
     CHECK(live_parse_url(&lv, url, err, sizeof err) == 0, "loopback url: %s", err);
-    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 && live_poll(&lv, 101.0, err, sizeof err) == 0, "two scrapes: %s", err);
-    CHECK(lv.n == 1 && lv.v[0].t == 1.0 && lv.v[0].rps == 0 && lv.v[0].vt_parked == 731, "one sample from two scrapes");
+    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 &&
+              live_poll(&lv, 101.0, err, sizeof err) == 0,
+          "two scrapes: %s", err);
+    CHECK(lv.n == 1 && lv.v[0].t == 1.0 && lv.v[0].rps == 0 && lv.v[0].vt_parked == 731,
+          "one sample from two scrapes");
     CHECK(live_mode(&lv) == MODEL_VIRTUAL, "carriers mean the virtual model");
     int status;
     waitpid(pid, &status, 0);

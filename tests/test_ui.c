@@ -21,19 +21,32 @@ static void tu_scenario(struct scenario *s, const char *const *kv)
     scn_defaults(s);
     for (; *kv; kv++) {
         snprintf(buf, sizeof buf, "%s", *kv);
-        if (scn_split(buf, &key, &value) < 0 || scn_set(s, key, value, &src) < 0) { fprintf(stderr, "%s: %s\n", *kv, err); exit(1); }
+        if (scn_split(buf, &key, &value) < 0 || scn_set(s, key, value, &src) < 0) {
+            fprintf(stderr, "%s: %s\n", *kv, err);
+            exit(1);
+        }
     }
-    if (scn_finish(s, "test_ui", err, sizeof err) < 0) { fprintf(stderr, "%s\n", err); exit(1); }
+    if (scn_finish(s, "test_ui", err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
 }
 
-static const char *const tu_demo[] = {"users=1000", "duration=4s", "warmup=1s", "program=cpu(100us) call(users) call(orders) call(prices)",
-                                      "service.users.latency=50ms", "service.orders.latency=50ms", "service.prices.latency=50ms", NULL};
+static const char *const tu_demo[] = {"users=1000",
+                                      "duration=4s",
+                                      "warmup=1s",
+                                      "program=cpu(100us) call(users) call(orders) call(prices)",
+                                      "service.users.latency=50ms",
+                                      "service.orders.latency=50ms",
+                                      "service.prices.latency=50ms",
+                                      NULL};
 
 static uint32_t tu_pixel(const struct ui_canvas *c, float x, float y)
 {
     const SDL_Surface *s = c->surf;
     int xi = (int)x, yi = (int)y;
-    if (xi < 0 || yi < 0 || xi >= s->w || yi >= s->h) return 0;
+    if (xi < 0 || yi < 0 || xi >= s->w || yi >= s->h)
+        return 0;
     const uint8_t *p = (const uint8_t *)s->pixels + (size_t)yi * (size_t)s->pitch + (size_t)xi * 4;
     return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; /* ABGR8888 is R, G, B, A in memory */
 }
@@ -43,7 +56,8 @@ static long tu_count(const struct ui_canvas *c, SDL_FRect r, uint32_t rgb, int w
 {
     long n = 0;
     for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
-        for (int x = (int)r.x; x < (int)(r.x + r.w); x++) n += (tu_pixel(c, (float)x, (float)y) == rgb) == want;
+        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
+            n += (tu_pixel(c, (float)x, (float)y) == rgb) == want;
     return n;
 }
 
@@ -51,7 +65,8 @@ static const struct ui_hit *tu_hit(const struct ui_canvas *c, int model, int kin
 {
     for (int i = 0; i < c->g.nhit; i++) {
         const struct ui_hit *h = &c->g.hit[i];
-        if (h->model == model && h->type == kind && (idx < 0 || h->idx == idx)) return h;
+        if (h->model == model && h->type == kind && (idx < 0 || h->idx == idx))
+            return h;
     }
     return NULL;
 }
@@ -72,35 +87,46 @@ static void test_panels_and_text(void)
 {
     struct ui_canvas c;
     struct ui_sim *x = calloc(1, sizeof *x);
-    CHECK(ui_canvas_open(&c, &tu_opts) == 0, "opening a 1280x800 software canvas with the default font");
+    CHECK(ui_canvas_open(&c, &tu_opts) == 0,
+          "opening a 1280x800 software canvas with the default font");
     tu_render(&c, x, tu_demo, 2 * SEC);
     uint32_t panel = ui_inks[UI_PANEL].dark;
     for (int k = 0; k < MODEL_N; k++) {
-        const struct ui_hit *p = tu_hit(&c, k, UI_HIT_PANEL, -1), *cnt = tu_hit(&c, k, UI_HIT_COUNTERS, -1);
+        const struct ui_hit *p = tu_hit(&c, k, UI_HIT_PANEL, -1),
+                            *cnt = tu_hit(&c, k, UI_HIT_COUNTERS, -1);
         CHECK(p && cnt, "%s panel and its counters are laid out", model_names[k]);
-        if (!p || !cnt) continue;
+        if (!p || !cnt)
+            continue;
         long drawn = tu_count(&c, p->r, panel, 0), area = (long)(p->r.w * p->r.h);
-        CHECK(drawn > area / 10, "%s panel: %ld of %ld pixels drawn over its ground", model_names[k], drawn, area);
+        CHECK(drawn > area / 10, "%s panel: %ld of %ld pixels drawn over its ground",
+              model_names[k], drawn, area);
         long glyphs = tu_count(&c, cnt->r, panel, 0);
         CHECK(glyphs > 300, "%s counters: %ld glyph pixels", model_names[k], glyphs);
     }
     /* the legend's swatches carry the design guide's colours */
-    static const struct { int ink; uint32_t rgb; } guide[] = {{UI_RUN, 0x009E73}, {UI_READY, 0xF0E442}, {UI_IO, 0x56B4E9},
-                                                              {UI_PINNED, 0xD55E00}, {UI_QUEUED, 0xE69F00}, {UI_IDLE, 0x999999}};
+    static const struct {
+        int ink;
+        uint32_t rgb;
+    } guide[] = {{UI_RUN, 0x009E73},    {UI_READY, 0xF0E442},  {UI_IO, 0x56B4E9},
+                 {UI_PINNED, 0xD55E00}, {UI_QUEUED, 0xE69F00}, {UI_IDLE, 0x999999}};
     for (size_t i = 0; i < sizeof guide / sizeof guide[0]; i++) {
         const struct ui_hit *h = tu_hit(&c, -1, UI_HIT_LEGEND, guide[i].ink);
-        CHECK(h && tu_pixel(&c, h->r.x + h->r.w / 2, h->r.y + h->r.h / 2) == guide[i].rgb, "legend swatch %s is #%06X",
-              ui_inks[guide[i].ink].legend, guide[i].rgb);
+        CHECK(h && tu_pixel(&c, h->r.x + h->r.w / 2, h->r.y + h->r.h / 2) == guide[i].rgb,
+              "legend swatch %s is #%06X", ui_inks[guide[i].ink].legend, guide[i].rgb);
     }
     /* every platform thread is blocked on I/O most of the time: the lanes are mostly blue */
     const struct ui_hit *lanes = tu_hit(&c, MODEL_PLATFORM, UI_HIT_LANES, -1);
-    CHECK(lanes && tu_count(&c, lanes->r, 0x56B4E9, 1) > lanes->r.w * lanes->r.h / 4, "platform lanes are mostly blocked-blue at 1000 users");
+    CHECK(lanes && tu_count(&c, lanes->r, 0x56B4E9, 1) > lanes->r.w * lanes->r.h / 4,
+          "platform lanes are mostly blocked-blue at 1000 users");
     /* inspecting a platform thread: its card names it, its state and its request's step */
     const struct model *p = &x->m[MODEL_PLATFORM];
     int32_t t = 0;
-    while (t < p->nthr && (!p->thr[t].alive || p->thr[t].req < 0)) t++;
+    while (t < p->nthr && (!p->thr[t].alive || p->thr[t].req < 0))
+        t++;
     char lines[7][96];
-    int n = t < p->nthr ? ui_card_lines(p, (struct ui_pick){MODEL_PLATFORM, UI_PICK_THREAD, t}, lines, 7) : 0;
+    int n = t < p->nthr
+                ? ui_card_lines(p, (struct ui_pick){MODEL_PLATFORM, UI_PICK_THREAD, t}, lines, 7)
+                : 0;
     char want[32];
     snprintf(want, sizeof want, "T#%u", t < p->nthr ? p->thr[t].id : 0);
     CHECK(n >= 5 && strstr(lines[0], want) && strstr(lines[0], thr_state_names[p->thr[t].state]) &&
@@ -110,11 +136,14 @@ static void test_panels_and_text(void)
     int32_t r = t < p->nthr ? p->thr[t].req : -1;
     CHECK(r >= 0 && (p->req[r].pc == 0 || (n == 6 && !strncmp(lines[5], "done: ", 6))),
           "the card lists the steps done (pc %d, %d lines)", r >= 0 ? p->req[r].pc : -1, n);
-    CHECK(ui_screenshot(&x->s, 2 * SEC, "test_ui_demo.png", &tu_opts) == 0, "ui_screenshot writes a PNG");
+    CHECK(ui_screenshot(&x->s, 2 * SEC, "test_ui_demo.png", &tu_opts) == 0,
+          "ui_screenshot writes a PNG");
     FILE *f = fopen("test_ui_demo.png", "rb");
     unsigned char sig[8] = {0};
-    CHECK(f && fread(sig, 1, 8, f) == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "the file is a PNG");
-    if (f) fclose(f);
+    CHECK(f && fread(sig, 1, 8, f) == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8),
+          "the file is a PNG");
+    if (f)
+        fclose(f);
     remove("test_ui_demo.png");
     ui_canvas_close(&c);
     ui_sim_free(x);
@@ -124,22 +153,36 @@ static void test_panels_and_text(void)
 /* JDK 21: a virtual thread blocking inside synchronized pins its carrier. */
 static void test_pinned_colour(void)
 {
-    static const char *const pin[] = {"users=100", "duration=2s", "warmup=0", "program=sync { call(A) }", "service.A.latency=50ms", NULL};
+    static const char *const pin[] = {"users=100",
+                                      "duration=2s",
+                                      "warmup=0",
+                                      "program=sync { call(A) }",
+                                      "service.A.latency=50ms",
+                                      NULL};
     struct ui_canvas c;
     struct ui_sim *x = calloc(1, sizeof *x);
-    if (ui_canvas_open(&c, &tu_opts) < 0) { CHECK(0, "canvas"); free(x); return; }
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        free(x);
+        return;
+    }
     tu_render(&c, x, pin, 1 * SEC);
     const struct model *v = &x->m[MODEL_VIRTUAL];
     const struct ui_hit *legend = tu_hit(&c, -1, UI_HIT_LEGEND, UI_PINNED);
-    uint32_t pinned = legend ? tu_pixel(&c, legend->r.x + legend->r.w / 2, legend->r.y + legend->r.h / 2) : 1;
+    uint32_t pinned =
+        legend ? tu_pixel(&c, legend->r.x + legend->r.w / 2, legend->r.y + legend->r.h / 2) : 1;
     int checked = 0;
     for (int32_t t = 0; t < v->nthr; t++) {
-        if (!v->thr[t].alive || v->thr[t].state != THR_BLOCKED || v->thr[t].req < 0 || !v->req[v->thr[t].req].pinned) continue;
+        if (!v->thr[t].alive || v->thr[t].state != THR_BLOCKED || v->thr[t].req < 0 ||
+            !v->req[v->thr[t].req].pinned)
+            continue;
         const struct ui_hit *h = tu_hit(&c, MODEL_VIRTUAL, UI_HIT_THREAD, t);
         CHECK(h != NULL, "pinned carrier C#%u is drawn", v->thr[t].id);
-        if (!h) continue;
+        if (!h)
+            continue;
         uint32_t got = tu_pixel(&c, h->r.x + 1, h->r.y + 1);
-        CHECK(got == pinned && got == 0xD55E00, "pinned carrier C#%u is #%06X, legend's pinned is #%06X", v->thr[t].id, got, pinned);
+        CHECK(got == pinned && got == 0xD55E00,
+              "pinned carrier C#%u is #%06X, legend's pinned is #%06X", v->thr[t].id, got, pinned);
         checked++;
     }
     CHECK(checked >= 1, "a carrier is pinned at t=1 s (vt_pinned %d)", v->vt_pinned);
@@ -151,7 +194,9 @@ static void test_pinned_colour(void)
 /* The parking lot fills as load rises: 10x the users, more parked-blue pixels. */
 static long tu_parked_pixels(struct ui_canvas *c, const char *users, int *parked)
 {
-    const char *kv[] = {users, "duration=3s", "warmup=0", "program=cpu(20us) call(A)", "service.A.latency=1s", NULL};
+    const char *kv[] = {
+        users, "duration=3s", "warmup=0", "program=cpu(20us) call(A)", "service.A.latency=1s",
+        NULL};
     struct ui_sim *x = calloc(1, sizeof *x);
     tu_render(c, x, kv, 1500 * MS);
     *parked = x->m[MODEL_VIRTUAL].vt_parked;
@@ -165,24 +210,37 @@ static long tu_parked_pixels(struct ui_canvas *c, const char *users, int *parked
 static void test_lot_density(void)
 {
     struct ui_canvas c;
-    if (ui_canvas_open(&c, &tu_opts) < 0) { CHECK(0, "canvas"); return; }
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
     int p100, p1000;
-    long low = tu_parked_pixels(&c, "users=100", &p100), high = tu_parked_pixels(&c, "users=1000", &p1000);
+    long low = tu_parked_pixels(&c, "users=100", &p100),
+         high = tu_parked_pixels(&c, "users=1000", &p1000);
     CHECK(p100 > 50 && p1000 > 500, "the loads park: %d and %d virtual threads", p100, p1000);
-    CHECK(low > 0 && high > 2 * low, "parked-blue pixels: %ld at 100 users, %ld at 1000", low, high);
+    CHECK(low > 0 && high > 2 * low, "parked-blue pixels: %ld at 100 users, %ld at 1000", low,
+          high);
     ui_canvas_close(&c);
 }
 
 /* Counters that define a model's state, for comparing two runs. */
-struct tu_state { uint64_t events, arrived, completed, failed; int32_t alive, parked, queued, nseries; simtime now; };
+struct tu_state {
+    uint64_t events, arrived, completed, failed;
+    int32_t alive, parked, queued, nseries;
+    simtime now;
+};
 
 static struct tu_state tu_state_of(const struct model *m)
 {
-    return (struct tu_state){m->stats.events, m->stats.arrived, m->stats.completed, ui_failed(m), m->threads_alive, m->vt_parked, m->queue.len,
-                             m->nseries, m->now};
+    return (struct tu_state){m->stats.events, m->stats.arrived, m->stats.completed,
+                             ui_failed(m),    m->threads_alive, m->vt_parked,
+                             m->queue.len,    m->nseries,       m->now};
 }
 
-static int tu_same(const struct tu_state *a, const struct tu_state *b) { return !memcmp(a, b, sizeof *a); }
+static int tu_same(const struct tu_state *a, const struct tu_state *b)
+{
+    return !memcmp(a, b, sizeof *a);
+}
 
 static void test_step_and_rewind(void)
 {
@@ -199,14 +257,19 @@ static void test_step_and_rewind(void)
         uint64_t before[MODEL_N] = {x->m[0].stats.events, x->m[1].stats.events};
         int k = ui_sim_step(x, said, sizeof said, &touched);
         uint64_t d0 = x->m[0].stats.events - before[0], d1 = x->m[1].stats.events - before[1];
-        if (k < 0 || d0 + d1 != 1 || (k == 0 ? d0 : d1) != 1 || strncmp(said, "t=", 2)) ok = 0;
+        if (k < 0 || d0 + d1 != 1 || (k == 0 ? d0 : d1) != 1 || strncmp(said, "t=", 2))
+            ok = 0;
     }
-    CHECK(ok, "200 steps: each advanced exactly one event counter by one and was narrated (last: %s)", said);
-    CHECK(strstr(said, model_names[0]) || strstr(said, model_names[1]), "the narration names the model: %s", said);
+    CHECK(ok,
+          "200 steps: each advanced exactly one event counter by one and was narrated (last: %s)",
+          said);
+    CHECK(strstr(said, model_names[0]) || strstr(said, model_names[1]),
+          "the narration names the model: %s", said);
     /* the next completion */
     uint64_t done = x->m[0].stats.completed + x->m[1].stats.completed;
     ui_sim_next_done(x, said, sizeof said, &touched);
-    CHECK(x->m[0].stats.completed + x->m[1].stats.completed == done + 1, "shift-right stops at the next completion: %s", said);
+    CHECK(x->m[0].stats.completed + x->m[1].stats.completed == done + 1,
+          "shift-right stops at the next completion: %s", said);
     CHECK(strstr(said, "completes") != NULL, "and says so: %s", said);
     /* rewinding re-simulates to the same state as a run that never went back */
     simtime t1 = 700 * MS;
@@ -216,17 +279,21 @@ static void test_step_and_rewind(void)
     ui_sim_run(fresh, t1);
     for (int k = 0; k < MODEL_N; k++) {
         struct tu_state a = tu_state_of(&x->m[k]), b = tu_state_of(&fresh->m[k]);
-        CHECK(tu_same(&a, &b), "%s after rewinding to 0.7 s: events %" PRIu64 " vs %" PRIu64 ", completed %" PRIu64 " vs %" PRIu64,
+        CHECK(tu_same(&a, &b),
+              "%s after rewinding to 0.7 s: events %" PRIu64 " vs %" PRIu64 ", completed %" PRIu64
+              " vs %" PRIu64,
               model_names[k], a.events, b.events, a.completed, b.completed);
         CHECK(a.events > 1000, "%s did simulate (%" PRIu64 " events)", model_names[k], a.events);
     }
     /* steps past t1 and back to t1: the same state again */
-    for (int i = 0; i < 50; i++) ui_sim_step(x, NULL, 0, NULL);
+    for (int i = 0; i < 50; i++)
+        ui_sim_step(x, NULL, 0, NULL);
     ui_sim_seek(x, t1 - 1);
     ui_sim_seek(x, t1);
     for (int k = 0; k < MODEL_N; k++) {
         struct tu_state a = tu_state_of(&x->m[k]), b = tu_state_of(&fresh->m[k]);
-        CHECK(tu_same(&a, &b), "%s: stepping on and seeking back gives the same state", model_names[k]);
+        CHECK(tu_same(&a, &b), "%s: stepping on and seeking back gives the same state",
+              model_names[k]);
     }
     ui_sim_free(x), ui_sim_free(fresh);
     free(x), free(fresh);
@@ -235,11 +302,15 @@ static void test_step_and_rewind(void)
 /* Frame dumps: one PNG per frame, numbered from 0, in a directory it creates. */
 static void test_frames(void)
 {
-    static const char *const kv[] = {"users=50", "duration=500ms", "warmup=100ms", "program=call(A)", NULL};
+    static const char *const kv[] = {"users=50", "duration=500ms", "warmup=100ms",
+                                     "program=call(A)", NULL};
     struct scenario s;
     char dir[] = "/tmp/test_ui-XXXXXX", path[64];
     tu_scenario(&s, kv);
-    if (!mkdtemp(dir)) { CHECK(0, "mkdtemp"); return; }
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
     snprintf(path, sizeof path, "%s/frames", dir);
     struct ui_options small = {.width = 320, .height = 200};
     CHECK(ui_frames(&s, path, 4, &small) == 0, "ui_frames at 4 fps over 0.5 s");
@@ -248,7 +319,8 @@ static void test_frames(void)
         char f[96];
         snprintf(f, sizeof f, "%s/frame_%05d.png", path, i);
         struct stat st;
-        if (stat(f, &st) == 0 && st.st_size > 100) n++;
+        if (stat(f, &st) == 0 && st.st_size > 100)
+            n++;
         remove(f);
     }
     CHECK(n == 3, "frames 0, 1, 2 written for t = 0, 0.25, 0.5 s (found %d)", n);
@@ -258,7 +330,8 @@ static void test_frames(void)
 /* Odd sizes, the light theme and a missing font: no crash, a clear refusal. */
 static void test_sizes_and_font(void)
 {
-    struct ui_options small = {.width = 480, .height = 300}, big = {.width = 2560, .height = 1600, .light = 1};
+    struct ui_options small = {.width = 480, .height = 300},
+                      big = {.width = 2560, .height = 1600, .light = 1};
     struct ui_options nofont = {.font = "/nonexistent/NoSuchFont.ttf"};
     const struct ui_options *opts[] = {&small, &big};
     for (int i = 0; i < 2; i++) {
