@@ -4136,17 +4136,18 @@ struct cal_cpu_fit {
     double per_request[2], per_call[2], connect;
 };
 
-static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct cal_result *big,
-                                  const struct cal_result *nopool, int users, int threads)
+static struct cal_cpu_fit cal_fit(const struct cal_result saturated[2][2],
+                                  const struct cal_result *big, const struct cal_result *nopool,
+                                  int users, int threads)
 {
     struct cal_cpu_fit fit;
-    double c3 = cal_cpu(&r[MODE_VIRTUAL][1].row), ratio = cal_cpu(&big->row) / c3;
+    double c3 = cal_cpu(&saturated[MODE_VIRTUAL][1].row), ratio = cal_cpu(&big->row) / c3;
     int big_users = big->row.users;
     fit.pressure = nonneg((ratio - 1) / (big_users - ratio * users));
     for (int mode = 0; mode < 2; mode++) {
         double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
-        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&r[mode][0].row),
-               k3 = cal_cpu(&r[mode][1].row);
+        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&saturated[mode][0].row),
+               k3 = cal_cpu(&saturated[mode][1].row);
         fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
         fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
     }
@@ -4154,18 +4155,18 @@ static struct cal_cpu_fit cal_fit(const struct cal_result r[2][2], const struct 
     return fit;
 }
 
-static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_result r[2][2],
-                          const struct cal_result *big, const struct cal_result *nopool,
-                          int cpu_delay_ms)
+static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
+                          const struct cal_result saturated[2][2], const struct cal_result *big,
+                          const struct cal_result *nopool, int cpu_delay_ms)
 {
     static const char *const prefix[2] = {"platform", "virtual"};
-    const struct cal_result *v3 = &r[MODE_VIRTUAL][1];
+    const struct cal_result *v3 = &saturated[MODE_VIRTUAL][1];
     fprintf(f,
             "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: "
             "virtual K=3, %.1f us at %d users, %.1f us at %d\n",
             fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users);
     for (int mode = 0; mode < 2; mode++) {
-        const struct cal_result *k1 = &r[mode][0], *k3 = &r[mode][1];
+        const struct cal_result *k1 = &saturated[mode][0], *k3 = &saturated[mode][1];
         fprintf(f,
                 "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f "
                 "us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
@@ -4223,15 +4224,16 @@ static void cal_write_micro(FILE *f, const double *med, const double *lo, const 
 static void cal_write_memory(FILE *f, const struct cal_result *served,
                              const struct cal_result *queued, const double *mb, int users)
 {
-    const struct bench_row *v = &served->row, *q = &queued->row;
+    const struct bench_row *all = &served->row, *few = &queued->row;
     int nserved = users / 5;
-    double V =
-        nonneg((double)(v->peak_rss - v->base_rss) - (double)(v->peak_threads - 1) * mb[MB_PT_RSS]);
-    double P =
-        nonneg((double)(q->peak_rss - q->base_rss) - (double)(q->peak_threads - 2) * mb[MB_PT_RSS]);
-    double per_req = nonneg((V - P) / (users - nserved)),
-           per_conn = nonneg((P - nserved * per_req) / users);
-    fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", v->base_rss);
+    /* the growth of RSS under load, less the threads' stacks: virtual, then platform */
+    double grown_all = nonneg((double)(all->peak_rss - all->base_rss) -
+                              (double)(all->peak_threads - 1) * mb[MB_PT_RSS]);
+    double grown_few = nonneg((double)(few->peak_rss - few->base_rss) -
+                              (double)(few->peak_threads - 2) * mb[MB_PT_RSS]);
+    double per_req = nonneg((grown_all - grown_few) / (users - nserved));
+    double per_conn = nonneg((grown_few - nserved * per_req) / users);
+    fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", all->base_rss);
     fprintf(f,
             "mem.per_request = %.0fB  # per request served: (virtual, all %d served) - (platform, "
             "%d of %d served)\n",
@@ -4298,7 +4300,8 @@ static int cal_measure(struct cal_cfg *cc)
     raise_fd_limit();
     signals_block();
     struct bench_kids kids = {{0}};
-    struct cal_result r[2][2], big, nopool, served, queued; /* r: [mode][fan-out 1 or 3] */
+    struct cal_result saturated[2][2], big, nopool, served,
+        queued; /* saturated: [mode][fan-out 1 or 3] */
     int rc = 0;
     /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
     cal_backend(bc, &kids, 50);
@@ -4317,7 +4320,7 @@ static int cal_measure(struct cal_cfg *cc)
         for (int k = 0; k < 2 && !rc; k++) {
             struct cal_point cpu = {
                 .mode = mode, .fanout = 1 + 2 * k, .pool = 1, .threads = 200, .users = cpu_users};
-            rc = cal_run(bc, &kids, &cpu, &r[mode][k]);
+            rc = cal_run(bc, &kids, &cpu, &saturated[mode][k]);
         }
     if (!rc) {
         struct cal_point many = {
@@ -4348,8 +4351,8 @@ static int cal_measure(struct cal_cfg *cc)
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
     cal_write_micro(f, mb, mb_lo, mb_hi);
-    struct cal_cpu_fit fit = cal_fit(r, &big, &nopool, cpu_users, bc->threads);
-    cal_write_cpu(f, &fit, r, &big, &nopool, cpu_delay_ms);
+    struct cal_cpu_fit fit = cal_fit(saturated, &big, &nopool, cpu_users, bc->threads);
+    cal_write_cpu(f, &fit, saturated, &big, &nopool, cpu_delay_ms);
     fprintf(
         f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
     fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
