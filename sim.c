@@ -514,8 +514,6 @@ static simtime cpu_cost(const struct model *m, simtime base)
     return base + (simtime)((double)base * m->s->cache_pressure * m->ops->in_service(m));
 }
 
-static void req_finish(struct model *m, int32_t r);
-
 static void req_issue(struct model *m, int32_t r, const struct step *step)
 {
     struct req *req = &m->req[r];
@@ -631,9 +629,6 @@ static void model_io_step_done(struct model *m, const struct event *e)
     req_wake_one(m, (int32_t)e->a);
 }
 
-static void wl_next(struct model *m, int32_t r); /* see Workload */
-static void conn_admit(struct model *m, int32_t r);
-
 /* r is answered (or failed): count it. */
 static void req_count(struct model *m, int32_t r)
 {
@@ -733,8 +728,6 @@ static void plat_assign(struct model *m, int32_t t, int32_t r)
     m->req[r].thr = t;
     model_defer(m, r);
 }
-
-static void plat_thread_free(struct model *m, int32_t t);
 
 /* Tomcat's TaskQueue rule: a request joins the executor's queue, and when more requests
  * are queued than threads are idle (or being woken), the pool grows by a thread, which
@@ -1346,8 +1339,6 @@ static void cpu_yield(struct model *m, int32_t t, simtime ns)
     FIFO_PUSH(&m->ready, m->thr, t);
 }
 
-static void req_continue(struct model *m, int32_t r); /* see Requests */
-
 /* EV_BURST_END: a slice ended on core c. */
 static void cpu_burst_end(struct model *m, const struct event *e)
 {
@@ -1478,8 +1469,6 @@ static void svc_port_close(struct model *m, struct svc_state *v)
     v->tw_len++;
     m->ports_tw++;
 }
-
-static void req_wake_one(struct model *m, int32_t r); /* see Requests */
 
 /* The call has a connection: now it needs a slot at the service, then it takes its latency. */
 static void svc_start(struct model *m, int32_t c)
@@ -2045,6 +2034,10 @@ static int32_t call_alloc(struct model *m)
  *             cpu: CPU work on the request's thread; call: a blocking downstream call;
  *             par: calls at once, waiting for all; io: blocking that the JDK compensates
  *             (Object.wait, file I/O); sync: a `synchronized` block; *COUNT repeats an item.
+ *
+ * HOW TO ADD A SCENARIO KEY
+ *   Add a field to struct scenario (I.1) and one row to scn_keys[]: name, type, field,
+ *   default, range, doc. Parsing, --set, --keys and the docs all come from that row.
  */
 
 enum key_type { K_STR, K_U64, K_INT, K_LONG, K_DOUBLE, K_TIME, K_DIST, K_BYTES, K_BOOL, K_PROGRAM };
