@@ -2268,22 +2268,22 @@ static int scn_dist(const struct scn_src *src, const char *p, const char **end, 
         if (strncmp(p, forms[f].name, n) != 0 || *scn_skip_space(p + n) != '(')
             continue;
         double arg[2] = {0, 0};
-        const char *q = scn_skip_space(p + n) + 1;
+        const char *arg_at = scn_skip_space(p + n) + 1;
         for (int i = 0; i < forms[f].nargs; i++) {
             if (i > 0) {
-                q = scn_skip_space(q);
-                if (*q != ',')
+                arg_at = scn_skip_space(arg_at);
+                if (*arg_at != ',')
                     return scn_fail(src, "%s() takes %d times", forms[f].name, forms[f].nargs);
-                q++;
+                arg_at++;
             }
-            if (scn_time(src, q, &q, &arg[i]) < 0)
+            if (scn_time(src, arg_at, &arg_at, &arg[i]) < 0)
                 return -1;
         }
-        q = scn_skip_space(q);
-        if (*q != ')')
+        arg_at = scn_skip_space(arg_at);
+        if (*arg_at != ')')
             return scn_fail(src, "%s() takes %d time%s, then ')'", forms[f].name, forms[f].nargs,
                             forms[f].nargs > 1 ? "s" : "");
-        *end = q + 1;
+        *end = arg_at + 1;
         d->shape = forms[f].shape;
         if (d->shape == DIST_LOGNORMAL) {
             if (arg[0] <= 0 || arg[1] < arg[0])
@@ -4063,12 +4063,14 @@ static float ui_text(struct ui_gfx *g, int font, float x, float y, SDL_Color c, 
         int ch = (unsigned char)*s;
         if (ch < UI_FIRST_CHAR || ch >= UI_FIRST_CHAR + UI_NCHARS)
             ch = '?';
-        stbtt_aligned_quad q;
-        stbtt_GetPackedQuad(f->ch, g->atlas_w, g->atlas_h, ch - UI_FIRST_CHAR, &bx, &by, &q, 1);
+        stbtt_aligned_quad glyph;
+        stbtt_GetPackedQuad(f->ch, g->atlas_w, g->atlas_h, ch - UI_FIRST_CHAR, &bx, &by, &glyph, 1);
         if (ch == ' ')
             continue;
-        SDL_FPoint p[4] = {{q.x0, q.y0}, {q.x1, q.y0}, {q.x1, q.y1}, {q.x0, q.y1}};
-        SDL_FPoint uv[4] = {{q.s0, q.t0}, {q.s1, q.t0}, {q.s1, q.t1}, {q.s0, q.t1}};
+        SDL_FPoint p[4] = {
+            {glyph.x0, glyph.y0}, {glyph.x1, glyph.y0}, {glyph.x1, glyph.y1}, {glyph.x0, glyph.y1}};
+        SDL_FPoint uv[4] = {
+            {glyph.s0, glyph.t0}, {glyph.s1, glyph.t0}, {glyph.s1, glyph.t1}, {glyph.s0, glyph.t1}};
         ui_batch_quad(&g->glyphs, p, uv, c);
     }
     return bx;
@@ -4654,10 +4656,10 @@ static void ui_thread_counts(struct ui_gfx *g, const struct model *m, float x, f
 {
     char buf[160];
     int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, ui_words[m->id].threads);
-    for (int st = THR_NSTATES - 1; st >= 0; st--)
-        if (m->thr_state_n[st])
-            o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[st],
-                          thr_state_names[st]);
+    for (int state = THR_NSTATES - 1; state >= 0; state--)
+        if (m->thr_state_n[state])
+            o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[state],
+                          thr_state_names[state]);
     ui_text(g, UI_SMALL, x, y, ui_color(g, UI_TEXT, 255), buf);
 }
 
@@ -4707,8 +4709,8 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 static void ui_queue_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 {
     float S = g->scale, small = g->font[UI_SMALL].line;
-    const struct fifo *q = &m->queue;
-    long n = ui_fifo_items(g, m, &q, 1);
+    const struct fifo *queue = &m->queue;
+    long n = ui_fifo_items(g, m, &queue, 1);
     char count[32];
     rep_human(count, sizeof count, (double)n, R_INT);
     ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
