@@ -336,7 +336,8 @@ static int signals_wait_until(int64_t deadline)
  *
  * A new thread's frame is built by vt_frame_init so that the first switch "returns" into
  * vt_boot_asm, which calls boot(vt) with both taken from callee-saved registers. boot never
- * returns; if it did, the trap instruction after the call stops the process loudly. */
+ * returns; if it did, the trap instruction after the call stops the process loudly.
+ * Other targets switch with ucontext (build with -DVT_UCONTEXT to try it here). */
 #if VT_SWITCH_X86_64
 /* A new frame: 56 bytes of registers, the return address, then 16 bytes of padding, so
  * that after `ret` the stack pointer is 16-byte aligned as vt_boot_asm's call needs. */
