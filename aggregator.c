@@ -1242,17 +1242,17 @@ struct vt_stats {
 
 static struct vt_stats vt_stats(void)
 {
-    struct vt_stats s = {0};
+    struct vt_stats total = {0};
     for (int i = 0; i < rt.ncarriers; i++) {
         struct carrier *c = &rt.carriers[i];
-        s.alive += LOAD(c->alive);
-        s.runnable += LOAD(c->runnable);
-        s.parked += LOAD(c->parked);
-        s.busy += LOAD(c->busy);
-        s.switches += LOAD(c->switches);
-        s.copied_bytes += LOAD(c->copied_bytes);
+        total.alive += LOAD(c->alive);
+        total.runnable += LOAD(c->runnable);
+        total.parked += LOAD(c->parked);
+        total.busy += LOAD(c->busy);
+        total.switches += LOAD(c->switches);
+        total.copied_bytes += LOAD(c->copied_bytes);
     }
-    return s;
+    return total;
 }
 
 /* Run fn(arg) on a virtual thread and block the calling OS thread until it returns: the
@@ -2080,14 +2080,16 @@ static long conn_read_request(struct conn *conn, struct http_request *rq, int64_
 static int conn_serve_one(struct conn *conn)
 {
     struct http_request rq;
-    long r = conn_read_request(conn, &rq, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS);
-    if (r == 0)
+    /* the request's bytes, 0 (peer gone or idle too long) or -status (refused) */
+    long request_len =
+        conn_read_request(conn, &rq, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS);
+    if (request_len == 0)
         return 0;
     int64_t t0 = now_ns();
-    int status, keep = r > 0 && rq.keep_alive;
+    int status, keep = request_len > 0 && rq.keep_alive;
     conn->out.len = 0;
-    if (r < 0) {
-        status = (int)-r;
+    if (request_len < 0) {
+        status = (int)-request_len;
         const char *reason = http_reasons[http_status_index(status)];
         http_write_response(&conn->out, status, "text/plain", reason, strlen(reason), 0);
     } else {
@@ -2096,9 +2098,9 @@ static int conn_serve_one(struct conn *conn)
     int ok = io_write_all(conn->fd, conn->out.p, conn->out.len,
                           now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS) == 0;
     metrics_request(status, now_ns() - t0);
-    if (r > 0) {
-        memmove(conn->buf, conn->buf + r, conn->len - (size_t)r);
-        conn->len -= (size_t)r;
+    if (request_len > 0) {
+        memmove(conn->buf, conn->buf + request_len, conn->len - (size_t)request_len);
+        conn->len -= (size_t)request_len;
     }
     return keep && ok;
 }
@@ -2480,6 +2482,7 @@ struct pool {
 
 enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
 
+/* pool_grow starts it; it is defined after the queue it takes its tasks from. */
 static void *pool_thread(void *arg);
 
 /* Watch a connection for its next request (EPOLLONESHOT: it is reported once, to the
