@@ -92,7 +92,7 @@ public final class Aggregator {
         boolean virtual = true;             // --mode; the C server's default is virtual too
         int port = 0;                       // 0: any free port (printed)
         List<InetSocketAddress> backends = new ArrayList<>();
-        int fanout = 3;                     // K: downstream calls per /aggregate
+        int fanout = 3;                     // K: the program's call(...)s; ?parallel=1 is par(A,B,C)
         int threads = 200;                  // platform.max_threads     (Tomcat maxThreads)
         int minSpare = 10;                  // platform.min_spare       (Tomcat minSpareThreads)
         int maxConnections = 8192;          // platform.max_connections (Tomcat maxConnections)
@@ -100,9 +100,10 @@ public final class Aggregator {
         int maxQueue = 0;                   // platform.max_queue       (Tomcat maxQueueSize; 0: unbounded)
         int threadIdleMs = 60000;           // platform.idle_timeout    (Tomcat threadsMaxIdleTime)
         int carriers = 0;                   // virtual.parallelism      (0: one per CPU, the JDK's default)
-        boolean pool = true;                // --no-pool: a new downstream connection per call
-        boolean pin = false;                // --pin: `synchronized` around the downstream calls
-        int timeoutMs = 5000;               // downstream budget of one /aggregate, then 504
+        boolean pool = true;                // service.NAME.pool (--no-pool: 0, a connection per call)
+        boolean pin = false;                // the program's sync { ... } around the calls;
+                                            // virtual.jep491 = 1 on JDK 24+, 0 before
+        int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
         int idleMs = 20000;                 // keep-alive idle timeout of client connections
         boolean httpClient = false;         // --client httpclient (else HttpURLConnection)
     }
@@ -716,13 +717,15 @@ public final class Aggregator {
 
     /** JDK settings that must precede the first use of the class they configure. */
     static void configureJdk(Config cfg) {
+        // virtual.max_pool_size is jdk.virtualThreadScheduler.maxPoolSize (default 256): set with -D.
         if (cfg.carriers > 0) // virtual.parallelism (read when the first virtual thread starts)
             System.setProperty("jdk.virtualThreadScheduler.parallelism", String.valueOf(cfg.carriers));
-        // HttpURLConnection keeps at most 5 idle connections per backend by default, so 200
-        // busy threads would reconnect on most calls; the C pool has no cap, nor has this one.
+        // service.NAME.pool: HttpURLConnection keeps at most 5 idle connections per backend by
+        // default, so 200 busy threads would reconnect on most calls; the C pool has no cap and
+        // the simulator's default is 10000: effectively none here either.
         if (System.getProperty("http.maxConnections") == null) System.setProperty("http.maxConnections", "20000");
         if (!cfg.pool) {
-            System.setProperty("http.keepAlive", "false");                            // HttpURLConnection
+            System.setProperty("http.keepAlive", "false");                            // service.NAME.pool = 0
             System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection"); // HttpClient
         }
     }
