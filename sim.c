@@ -1097,11 +1097,13 @@ static int64_t model_thread_mem(const struct model *m)
 }
 
 /* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
-static int64_t model_rss(const struct model *m, int64_t thread_mem)
+static inline int64_t model_rss(const struct model *m, int64_t thread_mem)
 {
     const struct scenario *s = m->s;
-    return s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection +
-           (int64_t)m->ops->in_service(m) * s->mem_per_request;
+    int64_t rss = s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection;
+    if (s->mem_per_request) /* ask the model only when it counts: this runs every event */
+        rss += (int64_t)m->ops->in_service(m) * s->mem_per_request;
+    return rss;
 }
 
 #define PEAK(field, value)                                                                         \
