@@ -619,11 +619,15 @@ public final class Aggregator {
             for (int i = 0; i < kids.length; i++) {
                 final int item = i;
                 Runnable task = () -> answers[item] = call(item, deadline);
-                kids[i] = onVirtual ? metrics.startVirtual(task) : Thread.ofPlatform().name("agg-fanout").start(task);
+                try {
+                    kids[i] = onVirtual ? metrics.startVirtual(task) : Thread.ofPlatform().name("agg-fanout").start(task);
+                } catch (OutOfMemoryError e) { // "unable to create native thread": do it ourselves
+                    task.run();
+                }
             }
             boolean interrupted = false;
             for (Thread t : kids) {
-                while (true) {
+                while (t != null) {
                     try {
                         t.join();
                         break;
