@@ -106,6 +106,8 @@ public final class Aggregator {
         int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
         int idleMs = 20000;                 // keep-alive idle timeout of client connections
         boolean httpClient = false;         // --client httpclient (else HttpURLConnection)
+        boolean clientOwnPool = false;      // --client httpclient-default: HttpClient keeps its
+                                            // default executor, a cached pool of platform threads
     }
 
     /** A bad command line: main prints the message on one line and exits 2. */
@@ -127,7 +129,9 @@ public final class Aggregator {
         {"--max-queue", "platform: queued requests before refusal (maxQueueSize); default 0 = unbounded"},
         {"--thread-idle-ms", "platform: idle pool threads exit, down to --min-spare; default 60000"},
         {"--carriers", "virtual: carrier threads (jdk.virtualThreadScheduler.parallelism); default one per CPU"},
-        {"--client", "downstream client: urlconnection (HttpURLConnection) or httpclient; default urlconnection"},
+        {"--client", "downstream client: urlconnection (HttpURLConnection), httpclient (its tasks on virtual"
+            + " threads in virtual mode) or httpclient-default (its own platform-thread pool, the pitfall);"
+            + " default urlconnection"},
         {"--no-pool", "a new downstream connection per call (no keep-alive)"},
         {"--pin", "synchronized around the downstream calls (pins the carrier before JDK 24)"},
         {"--timeout-ms", "downstream budget per /aggregate, then 504; default 5000"},
@@ -184,7 +188,12 @@ public final class Aggregator {
         switch (client) {
             case "urlconnection" -> c.httpClient = false;
             case "httpclient" -> c.httpClient = true;
-            default -> throw new UsageError("--client must be urlconnection or httpclient, not '" + client + "'");
+            case "httpclient-default" -> {
+                c.httpClient = true;
+                c.clientOwnPool = true;
+            }
+            default -> throw new UsageError(
+                    "--client must be urlconnection, httpclient or httpclient-default, not '" + client + "'");
         }
         if (backends == null) throw new UsageError("--backends needs HOST:PORT[,HOST:PORT...]");
         for (String hp : backends.split(",", -1)) c.backends.add(hostPort(hp));
@@ -503,8 +512,10 @@ public final class Aggregator {
                     .proxy(HttpClient.Builder.NO_PROXY)
                     .connectTimeout(Duration.ofMillis(cfg.timeoutMs));
             // Its internal tasks: virtual threads in virtual mode, else its default cached pool
-            // of platform threads ("HttpClient-N-Worker-M").
-            if (cfg.virtual) b.executor(metrics::startVirtual);
+            // of platform threads ("HttpClient-N-Worker-M"). The pitfall (--client
+            // httpclient-default): left at its default, that pool grows with the calls in
+            // flight, so a virtual-thread server grows OS threads again, as a platform one does.
+            if (cfg.virtual && !cfg.clientOwnPool) b.executor(metrics::startVirtual);
             client = b.build();
             pool = cfg.pool;
         }
@@ -795,7 +806,7 @@ public final class Aggregator {
         System.err.printf("aggregator serve: listening on 127.0.0.1:%d (%s%s; java %s, Tomcat %s, %s)%n",
                 connector.getLocalPort(), cfg.virtual ? "virtual threads" : "platform threads", cfg.pin ? ", pinned" : "",
                 Runtime.version().feature(), org.apache.catalina.util.ServerInfo.getServerNumber(),
-                cfg.httpClient ? "httpclient" : "urlconnection");
+                cfg.clientOwnPool ? "httpclient-default" : cfg.httpClient ? "httpclient" : "urlconnection");
         tomcat.getServer().await(); // until the JVM is told to stop (SIGTERM, SIGINT)
     }
 

@@ -69,7 +69,7 @@ ready() {
 status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 
 B=27600; SLOW=27608; DEAD=27609          # backends (nothing listens on DEAD)
-V=27601; P=27602; D=27603; N=27604; H=27605; T=27606   # Java servers
+V=27601; P=27602; D=27603; N=27604; H=27605; T=27606; G=27607   # Java servers
 start backend "$agg" backend --port $B --delay-ms 20
 start slow "$agg" backend --port $SLOW --delay-ms 3000
 java_server virtual $V --mode virtual --backends 127.0.0.1:$B
@@ -78,7 +78,8 @@ java_server dead $D --mode virtual --timeout-ms 2000 --backends 127.0.0.1:$DEAD
 java_server pin $N --mode virtual --pin --backends 127.0.0.1:$B
 java_server httpclient $H --mode virtual --client httpclient --backends 127.0.0.1:$B
 java_server timeout $T --mode platform --timeout-ms 300 --backends 127.0.0.1:$SLOW
-for port in $V $P $D $N $H $T; do ready $port /metrics || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }; done
+java_server hcdefault $G --mode virtual --client httpclient-default --backends 127.0.0.1:$B
+for port in $V $P $D $N $H $T $G; do ready $port /metrics || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }; done
 [ $fail -eq 0 ] || { echo "test_java: 0 passed, $fail failed"; exit 1; }
 
 # The start-up line, as `aggregator serve` prints it (scripts wait for it).
@@ -150,6 +151,7 @@ users=200; threads=150
 pp=$(load_peak platform $P $users 2)
 vp=$(load_peak virtual $V $users 2)
 np=$(load_peak pin $N 100 1)
+gp=$(load_peak hcdefault $G $users 2)
 rps() { awk '/Requests\/sec/ { print $2 }' "$tmp/$1.load"; }
 echo "test_java: req/s at $users users: platform $(rps platform), virtual $(rps virtual); --pin at 100 users: $(rps pin)"
 echo "test_java: OS threads at $users users: platform $pp, virtual $vp (--threads $threads); --pin at 100 users: $np"
@@ -159,6 +161,12 @@ check "--pin under load: served without errors" served_clean pin
 check "platform: OS threads >= min(users, maxThreads) = $threads (got $pp)" [ "$pp" -ge $threads ]
 check "virtual: fewer OS threads than requests in flight (got $vp < $threads)" [ "$vp" -lt $threads ]
 check "virtual: fewer OS threads than platform (got $vp < $pp)" [ "$vp" -lt "$pp" ]
+# The pitfall: HttpClient left with its default executor runs its work on its own cached pool
+# of platform threads, which grows with the calls in flight, so a virtual-thread server
+# holds OS threads again (more than the carriers and housekeeping of the one above).
+echo "test_java: OS threads at $users users with HttpClient's default executor: $gp (virtual executor: $vp)"
+check "httpclient-default under load: served without errors" served_clean hcdefault
+check "httpclient-default: its own pool adds OS threads (got $gp > $vp + 10)" [ "$gp" -gt $((vp + 10)) ]
 check "platform /metrics: the pool grew to --threads" \
     sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q -E '^agg_pool_size $threads\$'"
 
