@@ -2606,45 +2606,94 @@ static int scn_split(char *line, char **key, char **value)
     return 0;
 }
 
+/* Scenario and calibration files are a few hundred bytes of text. The bounds turn
+ * /dev/zero, a binary or a runaway file into an error with its line, instead of a hang or a
+ * parse of garbage (the results CSV of --validate has its own, larger, in IV.3). */
+#define SCN_MAX_LINE 1024      /* bytes in one line, its newline included */
+#define SCN_MAX_FILE (1 << 20) /* bytes in one scenario or calibration file */
+
+/* A text file read one bounded line at a time; `src` counts the lines for messages. */
+struct scn_text {
+    FILE *f;
+    struct scn_src src;
+    size_t total, max; /* bytes read so far, and at most */
+};
+
+/* The next line into `line` (cap bytes, NUL-terminated, without its newline). Returns 1
+ * for a line, 0 at the end, -1 after a message: a NUL byte (the line would be cut short
+ * there, silently), a line or a file beyond its bound, a read error. */
+static int scn_getline(struct scn_text *t, char *line, size_t cap)
+{
+    size_t n = 0;
+    int c;
+    t->src.line++;
+    while ((c = getc(t->f)) != EOF && c != '\n') {
+        if (c == 0)
+            return scn_fail(&t->src, "NUL byte in the line (not a text file?)");
+        if (n == cap - 2)
+            return scn_fail(&t->src, "line longer than %zu characters", cap - 2);
+        if (++t->total > t->max)
+            return scn_fail(&t->src, "file longer than %zu bytes", t->max);
+        line[n++] = (char)c;
+    }
+    line[n] = 0;
+    if (ferror(t->f))
+        return scn_fail(&t->src, "cannot read: %s", strerror(errno));
+    t->total++; /* the newline */
+    return c != EOF || n > 0;
+}
+
+/* fopen for reading text, refusing a directory (which fopen accepts and the first read
+ * rejects). NULL after a message. */
+static FILE *scn_open(const char *path, char *err, size_t errlen)
+{
+    struct scn_src src = {path, 0, err, errlen};
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        scn_fail(&src, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        scn_fail(&src, "is a directory");
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
 /* Read scenario text from `f` (named `name` in messages) over the defaults already in *s.
  * With `seen`, the keys it sets are appended there, comma-separated (calibration files). */
 static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, size_t seenlen,
                     char *err, size_t errlen)
 {
-    struct scn_src src = {name, 0, err, errlen};
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        src.line++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f))
-            return scn_fail(&src, "line longer than %zu characters", sizeof line - 2);
-        if (memchr(line, 0, len + 1) != line + len)
-            return scn_fail(&src, "NUL byte in the line");
+    struct scn_text text = {f, {name, 0, err, errlen}, 0, SCN_MAX_FILE};
+    char line[SCN_MAX_LINE];
+    int got;
+    while ((got = scn_getline(&text, line, sizeof line)) > 0) {
         char *hash = strchr(line, '#'), *key, *value;
         if (hash)
             *hash = 0;
         if (*scn_skip_space(line) == 0)
             continue;
         if (scn_split(line, &key, &value) < 0)
-            return scn_fail(&src, "expected 'key = value'");
-        if (scn_set(s, key, value, &src) < 0)
+            return scn_fail(&text.src, "expected 'key = value'");
+        if (scn_set(s, key, value, &text.src) < 0)
             return -1;
         if (seen && !strstr(seen, key)) {
             size_t used = strlen(seen);
             snprintf(seen + used, seenlen - used, "%s%s", used ? ", " : "", key);
         }
     }
-    return 0;
+    return got;
 }
 
 static int scn_load_keys(struct scenario *s, const char *path, char *seen, size_t seenlen,
                          char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        struct scn_src src = {path, 0, err, errlen};
-        return scn_fail(&src, "cannot open: %s", strerror(errno));
-    }
+    FILE *f = scn_open(path, err, errlen);
+    if (!f)
+        return -1;
     int rc = scn_read(s, f, path, seen, seenlen, err, errlen);
     fclose(f);
     return rc;
@@ -3083,6 +3132,7 @@ static const double val_optional_default[VC_OPTIONAL_N] = {
 static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100};
 
 struct val_point {
+    int line; /* in the results CSV, for messages */
     long users;
     int fanout, pooled, mode;
     double delay_ms;
@@ -3115,16 +3165,17 @@ static int val_number(const char *text, double *out)
     return end != text && !*scn_skip_space(end) && !errno && isfinite(*out) ? 0 : -1;
 }
 
-/* Simulate one point: the aggregator with K calls of D ms to one backend, think 0. */
-static int val_simulate(struct val_point *pt, const char *calibration, const char *const *sets,
-                        int nsets, char *err, size_t errlen)
+/* Simulate one point: the aggregator with K calls of D ms to one backend, think 0.
+ * Errors are named by the point's line in `path`. */
+static int val_simulate(struct val_point *pt, const char *path, const char *calibration,
+                        const char *const *sets, int nsets, char *err, size_t errlen)
 {
     struct scenario s;
-    char program[256] = "", value[64];
-    struct scn_src src = {"validate", 0, err, errlen};
+    char program[32], value[64], where[256];
+    struct scn_src src = {path, pt->line, err, errlen};
+    snprintf(where, sizeof where, "%s:%d", path, pt->line);
     scn_defaults(&s);
-    for (int i = 0; i < pt->fanout && i < 60; i++)
-        strcat(program, "call(backend) ");
+    snprintf(program, sizeof program, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
     snprintf(value, sizeof value, "%ld", pt->users);
     char duration[32], warmup[32];
     snprintf(duration, sizeof duration, "%.6gs",
@@ -3149,7 +3200,7 @@ static int val_simulate(struct val_point *pt, const char *calibration, const cha
         if (scn_split(buf, &key, &val) < 0 || scn_set(&s, key, val, &src) < 0)
             return scn_fail(&src, "bad --set %s", sets[i]);
     }
-    if (scn_finish(&s, "validate", err, errlen) < 0)
+    if (scn_finish(&s, where, err, errlen) < 0)
         return -1;
     struct model m;
     struct result r;
@@ -3162,93 +3213,144 @@ static int val_simulate(struct val_point *pt, const char *calibration, const cha
     return 0;
 }
 
-static int val_read(const char *path, struct val_point **points, int *npoints, char *err,
-                    size_t errlen)
+/* A results CSV: a header, then a line per point. Its bounds are the scenario reader's
+ * (III.3), larger: 100,000 points of a few hundred bytes. */
+#define VAL_MAX_LINE   2048
+#define VAL_MAX_FILE   (64 << 20)
+#define VAL_MAX_FIELDS 64
+
+/* Where each column is: col[] for the required ones, opt[] (-1 if absent) for the rest. */
+struct val_columns {
+    int n; /* fields in the header: every row has as many */
+    int col[VC_N], opt[VC_OPTIONAL_N];
+};
+
+static int val_column(char **field, int n, const char *name)
 {
-    FILE *f = fopen(path, "r");
-    struct scn_src src = {path, 0, err, errlen};
-    if (!f)
-        return scn_fail(&src, "cannot open: %s", strerror(errno));
-    char line[2048], *field[64];
-    int col[VC_N], opt[VC_OPTIONAL_N], ncols = 0, cap = 0, rc = 0;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(field[i], name))
+            return i;
+    return -1;
+}
+
+static int val_header(char **field, int n, struct val_columns *c, const struct scn_src *src)
+{
+    c->n = n;
+    for (int k = 0; k < VC_N; k++)
+        if ((c->col[k] = val_column(field, n, val_cols[k])) < 0)
+            return scn_fail(src, "no column '%s' in the header", val_cols[k]);
+    for (int k = 0; k < VC_OPTIONAL_N; k++)
+        c->opt[k] = val_column(field, n, val_optional_cols[k]);
+    return 0;
+}
+
+/* users, fanout and delay_ms: what the point's scenario is built from. */
+static int val_shape(char **field, const struct val_columns *c, struct val_point *pt,
+                     const struct scn_src *src)
+{
+    double users, fanout;
+    const char *f = field[c->col[VC_FANOUT]];
+    if (val_number(field[c->col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 ||
+        users != floor(users))
+        return scn_fail(src, "users '%s' is not a whole number from 1 to 10000000",
+                        field[c->col[VC_USERS]]);
+    if (val_number(f, &fanout) < 0 || fanout < 1 || fanout != floor(fanout))
+        return scn_fail(src, "fanout '%s' is not a whole number >= 1", f);
+    if (fanout > MAX_STEPS) /* the program is call(backend)*fanout: a step per call */
+        return scn_fail(src, "fanout %s: the simulator runs at most %d calls per request", f,
+                        MAX_STEPS);
+    if (val_number(field[c->col[VC_DELAY]], &pt->delay_ms) < 0 || pt->delay_ms < 0 ||
+        pt->delay_ms > 3.6e6)
+        return scn_fail(src, "delay_ms '%s' is not a number from 0 to 3600000",
+                        field[c->col[VC_DELAY]]);
+    pt->users = (long)users;
+    pt->fanout = (int)fanout;
+    return 0;
+}
+
+/* One data row into *pt, every field checked; -1 after a message naming the line. */
+static int val_row(char **field, int n, const struct val_columns *c, struct val_point *pt,
+                   const struct scn_src *src)
+{
+    if (n != c->n)
+        return scn_fail(src, "%d fields, the header has %d", n, c->n);
+    const char *mode = field[c->col[VC_MODE]], *pool = field[c->col[VC_POOL]];
+    *pt = (struct val_point){.line = src->line};
+    pt->mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
+               : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
+                                          : -1;
+    pt->pooled = !strcmp(pool, "on") || !strcmp(pool, "1")    ? 1
+                 : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0
+                                                              : -1;
+    if (pt->mode < 0)
+        return scn_fail(src, "mode '%s' is not platform or virtual", mode);
+    if (pt->pooled < 0)
+        return scn_fail(src, "pool '%s' is not on or off", pool);
+    if (val_shape(field, c, pt, src) < 0)
+        return -1;
+    for (int k = 0; k < VM_N; k++) {
+        const char *v = field[c->col[val_metrics[k].col]];
+        if (val_number(v, &pt->measured[k]) < 0 || pt->measured[k] < 0)
+            return scn_fail(src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], v);
+    }
+    for (int k = 0; k < VC_OPTIONAL_N; k++) {
+        const char *v = c->opt[k] >= 0 ? field[c->opt[k]] : NULL;
+        pt->conditions[k] = val_optional_default[k];
+        if (v && (val_number(v, &pt->conditions[k]) < 0 ||
+                  pt->conditions[k] < (k == VC_WINDOW ? 0.01 : 0) ||
+                  pt->conditions[k] > val_optional_max[k]))
+            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[k], v,
+                            val_optional_max[k]);
+    }
+    return 0;
+}
+
+/* Read the points of a results CSV from `f` (named `name` in messages) into a malloc'd
+ * array; 0, or -1 after a message (then *points is NULL). */
+static int val_read_file(FILE *f, const char *name, struct val_point **points, int *npoints,
+                         char *err, size_t errlen)
+{
+    struct scn_text text = {f, {name, 0, err, errlen}, 0, VAL_MAX_FILE};
+    struct val_columns cols = {0};
+    char line[VAL_MAX_LINE], *field[VAL_MAX_FIELDS];
+    int cap = 0, rc;
     *points = NULL;
     *npoints = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        src.line++;
-        int n = val_split(line, field, 64);
-        if (src.line == 1) { /* the header names the columns */
-            ncols = n;
-            for (int c = 0; c < VC_N; c++) {
-                col[c] = -1;
-                for (int i = 0; i < n; i++)
-                    if (!strcmp(field[i], val_cols[c]))
-                        col[c] = i;
-                if (col[c] < 0)
-                    rc = scn_fail(&src, "no column '%s' in the header", val_cols[c]);
-            }
-            for (int c = 0; c < VC_OPTIONAL_N; c++) {
-                opt[c] = -1;
-                for (int i = 0; i < n; i++)
-                    if (!strcmp(field[i], val_optional_cols[c]))
-                        opt[c] = i;
-            }
+    while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
+        int n = val_split(line, field, VAL_MAX_FIELDS);
+        if (text.src.line == 1) { /* the header names the columns */
+            if ((rc = val_header(field, n, &cols, &text.src)) < 0)
+                break;
             continue;
         }
         if (n == 1 && !*field[0])
             continue;
-        if (n != ncols) {
-            rc = scn_fail(&src, "%d fields, the header has %d", n, ncols);
-            break;
-        }
-        struct val_point pt = {0};
-        double users, fanout;
-        const char *mode = field[col[VC_MODE]], *pool = field[col[VC_POOL]];
-        pt.mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
-                  : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
-                                             : -1;
-        pt.pooled = !strcmp(pool, "on") || !strcmp(pool, "1")    ? 1
-                    : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0
-                                                                 : -1;
-        if (pt.mode < 0) {
-            rc = scn_fail(&src, "mode '%s' is not platform or virtual", mode);
-            break;
-        }
-        if (pt.pooled < 0) {
-            rc = scn_fail(&src, "pool '%s' is not on or off", pool);
-            break;
-        }
-        if (val_number(field[col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 ||
-            users != floor(users) || val_number(field[col[VC_FANOUT]], &fanout) < 0 || fanout < 1 ||
-            fanout > 60 || fanout != floor(fanout) ||
-            val_number(field[col[VC_DELAY]], &pt.delay_ms) < 0 || pt.delay_ms < 0 ||
-            pt.delay_ms > 3.6e6) {
-            rc = scn_fail(&src, "users, fanout or delay_ms out of range");
-            break;
-        }
-        pt.users = (long)users;
-        pt.fanout = (int)fanout;
-        for (int k = 0; k < VM_N && rc == 0; k++)
-            if (val_number(field[col[val_metrics[k].col]], &pt.measured[k]) < 0 ||
-                pt.measured[k] < 0)
-                rc = scn_fail(&src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col],
-                              field[col[val_metrics[k].col]]);
-        for (int c = 0; c < VC_OPTIONAL_N && rc == 0; c++) {
-            pt.conditions[c] = val_optional_default[c];
-            if (opt[c] >= 0 && (val_number(field[opt[c]], &pt.conditions[c]) < 0 ||
-                                pt.conditions[c] < (c == VC_WINDOW ? 0.01 : 0) ||
-                                pt.conditions[c] > val_optional_max[c]))
-                rc = scn_fail(&src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[c],
-                              field[opt[c]], val_optional_max[c]);
-        }
-        if (rc)
-            break;
         if (*npoints == cap)
             *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
-        (*points)[(*npoints)++] = pt;
+        if ((rc = val_row(field, n, &cols, &(*points)[*npoints], &text.src)) < 0)
+            break;
+        ++*npoints;
     }
-    fclose(f);
     if (rc == 0 && *npoints == 0)
-        rc = scn_fail(&src, "no data rows");
+        rc = scn_fail(&text.src, "no data rows");
+    if (rc < 0) {
+        free(*points);
+        *points = NULL;
+        *npoints = 0;
+    }
+    return rc;
+}
+
+static int val_read(const char *path, struct val_point **points, int *npoints, char *err,
+                    size_t errlen)
+{
+    *points = NULL;
+    *npoints = 0;
+    FILE *f = scn_open(path, err, errlen);
+    if (!f)
+        return -1;
+    int rc = val_read_file(f, path, points, npoints, err, errlen);
+    fclose(f);
     return rc;
 }
 
@@ -6376,7 +6478,8 @@ static int sim_validate(const struct options *o)
         return 2;
     }
     for (int i = 0; i < n; i++)
-        if (val_simulate(&points[i], o->calibration, o->sets, o->nsets, err, sizeof err) < 0) {
+        if (val_simulate(&points[i], o->validate, o->calibration, o->sets, o->nsets, err,
+                         sizeof err) < 0) {
             fprintf(stderr, "%s\n", err);
             free(points);
             return 2;

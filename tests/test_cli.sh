@@ -53,5 +53,30 @@ cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale
 expect 1 "cannot read font" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
 expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blue
 
+# Hostile and careless input (issue 14): every case ends by itself with a clear message,
+# never a crash, a hang or unbounded memory. `run_bounded SECONDS ARGS...` runs ./sim under
+# a time limit and records its status in $got (124: it hung).
+run_bounded() { t=$1; shift; timeout "$t" "$sim" "$@" >"$tmp/out" 2>"$tmp/err"; got=$?; }
+# expect_clean STATUS PATTERN SECONDS -- ARGS...: that status, that message, no sanitizer report
+expect_clean() {
+    want=$1; pat=$2; t=$3; shift 4
+    run_bounded "$t" "$@"
+    if [ "$got" -eq "$want" ] && grep -q -- "$pat" "$tmp/err" && ! grep -q 'Sanitizer' "$tmp/err"; then ok
+    else bad "sim $*: want exit $want and '$pat' within $t s, got exit $got: $(head -c 300 "$tmp/err")"; fi
+}
+hdr="users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes"
+# S1: a fanout of 19..60 once overflowed the program buffer: simulated, or refused by line
+printf '%s\n100,virtual,on,40,50,600,150,160,6,1000\n' "$hdr" > "$tmp/fan.csv"
+run_bounded 60 --validate "$tmp/fan.csv"
+{ [ "$got" -eq 0 ] || { [ "$got" -eq 2 ] && grep -q "$tmp/fan.csv:2:" "$tmp/err"; }; } && ! grep -q 'Sanitizer' "$tmp/err" \
+    && ok || bad "--validate with fanout 40: exit $got: $(head -c 300 "$tmp/err")"
+# S3, S4, S5: files that are not scenario text
+expect_clean 2 "/dev/zero:1: " 10 -- --headless /dev/zero
+expect_clean 2 "/dev/zero:1: " 10 -- --headless scenarios/default.scn --calibration /dev/zero
+printf 'users = 5\000garbage\n' > "$tmp/nul.scn"
+expect_clean 2 "$tmp/nul.scn:1: " 10 -- --headless "$tmp/nul.scn"
+expect_clean 2 "is a directory" 10 -- --headless "$tmp"
+expect_clean 2 "is a directory" 10 -- --headless scenarios/default.scn --calibration "$tmp"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

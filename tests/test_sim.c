@@ -645,6 +645,55 @@ static void test_bad_input(void)
           "missing file: %s", err);
 }
 
+/* Read `size` bytes of `data` as a scenario named "mem"; the error, or "" if it loads. */
+static const char *read_bytes(const char *data, size_t size, char *err, size_t errlen)
+{
+    struct scenario s;
+    FILE *f = fmemopen((void *)data, size, "r");
+    scn_defaults(&s);
+    *err = 0;
+    if (f && scn_read(&s, f, "mem", NULL, 0, err, errlen) == 0)
+        *err = 0;
+    if (f)
+        fclose(f);
+    return err;
+}
+
+/* Files that are not scenario text end with an error naming the line, in bounded time and
+ * memory: a NUL byte (which fgets once silently took for the end of the line), a line or a
+ * file beyond its bound, /dev/zero (all NULs, no newline), a directory. */
+static void test_not_text(void)
+{
+    static const char nul[] = "users = 5\0garbage\n";
+    char err[256], *big;
+    CHECK(strstr(read_bytes(nul, sizeof nul - 1, err, sizeof err), "mem:1: NUL byte"),
+          "a NUL byte is an error, not the end of the line: '%s'", err);
+    size_t n = SCN_MAX_FILE + 100; /* comment lines, each within the line bound */
+    big = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = i % 64 == 63 ? '\n' : '#';
+    CHECK(strstr(read_bytes(big, n, err, sizeof err), "file longer than"),
+          "a file beyond SCN_MAX_FILE: '%s'", err);
+    memset(big, 'x', SCN_MAX_LINE + 1);
+    CHECK(strstr(read_bytes(big, SCN_MAX_LINE + 1, err, sizeof err), "mem:1: line longer than"),
+          "a line beyond SCN_MAX_LINE: '%s'", err);
+    CHECK(!*read_bytes("users = 5", 9, err, sizeof err), "a last line without a newline: '%s'",
+          err);
+    free(big);
+    struct scenario s;
+    scn_defaults(&s);
+    CHECK(scn_load(&s, "/dev/zero", err, sizeof err) < 0 && strstr(err, "/dev/zero:1: NUL byte"),
+          "/dev/zero: '%s'", err);
+    CHECK(scn_load(&s, "scenarios", err, sizeof err) < 0 &&
+              !strcmp(err, "scenarios: is a directory"),
+          "a directory: '%s'", err);
+    struct val_point *p;
+    int np;
+    CHECK(val_read("scenarios", &p, &np, err, sizeof err) < 0 && p == NULL &&
+              strstr(err, "is a directory"),
+          "--validate of a directory: '%s'", err);
+}
+
 /* --set overrides the file, reports its own errors, and --seed is checked like a key. */
 static void test_command_line(void)
 {
@@ -709,7 +758,7 @@ static void test_validate(void)
     int n;
     char want[128];
     CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
-    if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0) {
+    if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0) {
         /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
         CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02,
                    "predicted platform throughput at 1000 users");
@@ -726,7 +775,7 @@ static void test_validate(void)
                    "5000,platform,on,3,50,1333,2300,3800,202,30000000,1,3\n");
     CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s",
           err);
-    if (n == 1 && val_simulate(&p[0], NULL, NULL, 0, err, sizeof err) == 0)
+    if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0)
         CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05,
                    "the window's median latency is the transient's");
     free(p);
@@ -746,6 +795,28 @@ static void test_validate(void)
         CHECK(val_summary(p, n, VM_RPS, 1, &med, &max) == 1 && fabs(max - 0.1) < 1e-9,
               "calm points: only the first (%g)", max);
     }
+    free(p);
+    /* A fanout beyond 18 calls once overflowed the program's buffer: 40 calls now take
+     * their K x D, and beyond the simulator's MAX_STEPS the row is refused by its line. */
+    put_file(
+        path,
+        "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+        "100,virtual,on,40,50,600,150,160,6,1000\n");
+    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "fanout 40 parses: %s", err);
+    if (n == 1) {
+        CHECK(val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0,
+              "fanout 40 simulates: %s", err);
+        CHECK_NEAR(p[0].predicted[VM_P50], 40 * 50, 0.01, "fanout 40: p50 is K x D (ms)");
+    }
+    free(p);
+    put_file(
+        path,
+        "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
+        "100,virtual,on,3,50,600,150,160,6,1000\n100,virtual,on,65,50,600,150,160,6,1000\n");
+    snprintf(want, sizeof want, "%s:3: fanout 65: the simulator runs at most %d calls", path,
+             MAX_STEPS);
+    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+          "a fanout beyond MAX_STEPS named by line: %s", err);
     free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
                    "rss_bytes,window_s\n"
@@ -856,6 +927,7 @@ int main(void)
     test_zero_time_loop();
     test_shipped_scenarios();
     test_bad_input();
+    test_not_text();
     test_command_line();
     test_calibration_file();
     test_validate();
