@@ -6224,7 +6224,9 @@ static const struct opt_row opt_rows[] = {
     {"--font", "PATH", OPT_STRING, OO(font),
      "TrueType font for the window (default DejaVu Sans Mono)"},
     {"--theme", "light|dark", OPT_THEME, OO(light), "light suits projectors (default dark)"},
-    {"--size", "WxH", OPT_SIZE, 0, "window or image size in pixels (default 1280x800)"},
+    {"--size", "WxH", OPT_SIZE, 0,
+     "window or image size in pixels (default 1280x800; at most\n"
+     "256 MiB of pixels at 4 bytes each, e.g. 8192x8192)"},
     {"--quiet", NULL, OPT_SWITCH, OO(quiet), "no progress on stderr"},
     {"--keys", NULL, OPT_KEYS, 0, "list every scenario key with its default"},
     {"--help", NULL, OPT_HELP, 0, "this text (also -h)"},
@@ -6270,6 +6272,31 @@ static int opt_fail(const char *fmt, ...)
     return 2;
 }
 
+/* The largest picture --size may ask for: its pixels (4 bytes each) in bytes. SDL's
+ * software renderer crashes, rather than fails, on a surface of some GiB (24000x24000). */
+#define OPT_MAX_PIXEL_BYTES (256L << 20)
+#define OPT_MAX_SIDE        16384
+
+/* --size WxH: decimal sides from 64 to OPT_MAX_SIDE, at most OPT_MAX_PIXEL_BYTES of pixels. */
+static int opt_size(const struct opt_row *row, const char *v, struct options *o)
+{
+    char *x = NULL, *end = NULL;
+    errno = 0;
+    long w = isdigit((unsigned char)*v) ? strtol(v, &x, 10) : -1;
+    long h = w > 0 && *x == 'x' && isdigit((unsigned char)x[1]) ? strtol(x + 1, &end, 10) : -1;
+    if (h < 0 || *end || errno || w < 64 || h < 64 || w > 1000000 || h > 1000000)
+        return opt_fail("%s %s: want WIDTHxHEIGHT, e.g. 1280x800", row->flag, v);
+    if (w * h * 4 > OPT_MAX_PIXEL_BYTES)
+        return opt_fail("%s %s: %ld bytes of pixels, more than the limit of %ld MiB (e.g. "
+                        "8192x8192)",
+                        row->flag, v, w * h * 4, OPT_MAX_PIXEL_BYTES >> 20);
+    if (w > OPT_MAX_SIDE || h > OPT_MAX_SIDE)
+        return opt_fail("%s %s: a side of at most %d pixels", row->flag, v, OPT_MAX_SIDE);
+    o->width = (int)w;
+    o->height = (int)h;
+    return 0;
+}
+
 /* Read one flag's value into *o, typed and checked. Returns 0, or 2 after a message. */
 static int opt_value(const struct opt_row *row, const char *v, struct options *o)
 {
@@ -6305,9 +6332,7 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
         *(int *)field = !strcmp(v, "light");
         return 0;
     case OPT_SIZE:
-        if (sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 || o->height < 64)
-            return opt_fail("%s %s: want WIDTHxHEIGHT, e.g. 1280x800", row->flag, v);
-        return 0;
+        return opt_size(row, v, o);
     }
     return 0;
 }

@@ -70,6 +70,8 @@ printf '%s\n100,virtual,on,40,50,600,150,160,6,1000\n' "$hdr" > "$tmp/fan.csv"
 run_bounded 60 --validate "$tmp/fan.csv"
 { [ "$got" -eq 0 ] || { [ "$got" -eq 2 ] && grep -q "$tmp/fan.csv:2:" "$tmp/err"; }; } && ! grep -q 'Sanitizer' "$tmp/err" \
     && ok || bad "--validate with fanout 40: exit $got: $(head -c 300 "$tmp/err")"
+# S2: a picture too large for memory is refused before SDL is asked for it
+expect_clean 2 "--size 24000x24000: " 20 -- scenarios/default.scn --screenshot "$tmp/big.png" --size 24000x24000
 # S3, S4, S5: files that are not scenario text
 expect_clean 2 "/dev/zero:1: " 10 -- --headless /dev/zero
 expect_clean 2 "/dev/zero:1: " 10 -- --headless scenarios/default.scn --calibration /dev/zero

@@ -713,6 +713,17 @@ static void test_command_line(void)
           "bad --set: %s", err);
     char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
+    /* --size: the pixel buffer (4 bytes a pixel) is bounded before SDL is asked for it */
+    char *size[] = {"sim", "scenarios/default.scn", "--size", "8192x8192", NULL};
+    CHECK(opt_parse(4, size, &o) == 0 && o.width == 8192 && o.height == 8192 &&
+              8192L * 8192 * 4 <= OPT_MAX_PIXEL_BYTES,
+          "--size 8192x8192 is within the limit");
+    const char *bad_sizes[] = {"8192x8193", "24000x24000", "1280x800x",
+                               "0x800",     "1280*800",    "99999999999x1"};
+    for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+        size[3] = (char *)bad_sizes[i];
+        CHECK(opt_parse(4, size, &o) == 2, "--size %s is refused", bad_sizes[i]);
+    }
     (void)sim_headless, (void)sim_validate, (void)sim_live_text;
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window,
         (void)sim_live_open, (void)sim_live_collect;
