@@ -315,6 +315,12 @@ struct thr {
     simtime since;      /* when it entered its state (for the trace and the window) */
     simtime born;       /* when it was created */
     uint32_t served;    /* requests it has finished (pool worker) or carried to their end */
+    /* its idle check (EV_IDLE_CHECK): at most one queued, see thr_idle_timer */
+    uint8_t timer;      /* one is queued */
+    uint8_t rearm;      /* a later idle period wants one: at rearm_at, ordered by rearm_seq */
+    uint32_t rearm_gen; /* that period's idle_gen */
+    simtime rearm_at;
+    uint64_t rearm_seq;
 };
 
 /* A core. Invariant: thr >= 0 iff exactly one BURST_END event for this core is pending. */
@@ -347,7 +353,9 @@ enum ev_type {
     EV_THREAD_WAKE, /* a: a signalled platform pool thread */
 };
 
-/* One row of the time series, sampled every sample_interval. */
+/* One row of the time series, sampled every sample_interval. A model keeps at most
+ * SERIES_MAX rows (about 100 MiB); sim_load refuses a run that would need more. */
+#define SERIES_MAX 1000000
 struct sample {
     simtime t;
     double rps;         /* completions per second in the interval */
@@ -444,7 +452,8 @@ struct model {
     uint64_t arrival_index;  /* open loop: requests generated */
     uint64_t arrival_rng[4]; /* open loop: xoshiro256** state for inter-arrival gaps */
     uint32_t next_req_id;
-    /* time series */
+    /* time series, kept only for what draws or writes it (the window, --series, --live) */
+    int keep_series; /* set by the caller after model_init; 0: no rows, no interval stats */
     struct sample *series;
     int32_t nseries, capseries;
     struct stats stats;
@@ -470,6 +479,8 @@ static void thr_set(struct model *m, int32_t t, int state);
 static int32_t thr_spawn(struct model *m, int extra);
 static void thr_exit(struct model *m, int32_t t);
 static void thr_unidle(struct model *m, int32_t t);
+static void thr_idle_timer(struct model *m, int32_t t, simtime after);
+static void thr_idle_timer_fired(struct model *m, int32_t t);
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
 static void svc_done(struct model *m, const struct event *e);
 static void svc_expire(struct model *m, struct svc_state *v);
@@ -484,6 +495,9 @@ static struct hist *hist_new(void);
 static void hist_clear(struct hist *h);
 static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b);
 static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b);
+static uint64_t evq_reserve(struct evq *q);
+static void evq_push_keyed(struct evq *q, simtime t, uint64_t seq, int type, uint32_t a,
+                           uint32_t b);
 static const struct event *evq_peek(const struct evq *q, int *from);
 static struct event evq_pop_from(struct evq *q, int from);
 static void evq_free(struct evq *q);
@@ -644,7 +658,8 @@ static void req_count(struct model *m, int32_t r)
             stats->completed_window++;
             hist_add(stats->lat, lat);
             stats->lat_sum += (double)lat;
-            hist_add(stats->lat_interval, lat);
+            if (m->keep_series) /* only the series' p99 reads it */
+                hist_add(stats->lat_interval, lat);
         }
         stats->interval_done++;
     }
@@ -795,8 +810,7 @@ static void plat_idle(struct model *m, int32_t t)
     thr_set(m, t, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, t);
     if (plat_pool_size(m) > m->s->min_spare)
-        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->idle_timeout, EV_IDLE_CHECK,
-                      (uint32_t)t, m->thr[t].idle_gen);
+        thr_idle_timer(m, t, m->s->idle_timeout);
 }
 
 /* The thread is free: the next queued request, or the idle list. */
@@ -877,8 +891,7 @@ static void vt_carrier_free(struct model *m, int32_t c)
     thr_set(m, c, THR_IDLE);
     FIFO_PUSH(&m->idle, m->thr, c);
     if (m->thr[c].extra)
-        evq_push_lane(&m->events, EVQ_TIMERS, m->now + m->s->carrier_keepalive, EV_IDLE_CHECK,
-                      (uint32_t)c, m->thr[c].idle_gen);
+        thr_idle_timer(m, c, m->s->carrier_keepalive);
 }
 
 static void vt_kick(struct model *m)
@@ -1070,11 +1083,13 @@ static void wl_next(struct model *m, int32_t r)
 
 /* ---- I.6 Engine ---- */
 
-/* EV_IDLE_CHECK: a thread idle since generation b may retire (pool shrink, carrier keepalive). */
+/* EV_IDLE_CHECK: a thread idle since generation b may retire (pool shrink, carrier keepalive).
+ * A later idle period's check, noted while this one was queued, is queued now. */
 static void model_idle_check(struct model *m, const struct event *e)
 {
     int32_t t = (int32_t)e->a;
     struct thr *th = &m->thr[t];
+    thr_idle_timer_fired(m, t);
     if (!th->alive || th->state != THR_IDLE || th->idle_gen != e->b || th->req >= 0)
         return;
     if (!m->ops->may_retire(m, t))
@@ -1129,21 +1144,17 @@ static void model_peaks(struct model *m)
     PEAK(peak_ports_tw, m->ports_tw);
 }
 
-/* EV_SAMPLE: one row of the time series. */
-static void model_sample(struct model *m, const struct event *e)
+/* The row of the time series at m->now: the interval since the previous row, and gauges. */
+static struct sample model_sample_row(struct model *m)
 {
-    (void)e;
     const struct scenario *s = m->s;
     struct stats *stats = &m->stats;
-    struct sample x = {0};
-    double secs = (double)s->sample_interval / SEC;
+    struct sample x = {.t = m->now};
     for (int i = 0; i < s->nsvc; i++) {
-        svc_expire(m, &m->svc[i]);
         x.ports_open += m->svc[i].ports_open;
         x.conns_busy += m->svc[i].conns_busy;
     }
-    x.t = m->now;
-    x.rps = (double)stats->interval_done / secs;
+    x.rps = (double)stats->interval_done / ((double)s->sample_interval / SEC);
     x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
     x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) /
                  ((double)s->cores * (double)s->sample_interval);
@@ -1165,11 +1176,24 @@ static void model_sample(struct model *m, const struct event *e)
     stats->interval_done = 0;
     stats->busy_at_sample = stats->busy_ns;
     hist_clear(stats->lat_interval);
-    if (m->nseries == m->capseries) {
-        m->capseries = m->capseries ? m->capseries * 2 : 256;
-        m->series = xrealloc(m->series, (size_t)m->capseries, sizeof *m->series);
+    return x;
+}
+
+/* EV_SAMPLE: TIME_WAITs that expired are dropped (the peaks see it), and with keep_series
+ * the row is kept, in an array sized once for the whole run, never beyond SERIES_MAX. */
+static void model_sample(struct model *m, const struct event *e)
+{
+    (void)e;
+    const struct scenario *s = m->s;
+    for (int i = 0; i < s->nsvc; i++)
+        svc_expire(m, &m->svc[i]);
+    if (m->keep_series && !m->series) {
+        simtime rows = s->duration / s->sample_interval;
+        m->capseries = rows < SERIES_MAX ? (int32_t)rows : SERIES_MAX;
+        m->series = xrealloc(NULL, (size_t)m->capseries, sizeof *m->series);
     }
-    m->series[m->nseries++] = x;
+    if (m->keep_series && m->nseries < m->capseries)
+        m->series[m->nseries++] = model_sample_row(m);
     if (m->now + s->sample_interval <= s->duration)
         evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
 }
@@ -1411,6 +1435,41 @@ static void thr_exit(struct model *m, int32_t t)
     m->thr[t].alive = 0;
     m->threads_alive--;
     slot_give(m->thr, &m->free_thr, sizeof *m->thr, t);
+}
+
+/* Thread t is idle from now on and may retire `after` from now if still idle then. At most
+ * one check per thread is queued: going idle again while one is queued only notes the new
+ * check, with the insertion order it would have had, and the queued one queues it when it
+ * fires (thr_idle_timer_fired). A check per idle period once piled up for the whole
+ * timeout: a retry storm (retry_after = 1us, calls failing at once) grew by 75 MB/s. */
+static void thr_idle_timer(struct model *m, int32_t t, simtime after)
+{
+    struct thr *th = &m->thr[t];
+    if (!th->timer) {
+        th->timer = 1;
+        evq_push_lane(&m->events, EVQ_TIMERS, m->now + after, EV_IDLE_CHECK, (uint32_t)t,
+                      th->idle_gen);
+        return;
+    }
+    th->rearm = 1;
+    th->rearm_gen = th->idle_gen;
+    th->rearm_at = m->now + after;
+    th->rearm_seq = evq_reserve(&m->events);
+}
+
+/* t's queued check fired: queue the noted one if its idle period still goes on. */
+static void thr_idle_timer_fired(struct model *m, int32_t t)
+{
+    struct thr *th = &m->thr[t];
+    th->timer = 0;
+    if (!th->rearm)
+        return;
+    th->rearm = 0;
+    if (th->state == THR_IDLE && th->idle_gen == th->rearm_gen) {
+        th->timer = 1;
+        evq_push_keyed(&m->events, th->rearm_at, th->rearm_seq, EV_IDLE_CHECK, (uint32_t)t,
+                       th->rearm_gen);
+    }
 }
 
 /* Remove a given thread from the idle FIFO (idle timeouts retire threads from the middle). */
@@ -1853,6 +1912,20 @@ static struct event evq_make(struct evq *q, simtime t, int type, uint32_t a, uin
 static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
 {
     evq_heap_push(q, evq_make(q, t, type, a, b));
+}
+
+/* An insertion order taken now for an event pushed later with evq_push_keyed: among events
+ * at the same time it then comes out as if pushed now. */
+static uint64_t evq_reserve(struct evq *q)
+{
+    return q->seq++;
+}
+
+static void evq_push_keyed(struct evq *q, simtime t, uint64_t seq, int type, uint32_t a, uint32_t b)
+{
+    q->len++;
+    evq_heap_push(
+        q, (struct event){t, (seq << 8) | (uint64_t)type, a, b}); /* not a lane: out of order */
 }
 
 /* Push to a lane when it keeps the lane sorted (O(1)); otherwise to the heap. Which lane an
@@ -5411,6 +5484,7 @@ static void ui_sim_reset(struct ui_sim *x)
         if (x->ready)
             model_free(&x->m[k]);
         model_init(&x->m[k], &x->s, k);
+        x->m[k].keep_series = 1; /* the charts */
     }
     x->ready = 1;
     x->t = 0;
@@ -6381,6 +6455,35 @@ static int opt_parse(int argc, char **argv, struct options *o)
     return 0;
 }
 
+/* The window opens when no report was asked for and a display is there. */
+static int sim_window_wanted(const struct options *o)
+{
+    return !o->headless && !o->json && !o->csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
+}
+
+/* Does this run keep the time series? Only what draws or writes it does: the window, a
+ * screenshot or frames, --live, --series. A report alone keeps none (issue 13 item 7). */
+static int sim_keeps_series(const struct options *o)
+{
+    return o->series || o->live || o->screenshot || o->frames || sim_window_wanted(o);
+}
+
+/* A kept series must fit SERIES_MAX rows a model: a day sampled every millisecond would be
+ * 86,400,000 rows, 16 GiB for the two models. */
+static int sim_series_fits(const struct scenario *s, const char *path, char *err, size_t errlen)
+{
+    struct scn_src src = {path, 0, err, errlen};
+    double rows = (double)(s->duration / s->sample_interval);
+    if (rows <= SERIES_MAX)
+        return 0;
+    return scn_fail(&src,
+                    "the time series would take %.1f GiB of memory (%.0f rows a model, at most "
+                    "%d): set sample_interval to %.0fms or more (a report without --series keeps "
+                    "no series)",
+                    rows * 2 * sizeof(struct sample) / 1073741824.0, rows, SERIES_MAX,
+                    ceil((double)s->duration / SERIES_MAX / MS));
+}
+
 /* Defaults, then the file at `path`, then each --set, then --seed, then the cross-key
  * checks. The window calls it again to restart or switch scenario. */
 static int sim_load(struct scenario *s, const char *path, const struct options *o, char *err,
@@ -6409,7 +6512,9 @@ static int sim_load(struct scenario *s, const char *path, const struct options *
         if (scn_set(s, "seed", o->seed, &src) < 0)
             return -1;
     }
-    return scn_finish(s, path, err, errlen);
+    if (scn_finish(s, path, err, errlen) < 0)
+        return -1;
+    return sim_keeps_series(o) ? sim_series_fits(s, path, err, errlen) : 0;
 }
 
 /* sim_load for the window, which restarts and switches scenarios with the same options. */
@@ -6455,6 +6560,7 @@ static int sim_headless(const struct scenario *s, const struct options *o)
     double t0 = wall_now();
     for (int k = 0; k < MODEL_N; k++) {
         model_init(&ms[k], s, k);
+        ms[k].keep_series = o->series != NULL;
         if (tr.f)
             ms[k].trace = &tr;
         sim_run_model(&ms[k], !o->quiet && isatty(2));
@@ -6602,6 +6708,7 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     struct model m;
     int mode = live_mode(&lv);
     model_init(&m, s, mode);
+    m.keep_series = 1; /* model_mean_sample reads it */
     printf("live %s (%s mode) beside %s, predicted by the %s model\n", o->live, model_names[mode],
            o->scenario, model_names[mode]);
     printf("%6s | %9s %9s | %9s %9s | %7s %7s | %8s %8s | %8s %8s\n", "t s", "req/s", "predicted",
@@ -6698,8 +6805,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    int window =
-        !o.headless && !o.json && !o.csv && (getenv("DISPLAY") || getenv("WAYLAND_DISPLAY"));
+    int window = sim_window_wanted(&o);
     if (o.live && !window && !o.screenshot)
         return sim_live_text(&s, &o);
     if (o.screenshot)

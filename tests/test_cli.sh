@@ -80,5 +80,15 @@ expect_clean 2 "$tmp/nul.scn:1: " 10 -- --headless "$tmp/nul.scn"
 expect_clean 2 "is a directory" 10 -- --headless "$tmp"
 expect_clean 2 "is a directory" 10 -- --headless scenarios/default.scn --calibration "$tmp"
 
+# S6: in-range values whose product is runaway memory are refused with a reason. The time
+# series is kept only for what draws or writes it (here --series): a report alone keeps none.
+expect_clean 2 "memory" 20 -- --headless scenarios/default.scn --set sample_interval=1ms --set duration=86400s --series "$tmp/day.csv"
+# S6: a retry storm (calls fail at once, retried 1us later) once queued an idle check per idle
+# period of a pool thread (~75 MB/s): bounded in time, and in memory under ulimit -v (outside
+# ASan, which reserves terabytes of address space)
+printf 'users = 100\nprogram = call(A)\nservice.A.timeout = 1ns\nretry_after = 1us\nduration = 50ms\nwarmup = 0\n' > "$tmp/storm.scn"
+if grep -q __asan_init "$sim"; then lim=unlimited; else lim=150000; fi
+(ulimit -v $lim; exec timeout 60 "$sim" --headless "$tmp/storm.scn" --quiet) > "$tmp/out" 2> "$tmp/err"; got=$?
+[ "$got" -eq 0 ] && grep -q '^  timeout ' "$tmp/out" && ok || bad "retry storm: exit $got: $(head -c 300 "$tmp/err")"
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -393,6 +393,7 @@ static void test_pool_grows_and_shrinks(void)
                   "service.A.latency = 50ms\nplatform.idle_timeout = 2s\n");
     struct model m;
     model_init(&m, &s, MODEL_PLATFORM);
+    m.keep_series = 1;
     model_run(&m, s.duration);
     const struct sample *last = &m.series[m.nseries - 1];
     CHECK(m.stats.peak_os_threads == s.runtime_threads + 100,
@@ -442,6 +443,102 @@ static void test_pool_release_race(void)
     run_one(&s, MODEL_PLATFORM, &r);
     CHECK(r.peak_os_threads == s.runtime_threads + 10, "no release CPU: N pool threads (%g)",
           r.peak_os_threads - s.runtime_threads);
+}
+
+/* A pool thread retires exactly platform.idle_timeout after it went idle, never sooner and
+ * never later, however often it went idle before (one queued idle check per thread; the
+ * later idle periods' checks are queued as the earlier fire: thr_idle_timer). Checked after
+ * every event against each thread's own state. */
+static void test_idle_retirement_exact(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 20\nthink = exp(400ms)\nduration = 20s\nwarmup = 1s\n"
+                  "program = cpu(1ms) call(A)\nservice.A.latency = exp(20ms)\n"
+                  "platform.idle_timeout = 300ms\nplatform.min_spare = 0\n");
+    struct model m;
+    uint32_t id[512];
+    uint8_t alive[512] = {0};
+    int late = 0, wrong = 0, retired = 0, noted = 0;
+    model_init(&m, &s, MODEL_PLATFORM);
+    while (model_step(&m, s.duration) >= 0 && m.nthr <= 512) {
+        for (int32_t t = 0; t < m.nthr; t++) {
+            const struct thr *th = &m.thr[t];
+            if (alive[t] && (!th->alive || th->id != id[t])) { /* it retired at this event */
+                retired++;
+                wrong += m.now != th->since + s.idle_timeout;
+            }
+            if (th->alive && th->state == THR_IDLE && m.now - th->since > s.idle_timeout)
+                late++;
+            noted += th->alive && th->rearm;
+            alive[t] = th->alive;
+            id[t] = th->id;
+        }
+    }
+    CHECK(m.nthr <= 512 && retired >= 10 && wrong == 0 && late == 0,
+          "%d retirements, %d not at idle + idle_timeout, %d thread-events idle too long", retired,
+          wrong, late);
+    CHECK(noted > 0, "threads went idle again while a check was queued (%d)", noted);
+    model_free(&m);
+}
+
+/* A retry storm: every call fails at once (timeout 1ns) and the user retries 1us later, so a
+ * pool thread goes idle a million times a simulated second. What is queued stays what the
+ * load can have pending: a request, a call or an arrival per user, a wake-up and an idle
+ * check per thread, a slice per core, a sample. */
+static void test_retry_storm_bounded(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 100\nprogram = call(A)\nservice.A.timeout = 1ns\nretry_after = 1us\n"
+                  "duration = 20ms\nwarmup = 0\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct model m;
+        size_t most = 0;
+        model_init(&m, &s, k);
+        while (model_step(&m, s.duration) >= 0)
+            if (m.events.len > most)
+                most = m.events.len;
+        size_t bound = (size_t)(s.users * (1 + MAX_PAR) + 2 * m.nthr + s.cores + 1);
+        CHECK(m.stats.failed[FAIL_TIMEOUT] > 10000 && most <= bound,
+              "%s: %" PRIu64 " timeouts, at most %zu events queued (bound %zu)", model_names[k],
+              m.stats.failed[FAIL_TIMEOUT], most, bound);
+        model_free(&m);
+    }
+}
+
+/* The time series is kept only when asked (the window, --series, --live), and never beyond
+ * SERIES_MAX rows; a run that would keep more is refused, naming the memory. */
+static void test_series_kept_when_used(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 10\nduration = 3s\nwarmup = 1s\nsample_interval = 10ms\n");
+    struct model m;
+    model_init(&m, &s, MODEL_VIRTUAL);
+    model_run(&m, s.duration);
+    CHECK(m.series == NULL && m.nseries == 0, "no series by default (%d rows)", m.nseries);
+    model_free(&m);
+    model_init(&m, &s, MODEL_VIRTUAL);
+    m.keep_series = 1;
+    model_run(&m, s.duration);
+    CHECK(m.nseries == 300 && m.capseries == 300, "kept: duration / interval rows (%d of %d)",
+          m.nseries, m.capseries);
+    model_free(&m);
+    struct options o;
+    char err[512] = "";
+    char *day[] = {"sim",
+                   "--headless",
+                   "scenarios/default.scn",
+                   "--set",
+                   "sample_interval=1ms",
+                   "--set",
+                   "duration=86400s",
+                   "--series",
+                   "/dev/null",
+                   NULL};
+    CHECK(opt_parse(7, day, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) == 0,
+          "a day at 1 ms with no series to keep: %s", err);
+    CHECK(opt_parse(9, day, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) < 0 &&
+              strstr(err, "memory") && strstr(err, "86400000 rows"),
+          "a day at 1 ms with --series: '%s'", err);
 }
 
 /* The blog's observation: platform threads grow with load, virtual threads stay constant. */
@@ -933,6 +1030,9 @@ int main(void)
     test_conservation();
     test_pool_grows_and_shrinks();
     test_pool_release_race();
+    test_idle_retirement_exact();
+    test_retry_storm_bounded();
+    test_series_kept_when_used();
     test_blog_thread_counts();
     test_scenario_claims();
     test_zero_time_loop();
