@@ -72,6 +72,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -3552,8 +3553,9 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
  * produce, so the window can draw measurement and prediction on one clock. Only loopback
  * addresses are accepted: this is a teaching tool, not a network scraper. */
 
-#define LIVE_MAX_LE   64
-#define LIVE_MAX_BODY (256 * 1024)
+#define LIVE_MAX_LE      64
+#define LIVE_MAX_BODY    (256 * 1024)
+#define LIVE_DEADLINE_MS 2000 /* a whole scrape: connect, request, answer */
 
 /* One scrape: counters and gauges as the aggregator reports them. */
 struct live_scrape {
@@ -3573,6 +3575,7 @@ struct live_sample {
 struct live {
     char host[64];
     int port, family;
+    int deadline_ms;         /* for a whole scrape, LIVE_DEADLINE_MS (a test sets less) */
     double t0, last_t;       /* wall times of the first and the previous scrape, s */
     struct live_scrape last; /* the previous scrape, for deltas */
     int have_last;
@@ -3618,6 +3621,7 @@ static int live_parse_url(struct live *lv, const char *url, char *err, size_t er
                  loopback[i].family == AF_INET ? "127.0.0.1" : "::1");
         lv->port = (int)port;
         lv->family = loopback[i].family;
+        lv->deadline_ms = LIVE_DEADLINE_MS;
         return 0;
     }
     snprintf(err, errlen,
@@ -3625,13 +3629,39 @@ static int live_parse_url(struct live *lv, const char *url, char *err, size_t er
     return -1;
 }
 
-/* GET /metrics; the body goes to a malloc'd NUL-terminated string. Bounded by timeouts. */
-static char *live_fetch(const struct live *lv, char *err, size_t errlen)
+/* CLOCK_MONOTONIC in seconds: deadlines do not move with the wall clock. */
+static double live_clock(void)
 {
-    int fd = socket(lv->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {2, 0};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait for `events` on fd until `deadline` (live_clock). 0: ready; -1 with errno, ETIMEDOUT
+ * once the deadline has passed. */
+static int live_wait(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - live_clock();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, (int)ceil(left * 1000));
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* A non-blocking socket connected to the endpoint by `deadline`; -1 with errno. */
+static int live_connect(const struct live *lv, double deadline)
+{
     struct sockaddr_storage sa = {0};
-    socklen_t salen;
+    socklen_t salen, elen = sizeof(int);
+    int e = 0, fd = socket(lv->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (lv->family == AF_INET) {
         struct sockaddr_in *a = (struct sockaddr_in *)&sa;
         a->sin_family = AF_INET;
@@ -3645,38 +3675,75 @@ static char *live_fetch(const struct live *lv, char *err, size_t errlen)
         inet_pton(AF_INET6, lv->host, &a->sin6_addr);
         salen = sizeof *a;
     }
-    if (fd < 0) {
-        snprintf(err, errlen, "live: socket: %s", strerror(errno));
-        return NULL;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
-    char *buf = NULL;
-    size_t len = 0;
-    if (connect(fd, (struct sockaddr *)&sa, salen) < 0 ||
-        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
-        snprintf(err, errlen, "live: %s port %d: %s", lv->host, lv->port, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
-    for (ssize_t got;
-         len < LIVE_MAX_BODY && (got = read(fd, buf + len, LIVE_MAX_BODY - len)) != 0;) {
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            snprintf(err, errlen, "live: read: %s", strerror(errno));
-            len = 0;
-            break;
-        }
-        len += (size_t)got;
-    }
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) == 0)
+        return fd;
+    if (errno == EINPROGRESS && live_wait(fd, POLLOUT, deadline) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && (errno = e) == 0)
+        return fd;
+    e = errno;
     close(fd);
-    buf[len] = 0;
-    char *body = strstr(buf, "\r\n\r\n");
-    if (!len || strncmp(buf, "HTTP/1.", 7) || strncmp(buf + 8, " 200", 4) || !body) {
-        if (len)
+    errno = e;
+    return -1;
+}
+
+/* Write all n bytes by `deadline`; 0, or -1 with errno. */
+static int live_send(int fd, const char *p, size_t n, double deadline)
+{
+    while (n > 0) {
+        if (live_wait(fd, POLLOUT, deadline) < 0)
+            return -1;
+        ssize_t sent = send(fd, p, n, MSG_NOSIGNAL);
+        if (sent < 0 && errno != EINTR && errno != EAGAIN)
+            return -1;
+        if (sent > 0) {
+            p += sent;
+            n -= (size_t)sent;
+        }
+    }
+    return 0;
+}
+
+/* Read until the peer closes (or cap bytes) by `deadline`; the length, or -1 with errno. */
+static ssize_t live_receive(int fd, char *buf, size_t cap, double deadline)
+{
+    size_t len = 0;
+    while (len < cap) {
+        if (live_wait(fd, POLLIN, deadline) < 0)
+            return -1;
+        ssize_t got = read(fd, buf + len, cap - len);
+        if (got == 0)
+            break;
+        if (got < 0 && errno != EINTR && errno != EAGAIN)
+            return -1;
+        len += got > 0 ? (size_t)got : 0;
+    }
+    return (ssize_t)len;
+}
+
+/* GET /metrics; the body goes to a malloc'd NUL-terminated string. The whole scrape
+ * (connect, request, answer) has lv->deadline_ms: a read timeout alone let an endpoint that
+ * sends a byte a second hold --live for as long as it liked. */
+static char *live_fetch(const struct live *lv, char *err, size_t errlen)
+{
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
+    double deadline = live_clock() + lv->deadline_ms / 1e3;
+    char *buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
+    ssize_t len = -1;
+    int fd = live_connect(lv, deadline);
+    if (fd >= 0 && live_send(fd, req, sizeof req - 1, deadline) == 0)
+        len = live_receive(fd, buf, LIVE_MAX_BODY, deadline);
+    if (len < 0 && errno == ETIMEDOUT)
+        snprintf(err, errlen, "live: %s port %d: no whole answer within %d ms", lv->host, lv->port,
+                 lv->deadline_ms);
+    else if (len < 0)
+        snprintf(err, errlen, "live: %s port %d: %s", lv->host, lv->port, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (len >= 0)
+        buf[len] = 0;
+    char *body = len > 0 ? strstr(buf, "\r\n\r\n") : NULL;
+    if (len < 0 || !body || strncmp(buf, "HTTP/1.", 7) || strncmp(buf + 8, " 200", 4)) {
+        if (len >= 0)
             snprintf(err, errlen, "live: /metrics did not answer 200 with a body");
         free(buf);
         return NULL;

@@ -8,6 +8,7 @@
 #include "sim.c"
 #include "tests/check.h"
 #include <glob.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 /* ---- helpers ---- */
@@ -1013,6 +1014,63 @@ static void test_live(void)
     free(lv.v);
 }
 
+/* An endpoint that answers one byte every 200 ms, for at most 40 bytes (8 s). */
+struct drip {
+    int listener;
+    int sent; /* bytes it managed to send */
+};
+
+static void *drip_serve(void *arg)
+{
+    static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+                                 "agg_os_threads 24\n";
+    struct drip *d = arg;
+    struct timespec pace = {0, 200 * 1000 * 1000}; /* the drip's rate, not a synchronisation */
+    char req[512];
+    int c = accept(d->listener, NULL, NULL);
+    if (c < 0 || read(c, req, sizeof req) <= 0)
+        return NULL;
+    for (d->sent = 0; d->sent < 40; d->sent++) {
+        if (send(c, answer + d->sent % (sizeof answer - 1), 1, MSG_NOSIGNAL) != 1)
+            break; /* the client gave up and closed */
+        nanosleep(&pace, NULL);
+    }
+    close(c);
+    return NULL;
+}
+
+/* --live against an endpoint that drips its answer: each read gets a byte in time, so only
+ * a deadline for the whole scrape ends it. live_fetch fails at lv.deadline_ms, not later. */
+static void test_live_deadline(void)
+{
+    struct drip d = {.listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    pthread_t server;
+    if (d.listener < 0 || bind(d.listener, (struct sockaddr *)&a, sizeof a) < 0 ||
+        listen(d.listener, 1) < 0 || getsockname(d.listener, (struct sockaddr *)&a, &alen) < 0 ||
+        pthread_create(&server, NULL, drip_serve, &d) != 0) {
+        CHECK(0, "drip server: %s", strerror(errno));
+        return;
+    }
+    struct live lv = {0};
+    char url[64], err[256] = "";
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ntohs(a.sin_port));
+    CHECK(live_parse_url(&lv, url, err, sizeof err) == 0 && lv.deadline_ms == LIVE_DEADLINE_MS,
+          "the default deadline: %d ms", lv.deadline_ms);
+    lv.deadline_ms = 1000;
+    double t0 = live_clock();
+    char *body = live_fetch(&lv, err, sizeof err);
+    double took = live_clock() - t0;
+    CHECK(body == NULL && strstr(err, "no whole answer within 1000 ms"), "a dripped answer: '%s'",
+          err);
+    CHECK(took >= 0.9 && took < 1.0 + 0.5, "it gave up at the deadline: %.3f s for 1 s", took);
+    free(body);
+    pthread_join(server, NULL); /* the server's next send after the close fails */
+    CHECK(d.sent >= 4 && d.sent < 40, "the server dripped %d bytes, then saw the close", d.sent);
+    close(d.listener);
+}
+
 int main(void)
 {
     test_event_order();
@@ -1043,5 +1101,6 @@ int main(void)
     test_calibration_file();
     test_validate();
     test_live();
+    test_live_deadline();
     return check_done("test_sim");
 }
