@@ -2285,11 +2285,26 @@ static const struct unit byte_units[] = {
     {"B", 1},    {"KiB", 1024}, {"MiB", 1048576}, {"GiB", 1073741824.0},
     {"KB", 1e3}, {"MB", 1e6},   {"GB", 1e9},      {0, 0}};
 
+/* Numbers are decimal. strtod also reads hexadecimal (0x10, 0x1p4), which a scenario never
+ * means: scn_strtod then reads nothing (*end = p). */
+static int scn_hex(const char *p)
+{
+    const char *q = scn_skip_space(p);
+    q += *q == '+' || *q == '-';
+    return q[0] == '0' && (q[1] == 'x' || q[1] == 'X');
+}
+
+static double scn_strtod(const char *p, char **end)
+{
+    *end = (char *)p;
+    return scn_hex(p) ? 0 : strtod(p, end);
+}
+
 static int scn_number_unit(const char *p, const char **end, const struct unit *units, double *out)
 {
     char *e;
     errno = 0;
-    double v = strtod(p, &e);
+    double v = scn_strtod(p, &e);
     if (e == p || errno || !isfinite(v))
         return -1;
     const char *u = e;
@@ -2378,13 +2393,19 @@ static int scn_dist(const struct scn_src *src, const char *p, const char **end, 
         src, "bad distribution '%.40s' (want 5ms, uniform(a,b), exp(mean), lognormal(p50,p99))", p);
 }
 
-static int scn_find_service(struct scenario *s, const char *name, size_t len, int create)
+/* The service called `name` (len bytes), declared now if it is new; -1 after a message. */
+static int scn_service(struct scenario *s, const struct scn_src *src, const char *name, int len)
 {
     for (int i = 0; i < s->nsvc; i++)
-        if (strlen(s->svc[i].name) == len && strncmp(s->svc[i].name, name, len) == 0)
+        if ((int)strlen(s->svc[i].name) == len && strncmp(s->svc[i].name, name, (size_t)len) == 0)
             return i;
-    if (!create || s->nsvc == MAX_SERVICES || len == 0 || len >= sizeof s->svc[0].name)
-        return -1;
+    if (len >= (int)sizeof s->svc[0].name)
+        return scn_fail(src, "service name '%.20s...' is longer than %zu characters", name,
+                        sizeof s->svc[0].name - 1);
+    if (s->nsvc == MAX_SERVICES)
+        return scn_fail(src, "too many services (at most %d): '%.*s'", MAX_SERVICES, len, name);
+    memcpy(s->svc[s->nsvc].name, name, (size_t)len);
+    s->svc[s->nsvc].name[len] = 0;
     return s->nsvc++;
 }
 
@@ -2455,12 +2476,9 @@ static int scn_program_item(struct scenario *s, const struct scn_src *src, const
                     return scn_fail(src, "%.*s() needs a service name", n, word);
                 if (step.nsvc == MAX_PAR || (step.op == OP_CALL && step.nsvc == 1))
                     return scn_fail(src, "too many services in %.*s()", n, word);
-                int k = scn_find_service(s, p, (size_t)len, 1);
+                int k = scn_service(s, src, p, len);
                 if (k < 0)
-                    return scn_fail(src, "too many services (at most %d) or bad name '%.*s'",
-                                    MAX_SERVICES, len, p);
-                if (!s->svc[k].name[0])
-                    memcpy(s->svc[k].name, p, (size_t)len);
+                    return -1;
                 step.svc[step.nsvc++] = (uint8_t)k;
                 p = scn_skip_space(p + len);
                 if (*p != ',')
@@ -2556,18 +2574,19 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
         break;
     case K_U64:
         errno = 0;
-        if (*v == '-')
+        if (*v == '-' || scn_hex(v))
             return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
-        *(uint64_t *)field = strtoull(v, &e, 0);
+        *(uint64_t *)field = strtoull(v, &e, 10);
         if (e == v || errno)
             return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
         end = e;
         break;
     default: /* K_INT, K_LONG, K_DOUBLE, K_BOOL */
         errno = 0;
-        x = strtod(v, &e);
+        x = scn_strtod(v, &e);
         if (e == v || errno || !isfinite(x))
-            return scn_fail(src, "%s: '%s' is not a number", k->name, v);
+            return scn_fail(src, "%s: '%s' is not a%s number", k->name, v,
+                            scn_hex(v) ? " decimal" : "");
         if (k->type != K_DOUBLE && x != floor(x))
             return scn_fail(src, "%s: '%s' is not a whole number", k->name, v);
         end = e;
@@ -2621,12 +2640,9 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
         int len = scn_ident(name);
         if (name + len != dot)
             return scn_fail(src, "'%s': bad service name", key);
-        int i = scn_find_service(s, name, (size_t)len, 0);
-        if (i < 0) {
-            if ((i = scn_find_service(s, name, (size_t)len, 1)) < 0)
-                return scn_fail(src, "too many services (at most %d)", MAX_SERVICES);
-            memcpy(s->svc[i].name, name, (size_t)len);
-        }
+        int i = scn_service(s, src, name, len);
+        if (i < 0)
+            return -1;
         for (size_t k = 0; k < SVC_NKEYS; k++)
             if (strcmp(dot + 1, svc_keys[k].name) == 0)
                 return scn_value(s, &s->svc[i], &svc_keys[k], value, src);
@@ -3083,6 +3099,22 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct result res
     }
 }
 
+/* Close a report's file (stdout is only flushed) and say whether every write to it got
+ * through: a full disk or /dev/full must not pass for a report written. 0, or -1 after a
+ * message naming `name`. */
+static int rep_close(FILE *f, const char *name)
+{
+    errno = 0;
+    int bad = fflush(f) != 0 || ferror(f), e = errno;
+    if (f != stdout && fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad)
+        fprintf(stderr, "sim: cannot write %s: %s\n", name, e ? strerror(e) : "write error");
+    return bad ? -1 : 0;
+}
+
 static int rep_series(const char *path, const struct model ms[MODEL_N])
 {
     FILE *f = fopen(path, "w");
@@ -3105,7 +3137,7 @@ static int rep_series(const char *path, const struct model ms[MODEL_N])
                 x->blocked, x->carriers_busy, x->vt_runnable, x->vt_parked, x->vt_pinned, x->queued,
                 x->in_flight, x->ports_tw, x->ports_open, x->conns_busy, x->thread_mem, x->failed);
         }
-    return fclose(f);
+    return rep_close(f, path);
 }
 
 /* ---- IV.2 Chrome trace ---- */
@@ -3114,6 +3146,7 @@ static int rep_series(const char *path, const struct model ms[MODEL_N])
  * lane per OS thread or carrier, one span per running / ready / blocked interval. */
 struct trace {
     FILE *f;
+    const char *path;
     uint64_t spans, max;
 };
 
@@ -3135,6 +3168,7 @@ static int trace_open(struct trace *tr, const char *path)
         fprintf(stderr, "sim: %s: %s\n", path, strerror(errno));
         return -1;
     }
+    tr->path = path;
     tr->max = 2000000;
     fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"platform "
           "threads\"}},\n"
@@ -3144,14 +3178,15 @@ static int trace_open(struct trace *tr, const char *path)
     return 0;
 }
 
-static void trace_close(struct trace *tr)
+/* 0, or -1 after a message if a write failed. */
+static int trace_close(struct trace *tr)
 {
     if (!tr->f)
-        return;
+        return 0;
     fputs("\n]\n", tr->f);
-    fclose(tr->f);
     if (tr->spans >= tr->max)
         fprintf(stderr, "sim: trace truncated at %" PRIu64 " spans\n", tr->max);
+    return rep_close(tr->f, tr->path);
 }
 
 /* ---- IV.3 Validation ---- */
@@ -3235,7 +3270,7 @@ static int val_number(const char *text, double *out)
 {
     char *end;
     errno = 0;
-    *out = strtod(text, &end);
+    *out = scn_strtod(text, &end);
     return end != text && !*scn_skip_space(end) && !errno && isfinite(*out) ? 0 : -1;
 }
 
@@ -6455,14 +6490,14 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
             return opt_fail("too many --set (%s)", v);
         o->sets[o->nsets++] = v;
         return 0;
-    case OPT_TIME:
-        if (scn_time(&src, v, &tail, &x) < 0 || *scn_skip_space(tail))
-            return opt_fail("%s %s: want a time such as 5s", row->flag, v);
+    case OPT_TIME: /* as long as the longest duration, a day */
+        if (scn_time(&src, v, &tail, &x) < 0 || *scn_skip_space(tail) || x > 86400e9)
+            return opt_fail("%s %s: want a time from 0 to 86400s, such as 5s", row->flag, v);
         *(simtime *)field = (simtime)x;
         return 0;
     case OPT_NUMBER:
         errno = 0;
-        x = strtod(v, &end);
+        x = scn_strtod(v, &end);
         if (end == v || *end || errno || !(x > 0 && x <= 1e6))
             return opt_fail("%s %s: want a number above 0", row->flag, v);
         *(double *)field = x;
@@ -6653,14 +6688,16 @@ static int sim_headless(const struct scenario *s, const struct options *o)
         rep_csv(stdout, s, res);
     else
         rep_text(stdout, s, o->scenario, res);
-    fflush(stdout);
+    if (rep_close(stdout, "the report to stdout") < 0)
+        rc = 1;
     if (!o->json && !o->quiet)
         fprintf(stderr, "sim: %.0f events in %.3f s (%.2f M events/s), peak RSS %.1f MiB\n",
                 res[0].events + res[1].events, wall, (res[0].events + res[1].events) / wall / 1e6,
                 ru.ru_maxrss / 1024.0);
     if (o->series && rep_series(o->series, ms) < 0)
         rc = 1;
-    trace_close(&tr);
+    if (trace_close(&tr) < 0)
+        rc = 1;
     for (int k = 0; k < MODEL_N; k++)
         model_free(&ms[k]);
     return rc;
@@ -6687,7 +6724,7 @@ static int sim_validate(const struct options *o)
     else
         val_print_text(stdout, points, n);
     free(points);
-    return 0;
+    return rep_close(stdout, "the results to stdout") < 0;
 }
 
 /* --at TIME, or the scenario's duration; -1 after printing an error. */
@@ -6794,7 +6831,10 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
         printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t,
                x->rps, p.rps, x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked,
                p.vt_parked, x->rss / 1048576, (double)p.rss / 1048576);
-        fflush(stdout);
+        if (rep_close(stdout, "the rows to stdout") < 0) { /* only flushes stdout */
+            rc = 1;
+            break;
+        }
     }
     model_free(&m);
     free(lv.v);

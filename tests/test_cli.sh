@@ -79,7 +79,6 @@ printf 'users = 5\000garbage\n' > "$tmp/nul.scn"
 expect_clean 2 "$tmp/nul.scn:1: " 10 -- --headless "$tmp/nul.scn"
 expect_clean 2 "is a directory" 10 -- --headless "$tmp"
 expect_clean 2 "is a directory" 10 -- --headless scenarios/default.scn --calibration "$tmp"
-
 # S6: in-range values whose product is runaway memory are refused with a reason. The time
 # series is kept only for what draws or writes it (here --series): a report alone keeps none.
 expect_clean 2 "memory" 20 -- --headless scenarios/default.scn --set sample_interval=1ms --set duration=86400s --series "$tmp/day.csv"
@@ -90,5 +89,15 @@ printf 'users = 100\nprogram = call(A)\nservice.A.timeout = 1ns\nretry_after = 1
 if grep -q __asan_init "$sim"; then lim=unlimited; else lim=150000; fi
 (ulimit -v $lim; exec timeout 60 "$sim" --headless "$tmp/storm.scn" --quiet) > "$tmp/out" 2> "$tmp/err"; got=$?
 [ "$got" -eq 0 ] && grep -q '^  timeout ' "$tmp/out" && ok || bad "retry storm: exit $got: $(head -c 300 "$tmp/err")"
+# minor: numbers that are not numbers, and writes that fail
+expect_clean 2 "--at 1e30s" 10 -- scenarios/default.scn --screenshot "$tmp/a.png" --at 1e30s
+expect_clean 2 "--fps nan" 10 -- scenarios/default.scn --frames "$tmp/fr" --fps nan
+expect_clean 2 "users: '0x10'" 10 -- --headless scenarios/default.scn --set users=0x10
+expect_clean 1 "/dev/full" 30 -- --headless scenarios/default.scn --set duration=2s --set warmup=1s --quiet --trace /dev/full
+timeout 30 "$sim" --headless scenarios/default.scn --set duration=2s --set warmup=1s --quiet > /dev/full 2> "$tmp/err"; got=$?
+[ "$got" -ne 0 ] && grep -q "write" "$tmp/err" && ok || bad "report to /dev/full: exit $got, '$(head -c 200 "$tmp/err")'"
+long=$(printf 'x%.0s' $(seq 100))
+expect_clean 2 "service name" 10 -- --headless scenarios/default.scn --set "program=call($long)"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

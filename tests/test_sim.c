@@ -736,11 +736,22 @@ static void test_bad_input(void)
     expect_error("platform.min_spare = 300\n", "min_spare exceeds");
     expect_error("net.port_low = 60000\nnet.port_high = 50000\n", "port_low exceeds");
     expect_error("rate = 1e7\nusers = 0\nduration = 1000s\n", "exceeds 2e9 requests");
+    /* numbers are decimal: strtod also reads 0x10 (16) and 0x1p4, strtoull(.., 0) 010 (8) */
+    expect_error("users = 0x10\n", ":1: users: '0x10' is not a decimal number");
+    expect_error("duration = 0x10s\n", "bad time '0x10s'");
+    expect_error("seed = 0x10\n", "seed: '0x10' is not a whole number");
+    expect_error("program = call(a_service_name_of_30_chars___)\n",
+                 "service name 'a_service_name_of_30...' is longer than 23 characters");
+    expect_error("service.a_service_name_of_30_chars___.pool = 3\n", "is longer than 23");
+    expect_error("program = par(a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p) call(q)\n",
+                 "too many services (at most 16): '");
     struct scenario s;
     char err[256];
     scn_defaults(&s);
     CHECK(scn_load(&s, "/nonexistent/x.scn", err, sizeof err) < 0 && strstr(err, "cannot open"),
           "missing file: %s", err);
+    must_load(&s, "seed = 010\n");
+    CHECK(s.seed == 10, "seed 010 is ten, not octal eight (%" PRIu64 ")", s.seed);
 }
 
 /* Read `size` bytes of `data` as a scenario named "mem"; the error, or "" if it loads. */
@@ -811,6 +822,16 @@ static void test_command_line(void)
           "bad --set: %s", err);
     char *flag[] = {"sim", "scenarios/default.scn", "--bogus", NULL};
     CHECK(opt_parse(3, flag, &o) == 2, "unknown flag exits 2");
+    char *at[] = {"sim", "scenarios/default.scn", "--at", "1e30s", NULL};
+    CHECK(opt_parse(4, at, &o) == 2, "--at beyond a day is refused (it overflowed simtime)");
+    at[3] = "86400s";
+    CHECK(opt_parse(4, at, &o) == 0 && o.at == 86400 * SEC, "--at 86400s is a day");
+    /* a write that fails is reported, not taken for a report written */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        fputs("a report", full);
+        CHECK(rep_close(full, "/dev/full") < 0, "writing to /dev/full fails");
+    }
     /* --size: the pixel buffer (4 bytes a pixel) is bounded before SDL is asked for it */
     char *size[] = {"sim", "scenarios/default.scn", "--size", "8192x8192", NULL};
     CHECK(opt_parse(4, size, &o) == 0 && o.width == 8192 && o.height == 8192 &&
