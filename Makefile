@@ -97,16 +97,24 @@ tutorial-images: $(O)/sim
 	$(O)/sim scenarios/default.scn --screenshot assets/default-light.png --at 5s --theme light && \
 	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images and default-light.png in assets/"
 
-# libFuzzer targets (clang): the scenario parser + engine, the HTTP request and response
+# libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
+# first point it accepts, simulated), a calibration file, the HTTP request and response
 # parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
 FUZZ_SECONDS ?= 60
 FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -O1 -g \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
-FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response
+FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_validate build/fuzz/fuzz_calibration \
+                build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response
 
 build/fuzz/fuzz_scenario: tests/fuzz_scenario.c sim.c
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_scenario.c $(SDL_LD) -lm
+build/fuzz/fuzz_validate: tests/fuzz_readers.c sim.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_readers.c $(SDL_LD) -lm
+build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(SDL_CF) -DFUZZ_CALIBRATION -o $@ tests/fuzz_readers.c $(SDL_LD) -lm
 build/fuzz/fuzz_http_request: tests/fuzz_http.c aggregator.c
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -o $@ tests/fuzz_http.c -lpthread -lm
@@ -115,7 +123,7 @@ build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
 	$(FUZZ_CC) -DFUZZ_RESPONSE -o $@ tests/fuzz_http.c -lpthread -lm
 
 fuzz: $(FUZZERS)
-	@for f in scenario http_request http_response; do \
+	@for f in scenario validate calibration http_request http_response; do \
 	    mkdir -p build/fuzz/corpus_$$f; \
 	    echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
 	    build/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
