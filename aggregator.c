@@ -1292,11 +1292,14 @@ static void rt_run(void (*fn)(void *), void *arg)
 
 /* ---- I.9 I/O ---- */
 
-/* One code path for both models. On a virtual thread, sockets are non-blocking and registered
- * with the carrier: EAGAIN parks the thread (Loom's NIO poller mechanism). On a platform
- * thread, sockets are blocking with SO_RCVTIMEO/SO_SNDTIMEO, so the kernel blocks the thread
- * (Tomcat's blocking I/O); EAGAIN then means the timeout passed. A pinned virtual thread
- * blocks its carrier in poll(). Deadlines are absolute ns, -1 for none. */
+/* One code path for both models. Sockets are non-blocking; a read or write that would block
+ * waits in io_wait until the fd is ready or the deadline passes. On a virtual thread the fd is
+ * registered with the carrier and the wait parks the thread (Loom's NIO poller mechanism); on
+ * a platform thread, and on a pinned virtual thread, the OS thread blocks in poll(), which is
+ * Tomcat's blocking I/O with one difference that matters: the deadline is absolute, for the
+ * whole operation. A socket timeout (SO_RCVTIMEO) restarts at every byte, so a peer sending
+ * one byte a second would hold a thread forever (issue 14, F2 and F3). Deadlines are absolute
+ * ns, -1 for none, 0 for "do not wait" (the platform poller's non-blocking reads). */
 
 /* Register fd (non-blocking) with the calling carrier's epoll, edge-triggered, once for its
  * lifetime. Returns 0 or -1. */
@@ -1406,24 +1409,13 @@ static void io_close(int fd)
     close(fd);
 }
 
-static void io_set_timeouts(int fd, int ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-/* Prepare a new socket for the calling thread's model: registered and non-blocking on a
- * virtual thread, blocking with timeouts (ms) on a platform thread. Closes it on failure. */
-static int io_adopt(int fd, int timeout_ms)
+/* Prepare a new socket for the calling thread's model: non-blocking, and registered with the
+ * carrier on a virtual thread. Closes it on failure. */
+static int io_adopt(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (!vt_current()) {
-        io_set_timeouts(fd, timeout_ms);
-        return fd;
-    }
-    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || io_register(fd) < 0) {
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || (vt_current() && io_register(fd) < 0)) {
         int e = errno;
         close(fd);
         errno = e;
@@ -1434,10 +1426,10 @@ static int io_adopt(int fd, int timeout_ms)
 
 /* Connect to sa; returns an adopted fd or -1 with errno (EADDRNOTAVAIL when ephemeral ports
  * run out, ETIMEDOUT, ECONNREFUSED, ...). */
-static int io_connect(const struct sockaddr_in *sa, int64_t deadline, int timeout_ms)
+static int io_connect(const struct sockaddr_in *sa, int64_t deadline)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || io_adopt(fd, timeout_ms) < 0)
+    if (fd < 0 || io_adopt(fd) < 0)
         return -1;
     if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
         return fd;
@@ -1456,7 +1448,7 @@ static int io_connect(const struct sockaddr_in *sa, int64_t deadline, int timeou
 }
 
 /* Accept one connection on a listening socket registered with this carrier. The new fd is
- * blocking and unregistered: the thread that serves it adopts it. */
+ * blocking and unregistered: the thread that serves it adopts it (io_adopt). */
 static int io_accept(int lfd, int64_t deadline)
 {
     for (;;) {
@@ -1532,11 +1524,11 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
 
 /* The two models, side by side.
  *   platform (1:1): like Tomcat's NIO connector. An acceptor/poller thread holds up to
- *   --max-connections connections and watches idle keep-alive connections; a readable one
- *   is queued to the executor, whose pool grows from --min-spare to --threads pthreads. A
- *   pool thread owns the request for its whole life, blocking in read() and write() on the
- *   downstream calls, so at most --threads requests are in progress: throughput is capped
- *   at threads / (K * D) however many users wait.
+ *   --max-connections connections and reads their requests as the bytes come; a whole
+ *   request is queued to the executor, whose pool grows from --min-spare to --threads
+ *   pthreads. A pool thread owns the request for the rest of its life, blocking in poll()
+ *   on the downstream calls, so at most --threads requests are in progress: throughput is
+ *   capped at threads / (K * D) however many users wait.
  *   virtual (M:N): like Loom. One virtual thread per connection (and per fanned-out call),
  *   scheduled on --carriers pthreads. A read that would block parks the virtual thread
  *   (the fd is registered with the carrier's epoll) and the carrier runs another one, so
@@ -1545,23 +1537,25 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  * The life of a request: GET /aggregate, from accept to response.
  *   virtual: vserver_acceptor, a virtual thread parked in io_accept, gets the connection,
  *     conn_new wraps it and vt_spawn_spread starts vconn_main for it on a carrier, where
- *     io_adopt registers the socket with that carrier's epoll. conn_serve_one -> conn_read_request -> io_rw: EAGAIN parks the
- *     thread in io_wait -> vt_wait -> vt_park until carrier_poll sees the bytes and calls
- *     vt_wake. http_parse_request, then the server's route, agg_route -> agg_aggregate,
- *     which runs agg_call_run K times in turn (agg_fan_out with ?parallel=1: one child
- *     thread per call, vt_spawn + vt_join). Each is ds_call: ds_take an idle connection from
- *     this carrier's pool (or client_open -> io_connect), client_exchange -> io_write_all,
- *     io_rw (parked again while the backend's backend_route waits D ms in vt_sleep_until),
+ *     io_adopt registers the socket with that carrier's epoll. conn_serve_one ->
+ *     conn_read_request -> io_rw: EAGAIN parks the thread in io_wait -> vt_wait -> vt_park
+ *     until carrier_poll sees the bytes and calls vt_wake. http_parse_request, then the
+ *     server's route, agg_route -> agg_aggregate, which runs agg_call_run K times in turn
+ *     (agg_fan_out with ?parallel=1: one child thread per call, vt_spawn + vt_join). Each
+ *     is ds_call: ds_take an idle connection from this carrier's pool (or client_open ->
+ *     io_connect), client_exchange -> io_write_all, io_rw (parked again while the
+ *     backend's backend_route waits D ms in vt_sleep_until),
  *     http_parse_response, ds_put. Back in agg_aggregate, http_write_response writes the
  *     JSON array; conn_serve_one sends it with io_write_all, counts it (metrics_request) and
  *     loops for the next request on the keep-alive connection.
  *   platform: pool_poller's epoll reports the listening socket: pool_accept takes the
- *     connection, io_adopt (blocking, with timeouts), conn_new, pool_watch (EPOLLONESHOT). When the connection is
- *     readable, pool_submit queues it (pool_grow adds a thread if none is idle) and a
+ *     connection, io_adopt, conn_new, pool_watch (EPOLLONESHOT, a deadline). When it is
+ *     readable, pool_readable -> conn_read_request reads without waiting; once the request
+ *     is whole, pool_submit queues it (pool_grow adds a thread if none is idle) and a
  *     pool_thread takes it: conn_serve_one and everything below it as above, except that
- *     io_rw blocks the pthread in read() and write() instead of parking, ds_call shares one
- *     pool of connections, and agg_fan_out starts pthreads. Then pool_watch re-arms the
- *     connection (or pool_close drops it) and the thread takes the next task.
+ *     io_wait blocks the pthread in poll() instead of parking, ds_call shares one pool of
+ *     connections, and agg_fan_out starts pthreads. Then pool_watch re-arms the connection
+ *     (or pool_close drops it) and the thread takes the next task.
  *
  * The sections follow that path down: HTTP, the metrics every answer updates, connections,
  * the aggregate handler, the downstream call, the backend; then the two servers that accept. */
@@ -2031,13 +2025,19 @@ struct server {
 struct conn {
     int fd;
     struct server *srv;
-    char *buf;                /* CONN_BUF bytes */
-    size_t len;               /* bytes in buf not yet consumed */
-    struct sbuf out;          /* response being written */
-    struct conn *next, *prev; /* platform: executor queue (next) and the all-connections list */
-    struct conn *all_next;
-    int handoff; /* platform: released by the thread that re-arms it, acquired by the poller */
+    char *buf;       /* CONN_BUF bytes */
+    size_t len;      /* bytes in buf not yet consumed */
+    struct sbuf out; /* response being written */
+    /* platform only, owned by whoever holds the connection (poller, queue, pool thread) */
+    struct conn *next;                    /* executor queue */
+    struct conn *watch_prev, *watch_next; /* the poller's watch list, by deadline */
+    int64_t deadline; /* ns: closed then by the poller unless a whole request has come */
+    int handoff;      /* released by the thread that re-arms it, acquired by the poller */
 };
+
+/* When accept fails for want of fds (EMFILE, ENFILE) or memory, both servers stop accepting
+ * this long: the backlog stays readable, so retrying at once would spin a core. */
+#define ACCEPT_BACKOFF_MS 10
 
 static struct conn *conn_new(struct server *s, int fd)
 {
@@ -2058,8 +2058,13 @@ static void conn_free(struct conn *conn)
     free(conn);
 }
 
-/* Read until one whole request is buffered. Returns its length (> 0), 0 if the peer went
- * away or stayed idle past the deadline, or -status for a request to refuse. */
+/* conn_read_request's outcomes besides a request (> 0) and a refusal (-status, <= -400). */
+enum { CONN_WAIT = 0, CONN_GONE = -1 };
+
+/* Read until one whole request is buffered, waiting until the deadline at most (0: not at
+ * all, the platform poller's non-blocking step). Returns its length (> 0), -status for a
+ * request to refuse, CONN_WAIT if it is still incomplete at the deadline, or CONN_GONE if the
+ * peer closed or the connection failed. */
 static long conn_read_request(struct conn *conn, struct http_request *rq, int64_t deadline)
 {
     for (;;) {
@@ -2070,9 +2075,16 @@ static long conn_read_request(struct conn *conn, struct http_request *rq, int64_
             return -431;
         ssize_t n = io_rw(conn->fd, VT_READ, conn->buf + conn->len, CONN_BUF - conn->len, deadline);
         if (n <= 0)
-            return 0;
+            return n < 0 && errno == ETIMEDOUT ? CONN_WAIT : CONN_GONE;
         conn->len += (size_t)n;
     }
+}
+
+/* Whether a whole request (or one to refuse) is buffered: conn_serve_one needs no read. */
+static int conn_request_buffered(struct conn *conn)
+{
+    struct http_request rq;
+    return conn->len == CONN_BUF || http_parse_request(conn->buf, conn->len, &rq) != 0;
 }
 
 /* Serve one request: read it, route it, write the answer. Returns 1 to keep the connection
@@ -2080,10 +2092,10 @@ static long conn_read_request(struct conn *conn, struct http_request *rq, int64_
 static int conn_serve_one(struct conn *conn)
 {
     struct http_request rq;
-    /* the request's bytes, 0 (peer gone or idle too long) or -status (refused) */
+    /* the request's bytes, -status (refused), or CONN_WAIT or CONN_GONE: close */
     long request_len =
         conn_read_request(conn, &rq, now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS);
-    if (request_len == 0)
+    if (request_len == CONN_WAIT || request_len == CONN_GONE)
         return 0;
     int64_t t0 = now_ns();
     int status, keep = request_len > 0 && rq.keep_alive;
@@ -2257,9 +2269,9 @@ struct client {
 /* Outcomes of one exchange besides a parsed response. */
 enum { CX_STALE = -1, CX_IO = -2, CX_TIMEOUT = -3, CX_BAD = -4, CX_CANCEL = -5 };
 
-static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline, int timeout_ms)
+static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline)
 {
-    int fd = io_connect(sa, deadline, timeout_ms);
+    int fd = io_connect(sa, deadline);
     if (fd < 0)
         return NULL;
     struct client *cl = xcalloc(1, sizeof *cl);
@@ -2382,7 +2394,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = cl != NULL;
         if (!cl) {
-            cl = client_open(&cfg->backends[backend], deadline, cfg->timeout_ms);
+            cl = client_open(&cfg->backends[backend], deadline);
             if (!cl)
                 return errno == ETIMEDOUT ? 504 : 502;
             SHARED_ADD(rt.m->ds_opened, 1);
@@ -2449,16 +2461,24 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
 
 /* Tomcat's NIO connector and its executor, in miniature.
  *   - The acceptor/poller thread accepts up to max_connections connections (then stops
- *     accepting: new ones wait in the kernel's backlog of accept_count) and watches idle
- *     keep-alive connections with epoll (one-shot).
- *   - A readable connection becomes a task in the executor's queue (unbounded unless
- *     --max-queue; a full queue answers 503 at once).
+ *     accepting: new ones wait in the kernel's backlog of accept_count; when accept fails
+ *     for want of fds it stops for ACCEPT_BACKOFF_MS) and watches the connections that have
+ *     no whole request yet with epoll (one-shot).
+ *   - It reads what a readable connection has sent, without blocking, and keeps it until a
+ *     whole request is in (Tomcat parses the request line and headers in non-blocking mode
+ *     too), so a client sending a byte at a time holds a buffer, never a pool thread. Each
+ *     watched connection has a deadline, --idle-ms after it was accepted or answered, for
+ *     its whole next request however it spaces its bytes; the watch list is in deadline
+ *     order (every deadline is now + idle_ms when set), and the poller sleeps until the
+ *     first and closes what is past it (Tomcat's keepAliveTimeout and connectionTimeout).
+ *   - A connection with a whole request becomes a task in the executor's queue (unbounded
+ *     unless --max-queue; a full queue answers 503 at once).
  *   - Pool threads take tasks. Like Tomcat's TaskQueue, a task that finds no idle thread
  *     makes the pool grow, from min_spare up to threads; only then do tasks wait in line.
  *     A thread idle for --thread-idle-ms (Tomcat's maxIdleTime, 60 s) exits, down to
  *     min_spare.
- *   - A pool thread serves the request with blocking sockets, downstream calls included,
- *     then hands the connection back to the poller. */
+ *   - A pool thread serves the request, blocking in poll() on its downstream calls, then
+ *     hands the connection back to the poller. */
 struct pool {
     struct server *srv;
     int epfd;   /* the poller's epoll: listening socket, stop eventfd, conns */
@@ -2476,8 +2496,13 @@ struct pool {
     int idle;                   /* pool threads waiting for a task */
     int stopping;               /* 1: pool threads exit when the queue is empty */
     long nconns;                /* connections held */
-    int accept_paused;          /* listening socket removed from epoll (at max_connections) */
-    struct conn *all;           /* every connection held, to free them at stop */
+    int accept_paused;          /* listener out of epoll (max_connections, or out of fds) */
+    struct conn *watch_head;    /* connections the poller watches, earliest deadline first */
+    struct conn *watch_tail;    /* (every other connection is queued or being served) */
+    /* poller only (ns): when its timed work is next due; early is harmless, late is not */
+    int64_t accept_retry; /* resume accepting after EMFILE, or 0 */
+    int64_t expire_at;    /* the first watched deadline (none watched: one watched later is
+                             due after now + idle_ms, now being when this was computed) */
 };
 
 enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
@@ -2485,18 +2510,44 @@ enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
 /* pool_grow starts it; it is defined after the queue it takes its tasks from. */
 static void *pool_thread(void *arg);
 
-/* Watch a connection for its next request (EPOLLONESHOT: it is reported once, to the
- * poller, which hands it to one pool thread). A pool thread re-arms it holding p->mu: the
- * poller can report it, and another pool thread serve and close it, before epoll_ctl has
- * returned here, and both of those take p->mu first (pool_submit, pool_close), so the lock
- * orders this thread's last use of the connection before theirs. The release store says
- * the same to the poller, which reads the connection's events before taking the lock. */
-static void pool_watch(struct pool *p, struct conn *conn, int op)
+/* Arm a connection's one-shot epoll event: reported once, to the poller. */
+static void pool_arm(struct pool *p, struct conn *conn, int op)
 {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = conn};
-    int fd = conn->fd;
+    epoll_ctl(p->epfd, op, conn->fd, &ev);
+}
+
+/* Watch a connection for its next request, due within --idle-ms. The caller holds p->mu: a
+ * pool thread re-arming it must, since the poller can report it, and another pool thread
+ * serve and close it, before epoll_ctl has returned here, and both of those take p->mu first
+ * (pool_unwatch, pool_close), so the lock orders this thread's last use of the connection
+ * before theirs. The release store says the same to the poller, which reads the
+ * connection's bytes before taking the lock. */
+static void pool_watch(struct pool *p, struct conn *conn, int op)
+{
+    conn->deadline = now_ns() + (int64_t)p->srv->cfg->idle_ms * NS_PER_MS;
+    conn->watch_next = NULL;
+    conn->watch_prev = p->watch_tail; /* the latest deadline: the tail keeps the order */
+    if (p->watch_tail)
+        p->watch_tail->watch_next = conn;
+    else
+        p->watch_head = conn;
+    p->watch_tail = conn;
     __atomic_store_n(&conn->handoff, 1, __ATOMIC_RELEASE);
-    epoll_ctl(p->epfd, op, fd, &ev);
+    pool_arm(p, conn, op);
+}
+
+/* Stop watching a connection (its request is whole, or it is closing). Holds p->mu. */
+static void pool_unwatch(struct pool *p, struct conn *conn)
+{
+    if (conn->watch_prev)
+        conn->watch_prev->watch_next = conn->watch_next;
+    else
+        p->watch_head = conn->watch_next;
+    if (conn->watch_next)
+        conn->watch_next->watch_prev = conn->watch_prev;
+    else
+        p->watch_tail = conn->watch_prev;
 }
 
 static void pool_watch_listener(struct pool *p, int op)
@@ -2538,21 +2589,10 @@ static int pool_wait_task(struct pool *p)
     return r;
 }
 
-static void pool_unlink(struct pool *p, struct conn *conn)
-{
-    if (conn->prev)
-        conn->prev->all_next = conn->all_next;
-    else
-        p->all = conn->all_next;
-    if (conn->all_next)
-        conn->all_next->prev = conn->prev;
-}
-
-/* Drop a connection: free it and, if the acceptor had paused at max_connections, resume. */
+/* Drop a connection that is not watched: free it and, if the acceptor had paused, resume. */
 static void pool_close(struct pool *p, struct conn *conn)
 {
     pthread_mutex_lock(&p->mu);
-    pool_unlink(p, conn);
     p->nconns--;
     if (p->accept_paused && p->nconns < p->srv->cfg->max_connections && !p->stopping) {
         p->accept_paused = 0;
@@ -2562,7 +2602,7 @@ static void pool_close(struct pool *p, struct conn *conn)
     conn_free(conn);
 }
 
-/* Queue a connection whose request is readable (the executor's execute()). */
+/* Queue a connection with a whole request (the executor's execute()). */
 static void pool_submit(struct pool *p, struct conn *conn)
 {
     pthread_mutex_lock(&p->mu);
@@ -2614,8 +2654,8 @@ static void *pool_thread(void *arg)
         SHARED_ADD(rt.m->pool_busy, 1);
         pthread_mutex_unlock(&p->mu);
         int keep = conn_serve_one(conn);
-        while (keep && conn->len)
-            keep = conn_serve_one(conn); /* pipelined requests */
+        while (keep && conn_request_buffered(conn))
+            keep = conn_serve_one(conn); /* pipelined requests; a part of one waits in the poller */
         SHARED_ADD(rt.m->pool_busy, -1);
         if (!keep)
             pool_close(p, conn);
@@ -2632,32 +2672,112 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
+/* Take the listener out of epoll until pool_close or pool_timers puts it back. */
+static void pool_pause_accept(struct pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->accept_paused)
+        pool_watch_listener(p, EPOLL_CTL_DEL);
+    p->accept_paused = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Accept what the backlog holds, up to max_connections. */
 static void pool_accept(struct pool *p)
 {
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        if (p->nconns >= p->srv->cfg->max_connections) {
-            if (!p->accept_paused)
-                pool_watch_listener(p, EPOLL_CTL_DEL);
-            p->accept_paused = 1;
-            pthread_mutex_unlock(&p->mu);
+        int full = p->nconns >= p->srv->cfg->max_connections;
+        pthread_mutex_unlock(&p->mu);
+        if (full) {
+            pool_pause_accept(p); /* until a connection closes */
             return;
         }
-        pthread_mutex_unlock(&p->mu);
         int fd = accept4(p->srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+            continue;
+        if (fd < 0 && errno != EAGAIN) { /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
+            pool_pause_accept(p);
+            p->accept_retry = now_ns() + ACCEPT_BACKOFF_MS * NS_PER_MS;
+        }
         if (fd < 0)
-            return; /* EAGAIN: backlog empty (or a transient error: try next time) */
-        struct conn *conn = conn_new(p->srv, io_adopt(fd, p->srv->cfg->idle_ms));
+            return;
+        if (io_adopt(fd) < 0)
+            continue;
+        struct conn *conn = conn_new(p->srv, fd);
         pthread_mutex_lock(&p->mu);
         p->nconns++;
-        conn->all_next = p->all;
-        if (p->all)
-            p->all->prev = conn;
-        p->all = conn;
-        pthread_mutex_unlock(&p->mu);
         pool_watch(p, conn, EPOLL_CTL_ADD);
+        pthread_mutex_unlock(&p->mu);
     }
+}
+
+/* A watched connection is readable: read what it sent. A whole request (or one to refuse)
+ * goes to the executor; a part of one stays watched, its deadline unchanged. */
+static void pool_readable(struct pool *p, struct conn *conn)
+{
+    struct http_request rq;
+    (void)__atomic_load_n(&conn->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
+    long r = conn_read_request(conn, &rq, 0);
+    if (r == CONN_WAIT) {
+        pool_arm(p, conn, EPOLL_CTL_MOD);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    pool_unwatch(p, conn);
+    pthread_mutex_unlock(&p->mu);
+    if (r == CONN_GONE)
+        pool_close(p, conn);
+    else
+        pool_submit(p, conn);
+}
+
+/* Close the watched connections past their deadline; returns the next deadline, or now +
+ * idle_ms if none: a connection watched later is due after that. Poller only, between
+ * epoll_wait batches, so no event of this batch can name a connection freed here. */
+static int64_t pool_expire(struct pool *p, int64_t now)
+{
+    struct conn *expired = NULL;
+    pthread_mutex_lock(&p->mu);
+    while (p->watch_head && p->watch_head->deadline <= now) {
+        struct conn *conn = p->watch_head;
+        pool_unwatch(p, conn);
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, conn->fd, NULL); /* a forked child may share the fd */
+        conn->next = expired;
+        expired = conn;
+    }
+    int64_t next =
+        p->watch_head ? p->watch_head->deadline : now + (int64_t)p->srv->cfg->idle_ms * NS_PER_MS;
+    pthread_mutex_unlock(&p->mu);
+    while (expired) {
+        struct conn *conn = expired;
+        expired = conn->next;
+        pool_close(p, conn);
+    }
+    return next;
+}
+
+/* The poller's timed work: idle connections and the acceptor's back-off, each only when due
+ * (it runs at every wake-up, so it must not take the lock each time). Returns when it is
+ * next due (ns). */
+static int64_t pool_timers(struct pool *p)
+{
+    int64_t now = now_ns();
+    if (now >= p->expire_at)
+        p->expire_at = pool_expire(p, now);
+    int64_t next = p->expire_at;
+    if (p->accept_retry && now >= p->accept_retry) {
+        p->accept_retry = 0;
+        pthread_mutex_lock(&p->mu);
+        if (p->accept_paused && !p->stopping) {
+            p->accept_paused = 0; /* pool_accept pauses again if still out of fds */
+            pool_watch_listener(p, EPOLL_CTL_ADD);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    if (p->accept_retry && p->accept_retry < next)
+        next = p->accept_retry;
+    return next;
 }
 
 static void *pool_poller(void *arg)
@@ -2665,20 +2785,16 @@ static void *pool_poller(void *arg)
     struct pool *p = arg;
     struct epoll_event ev[256];
     for (;;) {
-        int n = epoll_wait(p->epfd, ev, (int)ARRAY_LEN(ev), -1);
+        int64_t wait = pool_timers(p) - now_ns();
+        int ms = wait <= 0 ? 0 : (int)((wait + NS_PER_MS - 1) / NS_PER_MS);
+        int n = epoll_wait(p->epfd, ev, (int)ARRAY_LEN(ev), ms);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == &p->stopfd)
                 return NULL;
-            if (ev[i].data.ptr == p) {
+            if (ev[i].data.ptr == p)
                 pool_accept(p);
-                continue;
-            }
-            struct conn *conn = ev[i].data.ptr;
-            (void)__atomic_load_n(&conn->handoff, __ATOMIC_ACQUIRE); /* see pool_watch */
-            if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && !(ev[i].events & EPOLLIN))
-                pool_close(p, conn);
             else
-                pool_submit(p, conn);
+                pool_readable(p, ev[i].data.ptr);
         }
     }
 }
@@ -2733,9 +2849,9 @@ static void pool_stop(struct server *s)
     }
     free(p->tids);
     free(p->slot);
-    while (p->all) {
-        struct conn *conn = p->all;
-        pool_unlink(p, conn);
+    while (p->watch_head) { /* the threads are gone: every connection left is watched */
+        struct conn *conn = p->watch_head;
+        pool_unwatch(p, conn);
         conn_free(conn);
     }
     close(p->epfd);
@@ -2754,7 +2870,7 @@ static void pool_stop(struct server *s)
 static void vconn_main(void *arg)
 {
     struct conn *conn = arg;
-    if (io_adopt(conn->fd, 0) < 0) { /* register with this carrier's epoll */
+    if (io_adopt(conn->fd) < 0) { /* register with this carrier's epoll */
         conn->fd = -1;
         SHARED_ADD(conn->srv->vconns, -1);
         conn_free(conn);
@@ -2784,7 +2900,7 @@ static void vserver_acceptor(void *arg)
             if (errno == ECANCELED)
                 break;
             if (errno == EMFILE || errno == ENFILE)
-                vt_sleep_until(now_ns() + 10 * NS_PER_MS); /* back off */
+                vt_sleep_until(now_ns() + ACCEPT_BACKOFF_MS * NS_PER_MS);
             continue;
         }
         SHARED_ADD(s->vconns, 1);
@@ -3012,7 +3128,7 @@ static int load_one(struct load *L, struct client **clp, int64_t intended, int64
     int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = *clp != NULL;
-        if (!*clp && !(*clp = client_open(&cfg->addr, deadline, cfg->timeout_ms)))
+        if (!*clp && !(*clp = client_open(&cfg->addr, deadline)))
             return errno == ECANCELED ? LOAD_ERR_IO : LOAD_ERR_CONNECT;
         struct http_response rs;
         long r = client_exchange(*clp, L->req, L->req_len, deadline, &rs);
@@ -3045,8 +3161,7 @@ static void load_user_main(void *arg)
     const struct load_cfg *cfg = L->cfg;
     struct load_stats *stats = &L->per_carrier[carrier_self->id];
     /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
-    struct client *cl =
-        client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS, cfg->timeout_ms);
+    struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS);
     if (!cl && now_ns() >= L->t0 && !load_over(L))
         stats->errors[LOAD_ERR_CONNECT]++;
     /* Closed-loop users send from the start and count only the answers inside the window,
@@ -4473,7 +4588,8 @@ static int cmd_serve(int argc, char **argv)
         {"--pin", OPT_FLAG, &cfg.pin,
          "virtual: pin the carrier across downstream calls (synchronized)"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
-        {"--idle-ms", OPT_INT, &cfg.idle_ms, "keep-alive idle timeout; default 20000"},
+        {"--idle-ms", OPT_INT, &cfg.idle_ms,
+         "keep-alive idle timeout, and the deadline of a whole request; default 20000"},
         {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms,
          "platform: idle pool threads exit, down to --min-spare; default 60000"},
     };
@@ -4484,8 +4600,9 @@ static int cmd_serve(int argc, char **argv)
         opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
     if (!backends || config_backends(&cfg, backends) < 0)
         opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
-    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1)
-        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads and --max-connections must be >= 1");
+    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1 || cfg.idle_ms < 1)
+        opt_fail(SERVE_SYNOPSIS,
+                 "--fanout, --threads, --max-connections and --idle-ms must be >= 1");
     cfg.pool = !no_pool;
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);

@@ -409,7 +409,7 @@ static void fetch_main(void *arg)
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", f->port);
     parse_hostport(hp, &sa);
-    struct client *cl = client_open(&sa, now_ns() + 5 * NS_PER_S, 5000);
+    struct client *cl = client_open(&sa, now_ns() + 5 * NS_PER_S);
     if (!cl) {
         f->status = CX_IO;
         return;

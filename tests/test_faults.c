@@ -9,8 +9,13 @@
  *   - slow clients (a header byte at a time, slowloris style) and clients that disconnect
  *     half-way through a request, while a normal client is served;
  *   - more connections than the server's fd limit allows.
- * Every wait is bounded: sockets have receive timeouts, and the server's own timeouts are
- * short. Usage: tests/test_faults [DIR], DIR holding ./aggregator (default: this binary's ../). */
+ * And issue 14's hardening, each in both modes with figures bounded by the flags: idle and
+ * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
+ * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
+ * --timeout-ms (F3), no busy loop at the fd limit (F4).
+ * Every wait is bounded: sockets have receive timeouts, conditions are polled up to a
+ * deadline, and the server's own timeouts are short. Usage: tests/test_faults [DIR], DIR
+ * holding ./aggregator (default: this binary's ../). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -35,6 +40,17 @@
 #include "tests/check.h"
 
 static char agg_path[512];
+
+/* The server's flags in every test (a test may add more), and the bounds derived from them.
+ * SLACK_MS is what scheduling may add to a timer on a loaded 2-CPU machine under ASan. */
+enum { TIMEOUT_MS = 300, IDLE_MS = 500, THREADS = 8, SLACK_MS = 1000 };
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 /* ---- processes ---- */
 
@@ -121,6 +137,21 @@ static int count_threads(pid_t pid)
     return n;
 }
 
+/* CPU time (user + system) the process has used, in ms. */
+static double cpu_ms(pid_t pid)
+{
+    char path[64], line[1024];
+    unsigned long utime = 0, stime = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    char *after = f && fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+    if (after) /* fields 3..13 come first, then utime and stime (proc(5)) */
+        sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
+    if (f)
+        fclose(f);
+    return (double)(utime + stime) * 1e3 / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* ---- sockets ---- */
 
 /* Connect within `ms` (a full backlog drops SYNs: connect() would wait for seconds). */
@@ -152,23 +183,79 @@ static int dial(int port)
     return dial_within(port, 2000);
 }
 
-/* One request on a new connection; the answer's status, or -1 (no answer in 5 s). */
-static int get(int port, const char *path)
+/* Read one response (head, and a body of its Content-Length) into buf; its status, or -1 (no
+ * answer in 5 s, the socket's timeout, or the peer closed). */
+static int read_response(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        buf[n] = 0;
+        char *end = strstr(buf, "\r\n\r\n"), *len = strcasestr(buf, "\r\ncontent-length:");
+        size_t head = end ? (size_t)(end + 4 - buf) : 0;
+        if (end && n >= head + (len && len < end ? strtoul(len + 17, NULL, 10) : 0))
+            return strncmp(buf, "HTTP/1.1 ", 9) ? -1 : atoi(buf + 9);
+        ssize_t got = n + 1 < cap ? read(fd, buf + n, cap - 1 - n) : -1;
+        if (got <= 0)
+            return -1;
+        n += (size_t)got;
+    }
+}
+
+/* Send raw on fd and read the answer into buf; its status, or -1. */
+static int request_on(int fd, const char *raw, char *buf, size_t cap)
+{
+    size_t n = strlen(raw);
+    return write(fd, raw, n) == (ssize_t)n ? read_response(fd, buf, cap) : -1;
+}
+
+/* One request on a new connection; the answer's status, or -1; the answer in buf. */
+static int get_into(int port, const char *path, char *buf, size_t cap)
 {
     int fd = dial(port), status = -1;
-    char req[256], buf[256];
+    char req[256];
+    buf[0] = 0;
     if (fd < 0)
         return -1;
-    int n =
-        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
-    ssize_t got;
-    if (write(fd, req, (size_t)n) == n && (got = read(fd, buf, sizeof buf - 1)) > 12) {
-        buf[got] = 0;
-        if (!strncmp(buf, "HTTP/1.1 ", 9))
-            status = atoi(buf + 9);
-    }
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
+    status = request_on(fd, req, buf, cap);
     close(fd);
     return status;
+}
+
+static int get(int port, const char *path)
+{
+    char buf[16384]; /* /metrics fits */
+    return get_into(port, path, buf, sizeof buf);
+}
+
+/* Wait until the server has closed each of fds (a read sees EOF or a reset), or until
+ * deadline_ms (of now_ms). Returns how many it closed; *last_ms, when it closed the last, or
+ * the deadline if some are still open. */
+static int wait_closed(const int *fds, int n, double deadline_ms, double *last_ms)
+{
+    struct pollfd *p = calloc((size_t)n, sizeof *p);
+    int open = 0, closed = 0;
+    for (int i = 0; i < n; i++) {
+        p[i] = (struct pollfd){fds[i], POLLIN, 0};
+        open += fds[i] >= 0;
+    }
+    *last_ms = 0;
+    for (double left; closed < open && (left = deadline_ms - now_ms()) > 0;) {
+        if (poll(p, (nfds_t)n, (int)left + 1) <= 0)
+            continue;
+        for (int i = 0; i < n; i++) {
+            char buf[512];
+            if (p[i].fd < 0 || !p[i].revents || read(p[i].fd, buf, sizeof buf) > 0)
+                continue; /* still open (bytes before the close are discarded) */
+            p[i].fd = -1;
+            closed++;
+            *last_ms = now_ms();
+        }
+    }
+    free(p);
+    if (closed < open)
+        *last_ms = deadline_ms;
+    return closed;
 }
 
 /* A listening socket on an ephemeral loopback port. */
@@ -186,12 +273,29 @@ static int listen_any(int *port)
 
 /* ---- misbehaving backends, each a thread serving until its socket is shut down ---- */
 
-enum fake_kind { FAKE_GARBAGE, FAKE_HALF, FAKE_SILENT };
+enum fake_kind {
+    FAKE_GARBAGE, /* answers something that is not HTTP */
+    FAKE_HALF,    /* closes half-way through its body */
+    FAKE_SILENT,  /* never answers */
+    FAKE_DRIP,    /* a byte of its body every DRIP_MS, longer than --timeout-ms in all */
+};
+enum { DRIP_MS = 50, DRIP_BYTES = 20 }; /* 1 s of drip, each gap far below --timeout-ms */
 struct fake {
     int lfd, port, kind;
     pthread_t th;
     int held[64], nheld; /* FAKE_SILENT: connections kept open, never answered */
 };
+
+/* FAKE_DRIP: the head, then the body a byte at a time until it is sent or the peer left. */
+static void fake_drip(int c)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n";
+    _Static_assert(DRIP_BYTES == 20, "the head's Content-Length");
+    if (write(c, head, strlen(head)) < 0)
+        return;
+    for (int i = 0; i < DRIP_BYTES && write(c, "x", 1) == 1; i++)
+        poll(NULL, 0, DRIP_MS); /* the drip's pace, not a synchronisation */
+}
 
 static void *fake_main(void *arg)
 {
@@ -200,7 +304,10 @@ static void *fake_main(void *arg)
     static const char half[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"item\": ";
     for (int c; (c = accept(f->lfd, NULL, NULL)) >= 0;) {
         char buf[1024];
-        if (read(c, buf, sizeof buf) <= 0) {
+        struct timeval tv = {2, 0}; /* a keep-alive peer that never closes ends it too */
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = read(c, buf, sizeof buf - 1);
+        if (n <= 0) {
             close(c);
             continue;
         }
@@ -208,8 +315,12 @@ static void *fake_main(void *arg)
             f->held[f->nheld++] = c;
             continue;
         }
-        const char *out = f->kind == FAKE_GARBAGE ? garbage : half;
-        if (write(c, out, strlen(out)) < 0) {
+        if (f->kind == FAKE_DRIP) {
+            fake_drip(c);
+        } else {
+            const char *out = f->kind == FAKE_GARBAGE ? garbage : half;
+            if (write(c, out, strlen(out)) < 0) {
+            }
         }
         close(c);
     }
@@ -245,13 +356,19 @@ struct server {
     int port, fds0, threads0;
 };
 
-static int server_start(struct server *s, const char *mode, int backend, int nofile, int healthy)
+static int server_start_with(struct server *s, const char *mode, int backend, int nofile,
+                             int healthy, const char *const *extra)
 {
-    char b[32];
+    char b[32], timeout[16], idle[16], threads[16];
     snprintf(b, sizeof b, "127.0.0.1:%d", backend);
-    char *args[] = {"serve", "--mode",       (char *)mode, "--port",    "0",   "--backends",
-                    b,       "--timeout-ms", "300",        "--idle-ms", "500", "--threads",
-                    "8",     "--min-spare",  "8",          NULL};
+    snprintf(timeout, sizeof timeout, "%d", TIMEOUT_MS);
+    snprintf(idle, sizeof idle, "%d", IDLE_MS);
+    snprintf(threads, sizeof threads, "%d", THREADS);
+    char *args[30] = {"serve",      "--mode",    (char *)mode,   "--port",      "0",
+                      "--backends", b,           "--timeout-ms", timeout,       "--idle-ms",
+                      idle,         "--threads", threads,        "--min-spare", threads};
+    for (int i = 0; extra && extra[i] && 15 + i < 29; i++)
+        args[15 + i] = (char *)extra[i]; /* later flags override earlier ones */
     s->pid = spawn(args, nofile, &s->port);
     if (s->pid < 0)
         return -1;
@@ -261,6 +378,11 @@ static int server_start(struct server *s, const char *mode, int backend, int nof
         get(s->port, healthy ? "/aggregate" : "/metrics");
     s->fds0 = count_fds(s->pid), s->threads0 = count_threads(s->pid);
     return 0;
+}
+
+static int server_start(struct server *s, const char *mode, int backend, int nofile, int healthy)
+{
+    return server_start_with(s, mode, backend, nofile, healthy, NULL);
 }
 
 /* After a test: its fds and threads back to the baseline (allowing the server a moment to
@@ -282,6 +404,8 @@ static void server_check_and_stop(struct server *s, const char *what)
           what, status);
 }
 
+/* Each bad backend gets its status, within --timeout-ms (plus scheduling slack): the deadline
+ * covers the whole call, however the backend spaces its bytes (F3: FAKE_DRIP). */
 static void test_bad_backends(const char *mode)
 {
     static const struct {
@@ -289,7 +413,8 @@ static void test_bad_backends(const char *mode)
         const char *name;
     } cases[] = {{FAKE_GARBAGE, 502, "garbage answer"},
                  {FAKE_HALF, 502, "closed half-way"},
-                 {FAKE_SILENT, 504, "never answers"}};
+                 {FAKE_SILENT, 504, "never answers"},
+                 {FAKE_DRIP, 504, "drips its body"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         struct server s;
@@ -300,74 +425,91 @@ static void test_bad_backends(const char *mode)
             continue;
         }
         int got[4];
-        for (int k = 0; k < 4; k++)
+        double t0 = now_ms(), first_ms = 0;
+        for (int k = 0; k < 4; k++) {
             got[k] = get(s.port, "/aggregate");
+            if (k == 0)
+                first_ms = now_ms() - t0;
+        }
         CHECK(got[0] == cases[i].want && got[3] == cases[i].want, "%s: want %d, got %d and %d",
               what, cases[i].want, got[0], got[3]);
+        CHECK(first_ms < TIMEOUT_MS + SLACK_MS, "%s: answered in %.0f ms (--timeout-ms %d)", what,
+              first_ms, TIMEOUT_MS);
+        if (cases[i].kind == FAKE_DRIP)
+            printf("test_faults: %s: %d in %.0f ms (--timeout-ms %d, drip %d ms)\n", what, got[0],
+                   first_ms, TIMEOUT_MS, DRIP_BYTES * DRIP_MS);
         fake_stop(&f);
         server_check_and_stop(&s, what);
     }
 }
 
-/* A healthy backend (D = 5 ms) and an aggregator in `mode` on it; 0, or -1 after a CHECK. */
-static int setup_healthy(const char *mode, int nofile, const char *what, pid_t *be, int *bport,
-                         struct server *s)
+/* One test's setup in one mode: a healthy backend (D = 5 ms) and an aggregator on it. */
+struct rig {
+    char what[96]; /* "MODE, TITLE", the start of every message */
+    pid_t be;      /* the backend */
+    int bport;     /* its port */
+    struct server s;
+};
+
+/* Start the rig with `extra` flags for the aggregator; 0, or -1 after a CHECK. */
+static int rig_start(struct rig *r, const char *mode, const char *title, int nofile,
+                     const char *const *extra)
 {
     char *bargs[] = {"backend", "--port", "0", "--delay-ms", "5", NULL};
-    *be = spawn(bargs, 0, bport);
-    if (*be >= 0 && server_start(s, mode, *bport, nofile, 1) == 0)
+    snprintf(r->what, sizeof r->what, "%s, %s", mode, title);
+    r->be = spawn(bargs, 0, &r->bport);
+    if (r->be >= 0 && server_start_with(&r->s, mode, r->bport, nofile, 1, extra) == 0)
         return 0;
-    CHECK(0, "%s: setup", what);
-    if (*be >= 0)
-        stop(*be);
+    CHECK(0, "%s: setup", r->what);
+    if (r->be >= 0)
+        stop(r->be);
     return -1;
+}
+
+/* The aggregator's checks after a test (server_check_and_stop), then the backend stops. */
+static void rig_stop(struct rig *r)
+{
+    server_check_and_stop(&r->s, r->what);
+    stop(r->be);
 }
 
 static void test_backend_killed(const char *mode)
 {
-    char what[64];
-    snprintf(what, sizeof what, "%s, backend killed and restarted", mode);
-    int bport, again;
-    pid_t be;
-    struct server s;
-    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0)
+    int again;
+    struct rig r;
+    if (rig_start(&r, mode, "backend killed and restarted", 0, NULL) < 0)
         return;
-    CHECK(get(s.port, "/aggregate") == 200, "%s: 200 while it runs", what);
-    kill(be, SIGKILL);
-    waitpid(be, NULL, 0);
-    int down = get(s.port, "/aggregate");
-    CHECK(down == 502, "%s: 502 while it is down (got %d)", what, down);
+    CHECK(get(r.s.port, "/aggregate") == 200, "%s: 200 while it runs", r.what);
+    kill(r.be, SIGKILL);
+    waitpid(r.be, NULL, 0);
+    int down = get(r.s.port, "/aggregate");
+    CHECK(down == 502, "%s: 502 while it is down (got %d)", r.what, down);
     char p[16];
-    snprintf(p, sizeof p, "%d", bport);
+    snprintf(p, sizeof p, "%d", r.bport);
     char *rargs[] = {"backend", "--port", p, "--delay-ms", "5", NULL};
-    be = spawn(rargs, 0, &again);
+    r.be = spawn(rargs, 0, &again);
     int up = -1;
     for (int i = 0; i < 20 && up != 200; i++)
-        up = get(s.port, "/aggregate"); /* stale pooled connections fail first */
-    CHECK(be > 0 && up == 200, "%s: 200 again once it is back (got %d)", what, up);
-    server_check_and_stop(&s, what);
-    stop(be);
+        up = get(r.s.port, "/aggregate"); /* stale pooled connections fail first */
+    CHECK(r.be > 0 && up == 200, "%s: 200 again once it is back (got %d)", r.what, up);
+    rig_stop(&r);
 }
 
 /* Slow and vanishing clients must not starve a normal one, and are closed by the server. */
 static void test_bad_clients(const char *mode)
 {
-    char what[64];
-    snprintf(what, sizeof what, "%s, slow and vanishing clients", mode);
-    int bport;
-    pid_t be;
-    struct server s;
-    if (setup_healthy(mode, 0, what, &be, &bport, &s) < 0)
+    struct rig r;
+    if (rig_start(&r, mode, "slow and vanishing clients", 0, NULL) < 0)
         return;
     enum { SLOW = 40 };
     int slow[SLOW];
     for (int i = 0; i < SLOW; i++) { /* more slow clients than platform threads (8) */
-        slow[i] = dial(s.port);
+        slow[i] = dial(r.s.port);
         if (slow[i] >= 0 && write(slow[i], "GET /aggr", 9) < 0) {
         }
     }
     for (int i = 0; i < 50; i++) { /* clients that hang up half-way through their request */
-        int fd = dial(s.port);
+        int fd = dial(r.s.port);
         if (fd >= 0 && write(fd, "GET /aggregate HTTP/1.1\r\nHo", 27) < 0) {
         }
         if (fd >= 0)
@@ -377,7 +519,7 @@ static void test_bad_clients(const char *mode)
         for (int k = 0; k < SLOW; k++)
             if (slow[k] >= 0 && write(slow[k], "a", 1) < 0) {
             }
-    CHECK(get(s.port, "/aggregate") == 200, "%s: a normal client is served meanwhile", what);
+    CHECK(get(r.s.port, "/aggregate") == 200, "%s: a normal client is served meanwhile", r.what);
     int closed = 0;
     for (int k = 0; k < SLOW; k++) { /* the server's idle timeout (500 ms) closes them */
         char c;
@@ -387,40 +529,155 @@ static void test_bad_clients(const char *mode)
         if (slow[k] >= 0)
             close(slow[k]);
     }
-    CHECK(closed == SLOW, "%s: %d of %d slow clients closed by the server's timeout", what, closed,
-          SLOW);
-    server_check_and_stop(&s, what);
-    stop(be);
+    CHECK(closed == SLOW, "%s: %d of %d slow clients closed by the server's timeout", r.what,
+          closed, SLOW);
+    rig_stop(&r);
 }
 
 /* A server limited to 64 fds, offered 200 connections: the extra ones are refused or closed,
  * and once they go, it serves again. */
 static void test_fd_limit(const char *mode)
 {
-    char what[64];
-    snprintf(what, sizeof what, "%s, more connections than fds", mode);
-    int bport;
-    pid_t be;
-    struct server s;
-    if (setup_healthy(mode, 64, what, &be, &bport, &s) < 0)
+    enum { CPU_WINDOW_MS = 1000 };
+    struct rig r;
+    if (rig_start(&r, mode, "more connections than fds", 64, NULL) < 0)
         return;
     enum { MANY = 200 };
     int fds[MANY], open_now = 0;
     for (int i = 0; i < MANY; i++)
-        fds[i] = dial_within(s.port, 100);
+        fds[i] = dial_within(r.s.port, 100);
     for (int i = 0; i < MANY; i++)
         open_now += fds[i] >= 0;
-    CHECK(kill(s.pid, 0) == 0 && open_now > 0,
-          "%s: the server lives through EMFILE (%d connections made)", what, open_now);
+    CHECK(kill(r.s.pid, 0) == 0 && open_now > 0,
+          "%s: the server lives through EMFILE (%d connections made)", r.what, open_now);
+    /* F4: with the backlog full of connections it has no fd for, the server backs off instead
+     * of spinning on accept. A spinning core would use the whole window; this is a
+     * measurement window, not a wait for a condition. */
+    double cpu0 = cpu_ms(r.s.pid), t0 = now_ms();
+    while (now_ms() - t0 < CPU_WINDOW_MS)
+        poll(NULL, 0, (int)(CPU_WINDOW_MS - (now_ms() - t0)) + 1);
+    double cpu = cpu_ms(r.s.pid) - cpu0, wall = now_ms() - t0;
+    CHECK(cpu < 0.25 * wall, "%s: %.0f ms of CPU in %.0f ms at the fd limit (a busy loop?)", r.what,
+          cpu, wall);
+    printf("test_faults: %s: %.0f ms of CPU in %.0f ms at the fd limit\n", r.what, cpu, wall);
     for (int i = 0; i < MANY; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     int ok = -1;
     for (int i = 0; i < 50 && ok != 200; i++)
-        ok = get(s.port, "/aggregate");
-    CHECK(ok == 200, "%s: serves again after %d connections went (got %d)", what, open_now, ok);
-    server_check_and_stop(&s, what);
-    stop(be);
+        ok = get(r.s.port, "/aggregate");
+    CHECK(ok == 200, "%s: serves again after %d connections went (got %d)", r.what, open_now, ok);
+    rig_stop(&r);
+}
+
+/* F1: the server closes connections idle for --idle-ms, in both modes: kept-alive ones after
+ * their answer, and silent ones that never sent a byte; so a flood of silent connections at
+ * --max-connections keeps a legit client out for --idle-ms at most. */
+static void test_idle(const char *mode)
+{
+    enum { MAX_CONNS = 50, SILENT = MAX_CONNS + 10, KEPT = 40 };
+    char max[16], buf[1024];
+    snprintf(max, sizeof max, "%d", MAX_CONNS);
+    const char *const extra[] = {"--max-connections", max, NULL};
+    int kept[KEPT], silent[SILENT], answered = 0, made = 0;
+    struct rig r;
+    if (rig_start(&r, mode, "idle connections", 0, extra) < 0)
+        return;
+    for (int i = 0; i < KEPT; i++) {
+        kept[i] = dial(r.s.port);
+        answered += kept[i] >= 0 && request_on(kept[i], "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+                                               buf, sizeof buf) == 404;
+    }
+    double t_kept = now_ms(), last;
+    int kept_closed = wait_closed(kept, KEPT, t_kept + IDLE_MS + SLACK_MS, &last);
+    CHECK(answered == KEPT && kept_closed == KEPT,
+          "%s: %d of %d answered keep-alive connections closed within --idle-ms %d + %d ms", r.what,
+          kept_closed, answered, IDLE_MS, SLACK_MS);
+    double kept_ms = last - t_kept;
+    for (int i = 0; i < KEPT; i++)
+        if (kept[i] >= 0)
+            close(kept[i]);
+    /* the silent flood: MAX_CONNS held, the rest wait in the backlog, then the legit client */
+    double t0 = now_ms();
+    for (int i = 0; i < SILENT; i++)
+        made += (silent[i] = dial_within(r.s.port, 100)) >= 0;
+    double t1 = now_ms();
+    int status = get(r.s.port, "/aggregate");
+    double legit_ms = now_ms() - t1;
+    CHECK(status == 200 && legit_ms < IDLE_MS + SLACK_MS,
+          "%s: a request behind %d silent connections: %d in %.0f ms (--idle-ms %d)", r.what, made,
+          status, legit_ms, IDLE_MS);
+    /* those held close at --idle-ms, then the backlog's are accepted and close in turn */
+    int silent_closed = wait_closed(silent, SILENT, t0 + 2 * IDLE_MS + SLACK_MS, &last);
+    CHECK(silent_closed == made, "%s: %d of %d silent connections closed within 2 x --idle-ms",
+          r.what, silent_closed, made);
+    printf("test_faults: %s: %d of %d kept-alive closed %.0f ms after their answer; %d of %d "
+           "silent closed by %.0f ms; a request behind them: %d in %.0f ms (--idle-ms %d, "
+           "--max-connections %d)\n",
+           r.what, kept_closed, KEPT, kept_ms, silent_closed, made, last - t0, status, legit_ms,
+           IDLE_MS, MAX_CONNS);
+    for (int i = 0; i < SILENT; i++)
+        if (silent[i] >= 0)
+            close(silent[i]);
+    rig_stop(&r);
+}
+
+/* Slow clients that each send a byte every DRIP_MS, from another thread until told to stop. */
+struct drip {
+    int *fds, n;
+    int stop; /* atomic */
+    pthread_t th;
+};
+
+static void *drip_main(void *arg)
+{
+    struct drip *d = arg;
+    while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+        for (int i = 0; i < d->n; i++)
+            if (d->fds[i] >= 0 && write(d->fds[i], "a", 1) < 0) {
+                /* the server closed it: what the test waits for */
+            }
+        poll(NULL, 0, DRIP_MS); /* the attack's pace, not a synchronisation */
+    }
+    return NULL;
+}
+
+/* F2: slowloris. More clients than pool threads send a request a byte at a time, each byte
+ * long before --idle-ms; a legit request is served meanwhile within --timeout-ms (it is not
+ * queued behind them), and the slow ones are closed at the request deadline, --idle-ms after
+ * they connected, however often they send. */
+static void test_slowloris(const char *mode)
+{
+    enum { SLOW = 5 * THREADS };
+    int slow[SLOW];
+    struct rig r;
+    if (rig_start(&r, mode, "slowloris", 0, NULL) < 0)
+        return;
+    double t0 = now_ms(), last;
+    for (int i = 0; i < SLOW; i++)
+        if ((slow[i] = dial(r.s.port)) >= 0 && write(slow[i], "GET /aggr", 9) < 0) {
+        }
+    struct drip d = {.fds = slow, .n = SLOW};
+    pthread_create(&d.th, NULL, drip_main, &d);
+    double t1 = now_ms();
+    int status = get(r.s.port, "/aggregate");
+    double legit_ms = now_ms() - t1;
+    CHECK(status == 200 && legit_ms < TIMEOUT_MS,
+          "%s: a request among %d slow clients: %d in %.0f ms (--timeout-ms %d)", r.what, SLOW,
+          status, legit_ms, TIMEOUT_MS);
+    int closed = wait_closed(slow, SLOW, t0 + IDLE_MS + SLACK_MS, &last);
+    CHECK(closed == SLOW,
+          "%s: %d of %d slow clients closed within --idle-ms %d + %d ms, a byte every %d ms",
+          r.what, closed, SLOW, IDLE_MS, SLACK_MS, DRIP_MS);
+    printf("test_faults: %s: a request among %d slow clients: %d in %.0f ms; %d closed by %.0f ms "
+           "(--idle-ms %d)\n",
+           r.what, SLOW, status, legit_ms, closed, last - t0, IDLE_MS);
+    __atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(d.th, NULL);
+    for (int i = 0; i < SLOW; i++)
+        if (slow[i] >= 0)
+            close(slow[i]);
+    rig_stop(&r);
 }
 
 int main(int argc, char **argv)
@@ -439,6 +696,8 @@ int main(int argc, char **argv)
         test_backend_killed(modes[m]);
         test_bad_clients(modes[m]);
         test_fd_limit(modes[m]);
+        test_idle(modes[m]);
+        test_slowloris(modes[m]);
     }
     return check_done("test_faults");
 }
