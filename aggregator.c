@@ -1545,7 +1545,7 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  *     is ds_call: ds_take an idle connection from this carrier's pool (or client_open ->
  *     io_connect), client_exchange -> io_write_all, io_rw (parked again while the
  *     backend's backend_route waits D ms in vt_sleep_until),
- *     http_parse_response, ds_put. Back in agg_aggregate, http_write_response writes the
+ *     http_parse_response, ds_release. Back in agg_aggregate, http_write_response writes the
  *     JSON array; conn_serve_one sends it with io_write_all, counts it (metrics_request) and
  *     loops for the next request on the keep-alive connection.
  *   platform: pool_poller's epoll reports the listening socket: pool_accept takes the
@@ -1960,6 +1960,8 @@ struct config {
     int max_queue;           /* platform: queued requests before 503 (0: unbounded) */
     int carriers;            /* virtual: carrier threads (0: one per CPU) */
     int pool;                /* 1: keep-alive downstream connection pool; 0: --no-pool */
+    int pool_max_idle;       /* idle downstream connections kept per backend */
+    int pool_idle_ms;        /* a downstream connection idle this long is closed */
     int pin;                 /* 1: hold the carrier across downstream calls (--pin) */
     int timeout_ms;          /* downstream call timeout (504 after it) */
     int idle_ms;             /* keep-alive idle timeout for client connections */
@@ -1980,6 +1982,11 @@ static void config_defaults(struct config *cfg)
     cfg->max_connections = 8192;
     cfg->accept_count = 100;
     cfg->pool = 1;
+    /* Enough for every platform thread's call to find a warm connection (a cap that binds
+     * under load only churns connections and burns ports), and closed before the backend's
+     * own keep-alive timeout (20 s by default here and in Tomcat) would close them under us. */
+    cfg->pool_max_idle = 256;
+    cfg->pool_idle_ms = 15000;
     cfg->timeout_ms = 5000;
     cfg->idle_ms = 20000;
     cfg->thread_idle_ms = 60000;
@@ -2015,6 +2022,7 @@ struct server {
     int port;              /* the port bound */
     struct ds_pool *pools; /* downstream pools, [slot * nbackends + backend] */
     int npool_slots;       /* one slot per carrier (virtual) or a single shared one */
+    int pool_slot_cap;     /* idle connections kept per pool: pool_max_idle over the slots */
     struct pool *pool;     /* platform mode's connector and executor */
     uint64_t seed;         /* backend jitter: xorshift state (per server, racy is fine) */
     long vconns;           /* virtual mode: connections held (atomic) */
@@ -2264,6 +2272,7 @@ struct client {
     char *buf;           /* CLIENT_BUF bytes */
     size_t len;          /* bytes read and not consumed */
     struct client *next; /* link in a pool's idle list */
+    int64_t idle_since;  /* ns: when it went back to the pool */
 };
 
 /* Outcomes of one exchange besides a parsed response. */
@@ -2326,11 +2335,16 @@ static void client_consume(struct client *cl, size_t n)
 
 /* Idle keep-alive connections to one backend. In virtual mode there is one pool per carrier
  * (a socket is registered with one carrier's epoll and stays there); in platform mode one
- * pool shared by all pool threads. Like Go's Transport or Apache HttpClient's pool, it has
- * no cap: concurrency decides how many connections exist. */
+ * pool shared by all pool threads. Concurrency decides how many connections are open; what
+ * the pool keeps once they are idle is bounded, as in Go's Transport (MaxIdleConnsPerHost,
+ * IdleConnTimeout): at most --pool-max-idle per backend (split over the carriers' pools),
+ * each closed after --pool-idle-ms idle (ds_sweep: the platform poller, or one virtual
+ * thread per carrier). */
 struct ds_pool {
-    pthread_mutex_t mu;  /* guards idle (uncontended in virtual mode) */
-    struct client *idle; /* LIFO: the most recently used connection is the warmest */
+    pthread_mutex_t mu;  /* guards idle and nidle (uncontended in virtual mode) */
+    struct client *idle; /* LIFO: the most recently used connection is the warmest, and the
+                            longest idle are at the end */
+    int nidle;           /* connections in idle */
 };
 
 static struct ds_pool *ds_pool_for(struct server *s, int backend)
@@ -2341,7 +2355,10 @@ static struct ds_pool *ds_pool_for(struct server *s, int backend)
 
 static void ds_init(struct server *s)
 {
-    s->npool_slots = rt.ncarriers > 0 ? rt.ncarriers : 1;
+    s->npool_slots = s->cfg->mode == MODE_VIRTUAL && rt.ncarriers > 0 ? rt.ncarriers : 1;
+    s->pool_slot_cap = s->cfg->pool_max_idle / s->npool_slots;
+    if (s->pool_slot_cap < 1 && s->cfg->pool_max_idle > 0)
+        s->pool_slot_cap = 1; /* at least one per carrier, unless none is asked for */
     s->pools = xcalloc((size_t)(s->npool_slots * s->cfg->nbackends), sizeof *s->pools);
     for (int i = 0; i < s->npool_slots * s->cfg->nbackends; i++)
         pthread_mutex_init(&s->pools[i].mu, NULL);
@@ -2361,22 +2378,90 @@ static void ds_free(struct server *s)
     s->pools = NULL;
 }
 
-static struct client *ds_take(struct ds_pool *backend_pool)
+/* Whether nothing has come on an idle connection since its last answer. Bytes would be read
+ * as the next call's answer (issue 14, F5), and EOF means the backend closed it; either way
+ * it must not be reused. One MSG_PEEK syscall per reuse, as HttpClient's stale check. */
+static int client_is_quiet(const struct client *cl)
 {
-    pthread_mutex_lock(&backend_pool->mu);
-    struct client *cl = backend_pool->idle;
-    if (cl)
-        backend_pool->idle = cl->next;
-    pthread_mutex_unlock(&backend_pool->mu);
-    return cl;
+    char c;
+    return recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
 }
 
-static void ds_put(struct ds_pool *backend_pool, struct client *cl)
+/* An idle connection that is still quiet, or NULL; the others are closed on the way. */
+static struct client *ds_take(struct ds_pool *backend_pool)
 {
-    pthread_mutex_lock(&backend_pool->mu);
-    cl->next = backend_pool->idle;
-    backend_pool->idle = cl;
-    pthread_mutex_unlock(&backend_pool->mu);
+    for (;;) {
+        pthread_mutex_lock(&backend_pool->mu);
+        struct client *cl = backend_pool->idle;
+        if (cl) {
+            backend_pool->idle = cl->next;
+            backend_pool->nidle--;
+        }
+        pthread_mutex_unlock(&backend_pool->mu);
+        if (!cl || client_is_quiet(cl))
+            return cl;
+        client_close(cl);
+    }
+}
+
+/* After an answer: keep the connection for the next call if keep says so, nothing was read
+ * past the answer (F5), and the pool is under its cap; close it otherwise. */
+static void ds_release(struct server *s, struct ds_pool *backend_pool, struct client *cl, int keep)
+{
+    int64_t now = now_ns();
+    int kept = 0; /* once in the pool, cl is another thread's to take: not read after */
+    if (keep && !cl->len) {
+        pthread_mutex_lock(&backend_pool->mu);
+        kept = backend_pool->nidle < s->pool_slot_cap;
+        if (kept) {
+            cl->idle_since = now;
+            cl->next = backend_pool->idle;
+            backend_pool->idle = cl;
+            backend_pool->nidle++;
+        }
+        pthread_mutex_unlock(&backend_pool->mu);
+    }
+    if (!kept)
+        client_close(cl);
+}
+
+/* Close the connections of pool slot `slot` idle for --pool-idle-ms. Returns when the next
+ * one will be (ns), or now + pool_idle_ms when none is left: any connection put back later
+ * expires after that, so a sweeper sleeping until then misses none. O(idle) per sweep. */
+static int64_t ds_sweep(struct server *s, int slot, int64_t now)
+{
+    int64_t idle_ns = (int64_t)s->cfg->pool_idle_ms * NS_PER_MS, next = now + idle_ns;
+    for (int b = 0; b < s->cfg->nbackends; b++) {
+        struct ds_pool *backend_pool = &s->pools[slot * s->cfg->nbackends + b];
+        pthread_mutex_lock(&backend_pool->mu);
+        struct client **link = &backend_pool->idle;
+        while (*link && (*link)->idle_since + idle_ns > now) { /* newest first */
+            if ((*link)->idle_since + idle_ns < next)
+                next = (*link)->idle_since + idle_ns;
+            link = &(*link)->next;
+        }
+        struct client *expired = *link; /* and everything after it: idle longer */
+        *link = NULL;
+        for (struct client *cl = expired; cl; cl = cl->next)
+            backend_pool->nidle--;
+        pthread_mutex_unlock(&backend_pool->mu);
+        while (expired) {
+            struct client *cl = expired;
+            expired = cl->next;
+            client_close(cl);
+        }
+    }
+    return next;
+}
+
+/* Virtual mode: one per carrier, sweeping that carrier's pools, whose sockets are registered
+ * with its epoll. Ends when the runtime shuts down. */
+static void ds_sweeper(void *arg)
+{
+    struct server *s = arg;
+    int64_t next = now_ns();
+    while (vt_sleep_until(next) == 0)
+        next = ds_sweep(s, carrier_self->id, now_ns());
 }
 
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
@@ -2413,10 +2498,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int status = rs.status == 200 ? 200 : 502;
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
-        if (cfg->pool && rs.keep_alive)
-            ds_put(backend_pool, cl);
-        else
-            client_close(cl);
+        ds_release(s, backend_pool, cl, cfg->pool && rs.keep_alive);
         return status;
     }
     return 502;
@@ -2503,6 +2585,7 @@ struct pool {
     int64_t accept_retry; /* resume accepting after EMFILE, or 0 */
     int64_t expire_at;    /* the first watched deadline (none watched: one watched later is
                              due after now + idle_ms, now being when this was computed) */
+    int64_t sweep_at;     /* the downstream pool's next idle connection to close */
 };
 
 enum { POOL_SLOT_FREE, POOL_SLOT_RUNNING, POOL_SLOT_EXITED };
@@ -2757,15 +2840,19 @@ static int64_t pool_expire(struct pool *p, int64_t now)
     return next;
 }
 
-/* The poller's timed work: idle connections and the acceptor's back-off, each only when due
- * (it runs at every wake-up, so it must not take the lock each time). Returns when it is
- * next due (ns). */
+/* The poller's timed work: idle connections, the acceptor's back-off, the downstream pool's
+ * idle connections, each only when due (it runs at every wake-up, so it must not take the
+ * locks each time). Returns when it is next due (ns). */
 static int64_t pool_timers(struct pool *p)
 {
     int64_t now = now_ns();
     if (now >= p->expire_at)
         p->expire_at = pool_expire(p, now);
+    if (p->srv->pools && now >= p->sweep_at)
+        p->sweep_at = ds_sweep(p->srv, 0, now);
     int64_t next = p->expire_at;
+    if (p->srv->pools && p->sweep_at < next)
+        next = p->sweep_at;
     if (p->accept_retry && now >= p->accept_retry) {
         p->accept_retry = 0;
         pthread_mutex_lock(&p->mu);
@@ -2925,10 +3012,13 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
         return -1;
     if (cfg->nbackends)
         ds_init(s);
-    if (cfg->mode == MODE_PLATFORM)
-        pool_start(s);
-    else
-        vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, VT_DETACHED);
+    if (cfg->mode == MODE_PLATFORM) {
+        pool_start(s); /* its poller sweeps the downstream pool */
+        return 0;
+    }
+    vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, VT_DETACHED);
+    for (int i = 0; s->pools && i < rt.ncarriers; i++)
+        vt_spawn_on(&rt.carriers[i], ds_sweeper, s, VT_DETACHED);
     return 0;
 }
 
@@ -4585,6 +4675,10 @@ static int cmd_serve(int argc, char **argv)
         {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
         {"--no-pool", OPT_FLAG, &no_pool,
          "a new downstream connection per call (no keep-alive pool)"},
+        {"--pool-max-idle", OPT_INT, &cfg.pool_max_idle,
+         "idle downstream connections kept per backend; default 256"},
+        {"--pool-idle-ms", OPT_INT, &cfg.pool_idle_ms,
+         "a downstream connection idle this long is closed; default 15000"},
         {"--pin", OPT_FLAG, &cfg.pin,
          "virtual: pin the carrier across downstream calls (synchronized)"},
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
@@ -4600,9 +4694,10 @@ static int cmd_serve(int argc, char **argv)
         opt_fail(SERVE_SYNOPSIS, "--mode must be platform or virtual, not '%s'", mode);
     if (!backends || config_backends(&cfg, backends) < 0)
         opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
-    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1 || cfg.idle_ms < 1)
-        opt_fail(SERVE_SYNOPSIS,
-                 "--fanout, --threads, --max-connections and --idle-ms must be >= 1");
+    if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1 || cfg.idle_ms < 1 ||
+        cfg.pool_idle_ms < 1)
+        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads, --max-connections, --idle-ms and "
+                                 "--pool-idle-ms must be >= 1");
     cfg.pool = !no_pool;
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);

@@ -12,7 +12,8 @@
  * And issue 14's hardening, each in both modes with figures bounded by the flags: idle and
  * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
  * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
- * --timeout-ms (F3), no busy loop at the fd limit (F4).
+ * --timeout-ms (F3), no busy loop at the fd limit (F4), bytes a backend sends after its answer
+ * never read as the next answer (F5), the downstream pool's cap and idle expiry.
  * Every wait is bounded: sockets have receive timeouts, conditions are polled up to a
  * deadline, and the server's own timeouts are short. Usage: tests/test_faults [DIR], DIR
  * holding ./aggregator (default: this binary's ../). */
@@ -152,6 +153,40 @@ static double cpu_ms(pid_t pid)
     return (double)(utime + stime) * 1e3 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The process's TCP connections to 127.0.0.1:port: its sockets' inodes, found in
+ * /proc/net/tcp with that remote port. */
+static int count_conns_to(pid_t pid, int port)
+{
+    enum { MAX_SOCKETS = 4096 };
+    static unsigned long inodes[MAX_SOCKETS];
+    char path[64], entry[320], link[64], line[512];
+    int ninodes = 0, count = 0;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d)) && ninodes < MAX_SOCKETS;) {
+        snprintf(entry, sizeof entry, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(entry, link, sizeof link - 1);
+        link[n > 0 ? n : 0] = 0;
+        ninodes += sscanf(link, "socket:[%lu]", &inodes[ninodes]) == 1;
+    }
+    if (d)
+        closedir(d);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned rport;
+        unsigned long inode;
+        if (sscanf(line, " %*d: %*x:%*x %*x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &rport,
+                   &inode) != 2 ||
+            (int)rport != port)
+            continue;
+        for (int i = 0; i < ninodes; i++)
+            count += inodes[i] == inode;
+    }
+    if (f)
+        fclose(f);
+    return count;
+}
+
 /* ---- sockets ---- */
 
 /* Connect within `ms` (a full backlog drops SYNs: connect() would wait for seconds). */
@@ -278,13 +313,18 @@ enum fake_kind {
     FAKE_HALF,    /* closes half-way through its body */
     FAKE_SILENT,  /* never answers */
     FAKE_DRIP,    /* a byte of its body every DRIP_MS, longer than --timeout-ms in all */
+    FAKE_EXTRA,   /* keep-alive; after each answer, in the same write, an answer nobody asked */
+    FAKE_LATE,    /* the same, the unasked answer in a second write (counted in f->extra) */
 };
 enum { DRIP_MS = 50, DRIP_BYTES = 20 }; /* 1 s of drip, each gap far below --timeout-ms */
 struct fake {
     int lfd, port, kind;
     pthread_t th;
     int held[64], nheld; /* FAKE_SILENT: connections kept open, never answered */
+    int extra;           /* FAKE_LATE: unasked answers written (atomic) */
 };
+
+static const char fake_unasked[] = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n\"EXTRA\"";
 
 /* FAKE_DRIP: the head, then the body a byte at a time until it is sent or the peer left. */
 static void fake_drip(int c)
@@ -295,6 +335,26 @@ static void fake_drip(int c)
         return;
     for (int i = 0; i < DRIP_BYTES && write(c, "x", 1) == 1; i++)
         poll(NULL, 0, DRIP_MS); /* the drip's pace, not a synchronisation */
+}
+
+/* FAKE_EXTRA and FAKE_LATE: answer each request on the connection with {"item":N}, then the
+ * unasked answer, until the peer closes. */
+static void fake_keep_alive(struct fake *f, int c, char *buf, ssize_t n)
+{
+    for (; n > 0; n = read(c, buf, 1023)) {
+        buf[n] = 0;
+        char *item = strstr(buf, "/item/"), body[32], out[256];
+        int blen = snprintf(body, sizeof body, "{\"item\":%d}", item ? atoi(item + 6) : -1);
+        int len = snprintf(out, sizeof out, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s%s",
+                           blen, body, f->kind == FAKE_EXTRA ? fake_unasked : "");
+        if (write(c, out, (size_t)len) != len)
+            break;
+        if (f->kind == FAKE_LATE) {
+            if (write(c, fake_unasked, strlen(fake_unasked)) < 0)
+                break;
+            __atomic_fetch_add(&f->extra, 1, __ATOMIC_RELEASE);
+        }
+    }
 }
 
 static void *fake_main(void *arg)
@@ -317,6 +377,8 @@ static void *fake_main(void *arg)
         }
         if (f->kind == FAKE_DRIP) {
             fake_drip(c);
+        } else if (f->kind == FAKE_EXTRA || f->kind == FAKE_LATE) {
+            fake_keep_alive(f, c, buf, n);
         } else {
             const char *out = f->kind == FAKE_GARBAGE ? garbage : half;
             if (write(c, out, strlen(out)) < 0) {
@@ -680,6 +742,91 @@ static void test_slowloris(const char *mode)
     rig_stop(&r);
 }
 
+/* F5: bytes a backend sends after its answer, at once or a moment later, are never read as
+ * the next call's answer: a pooled connection with unread bytes is closed, not reused. One
+ * call per request, on one carrier, so the second request takes the first one's connection. */
+static void test_unasked_bytes(const char *mode)
+{
+    static const struct {
+        int kind;
+        const char *name;
+    } cases[] = {{FAKE_EXTRA, "in the same write"}, {FAKE_LATE, "a moment later"}};
+    const char *const extra[] = {"--fanout", "1", "--carriers", "1", NULL};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fake f;
+        struct server s;
+        char what[96], first[1024], second[1024];
+        snprintf(what, sizeof what, "%s, a backend that sends an unasked answer %s", mode,
+                 cases[i].name);
+        if (fake_start(&f, cases[i].kind) < 0 ||
+            server_start_with(&s, mode, f.port, 0, 0, extra) < 0) {
+            CHECK(0, "%s: setup", what);
+            continue;
+        }
+        int st1 = get_into(s.port, "/aggregate", first, sizeof first);
+        for (double end = now_ms() + 2000; cases[i].kind == FAKE_LATE && now_ms() < end &&
+                                           !__atomic_load_n(&f.extra, __ATOMIC_ACQUIRE);)
+            poll(NULL, 0, 1); /* until the unasked answer is on its way */
+        int st2 = get_into(s.port, "/aggregate", second, sizeof second);
+        CHECK(st1 == 200 && st2 == 200 && strstr(first, "[{\"item\":0}]") &&
+                  strstr(second, "[{\"item\":0}]"),
+              "%s: the answers are %d %s and %d %s", what, st1, strchr(first, '['), st2,
+              strchr(second, '['));
+        /* stop the server first: the fake may be reading a connection still in its pool */
+        CHECK(get(s.port, "/metrics") == 200, "%s: the server still answers", what);
+        int status = stop(s.pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: stops cleanly", what);
+        fake_stop(&f);
+    }
+}
+
+/* The downstream pool keeps at most --pool-max-idle idle connections per backend, and
+ * closes those idle for --pool-idle-ms. */
+static void test_pool_bounds(const char *mode)
+{
+    enum { CAP = 4, POOL_IDLE_MS = 1000, BURST = 16 };
+    char cap[16], idle[16], buf[16384];
+    snprintf(cap, sizeof cap, "%d", CAP);
+    snprintf(idle, sizeof idle, "%d", POOL_IDLE_MS);
+    const char *const extra[] = {"--pool-max-idle", cap, "--pool-idle-ms", idle, NULL};
+    int fds[BURST], ok = 0;
+    struct rig r;
+    if (rig_start(&r, mode, "downstream pool bounds", 0, extra) < 0)
+        return;
+    static const char req[] =
+        "GET /aggregate?parallel=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < BURST; i++) /* concurrent requests, three calls each at once */
+        if ((fds[i] = dial(r.s.port)) >= 0 && write(fds[i], req, sizeof req - 1) < 0) {
+        }
+    for (int i = 0; i < BURST; i++) {
+        ok += fds[i] >= 0 && read_response(fds[i], buf, sizeof buf) == 200;
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    double t0 = now_ms();
+    int kept =
+        count_conns_to(r.s.pid, r.bport); /* every call was back in the pool before its answer */
+    static const char opened_metric[] = "\nagg_downstream_connections_opened_total ";
+    const char *opened =
+        get_into(r.s.port, "/metrics", buf, sizeof buf) == 200 ? strstr(buf, opened_metric) : NULL;
+    int nopened = opened ? atoi(opened + strlen(opened_metric)) : 0;
+    CHECK(ok == BURST && nopened > CAP && kept >= 1 && kept <= CAP,
+          "%s: %d of %d answered, %d connections opened, %d kept idle (--pool-max-idle %d)", r.what,
+          ok, BURST, nopened, kept, CAP);
+    int left = kept;
+    while (left > 0 && now_ms() < t0 + POOL_IDLE_MS + SLACK_MS) {
+        poll(NULL, 0, 10); /* polling a condition, bounded by the deadline */
+        left = count_conns_to(r.s.pid, r.bport);
+    }
+    double gone_ms = now_ms() - t0;
+    CHECK(left == 0, "%s: %d idle connections left %.0f ms later (--pool-idle-ms %d)", r.what, left,
+          gone_ms, POOL_IDLE_MS);
+    printf("test_faults: %s: %d opened, %d kept (--pool-max-idle %d), none left after %.0f ms "
+           "(--pool-idle-ms %d)\n",
+           r.what, nopened, kept, CAP, gone_ms, POOL_IDLE_MS);
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -698,6 +845,8 @@ int main(int argc, char **argv)
         test_fd_limit(modes[m]);
         test_idle(modes[m]);
         test_slowloris(modes[m]);
+        test_unasked_bytes(modes[m]);
+        test_pool_bounds(modes[m]);
     }
     return check_done("test_faults");
 }
