@@ -1577,6 +1577,7 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     X(405, "Method Not Allowed")                                                                   \
     X(413, "Content Too Large")                                                                    \
     X(414, "URI Too Long")                                                                         \
+    X(417, "Expectation Failed")                                                                   \
     X(431, "Request Header Fields Too Large")                                                      \
     X(501, "Not Implemented")                                                                      \
     X(502, "Bad Gateway")                                                                          \
@@ -1612,6 +1613,8 @@ struct http_head {
     int chunked;           /* Transfer-Encoding present (we only do Content-Length) */
     int conn_close;        /* Connection: close */
     int conn_keep_alive;   /* Connection: keep-alive (HTTP/1.0) */
+    int expect_continue;   /* Expect: 100-continue (the client waits for 100 before its body) */
+    int expect_unmet;      /* Expect with anything else (417) */
     int nheaders;          /* header lines */
 };
 
@@ -1624,7 +1627,8 @@ struct http_request {
     size_t query_len;
     int minor;       /* HTTP/1.minor */
     int keep_alive;  /* connection stays open after the answer */
-    size_t head_len; /* bytes of request line and headers, blank line included */
+    size_t head_len; /* bytes of request line and headers, blank line included (and any
+                        empty lines before the request line) */
     size_t body_len; /* Content-Length */
     struct http_head h;
 };
@@ -1645,12 +1649,25 @@ static int http_is_tchar(unsigned char c)
            (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-static int http_token_has(const char *v, size_t n, const char *tok)
+/* Whether a header value that is a list of tokens (Connection, Expect) has tok as one of its
+ * elements, ignoring case and the whitespace around each (RFC 9110 5.6.1): "keep-alive, Close"
+ * has "close"; "notclose" does not. */
+static int http_list_has(const char *v, size_t n, const char *tok)
 {
     size_t tl = strlen(tok);
-    for (size_t i = 0; i + tl <= n; i++)
-        if (!strncasecmp(v + i, tok, tl))
+    for (size_t i = 0; i < n;) {
+        size_t end = i;
+        while (end < n && v[end] != ',')
+            end++;
+        size_t a = i, b = end;
+        while (a < b && (v[a] == ' ' || v[a] == '\t'))
+            a++;
+        while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+            b--;
+        if (b - a == tl && !strncasecmp(v + a, tok, tl))
             return 1;
+        i = end + 1;
+    }
     return 0;
 }
 
@@ -1696,8 +1713,12 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
         } else if (nl == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
             h->chunked = 1;
         } else if (nl == 10 && !strncasecmp(p, "connection", 10)) {
-            h->conn_close |= http_token_has(v, vl, "close");
-            h->conn_keep_alive |= http_token_has(v, vl, "keep-alive");
+            h->conn_close |= http_list_has(v, vl, "close");
+            h->conn_keep_alive |= http_list_has(v, vl, "keep-alive");
+        } else if (nl == 6 && !strncasecmp(p, "expect", 6)) {
+            int only_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
+            h->expect_continue |= only_continue;
+            h->expect_unmet |= !only_continue;
         }
         p = eol + 2;
     }
@@ -1714,12 +1735,8 @@ static long http_head_end(const char *buf, size_t len, size_t max)
     return len >= max ? -1 : 0;
 }
 
-/* Parse one request at the start of buf. Returns the bytes of the whole request (head and
- * body) when complete, 0 when more bytes are needed, or -status when it must be refused.
- *   request-line = method SP target SP "HTTP/1." DIGIT CRLF
- *   method = 1*tchar, target = "/" *(VCHAR), then headers, CRLF, Content-Length body.
- * Pure: it reads only buf[0..len) and writes only *out, so it can be fuzzed. */
-static long http_parse_request(const char *buf, size_t len, struct http_request *out)
+/* http_parse_request, from the request line on. */
+static long http_parse_from_request_line(const char *buf, size_t len, struct http_request *out)
 {
     memset(out, 0, sizeof *out);
     const char *eol = memmem(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE, "\r\n", 2);
@@ -1766,12 +1783,35 @@ static long http_parse_request(const char *buf, size_t len, struct http_request 
         return -status;
     if (out->h.chunked)
         return -501;
+    if (out->h.expect_unmet)
+        return -417;
     if (out->h.content_length > HTTP_MAX_BODY)
         return -413;
     out->head_len = (size_t)head;
     out->body_len = out->h.content_length;
     out->keep_alive = out->minor == 1 ? !out->h.conn_close : out->h.conn_keep_alive;
     return len >= out->head_len + out->body_len ? (long)(out->head_len + out->body_len) : 0;
+}
+
+/* Parse one request at the start of buf. Returns the bytes of the whole request (head and
+ * body) when complete, 0 when more bytes are needed, or -status when it must be refused.
+ *   request = *CRLF request-line headers CRLF body
+ *   request-line = method SP target SP "HTTP/1." DIGIT CRLF
+ *   method = 1*tchar, target = "/" *(VCHAR), then headers, CRLF, Content-Length body.
+ * Empty lines before the request line are skipped (RFC 9112 2.2: some clients send a CRLF
+ * after a body) and counted in head_len, up to HTTP_MAX_LINE bytes of them (400 beyond).
+ * Pure: it reads only buf[0..len) and writes only *out, so it can be fuzzed. */
+static long http_parse_request(const char *buf, size_t len, struct http_request *out)
+{
+    size_t skip = 0;
+    while (skip + 1 < len && skip < HTTP_MAX_LINE && buf[skip] == '\r' && buf[skip + 1] == '\n')
+        skip += 2;
+    if (skip >= HTTP_MAX_LINE)
+        return -400;
+    long r = http_parse_from_request_line(buf + skip, len - skip, out);
+    if (out->head_len)
+        out->head_len += skip;
+    return r > 0 ? r + (long)skip : r;
 }
 
 /* Parse one response at the start of buf, with the same return convention (-502 for any
@@ -2036,6 +2076,7 @@ struct conn {
     char *buf;       /* CONN_BUF bytes */
     size_t len;      /* bytes in buf not yet consumed */
     struct sbuf out; /* response being written */
+    int continued;   /* 100 Continue sent for the request being read */
     /* platform only, owned by whoever holds the connection (poller, queue, pool thread) */
     struct conn *next;                    /* executor queue */
     struct conn *watch_prev, *watch_next; /* the poller's watch list, by deadline */
@@ -2066,6 +2107,19 @@ static void conn_free(struct conn *conn)
     free(conn);
 }
 
+/* Expect: 100-continue (RFC 9110 10.1.1): the client holds its body back until we say go, so
+ * say it once the head is in and the body is not; silence would leave it waiting until a
+ * timeout (ours or its own). An HTTP/1.0 client gets none: the RFC says to ignore it there.
+ * Returns 0, or -1 if the write failed (or, with deadline 0, would have had to wait). */
+static int conn_send_continue(struct conn *conn, const struct http_request *rq, int64_t deadline)
+{
+    static const char go[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (!rq->head_len || !rq->h.expect_continue || rq->minor != 1 || conn->continued)
+        return 0;
+    conn->continued = 1;
+    return io_write_all(conn->fd, go, sizeof go - 1, deadline);
+}
+
 /* conn_read_request's outcomes besides a request (> 0) and a refusal (-status, <= -400). */
 enum { CONN_WAIT = 0, CONN_GONE = -1 };
 
@@ -2081,6 +2135,8 @@ static long conn_read_request(struct conn *conn, struct http_request *rq, int64_
             return r;
         if (conn->len == CONN_BUF)
             return -431;
+        if (conn_send_continue(conn, rq, deadline) < 0)
+            return CONN_GONE;
         ssize_t n = io_rw(conn->fd, VT_READ, conn->buf + conn->len, CONN_BUF - conn->len, deadline);
         if (n <= 0)
             return n < 0 && errno == ETIMEDOUT ? CONN_WAIT : CONN_GONE;
@@ -2122,6 +2178,7 @@ static int conn_serve_one(struct conn *conn)
         memmove(conn->buf, conn->buf + request_len, conn->len - (size_t)request_len);
         conn->len -= (size_t)request_len;
     }
+    conn->continued = 0;
     return keep && ok;
 }
 
@@ -2507,7 +2564,9 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
 /* ---- II.6 Backend ---- */
 
 /* GET /item/<i>[?delay_ms=D]: a ~100-byte JSON body after D ms (default --delay-ms, plus a
- * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held. */
+ * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held, but the
+ * connection is, so a client may not ask for more than BACKEND_MAX_DELAY_MS (400). */
+#define BACKEND_MAX_DELAY_MS 60000
 static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
     if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
@@ -2519,7 +2578,13 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
     for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000;
          i++)
         id = id * 10 + (rq->path[i] - '0');
-    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", s->cfg->delay_ms);
+    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", -1);
+    if (delay > BACKEND_MAX_DELAY_MS) {
+        http_write_response(out, 400, "text/plain", "delay_ms too large", 18, keep);
+        return 400;
+    }
+    if (delay < 0)
+        delay = s->cfg->delay_ms;
     if (s->cfg->jitter_ms > 0) {
         uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
         x ^= x << 13;

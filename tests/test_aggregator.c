@@ -238,6 +238,17 @@ static long parse_req(const char *s, struct http_request *rq)
     return http_parse_request(s, strlen(s), rq);
 }
 
+/* A buffer of nothing but empty lines, HTTP_MAX_LINE bytes of them: refused, not waited on. */
+static void check_endless_empty_lines(struct http_request *rq)
+{
+    char *b = xmalloc(HTTP_MAX_LINE + 2);
+    for (int i = 0; i < HTTP_MAX_LINE + 2; i += 2)
+        memcpy(b + i, "\r\n", 2);
+    long r = http_parse_request(b, HTTP_MAX_LINE + 2, rq);
+    CHECK(r == -400, "endless empty lines: %ld, want -400", r);
+    free(b);
+}
+
 static void t_http_request(void)
 {
     struct http_request rq;
@@ -262,10 +273,40 @@ static void t_http_request(void)
     CHECK(parse_req("GET / HTTP/1.0\r\n\r\n", &rq) > 0 && !rq.keep_alive, "1.0 closes by default");
     CHECK(parse_req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &rq) > 0 && !rq.keep_alive,
           "Connection: close");
+    /* Connection is a comma-separated list of tokens, any case (RFC 9110 7.6.1) */
+    static const struct {
+        const char *in;
+        int keep;
+    } conn_tokens[] = {
+        {"GET / HTTP/1.1\r\nConnection: notclose\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: close-later\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nConnection: upgrade,\tCLOSE \r\n\r\n", 0},
+        {"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", 1},
+        {"GET / HTTP/1.0\r\nConnection: no-keep-alive\r\n\r\n", 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(conn_tokens); i++) {
+        long r = parse_req(conn_tokens[i].in, &rq);
+        CHECK(r > 0 && rq.keep_alive == conn_tokens[i].keep, "Connection tokens %zu: %ld, keep %d",
+              i, r, rq.keep_alive);
+    }
+    /* empty lines before the request line are skipped and counted (RFC 9112 2.2) */
+    const char *lead = "\r\n\r\nGET /a HTTP/1.1\r\n\r\n";
+    CHECK(parse_req(lead, &rq) == (long)strlen(lead) && rq.head_len == strlen(lead) &&
+              rq.path_len == 2 && !memcmp(rq.path, "/a", 2),
+          "leading empty lines: %ld, head %zu", parse_req(lead, &rq), rq.head_len);
+    CHECK(parse_req("\r\n", &rq) == 0 && parse_req("\r\n\r", &rq) == 0,
+          "only empty lines so far: incomplete");
+    check_endless_empty_lines(&rq);
+    /* Expect: 100-continue is met (the server says 100 while the body is due); others, 417 */
+    const char *expect = "POST /x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nhi";
+    CHECK(parse_req(expect, &rq) == (long)strlen(expect), "Expect: 100-continue parses");
     static const struct {
         const char *in;
         long want;
     } bad[] = {
+        {"GET / HTTP/1.1\r\nExpect: a-pony\r\n\r\n", -417},
+        {"GET / HTTP/1.1\r\nExpect: 100-continue, a-pony\r\n\r\n", -417},
         {"\x01\x02garbage", -400},
         {"GET/ HTTP/1.1\r\n\r\n", -400},
         {"GET  / HTTP/1.1\r\n\r\n", -400},
@@ -581,6 +622,10 @@ static void t_integration(void)
     check_answers(sv.port, "virtual");
     check_answers(sp.port, "platform");
     CHECK(fetch(sv.port, "GET /nope HTTP/1.1\r\n\r\n", NULL) == 404, "404");
+    CHECK(fetch(be.port, "GET /item/1?delay_ms=60001 HTTP/1.1\r\n\r\n", NULL) == 400,
+          "backend: delay_ms above BACKEND_MAX_DELAY_MS is refused");
+    CHECK(fetch(be.port, "GET /item/1?delay_ms=99999999999999 HTTP/1.1\r\n\r\n", NULL) == 400,
+          "backend: a delay_ms past any int is refused");
     CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n", NULL) == 400, "400 over the wire");
     CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400,
           "400 over the wire (platform)");

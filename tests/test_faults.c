@@ -13,7 +13,8 @@
  * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
  * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
  * --timeout-ms (F3), no busy loop at the fd limit (F4), bytes a backend sends after its answer
- * never read as the next answer (F5), the downstream pool's cap and idle expiry.
+ * never read as the next answer (F5), the downstream pool's cap and idle expiry, the
+ * protocol details (empty line before a request, Connection tokens, Expect).
  * Every wait is bounded: sockets have receive timeouts, conditions are polled up to a
  * deadline, and the server's own timeouts are short. Usage: tests/test_faults [DIR], DIR
  * holding ./aggregator (default: this binary's ../). */
@@ -827,6 +828,47 @@ static void test_pool_bounds(const char *mode)
     rig_stop(&r);
 }
 
+/* The protocol details: an empty line before the request line is ignored (RFC 9112 2.2);
+ * Connection is a list of tokens ("notclose" is not "close"); Expect: 100-continue is
+ * answered at once (100 Continue), not left to the idle timeout; other expectations, 417. */
+static void test_protocol(const char *mode)
+{
+    char buf[2048];
+    struct rig r;
+    if (rig_start(&r, mode, "protocol details", 0, NULL) < 0)
+        return;
+    int fd = dial(r.s.port);
+    int st = request_on(fd, "\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
+    CHECK(st == 404, "%s: an empty line before the request: %d, want 404", r.what, st);
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nConnection: notclose\r\n\r\n", buf, sizeof buf);
+    CHECK(st == 404 && !strcasestr(buf, "\r\nconnection: close"),
+          "%s: Connection: notclose: %d, and the server %s", r.what, st,
+          strcasestr(buf, "\r\nconnection: close") ? "closes" : "keeps the connection");
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n", buf,
+                    sizeof buf);
+    CHECK(st == 404 && strcasestr(buf, "\r\nconnection: close"),
+          "%s: Connection: keep-alive, Close: %d, and the server %s", r.what, st,
+          strcasestr(buf, "\r\nconnection: close") ? "closes" : "keeps the connection");
+    close(fd);
+    fd = dial(r.s.port);
+    double t0 = now_ms();
+    int interim = request_on(
+        fd,
+        "POST /aggregate HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+        buf, sizeof buf);
+    double interim_ms = now_ms() - t0;
+    CHECK(interim == 100 && interim_ms < IDLE_MS, "%s: Expect: 100-continue: %d after %.0f ms",
+          r.what, interim, interim_ms);
+    st = request_on(fd, "body", buf, sizeof buf);
+    CHECK(st == 405, "%s: then the body: %d, want 405", r.what, st);
+    close(fd);
+    fd = dial(r.s.port);
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nExpect: a-pony\r\n\r\n", buf, sizeof buf);
+    CHECK(st == 417, "%s: Expect: a-pony: %d, want 417", r.what, st);
+    close(fd);
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -847,6 +889,7 @@ int main(int argc, char **argv)
         test_slowloris(modes[m]);
         test_unasked_bytes(modes[m]);
         test_pool_bounds(modes[m]);
+        test_protocol(modes[m]);
     }
     return check_done("test_faults");
 }
