@@ -1544,10 +1544,10 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  *     (agg_fan_out with ?parallel=1: one child thread per call, vt_spawn + vt_join). Each
  *     is ds_call: ds_take an idle connection from this carrier's pool (or client_open ->
  *     io_connect), client_exchange -> io_write_all, io_rw (parked again while the
- *     backend's backend_route waits D ms in vt_sleep_until),
- *     http_parse_response, ds_release. Back in agg_aggregate, http_write_response writes the
- *     JSON array; conn_serve_one sends it with io_write_all, counts it (metrics_request) and
- *     loops for the next request on the keep-alive connection.
+ *     backend's backend_route waits D ms in vt_sleep_until), http_parse_response,
+ *     ds_release. Back in agg_aggregate, http_write_response writes the JSON array;
+ *     conn_serve_one sends it with io_write_all, counts it (metrics_request) and loops for
+ *     the next request on the keep-alive connection.
  *   platform: pool_poller's epoll reports the listening socket: pool_accept takes the
  *     connection, io_adopt, conn_new, pool_watch (EPOLLONESHOT, a deadline). When it is
  *     readable, pool_readable -> conn_read_request reads without waiting; once the request
@@ -1649,7 +1649,7 @@ static int http_is_tchar(unsigned char c)
            (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-/* Whether a header value that is a list of tokens (Connection, Expect) has tok as one of its
+/* Whether a header value that is a list of tokens (Connection) has tok as one of its
  * elements, ignoring case and the whitespace around each (RFC 9110 5.6.1): "keep-alive, Close"
  * has "close"; "notclose" does not. */
 static int http_list_has(const char *v, size_t n, const char *tok)
@@ -1799,7 +1799,7 @@ static long http_parse_from_request_line(const char *buf, size_t len, struct htt
  *   request-line = method SP target SP "HTTP/1." DIGIT CRLF
  *   method = 1*tchar, target = "/" *(VCHAR), then headers, CRLF, Content-Length body.
  * Empty lines before the request line are skipped (RFC 9112 2.2: some clients send a CRLF
- * after a body) and counted in head_len, up to HTTP_MAX_LINE bytes of them (400 beyond).
+ * after a body) and counted in head_len; HTTP_MAX_LINE bytes of them are refused (400).
  * Pure: it reads only buf[0..len) and writes only *out, so it can be fuzzed. */
 static long http_parse_request(const char *buf, size_t len, struct http_request *out)
 {
@@ -2437,7 +2437,8 @@ static void ds_free(struct server *s)
 
 /* Whether nothing has come on an idle connection since its last answer. Bytes would be read
  * as the next call's answer (issue 14, F5), and EOF means the backend closed it; either way
- * it must not be reused. One MSG_PEEK syscall per reuse, as HttpClient's stale check. */
+ * it must not be reused. One MSG_PEEK syscall per reuse, as Apache HttpClient's stale
+ * connection check does. */
 static int client_is_quiet(const struct client *cl)
 {
     char c;
