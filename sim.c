@@ -40,7 +40,7 @@
  *     III.2 Values and programs  scn_value, scn_dist, the program grammar
  *     III.3 Loading and checks  scn_set, scn_load, scn_finish, --keys
  *   Part IV. Reports and instruments
- *     IV.1 Reports  rep_: text table, JSON, CSV, time series
+ *     IV.1 Reports  rep_: text table, JSON, CSV, bounds on throughput, time series
  *     IV.2 Chrome trace  trace_: a lane per thread, for Perfetto
  *     IV.3 Validation  val_: --validate, prediction beside measurement
  *     IV.4 Live telemetry  live_: --live, a running aggregator's /metrics
@@ -390,6 +390,11 @@ struct model_ops {
     int32_t (*in_service)(const struct model *);        /* requests holding a thread or a VT */
     int32_t (*runnable)(const struct model *);          /* virtual threads waiting for a carrier */
     int (*may_retire)(const struct model *, int32_t t); /* may idle thread t exit now? */
+    /* the same charges, read by the bounds on throughput (IV.1) without running a request */
+    simtime (*request_cpu)(const struct model *); /* CPU once per request, beyond cpu_per_request */
+    simtime (*step_cpu)(const struct model *, int op, int in_sync); /* around one blocking step */
+    int32_t (*holders)(const struct model *, int op, int in_sync);  /* threads that can hold a
+                                                     request in this step; 0: it holds none */
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
@@ -853,6 +858,28 @@ static int plat_may_retire(const struct model *m, int32_t t)
     return plat_pool_size(m) > m->s->min_spare;
 }
 
+/* A pool thread runs its request from the connector to the answer and then releases
+ * (platform.release_cpu); after each blocking step the kernel wakes it (os.wakeup). Every
+ * step holds the thread, one of maxThreads. */
+static simtime plat_request_cpu(const struct model *m)
+{
+    return m->release_cpu;
+}
+
+static simtime plat_step_cpu(const struct model *m, int op, int in_sync)
+{
+    (void)op;
+    (void)in_sync;
+    return m->s->wakeup;
+}
+
+static int32_t plat_holders(const struct model *m, int op, int in_sync)
+{
+    (void)op;
+    (void)in_sync;
+    return m->s->max_threads;
+}
+
 static const struct model_ops plat_ops = {
     .admit = plat_admit,
     .block_cost = plat_block_cost,
@@ -863,6 +890,9 @@ static const struct model_ops plat_ops = {
     .in_service = plat_in_service,
     .runnable = plat_runnable,
     .may_retire = plat_may_retire,
+    .request_cpu = plat_request_cpu,
+    .step_cpu = plat_step_cpu,
+    .holders = plat_holders,
 };
 
 /* ---- I.4 Virtual model ---- */
@@ -911,9 +941,14 @@ static void vt_admit(struct model *m, int32_t r)
 }
 
 /* Does blocking in this step pin the carrier? Socket I/O inside synchronized does (JDK 21-23). */
+static int vt_pins_in(const struct model *m, int op, int in_sync)
+{
+    return op != OP_IO && in_sync && !m->s->jep491;
+}
+
 static int vt_pins(const struct model *m, int32_t r, int op)
 {
-    return op != OP_IO && m->req[r].sync_depth > 0 && !m->s->jep491;
+    return vt_pins_in(m, op, m->req[r].sync_depth > 0);
 }
 
 static simtime vt_block_cost(struct model *m, int32_t r, int op)
@@ -1005,6 +1040,26 @@ static int vt_may_retire(const struct model *m, int32_t t)
     return m->thr[t].extra && m->threads_alive > m->s->parallelism;
 }
 
+/* A virtual thread costs its start; a step that parks costs the park and the unpark; a
+ * carrier holds the request only through CPU (one of `parallelism`), a pinned wait (the
+ * same carriers) or io() (compensated: up to max_pool_size). */
+static simtime vt_request_cpu(const struct model *m)
+{
+    return m->s->vt_create;
+}
+
+static simtime vt_step_cpu(const struct model *m, int op, int in_sync)
+{
+    return op == OP_IO || vt_pins_in(m, op, in_sync) ? 0 : m->s->vt_park + m->s->vt_unpark;
+}
+
+static int32_t vt_holders(const struct model *m, int op, int in_sync)
+{
+    if (op == OP_CPU || vt_pins_in(m, op, in_sync))
+        return m->s->parallelism;
+    return op == OP_IO ? m->s->max_pool_size : 0;
+}
+
 static const struct model_ops vt_ops = {
     .admit = vt_admit,
     .block_cost = vt_block_cost,
@@ -1015,6 +1070,9 @@ static const struct model_ops vt_ops = {
     .in_service = vt_in_service,
     .runnable = vt_runnable,
     .may_retire = vt_may_retire,
+    .request_cpu = vt_request_cpu,
+    .step_cpu = vt_step_cpu,
+    .holders = vt_holders,
 };
 
 /* ---- I.5 Workload ---- */
@@ -2843,6 +2901,20 @@ static void scn_print_keys(FILE *out)
 
 /* ---- IV.1 Reports ---- */
 
+/* Upper bounds on a model's throughput, each from one resource (rep_bounds). A report puts
+ * the achieved throughput beside the least of them, the one that binds. */
+enum bound_id { BOUND_LITTLE, BOUND_CPU, BOUND_POOL, BOUND_PORTS, BOUND_N };
+static const char *const bound_keys[BOUND_N] = {"littles_law", "cpu", "pool", "ports"};
+static const char *const bound_labels[BOUND_N] = {
+    "Little's law N / (R0 + Z)", "CPU: cores / CPU a request", "pool: holders / time held",
+    "ports: range / TIME_WAIT"};
+
+struct bounds {
+    double rps[BOUND_N];    /* req/s; NAN where the bound does not apply */
+    char what[BOUND_N][96]; /* how it is made, or why it does not apply */
+    int binding;            /* the least that applies; -1 if none does */
+};
+
 /* What a report says of one model. Latencies in ms, memory in bytes. */
 struct result {
     double throughput_rps, mean, p50, p90, p99, p999, max, cpu_util;
@@ -2851,7 +2923,11 @@ struct result {
     double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved, peak_rss;
     double ctx_switches, thread_creations, parks, conns_opened, events;
     double failed_by_reason[FAIL_N];
+    double window_s;      /* the statistics window, duration - warmup */
+    struct bounds bounds; /* on throughput_rps */
 };
+
+static void rep_bounds(const struct model *m, struct bounds *b);
 
 static void rep_result(const struct model *m, struct result *r)
 {
@@ -2887,6 +2963,8 @@ static void rep_result(const struct model *m, struct result *r)
     r->events = (double)stats->events;
     for (int i = 0; i < s->nsvc; i++)
         r->conns_opened += (double)m->svc[i].opened;
+    r->window_s = (double)(s->duration - s->warmup) / SEC;
+    rep_bounds(m, &r->bounds);
 }
 
 /* One row per figure: the text table, JSON and CSV are all generated from this table. */
@@ -2954,7 +3032,9 @@ static void rep_human(char *buf, size_t len, double v, int fmt)
     buf[o] = 0;
 }
 
-/* Little's law with no queueing: N users / (R0 + Z), R0 the mean time of one request alone. */
+/* Little's law with no queueing: N users / (R0 + Z), R0 the mean time of one request alone,
+ * from the program's times only (JSON's ideal_rps; the bounds below add the models' costs).
+ * Infinite when requests take no time and users do not think. */
 static double rep_ideal_rps(const struct scenario *s)
 {
     double r0 = 0;
@@ -2975,6 +3055,202 @@ static double rep_ideal_rps(const struct scenario *s)
     if (s->users == 0)
         return s->rate;
     return (double)s->users / ((r0 + dist_mean(&s->think)) / SEC);
+}
+
+/* BOUNDS ON THROUGHPUT
+ *   What one request asks of a model when nothing queues, from the scenario's means and the
+ *   model's own charges (model_ops: request_cpu, step_cpu, holders):
+ *     CPU   the program's cpu() steps, cpu_per_request, cpu_per_call a call, connect_cpu a
+ *           new connection (every call to a service without a pool), the model's cost per
+ *           request (release_cpu; a virtual thread's start) and per blocking step (the
+ *           kernel's wake-up; a park and an unpark). Context switches depend on the
+ *           interleaving and are left out, and cache pressure only adds: the bound stays one.
+ *     R0    that CPU plus each blocking step's mean wait (a par() its longest call).
+ *     held  how long a request holds a thread: its CPU and the waits the model does not
+ *           park in (a pool thread: every wait; a carrier: pinned waits and io()).
+ *   Then, in req/s: Little's law N / (R0 + Z) (open loop: the arrival rate); the cores
+ *   C / CPU; the pool: threads / held, and per service its connections or its limit over
+ *   its calls' time; the ports: a service without a pool opens a connection a call, and a
+ *   port comes back range / TIME_WAIT times a second (tcp_tw_reuse: after 1 s). */
+struct rep_demand {
+    double cpu, r0, held; /* ns a request */
+    int32_t holders;      /* threads that can hold one: the most of its holding steps */
+    int held_wait;        /* some wait holds a thread: the thread pool bounds throughput */
+    int calls[MAX_SERVICES];
+};
+
+/* The mean time one call to service v takes, connecting included when it is not pooled. */
+static double rep_call_time(const struct scenario *s, int v)
+{
+    return dist_mean(&s->svc[v].latency) + dist_mean(&s->call_latency) +
+           (s->svc[v].pool == 0 ? (double)s->svc[v].connect_time : 0);
+}
+
+/* One blocking step's mean wait, its CPU, and its calls counted into d. */
+static double rep_step_demand(const struct model *m, const struct step *st, int in_sync,
+                              struct rep_demand *d)
+{
+    const struct scenario *s = m->s;
+    double wait = st->op == OP_IO ? dist_mean(&st->d) : 0;
+    d->cpu += (double)m->ops->step_cpu(m, st->op, in_sync) + st->nsvc * (double)m->cpu_per_call;
+    for (int k = 0; k < st->nsvc; k++) {
+        int v = st->svc[k];
+        d->calls[v]++;
+        d->cpu += s->svc[v].pool == 0 ? (double)s->connect_cpu : 0;
+        wait = fmax(wait, rep_call_time(s, v));
+    }
+    return wait;
+}
+
+static struct rep_demand rep_demand(const struct model *m)
+{
+    const struct scenario *s = m->s;
+    struct rep_demand d = {.cpu = (double)(m->cpu_per_request + m->ops->request_cpu(m))};
+    int depth = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        const struct step *st = &s->prog[i];
+        depth += st->op == OP_SYNC_BEGIN ? 1 : st->op == OP_SYNC_END ? -1 : 0;
+        if (st->op == OP_SYNC_BEGIN || st->op == OP_SYNC_END)
+            continue;
+        int32_t holders = m->ops->holders(m, st->op, depth > 0);
+        double wait = st->op == OP_CPU ? 0 : rep_step_demand(m, st, depth > 0, &d);
+        d.cpu += st->op == OP_CPU ? dist_mean(&st->d) : 0;
+        d.r0 += wait;
+        d.holders = holders > d.holders ? holders : d.holders;
+        if (holders > 0 && st->op != OP_CPU) {
+            d.held += wait;
+            d.held_wait = 1;
+        }
+    }
+    d.r0 += d.cpu;
+    d.held += d.cpu;
+    return d;
+}
+
+/* Set bound k to `rps` (made as `what`) if it is less than what is there. */
+static void rep_bound_offer(struct bounds *b, int k, double rps, const char *what)
+{
+    if (!(rps >= b->rps[k])) { /* NAN compares false: the first offer always lands */
+        b->rps[k] = rps;
+        snprintf(b->what[k], sizeof b->what[k], "%s", what);
+    }
+}
+
+/* The pool: the threads a request holds, each service's connection pool and limit. */
+static void rep_pool_bound(const struct model *m, const struct rep_demand *d, struct bounds *b)
+{
+    const struct scenario *s = m->s;
+    char what[96];
+    snprintf(b->what[BOUND_POOL], sizeof b->what[BOUND_POOL],
+             "no pool holds a request through a wait");
+    if (d->held_wait) {
+        snprintf(what, sizeof what, "%d threads / %.4g ms a request holds one", d->holders,
+                 d->held / 1e6);
+        rep_bound_offer(b, BOUND_POOL, d->holders / (d->held / SEC), what);
+    }
+    for (int v = 0; v < s->nsvc; v++) {
+        double busy = d->calls[v] * rep_call_time(s, v) / SEC; /* s a request holds one */
+        const struct service_cfg *c = &s->svc[v];
+        if (busy <= 0)
+            continue;
+        snprintf(what, sizeof what, "%s: %d pooled connections / %.4g ms a request", c->name,
+                 c->pool, busy * 1e3);
+        if (c->pool > 0)
+            rep_bound_offer(b, BOUND_POOL, c->pool / busy, what);
+        snprintf(what, sizeof what, "%s: limit %d calls / %.4g ms a request", c->name, c->limit,
+                 busy * 1e3);
+        if (c->limit > 0)
+            rep_bound_offer(b, BOUND_POOL, c->limit / busy, what);
+    }
+}
+
+/* The ports: a service without a pool opens a connection per call. */
+static void rep_port_bound(const struct scenario *s, const struct rep_demand *d, struct bounds *b)
+{
+    int range = s->port_high - s->port_low + 1;
+    simtime tw = s->tw_reuse && s->time_wait > SEC ? SEC : s->time_wait;
+    char what[96];
+    snprintf(b->what[BOUND_PORTS], sizeof b->what[BOUND_PORTS],
+             s->time_wait ? "every service called keeps its connections (pooled)"
+                          : "net.time_wait = 0: a port is free again at close");
+    for (int v = 0; v < s->nsvc && tw > 0; v++)
+        if (s->svc[v].pool == 0 && d->calls[v] > 0) {
+            snprintf(what, sizeof what, "%s: %d ports / %.4g s TIME_WAIT / %d calls a request",
+                     s->svc[v].name, range, (double)tw / SEC, d->calls[v]);
+            rep_bound_offer(b, BOUND_PORTS, range / ((double)tw / SEC) / d->calls[v], what);
+        }
+}
+
+static void rep_bounds(const struct model *m, struct bounds *b)
+{
+    const struct scenario *s = m->s;
+    struct rep_demand d = rep_demand(m);
+    double z = dist_mean(&s->think);
+    char what[96];
+    for (int k = 0; k < BOUND_N; k++)
+        b->rps[k] = NAN;
+    snprintf(what, sizeof what, "%ld users / (R0 %.4g ms + Z %.4g ms)", s->users, d.r0 / 1e6,
+             z / 1e6);
+    if (s->users == 0)
+        rep_bound_offer(b, BOUND_LITTLE, s->rate, "open loop: the arrival rate");
+    else if (d.r0 + z > 0)
+        rep_bound_offer(b, BOUND_LITTLE, s->users / ((d.r0 + z) / SEC), what);
+    else
+        snprintf(b->what[BOUND_LITTLE], sizeof what, "requests take no time, users do not think");
+    snprintf(what, sizeof what, "%d cores / %.4g us a request", s->cores, d.cpu / 1e3);
+    if (d.cpu > 0)
+        rep_bound_offer(b, BOUND_CPU, s->cores / (d.cpu / SEC), what);
+    else
+        snprintf(b->what[BOUND_CPU], sizeof what, "a request costs no CPU");
+    rep_pool_bound(m, &d, b);
+    rep_port_bound(s, &d, b);
+    b->binding = -1;
+    for (int k = 0; k < BOUND_N; k++)
+        if (isfinite(b->rps[k]) && (b->binding < 0 || b->rps[k] < b->rps[b->binding]))
+            b->binding = k;
+}
+
+/* Why a model's throughput is above its binding bound, or NULL when it is not. A bound is
+ * a steady-state limit; a window can beat it where requests started before it complete
+ * inside it (the start-up transient, users in lockstep) or where sampled times ran short. */
+static const char *rep_above_bound(const struct result *r, char *buf, size_t len)
+{
+    const struct bounds *b = &r->bounds;
+    if (b->binding < 0 || !(r->throughput_rps > b->rps[b->binding]))
+        return NULL;
+    snprintf(buf, len,
+             "above its %s bound by %.2g%%: the %.4g s window also counts requests begun "
+             "before it (the start-up transient), and sampled times can run under their means; "
+             "a longer window comes down to the bound",
+             bound_keys[b->binding], 100 * (r->throughput_rps / b->rps[b->binding] - 1),
+             r->window_s);
+    return buf;
+}
+
+/* The bounds of both models, which binds, and the share of it each achieved. */
+static void rep_text_bounds(FILE *out, const struct result res[MODEL_N])
+{
+    char a[32], b[32], note[320];
+    fprintf(out, "\n  %-30s %14s %14s\n", "bounds on throughput (req/s)", "platform", "virtual");
+    for (int k = 0; k < BOUND_N; k++) {
+        double p = res[0].bounds.rps[k], v = res[1].bounds.rps[k];
+        rep_human(a, sizeof a, p, R_RATE);
+        rep_human(b, sizeof b, v, R_RATE);
+        fprintf(out, "  %-30s %14s %14s\n", bound_labels[k], isfinite(p) ? a : "-",
+                isfinite(v) ? b : "-");
+    }
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        const struct bounds *bd = &res[mk].bounds;
+        if (bd->binding < 0) {
+            fprintf(out, "  %s: no bound applies\n", model_names[mk]);
+            continue;
+        }
+        fprintf(out, "  %s: %s binds (%s); achieved %.0f%% of it\n", model_names[mk],
+                bound_keys[bd->binding], bd->what[bd->binding],
+                100 * res[mk].throughput_rps / bd->rps[bd->binding]);
+        if (rep_above_bound(&res[mk], note, sizeof note))
+            fprintf(out, "    %s\n", note);
+    }
 }
 
 static void rep_text(FILE *out, const struct scenario *s, const char *path,
@@ -3012,12 +3288,7 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path,
         if (res[0].failed_by_reason[k] > 0 || res[1].failed_by_reason[k] > 0)
             fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
                     res[1].failed_by_reason[k], fail_docs[k]);
-    double ideal = rep_ideal_rps(s);
-    rep_human(a, sizeof a, ideal, R_RATE);
-    fprintf(out,
-            "\n  Little's-law ideal (no queueing): %s req/s;  achieved: platform %.0f%%, virtual "
-            "%.0f%%\n",
-            a, 100 * res[0].throughput_rps / ideal, 100 * res[1].throughput_rps / ideal);
+    rep_text_bounds(out, res);
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -3034,11 +3305,82 @@ static void rep_json_string(FILE *out, const char *str)
     fputc('"', out);
 }
 
-/* JSON for machines. Keys with a '.' open a sub-object; rows sharing a prefix are adjacent. */
+/* A number for JSON, which has no inf or nan: those are null (the caller says why). */
+static void rep_json_number(FILE *out, const char *fmt, double v)
+{
+    if (isfinite(v))
+        fprintf(out, fmt, v);
+    else
+        fputs("null", out);
+}
+
+/* "bounds": {the four, "binding", "why_null": {...} for those that do not apply, and
+ * "above_bound" when the throughput is above the binding one (rep_above_bound)}. */
+static void rep_json_bounds(FILE *out, const struct result *r)
+{
+    const struct bounds *b = &r->bounds;
+    char note[320];
+    int nulls = 0;
+    fputs("\"bounds\": {", out);
+    for (int k = 0; k < BOUND_N; k++) {
+        fprintf(out, "\"%s\": ", bound_keys[k]);
+        rep_json_number(out, "%.6g", b->rps[k]);
+        fputs(", ", out);
+    }
+    fprintf(out, "\"binding\": \"%s\", \"why_null\": {",
+            b->binding >= 0 ? bound_keys[b->binding] : "none");
+    for (int k = 0; k < BOUND_N; k++)
+        if (!isfinite(b->rps[k])) {
+            fprintf(out, "%s\"%s\": ", nulls++ ? ", " : "", bound_keys[k]);
+            rep_json_string(out, b->what[k]);
+        }
+    fputc('}', out);
+    if (rep_above_bound(r, note, sizeof note)) {
+        fputs(", \"above_bound\": ", out);
+        rep_json_string(out, note);
+    }
+    fputc('}', out);
+}
+
+/* One model's object: the rows (a key with a '.' opens a sub-object; rows sharing a prefix
+ * are adjacent), the failures by reason, the bounds. */
+static void rep_json_model(FILE *out, const struct result *r)
+{
+    const char *open = NULL;
+    fputc('{', out);
+    for (size_t i = 0; i < REP_NROWS; i++) {
+        const char *key = rep_rows[i].key, *dot = strchr(key, '.');
+        size_t plen = dot ? (size_t)(dot - key) : 0;
+        int same = open && dot && strncmp(open, key, plen) == 0 && open[plen] == '.';
+        if (open && !same) {
+            fputc('}', out);
+            open = NULL;
+        }
+        if (i)
+            fputs(", ", out);
+        if (dot && !same) {
+            fprintf(out, "\"%.*s\": {", (int)plen, key);
+            open = key;
+        }
+        fprintf(out, "\"%s\": ", dot ? dot + 1 : key);
+        rep_json_number(out, rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB ? "%.0f" : "%.6g",
+                        rep_get(r, &rep_rows[i]));
+    }
+    if (open)
+        fputc('}', out);
+    fputs(", \"failed_by_reason\": {", out);
+    for (int k = 0; k < FAIL_N; k++)
+        fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], r->failed_by_reason[k]);
+    fputs("}, ", out);
+    rep_json_bounds(out, r);
+    fputc('}', out);
+}
+
+/* JSON for machines. */
 static void rep_json(FILE *out, const struct scenario *s, const char *path,
                      const struct result res[MODEL_N], double wall_s, long peak_rss)
 {
-    double events = res[0].events + res[1].events;
+    double events = res[0].events + res[1].events, ideal = rep_ideal_rps(s);
     fputs("{\n  \"scenario\": ", out);
     rep_json_string(out, path);
     fputs(",\n  \"name\": ", out);
@@ -3048,39 +3390,17 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path,
             "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, "
             "\"peak_rss_bytes\": %ld},\n",
             events, wall_s, wall_s > 0 ? events / wall_s : 0, peak_rss);
-    fprintf(out, "  \"ideal_rps\": %.3f,\n  \"calibrated_keys\": ", rep_ideal_rps(s));
+    fputs("  \"ideal_rps\": ", out);
+    rep_json_number(out, "%.3f", ideal);
+    if (!isfinite(ideal))
+        fputs(",\n  \"ideal_rps_why_null\": \"requests take no time and users do not think\"", out);
+    fputs(",\n  \"calibrated_keys\": ", out);
     rep_json_string(out, s->calibrated);
     fputs(",\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
-        fprintf(out, "  \"%s\": {", model_names[mk]);
-        const char *open = NULL;
-        for (size_t i = 0; i < REP_NROWS; i++) {
-            const char *key = rep_rows[i].key, *dot = strchr(key, '.');
-            size_t plen = dot ? (size_t)(dot - key) : 0;
-            int same = open && dot && strncmp(open, key, plen) == 0 && open[plen] == '.';
-            if (open && !same) {
-                fputc('}', out);
-                open = NULL;
-            }
-            if (i)
-                fputs(", ", out);
-            if (dot && !same) {
-                fprintf(out, "\"%.*s\": {", (int)plen, key);
-                open = key;
-            }
-            double v = rep_get(&res[mk], &rep_rows[i]);
-            if (rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB)
-                fprintf(out, "\"%s\": %.0f", dot ? dot + 1 : key, v);
-            else
-                fprintf(out, "\"%s\": %.6g", dot ? dot + 1 : key, v);
-        }
-        if (open)
-            fputc('}', out);
-        fputs(", \"failed_by_reason\": {", out);
-        for (int k = 0; k < FAIL_N; k++)
-            fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k],
-                    res[mk].failed_by_reason[k]);
-        fprintf(out, "}}%s\n", mk + 1 < MODEL_N ? "," : "");
+        fprintf(out, "  \"%s\": ", model_names[mk]);
+        rep_json_model(out, &res[mk]);
+        fputs(mk + 1 < MODEL_N ? ",\n" : "\n", out);
     }
     fputs("}\n", out);
 }

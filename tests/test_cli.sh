@@ -41,7 +41,8 @@ cmp -s "$tmp/r1.txt" "$tmp/r3.txt" && bad "another seed gives the same report" |
 "$sim" $args --json > "$tmp/r.json"
 for k in '"scenario"' '"seed"' '"engine"' '"events_per_s"' '"peak_rss_bytes"' '"platform"' '"virtual"' \
          '"throughput_rps"' '"p999"' '"peak_os_threads"' '"peak_carriers_busy"' '"peak_vthreads_parked"' \
-         '"peak_ports_time_wait"' '"peak_thread_memory_bytes"' '"in_flight"'; do
+         '"peak_ports_time_wait"' '"peak_thread_memory_bytes"' '"in_flight"' \
+         '"bounds"' '"littles_law"' '"cpu"' '"pool"' '"ports"' '"binding"'; do
     grep -q "$k" "$tmp/r.json" && ok || bad "--json lacks $k"
 done
 [ "$("$sim" $args --csv | wc -l)" -eq 3 ] && ok || bad "--csv: a header and two rows"

@@ -702,6 +702,93 @@ static void test_scenario_claims(void)
                    "fanout: platform threads held one call long");
 }
 
+/* The bounds a report gives each model, recomputed here from the scenario's numbers: the
+ * CPU a request costs as each model charges it, the time it takes alone (R0), how long it
+ * holds a thread, and the ports. Then which binds, and that the report never shows a
+ * throughput above its binding bound without saying why. */
+static void check_bound(const struct result *r, int k, double want, const char *what)
+{
+    CHECK(fabs(r->bounds.rps[k] - want) <= 1e-9 * want, "%s: %s bound %.9g, want %.9g", what,
+          bound_keys[k], r->bounds.rps[k], want);
+}
+
+static void check_binds(const struct result *r, int k, const char *what)
+{
+    char note[320];
+    CHECK(r->bounds.binding == k, "%s: %s binds (got %d)", what, bound_keys[k], r->bounds.binding);
+    CHECK(r->throughput_rps <= r->bounds.rps[k] * 1.001 || rep_above_bound(r, note, sizeof note),
+          "%s: %.1f req/s is within its bound %.1f or says why", what, r->throughput_rps,
+          r->bounds.rps[k]);
+}
+
+static void test_bounds(void)
+{
+    struct scenario s;
+    struct result p, v;
+    if (run_shipped("scenarios/cpu-bound.scn", &s, &p, &v) == 0) { /* cpu(5ms) call(cache) */
+        double cpu_p = 5e-3 + s.wakeup / 1e9,
+               cpu_v = 5e-3 + (s.vt_create + s.vt_park + s.vt_unpark) / 1e9;
+        check_bound(&p, BOUND_CPU, s.cores / cpu_p, "cpu-bound platform");
+        check_bound(&v, BOUND_CPU, s.cores / cpu_v, "cpu-bound virtual");
+        check_bound(&p, BOUND_LITTLE, s.users / (cpu_p + 1e-3), "cpu-bound platform");
+        check_bound(&p, BOUND_POOL, s.max_threads / (cpu_p + 1e-3), "cpu-bound platform");
+        check_binds(&p, BOUND_CPU, "cpu-bound platform");
+        check_binds(&v, BOUND_CPU, "cpu-bound virtual");
+        CHECK(!isfinite(p.bounds.rps[BOUND_PORTS]) && !isfinite(v.bounds.rps[BOUND_PORTS]),
+              "cpu-bound: pooled, no port bound");
+    }
+    if (run_shipped("scenarios/default.scn", &s, &p, &v) == 0) { /* 200us CPU, 3 calls of 50ms */
+        double r0_p = 0.150 + 200e-6 + 3 * s.wakeup / 1e9;
+        double r0_v = 0.150 + 200e-6 + (s.vt_create + 3 * (s.vt_park + s.vt_unpark)) / 1e9;
+        check_bound(&p, BOUND_POOL, s.max_threads / r0_p, "default platform (maxThreads / R0)");
+        check_bound(&v, BOUND_LITTLE, s.users / r0_v, "default virtual (N / R0)");
+        check_bound(&v, BOUND_POOL, 10000 / 0.050, "default virtual (a service's 10000 conns)");
+        check_binds(&p, BOUND_POOL, "default platform");
+        check_binds(&v, BOUND_LITTLE, "default virtual");
+    }
+    if (run_shipped("scenarios/no-pool.scn", &s, &p, &v) == 0) { /* one call to each service */
+        double wall = (s.port_high - s.port_low + 1) / ((double)s.time_wait / SEC);
+        check_bound(&p, BOUND_PORTS, wall, "no-pool platform");
+        check_bound(&v, BOUND_PORTS, wall, "no-pool virtual");
+        check_binds(&v, BOUND_PORTS, "no-pool virtual");
+    }
+    if (run_shipped("scenarios/pinning.scn", &s, &p, &v) == 0) { /* the carriers, pinned */
+        double held = 0.150 + 200e-6 + s.vt_create / 1e9;        /* pinned calls do not park */
+        check_bound(&v, BOUND_POOL, s.parallelism / held, "pinning virtual (carriers / held)");
+        check_binds(&v, BOUND_POOL, "pinning virtual");
+    }
+    if (run_shipped("scenarios/mmc.scn", &s, &p, &v) == 0) { /* open loop, cpu(exp(1ms)) */
+        check_bound(&p, BOUND_LITTLE, s.rate, "mmc: the arrival rate");
+        check_bound(&v, BOUND_CPU, s.cores / 1e-3, "mmc: cores / 1 ms");
+        check_binds(&p, BOUND_LITTLE, "mmc platform");
+    }
+    /* a 1 s window sees the pool's lockstep waves: above the bound, and the report says why */
+    must_load(&s, "users = 1000\nthink = 0\nduration = 2s\nwarmup = 1s\nprogram = cpu(100us) "
+                  "call(a) call(b) call(c) cpu(100us)\nservice.a.latency = 50ms\n"
+                  "service.b.latency = 50ms\nservice.c.latency = 50ms\n");
+    run_one(&s, MODEL_PLATFORM, &p);
+    char *text = report_text(&s);
+    CHECK(p.throughput_rps > p.bounds.rps[BOUND_POOL] && strstr(text, "above its pool bound"),
+          "a short window above the pool bound (%.1f > %.1f) is explained", p.throughput_rps,
+          p.bounds.rps[BOUND_POOL]);
+    free(text);
+    /* no inf or nan reaches JSON: a request that takes no time and users who do not think */
+    must_load(&s, "users = 10\nduration = 200ms\nwarmup = 100ms\nprogram = call(A)\n"
+                  "service.A.latency = 0\n");
+    struct result res[MODEL_N];
+    char *json = NULL;
+    size_t len = 0;
+    run_one(&s, MODEL_PLATFORM, &res[0]);
+    run_one(&s, MODEL_VIRTUAL, &res[1]);
+    FILE *f = open_memstream(&json, &len);
+    rep_json(f, &s, "test", res, 1, 0);
+    fclose(f);
+    CHECK(!strstr(json, "inf") && !strstr(json, "nan") && strstr(json, "\"ideal_rps\": null") &&
+              strstr(json, "\"ideal_rps_why_null\"") && strstr(json, "\"why_null\": {\"pool\""),
+          "JSON has null and a reason, never inf or nan");
+    free(json);
+}
+
 static void expect_error(const char *text, const char *want)
 {
     struct scenario s;
@@ -1114,6 +1201,7 @@ int main(void)
     test_series_kept_when_used();
     test_blog_thread_counts();
     test_scenario_claims();
+    test_bounds();
     test_zero_time_loop();
     test_shipped_scenarios();
     test_bad_input();
