@@ -190,6 +190,8 @@ struct service_cfg {
     int pool;             /* keep-alive connections in the caller's pool, 0 = new TCP per call */
     simtime connect_time; /* added to a call that opens a new connection */
     simtime timeout;      /* a call slower than this fails (504), 0 = never */
+    char key_at[96];      /* where a key first named it ("file:line", "--set ..."); "" if only
+                             a program did (scn_finish: a named service must be called) */
 };
 
 /* Everything a scenario file can say. Every field has one row in scn_keys[]. */
@@ -2584,9 +2586,27 @@ static int scn_program_items(struct scenario *s, const struct scn_src *src, cons
     }
 }
 
+static void scn_service_defaults(struct service_cfg *c);
+
+/* A new program: the services only the old one called go (the defaults' A, B and C), and
+ * those a key named stay, for this program to call (or scn_finish to report). */
+static void scn_forget_services(struct scenario *s)
+{
+    int kept = 0;
+    for (int i = 0; i < s->nsvc; i++)
+        if (s->svc[i].key_at[0])
+            s->svc[kept++] = s->svc[i];
+    for (int i = kept; i < MAX_SERVICES; i++) {
+        memset(&s->svc[i], 0, sizeof s->svc[i]);
+        scn_service_defaults(&s->svc[i]);
+    }
+    s->nsvc = kept;
+}
+
 static int scn_program(struct scenario *s, const struct scn_src *src, const char *text)
 {
     s->nsteps = 0;
+    scn_forget_services(s);
     const char *p = text;
     if (scn_program_items(s, src, &p, 0) < 0)
         return -1;
@@ -2685,7 +2705,58 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
 }
 
 /* ---- III.3 Loading and checks ---- */
-static void scn_service_defaults(struct service_cfg *c);
+
+/* Edit distance (Levenshtein) between two names, for "did you mean"; a name of 64
+ * characters or more counts as far from everything. */
+static int scn_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    int row[64];
+    if (n >= 64 || m >= 64)
+        return INT_MAX / 2;
+    for (size_t j = 0; j <= m; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0]; /* row[j - 1] of the previous row */
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[m];
+}
+
+/* The name nearest to a word someone typed, among the names offered (scn_near_offer). */
+struct scn_near {
+    const char *word; /* as typed */
+    const char *best; /* NULL until a name is near enough to be a slip of the keyboard */
+    int dist;
+};
+
+/* Keep `name` if it is nearer than the best so far and near enough: at most a third of the
+ * word's letters wrong (one for a short word). A dotted name also counts by its last part,
+ * so `max_threads` finds `platform.max_threads`, and a word of 3 or more letters that
+ * begins a name is one letter off it (`--head` for `--headless`). */
+static void scn_near_offer(struct scn_near *n, const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    size_t len = strlen(n->word);
+    int d = scn_distance(n->word, name), most = (int)len / 3;
+    if (dot && !strchr(n->word, '.') && scn_distance(n->word, dot + 1) < d)
+        d = scn_distance(n->word, dot + 1);
+    if (len >= 3 && strncmp(name, n->word, len) == 0 && d > 1)
+        d = 1;
+    if (d <= (most > 1 ? most : 1) && (!n->best || d < n->dist)) {
+        n->best = name;
+        n->dist = d;
+    }
+}
 
 /* Set `key` to `value`: the one entry point for files, defaults and --set. */
 static int scn_set(struct scenario *s, const char *key, const char *value,
@@ -2701,17 +2772,32 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
         int i = scn_service(s, src, name, len);
         if (i < 0)
             return -1;
-        for (size_t k = 0; k < SVC_NKEYS; k++)
+        if (!s->svc[i].key_at[0] && src->line > 0)
+            snprintf(s->svc[i].key_at, sizeof s->svc[i].key_at, "%s:%d", src->file, src->line);
+        else if (!s->svc[i].key_at[0])
+            snprintf(s->svc[i].key_at, sizeof s->svc[i].key_at, "%s", src->file);
+        struct scn_near near = {dot + 1, NULL, 0};
+        for (size_t k = 0; k < SVC_NKEYS; k++) {
             if (strcmp(dot + 1, svc_keys[k].name) == 0)
                 return scn_value(s, &s->svc[i], &svc_keys[k], value, src);
+            scn_near_offer(&near, svc_keys[k].name);
+        }
+        if (near.best)
+            return scn_fail(src, "unknown service key '%s' (did you mean '%s'?)", dot + 1,
+                            near.best);
         return scn_fail(
             src,
             "unknown service key '%s' (service keys: latency, limit, pool, connect_time, timeout)",
             dot + 1);
     }
-    for (size_t k = 0; k < SCN_NKEYS; k++)
+    struct scn_near near = {key, NULL, 0};
+    for (size_t k = 0; k < SCN_NKEYS; k++) {
         if (strcmp(key, scn_keys[k].name) == 0)
             return scn_value(s, s, &scn_keys[k], value, src);
+        scn_near_offer(&near, scn_keys[k].name);
+    }
+    if (near.best)
+        return scn_fail(src, "unknown key '%s' (did you mean '%s'?)", key, near.best);
     return scn_fail(src, "unknown key '%s' (./sim --keys lists them)", key);
 }
 
@@ -2852,6 +2938,28 @@ static int scn_load(struct scenario *s, const char *path, char *err, size_t errl
     return scn_load_keys(s, path, NULL, 0, err, errlen);
 }
 
+/* A service a key names must be one the program calls: a key for another is a typo
+ * (`service.invntory.pool`) that would configure nothing, silently. Named by the key. */
+static int scn_check_called(const struct scenario *s, char *err, size_t errlen)
+{
+    int called[MAX_SERVICES] = {0};
+    char names[MAX_SERVICES * 26] = "";
+    for (int i = 0; i < s->nsteps; i++)
+        for (int k = 0; k < s->prog[i].nsvc; k++)
+            called[s->prog[i].svc[k]] = 1;
+    for (int i = 0; i < s->nsvc; i++)
+        if (called[i])
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? ", " : "", s->svc[i].name);
+    for (int i = 0; i < s->nsvc; i++)
+        if (!called[i] && s->svc[i].key_at[0]) {
+            struct scn_src src = {s->svc[i].key_at, 0, err, errlen};
+            return scn_fail(&src, "service '%s' is not called by the program (services: %s)",
+                            s->svc[i].name, names[0] ? names : "none");
+        }
+    return 0;
+}
+
 /* Cross-key checks and derived values, after every file and --set has been applied. */
 static int scn_finish(struct scenario *s, const char *where, char *err, size_t errlen)
 {
@@ -2877,7 +2985,7 @@ static int scn_finish(struct scenario *s, const char *where, char *err, size_t e
         depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
     if (depth)
         return scn_fail(&src, "program: unbalanced sync { }");
-    return 0;
+    return scn_check_called(s, err, errlen);
 }
 
 /* Print every key with its default and meaning: the one place keys are documented. */
@@ -6833,6 +6941,17 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
     return 0;
 }
 
+/* An unknown flag, with the nearest one if it looks like a slip. Returns 2. */
+static int opt_unknown(const char *flag)
+{
+    struct scn_near near = {flag, NULL, 0};
+    for (size_t r = 0; r < OPT_NROWS; r++)
+        scn_near_offer(&near, opt_rows[r].flag);
+    if (near.best)
+        return opt_fail("unknown option '%s' (did you mean '%s'?)", flag, near.best);
+    return opt_fail("unknown option '%s'", flag);
+}
+
 /* Parse argv into *o; returns 0, 1 for "done" (help, keys), or 2 on a bad flag. */
 static int opt_parse(int argc, char **argv, struct options *o)
 {
@@ -6861,7 +6980,7 @@ static int opt_parse(int argc, char **argv, struct options *o)
             if (opt_value(row, argv[++i], o))
                 return 2;
         } else if (a[0] == '-') {
-            return opt_fail("unknown option '%s'", a);
+            return opt_unknown(a);
         } else if (!o->scenario) {
             o->scenario = a;
         } else if (o->nmore == (int)(sizeof o->more / sizeof o->more[0])) {

@@ -21,6 +21,10 @@ printf 'users = 10\nthread = 3\n' > "$tmp/bad.scn"
 expect 2 "$tmp/bad.scn:2: unknown key 'thread'" -- --headless "$tmp/bad.scn"
 expect 2 "cannot open" -- --headless "$tmp/missing.scn"
 expect 2 "unknown option '--frobnicate'" -- --headless scenarios/default.scn --frobnicate
+expect 2 "unknown option '--seriess' (did you mean '--series'?)" -- --headless scenarios/default.scn --seriess x.csv
+printf 'program = call(inventory) call(pricing)\nservice.invntory.pool = 3\n' > "$tmp/typo.scn"
+expect 2 "$tmp/typo.scn:2: service 'invntory' is not called by the program (services: inventory, pricing)" -- --headless "$tmp/typo.scn"
+expect 2 "--set service.invntory.pool=3: service 'invntory' is not called" -- --headless scenarios/massive-io.scn --set service.invntory.pool=3
 expect 2 "no scenario file" -- --headless
 expect 2 "--set users=lots: users: 'lots' is not a number" -- --headless scenarios/default.scn --set users=lots
 expect 2 "needs a value" -- --headless scenarios/default.scn --set

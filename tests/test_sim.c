@@ -815,7 +815,18 @@ static void test_bad_input(void)
     expect_error("program = call(A) }\n", "'}' without sync");
     expect_error("program = sleep(5ms)\n", "unknown program step");
     expect_error("program =\n", "empty program");
-    expect_error("service.A.colour = red\n", "unknown service key 'colour'");
+    expect_error("service.A.colour = red\n", "unknown service key 'colour' (service keys:");
+    /* a slip of the keyboard gets the nearest name (edit distance), a wild guess the list */
+    CHECK(scn_distance("kitten", "sitting") == 3 && scn_distance("", "abc") == 3 &&
+              scn_distance("flaw", "lawn") == 2 && scn_distance("same", "same") == 0,
+          "edit distances");
+    expect_error("usrs = 10\n", ":1: unknown key 'usrs' (did you mean 'users'?)");
+    expect_error("max_thread = 5\n",
+                 "unknown key 'max_thread' (did you mean 'platform.max_threads'?)");
+    expect_error("virtual.paralelism = 5\n", "(did you mean 'virtual.parallelism'?)");
+    expect_error("thread = 3\n", "unknown key 'thread' (./sim --keys lists them)");
+    expect_error("service.A.latncy = 5ms\n",
+                 "unknown service key 'latncy' (did you mean 'latency'?)");
     expect_error("users = 10 20\n", "unexpected '20'");
     expect_error("just some words\n", ":1: expected 'key = value'");
     expect_error("warmup = 10s\nduration = 5s\n", "warmup must be shorter than duration");
@@ -831,7 +842,15 @@ static void test_bad_input(void)
                  "service name 'a_service_name_of_30...' is longer than 23 characters");
     expect_error("service.a_service_name_of_30_chars___.pool = 3\n", "is longer than 23");
     expect_error("program = par(a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p) call(q)\n",
-                 "too many services (at most 16): '");
+                 "too many services (at most 16): 'q'");
+    /* a service key must name a service the program calls (the default's A, B, C go) */
+    expect_error("program = call(inventory) call(pricing)\nservice.invntory.pool = 3\n",
+                 ":2: service 'invntory' is not called by the program (services: inventory, "
+                 "pricing)");
+    expect_error("service.invntory.pool = 3\nprogram = call(inventory)\n",
+                 ":1: service 'invntory' is not called by the program (services: inventory)");
+    expect_error("service.A.pool = 3\nprogram = cpu(1ms)\n",
+                 ":1: service 'A' is not called by the program (services: none)");
     struct scenario s;
     char err[256];
     scn_defaults(&s);
@@ -839,6 +858,10 @@ static void test_bad_input(void)
           "missing file: %s", err);
     must_load(&s, "seed = 010\n");
     CHECK(s.seed == 10, "seed 010 is ten, not octal eight (%" PRIu64 ")", s.seed);
+    must_load(&s, "service.pricing.latency = 5ms\nprogram = call(pricing) par(a,b,c,d,e,f,g,h,"
+                  "i,j,k,l,m,n,o)\n");
+    CHECK(s.nsvc == 16 && !strcmp(s.svc[0].name, "pricing") && s.svc[0].latency.a == 5e6,
+          "a key before the program, and 16 services of its own (%d)", s.nsvc);
 }
 
 /* Read `size` bytes of `data` as a scenario named "mem"; the error, or "" if it loads. */
@@ -897,12 +920,19 @@ static void test_command_line(void)
     struct scenario s;
     char err[512] = "";
     char *argv[] = {"sim",     "--headless", "scenarios/default.scn", "--set",
-                    "users=7", "--set",      "service.zz.pool=3",     "--seed",
+                    "users=7", "--set",      "service.users.pool=3",  "--seed",
                     "99",      NULL};
     CHECK(opt_parse(9, argv, &o) == 0 && o.headless && o.nsets == 2, "flags parse");
     CHECK(sim_load(&s, o.scenario, &o, err, sizeof err) == 0, "loads with --set: %s", err);
-    CHECK(s.users == 7 && s.seed == 99, "--set and --seed apply (users %ld, seed %" PRIu64 ")",
-          s.users, s.seed);
+    CHECK(s.users == 7 && s.seed == 99 && s.svc[0].pool == 3 && !strcmp(s.svc[0].name, "users"),
+          "--set and --seed apply (users %ld, seed %" PRIu64 ", %s pool %d)", s.users, s.seed,
+          s.svc[0].name, s.svc[0].pool);
+    /* a service the program does not call is a typo, named by its --set */
+    argv[6] = "service.userz.pool=3";
+    CHECK(opt_parse(9, argv, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) < 0 &&
+              !strcmp(err, "--set service.userz.pool=3: service 'userz' is not called by the "
+                           "program (services: users, orders, prices)"),
+          "a --set for a service not called: '%s'", err);
     char *bad[] = {"sim", "scenarios/default.scn", "--set", "thread=3", NULL};
     CHECK(opt_parse(4, bad, &o) == 0 && sim_load(&s, o.scenario, &o, err, sizeof err) < 0 &&
               strstr(err, "--set thread=3: unknown key 'thread'"),
