@@ -1982,11 +1982,11 @@ static uint64_t evq_reserve(struct evq *q)
     return q->seq++;
 }
 
+/* To the heap, not a lane: it comes after events pushed since its order was taken. */
 static void evq_push_keyed(struct evq *q, simtime t, uint64_t seq, int type, uint32_t a, uint32_t b)
 {
     q->len++;
-    evq_heap_push(
-        q, (struct event){t, (seq << 8) | (uint64_t)type, a, b}); /* not a lane: out of order */
+    evq_heap_push(q, (struct event){t, (seq << 8) | (uint64_t)type, a, b});
 }
 
 /* Push to a lane when it keeps the lane sorted (O(1)); otherwise to the heap. Which lane an
@@ -3177,8 +3177,8 @@ static double rep_ideal_rps(const struct scenario *s)
  *     held  how long a request holds a thread: its CPU and the waits the model does not
  *           park in (a pool thread: every wait; a carrier: pinned waits and io()).
  *   Then, in req/s: Little's law N / (R0 + Z) (open loop: the arrival rate); the cores
- *   C / CPU; the pool: threads / held, and per service its connections or its limit over
- *   its calls' time; the ports: a service without a pool opens a connection a call, and a
+ *   C / CPU; the pool: maxConnections / R0, threads / held, and per service its
+ *   connections or its limit over its calls' time; the ports: a service without a pool opens a connection a call, and a
  *   port comes back range / TIME_WAIT times a second (tcp_tw_reuse: after 1 s). */
 struct rep_demand {
     double cpu, r0, held; /* ns a request */
@@ -3244,13 +3244,16 @@ static void rep_bound_offer(struct bounds *b, int k, double rps, const char *wha
     }
 }
 
-/* The pool: the threads a request holds, each service's connection pool and limit. */
+/* The pool: the connector's maxConnections (held for the whole request, in both models),
+ * the threads a request holds, each service's connection pool and limit. */
 static void rep_pool_bound(const struct model *m, const struct rep_demand *d, struct bounds *b)
 {
     const struct scenario *s = m->s;
     char what[96];
-    snprintf(b->what[BOUND_POOL], sizeof b->what[BOUND_POOL],
-             "no pool holds a request through a wait");
+    snprintf(b->what[BOUND_POOL], sizeof b->what[BOUND_POOL], "requests take no time");
+    snprintf(what, sizeof what, "maxConnections %d / R0 %.4g ms", s->max_connections, d->r0 / 1e6);
+    if (d->r0 > 0)
+        rep_bound_offer(b, BOUND_POOL, s->max_connections / (d->r0 / SEC), what);
     if (d->held_wait) {
         snprintf(what, sizeof what, "%d threads / %.4g ms a request holds one", d->holders,
                  d->held / 1e6);
