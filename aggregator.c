@@ -3503,20 +3503,35 @@ static int load_run_cli(struct load_cfg *cfg)
  * load generator) run as child processes of this one, next to one backend, all on loopback.
  * Children get their own process group and PR_SET_PDEATHSIG, so nothing outlives the bench,
  * even when it is killed; Ctrl-C stops the grid and the children cleanly. */
+/* The servers the bench measures: this file's, or java/Aggregator.java on the JVM (embedded
+ * Tomcat), started as it is documented there and given the same flags. */
+enum { SERVER_C, SERVER_JAVA, SERVER_N };
+static const char *const server_names[SERVER_N] = {"c", "java"};
+
+/* How to start the JVM server, as java/find-jdk says: its `java`, Tomcat's classpath (with
+ * build/java in front when compiled), and the main class, or the source file for the
+ * single-file launcher when build/java is missing or older than the source. */
+struct jvm {
+    char java[PATH_MAX], classpath[2 * PATH_MAX + 64], main[PATH_MAX + 64];
+};
+
 struct bench_cfg {
-    const char *users; /* comma-separated user counts */
-    const char *modes; /* comma-separated: platform, virtual */
-    const char *pool;  /* on, off or both */
-    int fanout;        /* K */
-    int delay_ms;      /* D */
-    int think_ms;      /* Z */
-    double duration_s; /* measured seconds per cell */
-    int runs;          /* runs per cell; the median (by throughput) is kept */
-    int threads;       /* platform pool size */
-    int carriers;      /* virtual carriers (0: one per CPU) */
-    int port;          /* backend port; the aggregator uses port + 1 */
-    const char *out;   /* CSV path */
-    pid_t backend;     /* the backend's pid, for its CPU time */
+    const char *users;     /* comma-separated user counts */
+    const char *servers;   /* comma-separated: c, java */
+    const char *modes;     /* comma-separated: platform, virtual */
+    const char *pool;      /* on, off or both */
+    int fanout;            /* K */
+    int delay_ms;          /* D */
+    int think_ms;          /* Z */
+    double duration_s;     /* measured seconds per cell */
+    int runs;              /* runs per cell; the median (by throughput) is kept */
+    int threads;           /* platform pool size */
+    int carriers;          /* virtual carriers (0: one per CPU) */
+    int port;              /* backend port; the aggregator uses port + 1 */
+    const char *out;       /* CSV path */
+    pid_t backend;         /* the backend's pid, for its CPU time */
+    double jit_warmup_s;   /* java: load before each measured window, not counted */
+    const struct jvm *jvm; /* java: how to start it (NULL when no java cell is asked for) */
 };
 
 /* One cell's figures. */
@@ -3525,12 +3540,13 @@ struct bench_cfg {
 #define BENCH_WARMUP_TEXT "1"
 
 struct bench_row {
-    int users, pool, mode;
+    int users, pool, mode, server;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
     double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
     double steal_pct;            /* % of the cores' time the hypervisor took during the window */
     long peak_threads, peak_rss, errors;
-    long base_rss; /* the aggregator's RSS before the load, bytes */
+    long base_rss;     /* the aggregator's RSS before the load, bytes */
+    long base_threads; /* its OS threads once it listens, before any load */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -3570,11 +3586,14 @@ static void bench_kill_all(struct bench_kids *kids)
         bench_kill(kids, kids->pid[i]);
 }
 
-/* fork + exec of /proc/self/exe with argv; stdout to out_fd if >= 0, stderr to /dev/null
- * unless keep_stderr. */
+/* fork + exec of exe (NULL: /proc/self/exe) with argv; stdout to out_fd if >= 0, stderr to
+ * /dev/null unless keep_stderr. The child gets SIGINT and SIGTERM unblocked: the bench blocks
+ * them (signals_block) and a mask survives exec, but the JVM stops on SIGTERM by its handler
+ * (our own children block them again themselves). */
 enum { BENCH_STDERR_NULL = 0, BENCH_STDERR_KEEP = 1 }; /* bench_spawn: the child's stderr */
 
-static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd, int keep_stderr)
+static pid_t bench_spawn_exe(struct bench_kids *kids, const char *exe, char *const argv[],
+                             int out_fd, int keep_stderr)
 {
     pid_t parent = getpid();
     fflush(NULL);
@@ -3593,7 +3612,10 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
             if (null >= 0)
                 dup2(null, 2);
         }
-        execv("/proc/self/exe", argv);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(exe ? exe : "/proc/self/exe", argv);
         _exit(127);
     }
     setpgid(pid, pid);
@@ -3605,14 +3627,24 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
     return pid;
 }
 
-/* Wait (up to 5 s) until something accepts connections on 127.0.0.1:port. */
-static int bench_wait_port(int port)
+static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd, int keep_stderr)
+{
+    return bench_spawn_exe(kids, NULL, argv, out_fd, keep_stderr);
+}
+
+/* Wait (up to timeout_s) until something accepts connections on 127.0.0.1:port; -1 at once
+ * if the child pid that should listen there exits first (it is then reaped and forgotten). */
+static int bench_wait_port(struct bench_kids *kids, pid_t pid, int port, int timeout_s)
 {
     struct sockaddr_in sa;
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
     parse_hostport(hp, &sa);
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < timeout_s * 100; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            bench_forget(kids, pid);
+            return -1;
+        }
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
         close(fd);
@@ -3688,51 +3720,202 @@ static double bench_json_num(const char *json, const char *key)
     return p ? strtod(p + strlen(k), NULL) : -1;
 }
 
-/* Run one cell: start the aggregator, load it, sample it, stop it. Returns 0, or -1 if
- * interrupted (Ctrl-C). */
-static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
+/* Whether the comma-separated list names the server (c, java). */
+static int bench_has_server(const char *list, int server)
 {
-    char port[16], bport[32], users[16], dur[32], fan[16], thr[16], car[16], url[64], think[16];
+    const char *name = server_names[server];
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+            return 1;
+    return 0;
+}
+
+/* Whether every name in the list is a server, each once. */
+static int bench_servers_valid(const char *list)
+{
+    int names = 1, known = 0;
+    for (const char *p = list; *p; p++)
+        names += *p == ',';
+    for (int si = 0; si < SERVER_N; si++)
+        known += bench_has_server(list, si);
+    return *list && known == names;
+}
+
+/* The repository's top: the first of the binary's directory and its two parents that holds
+ * java/find-jdk (the binary is ./aggregator, or build/asan/aggregator), else ".". */
+static void jvm_root(char *root, size_t len)
+{
+    char exe[PATH_MAX], probe[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+        snprintf(probe, sizeof probe, "%s/java/find-jdk", exe);
+        if (access(probe, R_OK) == 0) {
+            snprintf(root, len, "%s", exe);
+            return;
+        }
+    }
+    snprintf(root, len, ".");
+}
+
+/* The one line `sh ROOT/java/find-jdk ARG` prints; -1 if it fails (it said why on stderr). */
+static int jvm_ask(const char *root, const char *arg, char *out, size_t len)
+{
+    char cmd[PATH_MAX + 64];
+    if (strchr(root, '\''))
+        return -1;
+    snprintf(cmd, sizeof cmd, "sh '%s/java/find-jdk' %s", root, arg);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    int got = fgets(out, (int)len, p) != NULL;
+    int status = pclose(p);
+    out[got ? strcspn(out, "\n") : 0] = '\0';
+    return got && status == 0 && *out ? 0 : -1;
+}
+
+/* Fill *j from java/find-jdk; -1 without a JDK 21+ or Tomcat's jars (find-jdk said which). */
+static int jvm_find(struct jvm *j)
+{
+    char root[PATH_MAX], cp[PATH_MAX], cls[PATH_MAX + 64], src[PATH_MAX + 64];
+    jvm_root(root, sizeof root);
+    if (jvm_ask(root, "", j->java, sizeof j->java) < 0 ||
+        jvm_ask(root, "--classpath", cp, sizeof cp) < 0)
+        return -1;
+    snprintf(src, sizeof src, "%s/java/Aggregator.java", root);
+    snprintf(cls, sizeof cls, "%s/build/java/Aggregator.class", root);
+    struct stat c, s;
+    int compiled =
+        stat(cls, &c) == 0 && stat(src, &s) == 0 &&
+        (c.st_mtim.tv_sec > s.st_mtim.tv_sec ||
+         (c.st_mtim.tv_sec == s.st_mtim.tv_sec && c.st_mtim.tv_nsec >= s.st_mtim.tv_nsec));
+    if (compiled) {
+        snprintf(j->classpath, sizeof j->classpath, "%s/build/java:%s", root, cp);
+        snprintf(j->main, sizeof j->main, "Aggregator");
+    } else {
+        snprintf(j->classpath, sizeof j->classpath, "%s", cp);
+        snprintf(j->main, sizeof j->main, "%s", src);
+    }
+    return 0;
+}
+
+/* bc->jvm, found into *j, when bc->servers names java. Returns 0, or 2 (the exit status)
+ * without a JDK: find-jdk has printed its one line. */
+static int bench_setup_jvm(struct bench_cfg *bc, struct jvm *j)
+{
+    bc->jvm = NULL;
+    if (!bench_has_server(bc->servers, SERVER_JAVA))
+        return 0;
+    if (jvm_find(j) < 0)
+        return 2;
+    bc->jvm = j;
+    return 0;
+}
+
+/* The aggregator of one cell, C or Java, with the cell's flags; its pid once it listens. The
+ * JVM gets longer to start: the source launcher compiles the file first. */
+enum { BENCH_START_C_S = 5, BENCH_START_JAVA_S = 60 };
+
+static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *kids,
+                                const struct bench_row *row)
+{
+    char port[16], bport[32], fan[16], thr[16], car[16];
     snprintf(port, sizeof port, "%d", bc->port + 1);
     snprintf(bport, sizeof bport, "127.0.0.1:%d", bc->port);
-    snprintf(users, sizeof users, "%d", row->users);
-    snprintf(dur, sizeof dur, "%g", bc->duration_s);
     snprintf(fan, sizeof fan, "%d", bc->fanout);
     snprintf(thr, sizeof thr, "%d", bc->threads);
     snprintf(car, sizeof car, "%d", bc->carriers);
-    snprintf(think, sizeof think, "%d", bc->think_ms);
+    int java = row->server == SERVER_JAVA;
+    const char *argv[32],
+        *head_c[] = {"aggregator", "serve"},
+        *head_java[] = {bc->jvm ? bc->jvm->java : "", "-cp", bc->jvm ? bc->jvm->classpath : "",
+                        bc->jvm ? bc->jvm->main : ""},
+        *flags[] = {"--mode",         row->mode == MODE_VIRTUAL ? "virtual" : "platform",
+                    "--port",         port,
+                    "--backends",     bport,
+                    "--fanout",       fan,
+                    "--threads",      thr,
+                    "--carriers",     car,
+                    "--accept-count", "4096",
+                    "--timeout-ms",   "30000"};
+    size_t n = 0;
+    for (size_t i = 0; !java && i < ARRAY_LEN(head_c); i++)
+        argv[n++] = head_c[i];
+    for (size_t i = 0; java && i < ARRAY_LEN(head_java); i++)
+        argv[n++] = head_java[i];
+    for (size_t i = 0; i < ARRAY_LEN(flags); i++)
+        argv[n++] = flags[i];
+    if (!row->pool)
+        argv[n++] = "--no-pool";
+    argv[n] = NULL;
+    pid_t pid =
+        bench_spawn_exe(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
+    if (bench_wait_port(kids, pid, bc->port + 1, java ? BENCH_START_JAVA_S : BENCH_START_C_S) < 0) {
+        bench_kill_all(kids);
+        die("the %s aggregator did not start on port %s%s", server_names[row->server], port,
+            java ? " (try it by hand: java/Aggregator.java says how)" : "");
+    }
+    return pid;
+}
+
+/* The load generator against the cell's aggregator: `users` for duration_s after warmup_s,
+ * its stdout to out_fd (the JSON report with --json). */
+static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
+                        const struct bench_row *row, double duration_s, double warmup_s, int out_fd)
+{
+    char url[64], users[16], dur[32], think[16], warm[32];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", bc->port + 1);
-    char *sargv[] = {"aggregator",
-                     "serve",
-                     "--mode",
-                     row->mode == MODE_VIRTUAL ? "virtual" : "platform",
-                     "--port",
-                     port,
-                     "--backends",
-                     bport,
-                     "--fanout",
-                     fan,
-                     "--threads",
-                     thr,
-                     "--carriers",
-                     car,
-                     "--accept-count",
-                     "4096",
-                     "--timeout-ms",
-                     "30000",
-                     row->pool ? NULL : "--no-pool",
-                     NULL};
-    pid_t agg = bench_spawn(kids, sargv, -1, BENCH_STDERR_NULL);
-    if (bench_wait_port(bc->port + 1) < 0)
-        die("the aggregator did not start on port %s", port);
+    snprintf(users, sizeof users, "%d", row->users);
+    snprintf(dur, sizeof dur, "%g", duration_s);
+    snprintf(think, sizeof think, "%d", bc->think_ms);
+    snprintf(warm, sizeof warm, "%g", warmup_s);
+    char *largv[] = {"aggregator", "load", "--url",    url,  "--users", users, "--duration", dur,
+                     "--think-ms", think,  "--warmup", warm, "--json",  NULL};
+    return bench_spawn(kids, largv, out_fd, BENCH_STDERR_KEEP);
+}
+
+/* The JIT's warm-up, for the JVM only: the cell's load for bc->jit_warmup_s, not measured, so
+ * that the window measures compiled code, a grown heap and a grown pool, not the
+ * interpreter (the first seconds of a JVM cost several times the CPU of the steady state).
+ * Returns 0, or -1 if interrupted. */
+static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
+                            const struct bench_row *row)
+{
+    if (row->server != SERVER_JAVA || !(bc->jit_warmup_s > 0))
+        return 0;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    pid_t load = bench_load(bc, kids, row, bc->jit_warmup_s, 0, null);
+    close(null);
+    while (waitpid(load, NULL, WNOHANG) == 0)
+        if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
+            bench_kill(kids, load);
+            return -1;
+        }
+    bench_forget(kids, load);
+    return 0;
+}
+
+/* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
+ * Returns 0, or -1 if interrupted (Ctrl-C). */
+static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
+{
+    pid_t agg = bench_start_server(bc, kids, row);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
+    row->base_threads = proc_status_field(agg, "Threads");
+    if (bench_jit_warmup(bc, kids, row) < 0) {
+        bench_kill(kids, agg);
+        return -1;
+    }
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         die("pipe: %s", strerror(errno));
-    char *largv[] = {"aggregator", "load", "--url",      url,   "--users",  users,
-                     "--duration", dur,    "--think-ms", think, "--warmup", BENCH_WARMUP_TEXT,
-                     "--json",     NULL};
-    pid_t load = bench_spawn(kids, largv, pfd[1], BENCH_STDERR_KEEP);
+    pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, pfd[1]);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
@@ -3811,8 +3994,10 @@ static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
     if (row->steal_pct <= BENCH_STEAL_RETRY_PCT)
         return 0;
     fprintf(stderr,
-            "bench: %d users %s: %.1f%% of the CPU stolen by the hypervisor; measuring again\n",
-            row->users, row->mode == MODE_VIRTUAL ? "virtual" : "platform", row->steal_pct);
+            "bench: %d users %s %s: %.1f%% of the CPU stolen by the hypervisor; measuring "
+            "again\n",
+            row->users, row->mode == MODE_VIRTUAL ? "virtual" : "platform",
+            server_names[row->server], row->steal_pct);
     *row = first;
     return bench_cell(bc, kids, row);
 }
@@ -3823,17 +4008,22 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform",
                *pool = r->pool ? "on" : "off";
+    double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0;
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f\n",
+        fprintf(f,
+                "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f,%g,%s\n",
                 r->users, mode, pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99,
                 r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors,
-                r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct);
+                r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct, jit,
+                server_names[r->server]);
         return;
     }
     fprintf(f,
-            "%6d %-8s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld %5.1f%%\n",
-            r->users, mode, pool, r->rps, r->ideal, 100 * r->rps / r->ideal, r->p50, r->p90, r->p99,
-            r->peak_threads, r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
+            "%6d %-8s %-4s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
+            "%5.1f%%\n",
+            r->users, mode, pool, server_names[r->server], r->rps, r->ideal,
+            100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
+            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -3846,12 +4036,15 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
                  "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,"
-                 "window_s,steal_pct\n");
+                 "window_s,steal_pct,jit_warmup_s,server\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n",
            bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
-    printf("%6s %-8s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode", "pool",
-           "req/s", "ideal", "ideal", "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us",
-           "errors", "steal");
+    if (bc->jvm)
+        printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
+               bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
+    printf("%6s %-8s %-4s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode",
+           "pool", "srv", "req/s", "ideal", "ideal", "p50 ms", "p90 ms", "p99 ms", "threads",
+           "RSS MiB", "CPU us", "errors", "steal");
 }
 
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells, the
@@ -3862,8 +4055,10 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     for (int r = 0; r < n; r++) {
-        runs[r] =
-            (struct bench_row){.users = point->users, .pool = point->pool, .mode = point->mode};
+        runs[r] = (struct bench_row){.users = point->users,
+                                     .pool = point->pool,
+                                     .mode = point->mode,
+                                     .server = point->server};
         if (bench_cell_calm(bc, kids, &runs[r]) < 0)
             return -1;
     }
@@ -3876,7 +4071,7 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
 }
 
 /* The grid cmd_bench asked for: a backend, then every point, pooling on and off, each user
- * count, each mode. Returns 0, or 130 if interrupted (Ctrl-C). */
+ * count, each mode, each server. Returns 0, or 130 if interrupted (Ctrl-C). */
 static int bench_run(struct bench_cfg *bc)
 {
     int pools[2], npools = 0, modes[2], nmodes = 0;
@@ -3906,16 +4101,19 @@ static int bench_run(struct bench_cfg *bc)
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
     pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, BENCH_STDERR_NULL);
-    if (bench_wait_port(bc->port) < 0)
+    if (bench_wait_port(&kids, be, bc->port, BENCH_START_C_S) < 0)
         die("the backend did not start on port %d", bc->port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
         char *save = NULL, *list = strdup(bc->users);
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++) {
-                struct bench_row point = {.users = atoi(u), .pool = pools[pi], .mode = modes[mi]};
-                rc = bench_point(bc, &kids, &point, csv);
-            }
+            for (int mi = 0; mi < nmodes && !rc; mi++)
+                for (int si = 0; si < SERVER_N && !rc; si++) {
+                    struct bench_row point = {
+                        .users = atoi(u), .pool = pools[pi], .mode = modes[mi], .server = si};
+                    if (bench_has_server(bc->servers, si))
+                        rc = bench_point(bc, &kids, &point, csv);
+                }
         free(list);
     }
     bench_kill(&kids, be);
@@ -4313,7 +4511,7 @@ static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay
         bench_kill(kids, bc->backend);
     bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
     bc->delay_ms = delay_ms;
-    if (bench_wait_port(bc->port) < 0)
+    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S) < 0)
         die("the backend did not start on port %d", bc->port);
 }
 
@@ -4825,11 +5023,13 @@ static int cmd_load(int argc, char **argv)
 #define BENCH_SYNOPSIS                                                                             \
     "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] "    \
     "[--fanout K]"                                                                                 \
-    " [--delay-ms D] [--duration S] [--out results.csv]"
+    " [--delay-ms D] [--duration S] [--server c|java|c,java] [--jit-warmup S] [--out results.csv]"
 
 static int cmd_bench(int argc, char **argv)
 {
     struct bench_cfg bc = {.users = "100,1000,5000",
+                           .servers = "c",
+                           .jit_warmup_s = 5,
                            .modes = "platform,virtual",
                            .pool = "on",
                            .fanout = 3,
@@ -4853,13 +5053,22 @@ static int cmd_bench(int argc, char **argv)
         {"--port", OPT_INT, &bc.port,
          "backend port (the aggregator uses the next one); default 19300"},
         {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
+        {"--server", OPT_STR, &bc.servers,
+         "c (this file), java (java/Aggregator.java on Tomcat) or c,java; default c"},
+        {"--jit-warmup", OPT_DOUBLE, &bc.jit_warmup_s,
+         "java: seconds of load before each window, for the JIT (not counted); default 5"},
     };
     opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (!bench_servers_valid(bc.servers) || !(bc.jit_warmup_s >= 0))
+        opt_fail(BENCH_SYNOPSIS, "--server takes c, java or c,java, --jit-warmup a number >= 0");
     int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
     if (!some_mode || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
     if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1)
         opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
+    struct jvm jvm;
+    if (bench_setup_jvm(&bc, &jvm))
+        return 2;
     return bench_run(&bc);
 }
 
