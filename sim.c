@@ -2195,7 +2195,7 @@ static const struct scn_key scn_keys[] = {
     {"warmup", K_TIME, SK(warmup), "1s", 0, 86400e9,
      "statistics ignore requests that complete before it"},
     {"sample_interval", K_TIME, SK(sample_interval), "100ms", 1e6, 3600e9,
-     "time-series resolution"},
+     "time-series resolution (the window and --series keep at most 1,000,000 rows)"},
     {"users", K_LONG, SK(users), "100", 0, 10e6,
      "closed loop: concurrent users (0 = open loop at `rate`)"},
     {"rate", K_DOUBLE, SK(rate), "0", 0, 10e6, "open loop: Poisson arrivals per second"},
@@ -6809,7 +6809,9 @@ static const struct opt_row opt_rows[] = {
      "override a scenario key (repeatable), e.g. --set users=1000"},
     {"--json", NULL, OPT_SWITCH, OO(json), "the report for machines instead of the table"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
-    {"--series", "FILE.csv", OPT_STRING, OO(series), "write the time series of both models"},
+    {"--series", "FILE.csv", OPT_STRING, OO(series),
+     "write the time series of both models (at most 1,000,000 rows a\n"
+     "model, duration / sample_interval; a report alone keeps none)"},
     {"--trace", "FILE.json", OPT_STRING, OO(trace),
      "write a Chrome trace (open it in Perfetto): a lane per thread"},
     {"--calibration", "FILE", OPT_STRING, OO(calibration),
@@ -7169,7 +7171,6 @@ static int sim_validate(const struct options *o)
     return rep_close(stdout, "the results to stdout") < 0;
 }
 
-/* --at TIME, or the scenario's duration; -1 after printing an error. */
 /* --at TIME, or the scenario's duration. */
 static simtime sim_until(const struct scenario *s, const struct options *o)
 {
