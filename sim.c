@@ -4095,20 +4095,21 @@ static int live_parse_url(struct live *lv, const char *url, char *err, size_t er
     return -1;
 }
 
-/* CLOCK_MONOTONIC in seconds: deadlines do not move with the wall clock. */
-static double live_clock(void)
+/* CLOCK_MONOTONIC in seconds: deadlines and timings do not move with the wall clock. The
+ * modes (VI.2) time their runs with it too. */
+static double wall_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Wait for `events` on fd until `deadline` (live_clock). 0: ready; -1 with errno, ETIMEDOUT
+/* Wait for `events` on fd until `deadline` (wall_now). 0: ready; -1 with errno, ETIMEDOUT
  * once the deadline has passed. */
 static int live_wait(int fd, short events, double deadline)
 {
     for (;;) {
-        double left = deadline - live_clock();
+        double left = deadline - wall_now();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -4192,7 +4193,7 @@ static ssize_t live_receive(int fd, char *buf, size_t cap, double deadline)
 static char *live_fetch(const struct live *lv, char *err, size_t errlen)
 {
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
-    double deadline = live_clock() + lv->deadline_ms / 1e3;
+    double deadline = wall_now() + lv->deadline_ms / 1e3;
     char *buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
     ssize_t len = -1;
     int fd = live_connect(lv, deadline);
@@ -7070,13 +7071,6 @@ static int sim_load_window(struct scenario *s, const char *path, void *o, char *
 }
 
 /* ---- VI.2 Modes ---- */
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Run one model to the end, with a progress line on a terminal. */
 static void sim_run_model(struct model *m, int progress)
