@@ -16,7 +16,7 @@
  * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
  *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
  *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
- *   EV_THREAD_WAKE plat_thread_wake (the platform's pool threads only)
+ *   EV_THREAD_WAKE plat_thread_wake (the platform's pool threads only), EV_BATCH model_batch
  *
  * CONTENTS (each line is a banner below)
  *   Part I. The two models
@@ -354,6 +354,7 @@ enum ev_type {
     EV_IDLE_CHECK,   /* a: thread, b: its idle_gen when it became idle */
     EV_SAMPLE,
     EV_THREAD_WAKE, /* a: a signalled platform pool thread */
+    EV_BATCH,       /* a: the batch of the window that begins (0 at warmup) */
 };
 
 /* One row of the time series, sampled every sample_interval. A model keeps at most
@@ -400,6 +401,14 @@ struct model_ops {
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
+/* One batch of the statistics window (--batches): what batch means need of it. */
+struct batch {
+    uint64_t done;     /* requests completed in it */
+    double lat_sum;    /* their latencies' sum, ns */
+    struct hist *lat;  /* their latencies */
+    simtime busy_from; /* stats.busy_ns when it began */
+};
+
 struct stats {
     uint64_t arrived, completed, failed[FAIL_N];
     uint64_t completed_window; /* completed inside [warmup, duration] */
@@ -409,6 +418,9 @@ struct stats {
     struct hist *lat_interval; /* the same, reset at each sample */
     uint64_t interval_done;
     simtime busy_ns, busy_at_sample;
+    simtime busy_at_warmup; /* busy_ns when the window began: utilisation covers the window */
+    struct batch *batch;    /* the window in nbatch equal batches (none unless asked) */
+    int32_t nbatch, cur_batch;
     /* peaks */
     int32_t peak_os_threads, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     int32_t peak_ports_tw, peak_queued, peak_in_flight, peak_blocked;
@@ -492,6 +504,7 @@ static void thr_idle_timer_fired(struct model *m, int32_t t);
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
 static void svc_done(struct model *m, const struct event *e);
 static void svc_expire(struct model *m, struct svc_state *v);
+static void model_batch_add(struct batch *b, uint64_t lat);
 static uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b);
 static uint64_t rng_xoshiro(uint64_t s[4]);
 static void rng_xoshiro_seed(uint64_t s[4], uint64_t seed);
@@ -668,6 +681,8 @@ static void req_count(struct model *m, int32_t r)
             stats->lat_sum += (double)lat;
             if (m->keep_series) /* only the series' p99 reads it */
                 hist_add(stats->lat_interval, lat);
+            if (stats->nbatch)
+                model_batch_add(&stats->batch[stats->cur_batch], lat);
         }
         stats->interval_done++;
     }
@@ -1259,6 +1274,39 @@ static void model_sample(struct model *m, const struct event *e)
         evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
 }
 
+/* The window begins (a = 0) or its batch a begins: utilisation and batch means count from
+ * here. Scheduled for warmup by model_init, then batch by batch (model_batches). */
+static void model_batch(struct model *m, const struct event *e)
+{
+    struct stats *st = &m->stats;
+    const struct scenario *s = m->s;
+    if (e->a == 0)
+        st->busy_at_warmup = st->busy_ns;
+    if (!st->nbatch)
+        return;
+    st->cur_batch = (int32_t)e->a;
+    st->batch[e->a].busy_from = st->busy_ns;
+    if ((int32_t)e->a + 1 < st->nbatch)
+        evq_push(&m->events, s->warmup + (s->duration - s->warmup) * (e->a + 1) / st->nbatch,
+                 EV_BATCH, e->a + 1, 0);
+}
+
+static void model_batch_add(struct batch *b, uint64_t lat)
+{
+    b->done++;
+    b->lat_sum += (double)lat;
+    hist_add(b->lat, lat);
+}
+
+/* Split the window into k equal batches for batch means (--batches); before the run. */
+static void model_batches(struct model *m, int k)
+{
+    m->stats.nbatch = k;
+    m->stats.batch = xrealloc(NULL, (size_t)k, sizeof *m->stats.batch);
+    for (int i = 0; i < k; i++)
+        m->stats.batch[i] = (struct batch){.lat = hist_new()};
+}
+
 typedef void (*ev_handler)(struct model *, const struct event *);
 static const ev_handler ev_handlers[] = {
     [EV_ARRIVE] = wl_arrive,
@@ -1268,6 +1316,7 @@ static const ev_handler ev_handlers[] = {
     [EV_IDLE_CHECK] = model_idle_check,
     [EV_SAMPLE] = model_sample,
     [EV_THREAD_WAKE] = plat_thread_wake,
+    [EV_BATCH] = model_batch,
 };
 
 static void model_init(struct model *m, const struct scenario *s, int kind)
@@ -1301,6 +1350,7 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     m->stats.thread_creations = 0;
     wl_start(m);
     evq_push(&m->events, s->sample_interval, EV_SAMPLE, 0, 0);
+    evq_push(&m->events, s->warmup, EV_BATCH, 0, 0);
     model_peaks(m);
 }
 
@@ -1315,6 +1365,9 @@ static void model_free(struct model *m)
     free(m->series);
     free(m->stats.lat);
     free(m->stats.lat_interval);
+    for (int i = 0; i < m->stats.nbatch; i++)
+        free(m->stats.batch[i].lat);
+    free(m->stats.batch);
     for (int i = 0; i < MAX_SERVICES; i++)
         free(m->svc[i].tw);
     memset(m, 0, sizeof *m);
@@ -3049,7 +3102,9 @@ static void rep_result(const struct model *m, struct result *r)
     r->p99 = (double)hist_quantile(stats->lat, 0.99) / 1e6;
     r->p999 = (double)hist_quantile(stats->lat, 0.999) / 1e6;
     r->max = (double)stats->lat->max / 1e6;
-    r->cpu_util = (double)stats->busy_ns / ((double)s->cores * (double)s->duration);
+    /* the same window as the throughput, so that U = X·D / cores holds between them */
+    r->cpu_util = (double)(stats->busy_ns - stats->busy_at_warmup) /
+                  ((double)s->cores * (double)(s->duration - s->warmup));
     r->arrived = (double)stats->arrived;
     r->completed = (double)stats->completed;
     for (int k = 0; k < FAIL_N; k++)
@@ -3082,42 +3137,160 @@ struct rep_row {
     const char *key;   /* JSON / CSV name; a '.' puts it in a sub-object (latency_ms.p50) */
     size_t off;
     uint8_t fmt;
+    uint8_t ci; /* a headline figure: it gets a 95% confidence interval */
 };
 #define RR(field) offsetof(struct result, field)
 static const struct rep_row rep_rows[] = {
-    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE},
-    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS},
-    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS},
-    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS},
-    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS},
-    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS},
-    {"latency max (ms)", "latency_ms.max", RR(max), R_MS},
-    {"requests arrived", "arrived", RR(arrived), R_INT},
-    {"requests completed", "completed", RR(completed), R_INT},
-    {"requests failed", "failed", RR(failed), R_INT},
-    {"requests in flight at end", "in_flight", RR(in_flight), R_INT},
-    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT},
-    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT},
-    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT},
-    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT},
-    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT},
-    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT},
-    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT},
-    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB},
-    {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB},
-    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB},
-    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT},
-    {"context switches", "ctx_switches", RR(ctx_switches), R_INT},
-    {"OS threads created", "thread_creations", RR(thread_creations), R_INT},
-    {"virtual thread parks", "parks", RR(parks), R_INT},
-    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT},
-    {"events simulated", "events", RR(events), R_INT},
+    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, 1},
+    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, 1},
+    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, 1},
+    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, 1},
+    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, 1},
+    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, 1},
+    {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0},
+    {"requests arrived", "arrived", RR(arrived), R_INT, 0},
+    {"requests completed", "completed", RR(completed), R_INT, 0},
+    {"requests failed", "failed", RR(failed), R_INT, 0},
+    {"requests in flight at end", "in_flight", RR(in_flight), R_INT, 0},
+    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT, 0},
+    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT, 0},
+    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT, 0},
+    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT, 0},
+    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT, 0},
+    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT, 0},
+    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT, 0},
+    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB, 0},
+    {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB, 0},
+    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0},
+    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, 1},
+    {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0},
+    {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0},
+    {"virtual thread parks", "parks", RR(parks), R_INT, 0},
+    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT, 0},
+    {"events simulated", "events", RR(events), R_INT, 0},
 };
 #define REP_NROWS (sizeof rep_rows / sizeof rep_rows[0])
 
 static double rep_get(const struct result *r, const struct rep_row *row)
 {
     return *(const double *)((const char *)r + row->off);
+}
+
+/* CONFIDENCE INTERVALS
+ *   A run is one sample of a random process; its figures are estimates. A report gives each
+ *   headline figure (rep_row.ci) a 95% interval, mean +- t(0.975, n-1) * sd / sqrt(n), from
+ *   n independent samples of it:
+ *     replications  n runs, replication i with seed rep_seed(seed, i) (replication 0 uses the
+ *                   seed itself, so one replication is the run of old); the figure is the
+ *                   mean of the n runs' figures.
+ *     batch means   one run's window cut into n equal batches (--batches n); the figure is
+ *                   the whole run's, the interval the batches' spread. Batches of a long run
+ *                   are nearly independent; short ones are correlated and the interval is
+ *                   too narrow: keep a batch many response times long.
+ *   The other rows are means over the replications (or the one run's). */
+struct report {
+    struct result r[MODEL_N];  /* the figures */
+    struct result ci[MODEL_N]; /* half-widths of the 95% intervals; NAN where there is none */
+    int n;                     /* the samples behind the intervals (1: none) */
+    int batches;               /* 1: they are batch means of one run, 0: replications */
+};
+
+/* The seed of replication i. */
+static uint64_t rep_seed(uint64_t seed, int i)
+{
+    return i == 0 ? seed : rng_key(seed, 0x7265706c69636174ull, (uint64_t)i);
+}
+
+/* Student's t quantile t(0.975, df): a table to 30, then the Cornish-Fisher expansion
+ * (within 0.001 of the exact value beyond 30). */
+static double rep_t975(int df)
+{
+    static const double t[31] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    if (df < 1)
+        return NAN;
+    if (df <= 30)
+        return t[df];
+    double z = 1.959964, z3 = z * z * z;
+    return z + (z3 + z) / (4.0 * df) + (5 * z3 * z * z + 16 * z3 + 3 * z) / (96.0 * df * df);
+}
+
+/* The half-widths of the headline rows from n samples xs (NAN elsewhere or when n < 2). */
+static void rep_ci_rows(const struct result *xs, int n, struct result *half)
+{
+    for (size_t i = 0; i < REP_NROWS; i++) {
+        const struct rep_row *row = &rep_rows[i];
+        double sum = 0, ss = 0, *out = (double *)((char *)half + row->off);
+        for (int k = 0; k < n; k++)
+            sum += rep_get(&xs[k], row);
+        for (int k = 0; k < n; k++)
+            ss += (rep_get(&xs[k], row) - sum / n) * (rep_get(&xs[k], row) - sum / n);
+        *out = row->ci && n > 1 ? rep_t975(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
+        if (*out < 1e-9 * fabs(sum / n)) /* equal samples: rounding, not spread */
+            *out = 0;
+    }
+}
+
+/* The report of n replications: runs[i * MODEL_N + model]. */
+static void rep_replicated(struct report *rp, const struct result *runs, int n)
+{
+    rp->n = n;
+    rp->batches = 0;
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        struct result *xs = xrealloc(NULL, (size_t)n, sizeof *xs), *r = &rp->r[mk];
+        for (int i = 0; i < n; i++)
+            xs[i] = runs[i * MODEL_N + mk];
+        *r = xs[0]; /* the bounds, the window: the same in every replication */
+        for (size_t j = 0; j < REP_NROWS; j++) {
+            double sum = 0;
+            for (int i = 0; i < n; i++)
+                sum += rep_get(&xs[i], &rep_rows[j]);
+            *(double *)((char *)r + rep_rows[j].off) = sum / n;
+        }
+        for (int f = 0; f < FAIL_N; f++) {
+            r->failed_by_reason[f] = 0;
+            for (int i = 0; i < n; i++)
+                r->failed_by_reason[f] += xs[i].failed_by_reason[f] / n;
+        }
+        rep_ci_rows(xs, n, &rp->ci[mk]);
+        free(xs);
+    }
+}
+
+/* Batch i of a model's window as a result: its headline figures only. */
+static struct result rep_batch_result(const struct model *m, int i)
+{
+    const struct stats *st = &m->stats;
+    const struct batch *b = &st->batch[i];
+    double len = (double)(m->s->duration - m->s->warmup) / st->nbatch; /* ns */
+    simtime busy_to = i + 1 < st->nbatch ? st->batch[i + 1].busy_from : st->busy_ns;
+    struct result x = {0};
+    x.throughput_rps = (double)b->done / (len / SEC);
+    x.mean = b->done ? b->lat_sum / (double)b->done / 1e6 : 0;
+    x.p50 = (double)hist_quantile(b->lat, 0.50) / 1e6;
+    x.p90 = (double)hist_quantile(b->lat, 0.90) / 1e6;
+    x.p99 = (double)hist_quantile(b->lat, 0.99) / 1e6;
+    x.p999 = (double)hist_quantile(b->lat, 0.999) / 1e6;
+    x.cpu_util = (double)(busy_to - b->busy_from) / ((double)m->s->cores * len);
+    return x;
+}
+
+/* The report of one run cut into batches (model_batches): intervals from batch means. */
+static void rep_batched(struct report *rp, const struct model ms[MODEL_N])
+{
+    int n = ms[0].stats.nbatch;
+    struct result *xs = xrealloc(NULL, (size_t)n, sizeof *xs);
+    rp->n = n;
+    rp->batches = 1;
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        rep_result(&ms[mk], &rp->r[mk]);
+        for (int i = 0; i < n; i++)
+            xs[i] = rep_batch_result(&ms[mk], i);
+        rep_ci_rows(xs, n, &rp->ci[mk]);
+    }
+    free(xs);
 }
 
 /* A number for people: thousands separated, fixed decimals per format. */
@@ -3364,10 +3537,39 @@ static void rep_text_bounds(FILE *out, const struct result res[MODEL_N])
     }
 }
 
-static void rep_text(FILE *out, const struct scenario *s, const char *path,
-                     const struct result res[MODEL_N])
+/* A table cell: the figure, and "± half" when it has an interval. Returns the width to
+ * print it in a column of `col` characters ("±" is two bytes and one column). */
+static int rep_cell(char *buf, size_t len, double v, double half, int fmt, int col)
 {
     char a[32], b[32];
+    rep_human(a, sizeof a, v, fmt);
+    if (!isfinite(half)) {
+        snprintf(buf, len, "%s", a);
+        return col;
+    }
+    rep_human(b, sizeof b, half, fmt);
+    snprintf(buf, len, "%s \u00b1 %s", a, b);
+    return col + 1;
+}
+
+/* Where the intervals come from, in one line. */
+static void rep_text_intervals(FILE *out, const struct scenario *s, const struct report *rp)
+{
+    if (rp->n < 2)
+        fprintf(out, "  one run: no intervals (--replications N or --batches K give them)\n");
+    else if (rp->batches)
+        fprintf(out, "  \u00b1 95%% interval from %d batch means of one run\n", rp->n);
+    else
+        fprintf(out,
+                "  \u00b1 95%% interval over %d replications (seeds derived from %" PRIu64
+                "); figures are their means\n",
+                rp->n, s->seed);
+}
+
+static void rep_text(FILE *out, const struct scenario *s, const char *path, const struct report *rp)
+{
+    const struct result *res = rp->r;
+    char a[80], b[80];
     fprintf(out, "Loom Lab simulation: %s (%s, seed %" PRIu64 ")\n", s->name, path, s->seed);
     if (s->users)
         fprintf(out, "  %ld users closed loop, think %.1f ms, ", s->users,
@@ -3381,23 +3583,22 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path,
             s->max_threads, s->min_spare, s->parallelism);
     if (s->calibrated[0])
         fprintf(out, "  from calibration: %s\n", s->calibrated);
+    rep_text_intervals(out, s, rp);
     fputc('\n', out);
-    fprintf(out, "  %-30s %14s %14s %10s\n", "", "platform", "virtual", "v / p");
+    fprintf(out, "  %-30s %20s %20s %10s\n", "", "platform", "virtual", "v / p");
     for (size_t i = 0; i < REP_NROWS; i++) {
         const struct rep_row *row = &rep_rows[i];
         double p = rep_get(&res[MODEL_PLATFORM], row), v = rep_get(&res[MODEL_VIRTUAL], row);
-        rep_human(a, sizeof a, p, row->fmt);
-        rep_human(b, sizeof b, v, row->fmt);
-        fprintf(out, "  %-30s %14s %14s", row->label, a, b);
-        if (p > 0 && row->fmt != R_INT)
-            fprintf(out, " %9.2fx", v / p);
-        else if (p > 0 && v > 0)
+        int wa = rep_cell(a, sizeof a, p, rep_get(&rp->ci[MODEL_PLATFORM], row), row->fmt, 20);
+        int wb = rep_cell(b, sizeof b, v, rep_get(&rp->ci[MODEL_VIRTUAL], row), row->fmt, 20);
+        fprintf(out, "  %-30s %*s %*s", row->label, wa, a, wb, b);
+        if (p > 0 && (row->fmt != R_INT || v > 0))
             fprintf(out, " %9.2fx", v / p);
         fputc('\n', out);
     }
     for (int k = 0; k < FAIL_N; k++)
         if (res[0].failed_by_reason[k] > 0 || res[1].failed_by_reason[k] > 0)
-            fprintf(out, "  %-30s %14.0f %14.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
+            fprintf(out, "  %-30s %20.0f %20.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
                     res[1].failed_by_reason[k], fail_docs[k]);
     rep_text_bounds(out, res);
 }
@@ -3455,7 +3656,7 @@ static void rep_json_bounds(FILE *out, const struct result *r)
 
 /* One model's object: the rows (a key with a '.' opens a sub-object; rows sharing a prefix
  * are adjacent), the failures by reason, the bounds. */
-static void rep_json_model(FILE *out, const struct result *r)
+static void rep_json_model(FILE *out, const struct result *r, const struct result *ci)
 {
     const char *open = NULL;
     fputc('{', out);
@@ -3476,6 +3677,10 @@ static void rep_json_model(FILE *out, const struct result *r)
         fprintf(out, "\"%s\": ", dot ? dot + 1 : key);
         rep_json_number(out, rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB ? "%.0f" : "%.6g",
                         rep_get(r, &rep_rows[i]));
+        if (rep_rows[i].ci) { /* "KEY_ci95": the half-width, null without an interval */
+            fprintf(out, ", \"%s_ci95\": ", dot ? dot + 1 : key);
+            rep_json_number(out, "%.4g", rep_get(ci, &rep_rows[i]));
+        }
     }
     if (open)
         fputc('}', out);
@@ -3488,9 +3693,10 @@ static void rep_json_model(FILE *out, const struct result *r)
 }
 
 /* JSON for machines. */
-static void rep_json(FILE *out, const struct scenario *s, const char *path,
-                     const struct result res[MODEL_N], double wall_s, long peak_rss)
+static void rep_json(FILE *out, const struct scenario *s, const char *path, const struct report *rp,
+                     double wall_s, long peak_rss)
 {
+    const struct result *res = rp->r;
     double events = res[0].events + res[1].events, ideal = rep_ideal_rps(s);
     fputs("{\n  \"scenario\": ", out);
     rep_json_string(out, path);
@@ -3507,26 +3713,38 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path,
         fputs(",\n  \"ideal_rps_why_null\": \"requests take no time and users do not think\"", out);
     fputs(",\n  \"calibrated_keys\": ", out);
     rep_json_string(out, s->calibrated);
-    fputs(",\n", out);
+    fprintf(out, ",\n  \"intervals\": {\"level\": 0.95, \"method\": \"%s\", \"n\": %d},\n",
+            rp->n < 2     ? "none"
+            : rp->batches ? "batch_means"
+                          : "replications",
+            rp->n);
     for (int mk = 0; mk < MODEL_N; mk++) {
         fprintf(out, "  \"%s\": ", model_names[mk]);
-        rep_json_model(out, &res[mk]);
+        rep_json_model(out, &res[mk], &rp->ci[mk]);
         fputs(mk + 1 < MODEL_N ? ",\n" : "\n", out);
     }
     fputs("}\n", out);
 }
 
-static void rep_csv(FILE *out, const struct scenario *s, const struct result res[MODEL_N])
+/* CSV: a row per model; each headline column is followed by KEY_ci95, its half-width
+ * (empty without an interval). */
+static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp)
 {
     fputs("model,users,rate", out);
     for (size_t i = 0; i < REP_NROWS; i++)
-        fprintf(out, ",%s", rep_rows[i].key);
-    fputc('\n', out);
+        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+    fputs(",intervals_n\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
-        for (size_t i = 0; i < REP_NROWS; i++)
-            fprintf(out, ",%.6g", rep_get(&res[mk], &rep_rows[i]));
-        fputc('\n', out);
+        for (size_t i = 0; i < REP_NROWS; i++) {
+            double half = rep_get(&rp->ci[mk], &rep_rows[i]);
+            fprintf(out, ",%.6g", rep_get(&rp->r[mk], &rep_rows[i]));
+            if (rep_rows[i].ci && isfinite(half))
+                fprintf(out, ",%.4g", half);
+            else if (rep_rows[i].ci)
+                fputc(',', out);
+        }
+        fprintf(out, ",%d\n", rp->n);
     }
 }
 
@@ -6777,6 +6995,8 @@ struct options {
     double fps;        /* --fps for --frames */
     int light;         /* --theme light */
     int width, height; /* --size, 0 = 1280x800 */
+    int replications;  /* --replications, 0 = the rule of sim_intervals */
+    int batches;       /* --batches, 0 = none unless that rule asks */
 };
 
 /* How a flag's value is read; each type checks its value when it is parsed. */
@@ -6786,6 +7006,7 @@ enum opt_type {
     OPT_SET,    /* --set: appended to sets[] */
     OPT_TIME,   /* a time such as 5s, into a simtime */
     OPT_NUMBER, /* a number > 0, into a double */
+    OPT_COUNT,  /* a whole number from 1 to 1000, into an int */
     OPT_THEME,  /* light or dark, into an int */
     OPT_SIZE,   /* WxH, into width and height */
     OPT_KEYS,   /* print the scenario keys and stop */
@@ -6809,6 +7030,12 @@ static const struct opt_row opt_rows[] = {
     {"--set", "KEY=VALUE", OPT_SET, 0,
      "override a scenario key (repeatable), e.g. --set users=1000"},
     {"--json", NULL, OPT_SWITCH, OO(json), "the report for machines instead of the table"},
+    {"--replications", "N", OPT_COUNT, OO(replications),
+     "independent runs, seeds derived from the seed; figures are their means with 95% "
+     "intervals (default: 5 when the scenario's Little's-law bound x duration is at most "
+     "1,000,000 requests a model, else one run with --batches 10)"},
+    {"--batches", "K", OPT_COUNT, OO(batches),
+     "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
     {"--series", "FILE.csv", OPT_STRING, OO(series),
      "write the time series of both models (at most 1,000,000 rows a\n"
@@ -6935,6 +7162,13 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
         if (end == v || *end || errno || !(x > 0 && x <= 1e6))
             return opt_fail("%s %s: want a number above 0", row->flag, v);
         *(double *)field = x;
+        return 0;
+    case OPT_COUNT:
+        errno = 0;
+        x = scn_strtod(v, &end);
+        if (end == v || *end || errno || !(x >= 1 && x <= 1000) || x != floor(x))
+            return opt_fail("%s %s: want a whole number from 1 to 1000", row->flag, v);
+        *(int *)field = (int)x;
         return 0;
     case OPT_THEME:
         if (strcmp(v, "light") && strcmp(v, "dark"))
@@ -7089,20 +7323,42 @@ static void sim_run_model(struct model *m, int progress)
     fprintf(stderr, "\r%60s\r", "");
 }
 
-static int sim_headless(const struct scenario *s, const struct options *o)
+/* How many replications and batches a report gets: --replications and --batches as given
+ * (they are alternatives), else 5 replications when they are cheap (the Little's-law bound
+ * times the duration, the most requests a model can serve, is at most REP_CHEAP), else one
+ * run in 10 batches. Returns 0, or -1 after a message. */
+#define REP_CHEAP 1e6
+static int sim_intervals(const struct scenario *s, const struct options *o, int *reps, int *batches)
+{
+    if (o->replications > 1 && o->batches) {
+        fprintf(stderr, "sim: --replications %d and --batches %d are alternatives: give one\n",
+                o->replications, o->batches);
+        return -1;
+    }
+    double most = rep_ideal_rps(s) * ((double)s->duration / SEC);
+    int cheap = most <= REP_CHEAP;
+    *reps = o->replications ? o->replications : o->batches || !cheap ? 1 : 5;
+    *batches = o->batches ? o->batches : o->replications || cheap ? 0 : 10;
+    if (*batches == 1)
+        *batches = 0; /* one batch is the run itself */
+    return 0;
+}
+
+/* One replication: both models run on scenario s; their results in res. The first one also
+ * writes the trace and the time series (o). Returns 0, 3 for a zero-time loop, 1 on a failed
+ * write. */
+static int sim_replication(const struct scenario *s, const struct options *o, int first,
+                           int batches, struct trace *tr, struct report *rp,
+                           struct result res[MODEL_N])
 {
     struct model ms[MODEL_N];
-    struct result res[MODEL_N];
-    struct trace tr = {0};
     int rc = 0;
-    if (o->trace && trace_open(&tr, o->trace) < 0)
-        return 1;
-    double t0 = wall_now();
-    for (int k = 0; k < MODEL_N; k++) {
+    for (int k = 0; k < MODEL_N && rc == 0; k++) {
         model_init(&ms[k], s, k);
-        ms[k].keep_series = o->series != NULL;
-        if (tr.f)
-            ms[k].trace = &tr;
+        ms[k].keep_series = first && o->series != NULL;
+        ms[k].trace = first && tr->f ? tr : NULL;
+        if (batches)
+            model_batches(&ms[k], batches);
         sim_run_model(&ms[k], !o->quiet && isatty(2));
         if (ms[k].stuck) {
             fprintf(
@@ -7110,34 +7366,62 @@ static int sim_headless(const struct scenario *s, const struct options *o)
                 "sim: the %s model cannot advance time at t=%.9f s: requests take no time and\n"
                 "users do not think (a zero-time loop); give the program or `think` some time\n",
                 model_names[k], (double)ms[k].now / SEC);
-            for (int j = 0; j <= k; j++)
-                model_free(&ms[j]);
-            trace_close(&tr);
-            return 3;
+            rc = 3;
         }
         rep_result(&ms[k], &res[k]);
     }
-    double wall = wall_now() - t0;
+    if (rc == 0 && batches)
+        rep_batched(rp, ms);
+    if (rc == 0 && first && o->series && rep_series(o->series, ms) < 0)
+        rc = 1;
+    for (int k = 0; k < MODEL_N; k++)
+        if (ms[k].s) /* a model after a stuck one was never made */
+            model_free(&ms[k]);
+    return rc;
+}
+
+static int sim_headless(const struct scenario *s, const struct options *o)
+{
+    struct report rp;
+    struct trace tr = {0};
+    int reps, batches, rc = 0;
+    if (sim_intervals(s, o, &reps, &batches) < 0)
+        return 2;
+    if (o->trace && trace_open(&tr, o->trace) < 0)
+        return 1;
+    struct result *runs = xrealloc(NULL, (size_t)reps * MODEL_N, sizeof *runs);
+    double t0 = wall_now();
+    for (int i = 0; i < reps && rc == 0; i++) {
+        struct scenario si = *s;
+        si.seed = rep_seed(s->seed, i);
+        rc = sim_replication(&si, o, i == 0, batches, &tr, &rp, &runs[i * MODEL_N]);
+    }
+    if (rc == 3) {
+        free(runs);
+        trace_close(&tr);
+        return 3;
+    }
+    if (!batches)
+        rep_replicated(&rp, runs, reps);
+    double wall = wall_now() - t0, events = 0;
+    for (int k = 0; k < reps * MODEL_N; k++)
+        events += runs[k].events;
+    free(runs);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (o->json)
-        rep_json(stdout, s, o->scenario, res, wall, ru.ru_maxrss * 1024L);
+        rep_json(stdout, s, o->scenario, &rp, wall, ru.ru_maxrss * 1024L);
     else if (o->csv)
-        rep_csv(stdout, s, res);
+        rep_csv(stdout, s, &rp);
     else
-        rep_text(stdout, s, o->scenario, res);
+        rep_text(stdout, s, o->scenario, &rp);
     if (rep_close(stdout, "the report to stdout") < 0)
         rc = 1;
     if (!o->json && !o->quiet)
-        fprintf(stderr, "sim: %.0f events in %.3f s (%.2f M events/s), peak RSS %.1f MiB\n",
-                res[0].events + res[1].events, wall, (res[0].events + res[1].events) / wall / 1e6,
-                ru.ru_maxrss / 1024.0);
-    if (o->series && rep_series(o->series, ms) < 0)
-        rc = 1;
+        fprintf(stderr, "sim: %.0f events in %.3f s (%.2f M events/s), peak RSS %.1f MiB\n", events,
+                wall, events / wall / 1e6, ru.ru_maxrss / 1024.0);
     if (trace_close(&tr) < 0)
         rc = 1;
-    for (int k = 0; k < MODEL_N; k++)
-        model_free(&ms[k]);
     return rc;
 }
 

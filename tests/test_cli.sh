@@ -52,6 +52,26 @@ done
 [ "$("$sim" $args --csv | wc -l)" -eq 3 ] && ok || bad "--csv: a header and two rows"
 "$sim" $args --trace "$tmp/t.json" > /dev/null && head -c 1 "$tmp/t.json" | grep -q '\[' && tail -n 1 "$tmp/t.json" | grep -q '\]' && ok || bad "--trace writes a JSON array"
 
+# intervals (issue 13): replications are deterministic; every headline figure has its ci95
+"$sim" $args --replications 3 --json > "$tmp/i1.json"
+"$sim" $args --replications 3 --json | grep -v wall_s > "$tmp/i2.json"
+grep -v wall_s "$tmp/i1.json" | cmp -s - "$tmp/i2.json" && ok || bad "--replications 3: reports differ"
+for k in '"intervals": {"level": 0.95, "method": "replications", "n": 3}' '"throughput_rps_ci95": ' \
+         '"mean_ci95": ' '"p50_ci95": ' '"p99_ci95": ' '"cpu_utilisation_ci95": '; do
+    grep -q -F "$k" "$tmp/i1.json" && ok || bad "--replications 3 --json lacks $k"
+done
+"$sim" $args --batches 4 --json | grep -q '"method": "batch_means", "n": 4' && ok || bad "--batches 4 in JSON"
+"$sim" $args --replications 1 --json | grep -q '"throughput_rps_ci95": null' && ok || bad "one run: ci95 null"
+"$sim" $args --replications 2 --csv | head -1 | grep -q 'throughput_rps,throughput_rps_ci95,' && ok || bad "--csv: ci95 columns"
+"$sim" $args | grep -q '95% interval over 5 replications' && ok || bad "a cheap report has 5 replications"
+expect 2 "are alternatives" -- $args --replications 3 --batches 4
+expect 2 "--replications 0: want a whole number" -- $args --replications 0
+# another seed: a different answer, within the intervals of each other (mmc is random)
+mm="--headless scenarios/mmc.scn --set duration=20s --quiet --json"
+t1=$("$sim" $mm --seed 7 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mean_ci95": \([0-9.e-]*\).*/\1 \2/')
+t2=$("$sim" $mm --seed 8 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mean_ci95": \([0-9.e-]*\).*/\1 \2/')
+echo "$t1 $t2" | awk '{ d = $1 - $3; if (d < 0) d = -d; exit !(d > 0 && d <= $2 + $4) }' && ok || bad "seeds 7, 8: mmc means $t1 / $t2 not different and close"
+
 # screenshots: drawn without a display, deterministic, and the committed ones are current
 "$sim" scenarios/default.scn --screenshot "$tmp/d.png" --at 5s && ok || bad "--screenshot fails"
 cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale: run make tutorial-images"

@@ -61,12 +61,14 @@ static void run_one(const struct scenario *s, int kind, struct result *r)
 static char *report_text(const struct scenario *s)
 {
     struct result res[MODEL_N];
+    struct report rp;
     char *buf = NULL;
     size_t len = 0;
     for (int k = 0; k < MODEL_N; k++)
         run_one(s, k, &res[k]);
+    rep_replicated(&rp, res, 1);
     FILE *f = open_memstream(&buf, &len);
-    rep_text(f, s, "test", res);
+    rep_text(f, s, "test", &rp);
     fclose(f);
     return buf;
 }
@@ -259,6 +261,111 @@ static void test_littles_law(void)
         run_one(&s, k, &r);
         double n = r.throughput_rps * (r.mean / 1e3 + 0.100);
         CHECK_NEAR(n, 500, 0.01, k ? "virtual: X(R+Z) = N" : "platform: X(R+Z) = N");
+    }
+}
+
+/* ---- honest numbers: intervals that cover the exact value ---- */
+
+/* Under ASan a run is ~10x slower: fewer intervals, and a bar scaled to them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define COVER_TRIALS 30
+#else
+#define COVER_TRIALS 100
+#endif
+#define COVER_REPS 5
+
+/* Exact MVA for one queueing station (demand d) and delay z, n users: the throughput. */
+static double mva_throughput(int n, double d, double z)
+{
+    double q = 0, x = 0;
+    for (int k = 1; k <= n; k++) {
+        double r = d * (1 + q);
+        x = k / (z + r);
+        q = x * r;
+    }
+    return x;
+}
+
+/* How many of COVER_TRIALS intervals, each over COVER_REPS replications (seeds as
+ * --replications derives them from trial seeds), hold `want` for row `row` of model mk. */
+static int cover_count(struct scenario *s, int mk, size_t off, double want)
+{
+    int hits = 0;
+    struct result runs[COVER_REPS * MODEL_N];
+    for (int trial = 0; trial < COVER_TRIALS; trial++) {
+        for (int i = 0; i < COVER_REPS; i++) {
+            s->seed = rep_seed(1000 + (uint64_t)trial, i);
+            for (int k = 0; k < MODEL_N; k++)
+                run_one(s, k, &runs[i * MODEL_N + k]);
+        }
+        struct report rp;
+        rep_replicated(&rp, runs, COVER_REPS);
+        double v = *(double *)((char *)&rp.r[mk] + off), h = *(double *)((char *)&rp.ci[mk] + off);
+        hits += fabs(v - want) <= h;
+    }
+    return hits;
+}
+
+static void test_t_quantile(void)
+{
+    CHECK(fabs(rep_t975(4) - 2.776) < 1e-3, "t(0.975, 4) = 2.776: %g", rep_t975(4));
+    CHECK(fabs(rep_t975(60) - 2.0003) < 1e-3, "t(0.975, 60) = 2.0003: %g", rep_t975(60));
+    CHECK(fabs(rep_t975(1000) - 1.9623) < 1e-3, "t(0.975, 1000) = 1.9623: %g", rep_t975(1000));
+    CHECK(isnan(rep_t975(0)), "no interval from one sample");
+}
+
+/* 95% intervals over replications cover the exact value about 95% of the time: M/M/3 (Erlang
+ * C) and a closed network (exact MVA), parameters not in any shipped scenario. The bar: 90 of
+ * 100 (25 of 30 under ASan); below it the intervals are too narrow (or biased). */
+static void test_interval_coverage(void)
+{
+    const int need = COVER_TRIALS * 9 / 10 - (COVER_TRIALS < 100);
+    struct scenario s;
+    /* M/M/3: lambda 2400/s, mu 1000/s (a = 2.4, rho = 0.8) */
+    must_load(&s, "users = 0\nrate = 2400\nduration = 1500ms\nwarmup = 300ms\ncores = 3\n"
+                  "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\n"
+                  "os.thread_create = 0\nplatform.max_threads = 10000\nplatform.min_spare = 10000\n"
+                  "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = 0\n"
+                  "virtual.unpark = 0\n");
+    double w = (erlang_c(3, 2.4) / (3 * 1000.0 - 2400) + 1e-3) * 1e3;
+    for (int k = 0; k < MODEL_N; k++) {
+        int hits = cover_count(&s, k, offsetof(struct result, mean), w);
+        CHECK(hits >= need, "%s: M/M/3 mean response %.4f ms in %d of %d intervals (want >= %d)",
+              model_names[k], w, hits, COVER_TRIALS, need);
+    }
+    /* closed: 6 users, one core (FCFS, exp 2 ms), a call of exp 5 ms, think exp 3 ms */
+    must_load(&s, "users = 6\nthink = exp(3ms)\nduration = 2s\nwarmup = 200ms\ncores = 1\n"
+                  "program = cpu(exp(2ms)) call(A)\nservice.A.latency = exp(5ms)\n"
+                  "os.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\nos.thread_create = 0\n"
+                  "platform.max_threads = 100\nplatform.min_spare = 100\nvirtual.parallelism = 1\n"
+                  "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n");
+    /* The platform model only: a virtual thread back from its call must mount a carrier to
+     * go on, and waits for the burst running there (Loom does not preempt), a visit MVA's
+     * product form has no place for (it serves 417/s here against MVA's 441/s). */
+    double x = mva_throughput(6, 2e-3, 8e-3);
+    int hits = cover_count(&s, MODEL_PLATFORM, offsetof(struct result, throughput_rps), x);
+    CHECK(hits >= need,
+          "platform: closed network X = %.2f/s (MVA) in %d of %d intervals (want >= %d)", x, hits,
+          COVER_TRIALS, need);
+}
+
+/* The utilisation law U = X·D / cores over the statistics window, with users ramping up
+ * during the warm-up (the CPU of the ramp once made utilisation 10% low). */
+static void test_utilisation_law(void)
+{
+    struct scenario s;
+    must_load(&s,
+              "users = 400\nrampup = 2s\nwarmup = 2s\nduration = 12s\ncores = 2\n"
+              "program = cpu(exp(1ms)) call(A)\nservice.A.latency = exp(400ms)\n"
+              "os.ctx_switch = 0\nos.wakeup = 0\nos.thread_create = 0\n"
+              "platform.max_threads = 1000\nplatform.min_spare = 1000\nplatform.release_cpu = 0\n"
+              "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result r;
+        run_one(&s, k, &r);
+        CHECK_NEAR(r.cpu_util, r.throughput_rps * 1e-3 / 2, 0.02,
+                   k ? "virtual: U = X D / cores over the window"
+                     : "platform: U = X D / cores over the window");
     }
 }
 
@@ -781,8 +888,10 @@ static void test_bounds(void)
     size_t len = 0;
     run_one(&s, MODEL_PLATFORM, &res[0]);
     run_one(&s, MODEL_VIRTUAL, &res[1]);
+    struct report rp;
+    rep_replicated(&rp, res, 1);
     FILE *f = open_memstream(&json, &len);
-    rep_json(f, &s, "test", res, 1, 0);
+    rep_json(f, &s, "test", &rp, 1, 0);
     fclose(f);
     CHECK(!strstr(json, "inf") && !strstr(json, "nan") && strstr(json, "\"ideal_rps\": null") &&
               strstr(json, "\"ideal_rps_why_null\"") && strstr(json, "\"why_null\": {\"ports\""),
@@ -1219,6 +1328,9 @@ int main(void)
     test_common_random_numbers();
     test_erlang_c();
     test_littles_law();
+    test_t_quantile();
+    test_interval_coverage();
+    test_utilisation_law();
     test_platform_saturates();
     test_virtual_littles_bound();
     test_pinning();
