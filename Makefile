@@ -24,7 +24,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate check-model format-check java clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate check-model format-check java blog-jvm clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -80,6 +80,22 @@ java:
 	@jdk=$$(sh java/find-jdk) && cp=$$(sh java/find-jdk --classpath) || exit 0; \
 	mkdir -p build/java && $$(dirname $$jdk)/javac -d build/java -cp "$$cp" java/Aggregator.java && \
 	echo "java: compiled build/java/ with $$jdk"
+
+# The blog's experiment on the real JVM (a few minutes, loopback only): Tomcat platform and
+# virtual at 100 and 1000 users, K = 3 calls of D = 50 ms; the JVM's own costs measured first
+# (calibrate --server java), then the measured OS threads and throughput beside the
+# simulator's prediction from them. Without a JDK 21+ or Tomcat's jars: one line, exit 0.
+# Writes out/java-blog.ini, out/blog-jvm.csv and out/blog-jvm.txt.
+blog-jvm: $(O)/sim $(O)/aggregator java
+	@if ! why=$$(sh java/find-jdk 2>&1 >/dev/null && sh java/find-jdk --classpath 2>&1 >/dev/null); then \
+	    echo "blog-jvm: skipped: $$why"; exit 0; fi; \
+	mkdir -p out && \
+	$(O)/aggregator calibrate --server java --out out/java-blog.ini --duration 2 --runs 1 --jit-warmup 4 \
+	    >/dev/null && \
+	$(O)/aggregator bench --server java --users 100,1000 --modes platform,virtual --fanout 3 --delay-ms 50 \
+	    --duration 4 --jit-warmup 5 --out out/blog-jvm.csv && \
+	$(O)/sim --validate out/blog-jvm.csv --calibration out/java-blog.ini | tee out/blog-jvm.txt && \
+	echo "blog-jvm: the blog's JVM had 125 (100 users) and 222 (1000) OS threads in platform mode, 28-30 in virtual"
 
 run: $(O)/sim
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \

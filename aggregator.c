@@ -9,7 +9,8 @@
  *   ./aggregator backend --port 9100 --delay-ms 50
  *   ./aggregator serve --mode virtual --port 9101 --backends 127.0.0.1:9100
  *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
- *   ./aggregator bench --users 100,1000,5000      (starts all of the above itself)
+ *   ./aggregator bench --users 100,1000,5000      (starts all of the above itself;
+ *                                                  --server java: java/Aggregator.java)
  *   ./aggregator microbench                       (switch, park, create, RSS per thread)
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *
@@ -40,7 +41,7 @@
  *   Part III. Lab tools
  *     III.1 Latency histogram    hist_ log-linear, the same text as in sim.c
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
- *     III.3 Bench                bench_ the grid of child processes, /proc sampling, CSV
+ *     III.3 Bench                bench_ jvm_ the grid of child processes (C or JVM), CSV
  *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
  *     III.5 Calibrate            cal_ the simulator's costs, measured, as scenario keys
  *   Part IV. The command line
@@ -3499,10 +3500,13 @@ static int load_run_cli(struct load_cfg *cfg)
 
 /* ---- III.3 Bench ---- */
 
-/* The grid: for each pooling setting, mode and user count, a fresh aggregator (and the
- * load generator) run as child processes of this one, next to one backend, all on loopback.
- * Children get their own process group and PR_SET_PDEATHSIG, so nothing outlives the bench,
- * even when it is killed; Ctrl-C stops the grid and the children cleanly. */
+/* The grid: for each pooling setting, mode, user count and server, a fresh aggregator (and
+ * the load generator) run as child processes of this one, next to one backend, all on
+ * loopback. The aggregator is this binary's `serve`, or java/Aggregator.java on the JVM
+ * (--server java), which is loaded for a while first so that its JIT has compiled the hot
+ * code before the window. Children get their own process group and PR_SET_PDEATHSIG, so
+ * nothing outlives the bench, even when it is killed; Ctrl-C stops the grid and the
+ * children cleanly. */
 /* The servers the bench measures: this file's, or java/Aggregator.java on the JVM (embedded
  * Tomcat), started as it is documented there and given the same flags. */
 enum { SERVER_C, SERVER_JAVA, SERVER_N };
@@ -3632,23 +3636,43 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
     return bench_spawn_exe(kids, NULL, argv, out_fd, keep_stderr);
 }
 
-/* Wait (up to timeout_s) until something accepts connections on 127.0.0.1:port; -1 at once
- * if the child pid that should listen there exits first (it is then reaped and forgotten). */
-static int bench_wait_port(struct bench_kids *kids, pid_t pid, int port, int timeout_s)
+/* One attempt: a connection to sa accepted, and with `answer`, GET /metrics answered 200. */
+enum { BENCH_WAIT_ACCEPT = 0, BENCH_WAIT_ANSWER = 1 }; /* bench_wait_port: what is ready */
+
+static int bench_try(const struct sockaddr_in *sa, int answer)
+{
+    static const char req[] =
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int ok = connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0;
+    if (ok && answer) {
+        char got[12];
+        ok = write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1) &&
+             recv(fd, got, sizeof got, MSG_WAITALL) == (ssize_t)sizeof got &&
+             !memcmp(got, "HTTP/1.1 200", sizeof got);
+    }
+    close(fd);
+    return ok;
+}
+
+/* Wait (up to timeout_s) until 127.0.0.1:port accepts connections or, with `answer`, answers
+ * GET /metrics: Tomcat binds its port before it starts its threads, so a port that accepts is
+ * not yet a server to count. -1 at once if the child pid that should listen there exits
+ * first (it is then reaped and forgotten). */
+static int bench_wait_port(struct bench_kids *kids, pid_t pid, int port, int timeout_s, int answer)
 {
     struct sockaddr_in sa;
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
     parse_hostport(hp, &sa);
-    for (int i = 0; i < timeout_s * 100; i++) {
+    for (int64_t end = now_ns() + timeout_s * NS_PER_S; now_ns() < end;) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             bench_forget(kids, pid);
             return -1;
         }
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-        close(fd);
-        if (ok)
+        if (bench_try(&sa, answer))
             return 0;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -3856,7 +3880,8 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     argv[n] = NULL;
     pid_t pid =
         bench_spawn_exe(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
-    if (bench_wait_port(kids, pid, bc->port + 1, java ? BENCH_START_JAVA_S : BENCH_START_C_S) < 0) {
+    if (bench_wait_port(kids, pid, bc->port + 1, java ? BENCH_START_JAVA_S : BENCH_START_C_S,
+                        BENCH_WAIT_ANSWER) < 0) {
         bench_kill_all(kids);
         die("the %s aggregator did not start on port %s%s", server_names[row->server], port,
             java ? " (try it by hand: java/Aggregator.java says how)" : "");
@@ -4101,7 +4126,7 @@ static int bench_run(struct bench_cfg *bc)
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
     pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, BENCH_STDERR_NULL);
-    if (bench_wait_port(&kids, be, bc->port, BENCH_START_C_S) < 0)
+    if (bench_wait_port(&kids, be, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
         die("the backend did not start on port %d", bc->port);
     int rc = 0;
     for (int pi = 0; pi < npools && !rc; pi++) {
@@ -4367,26 +4392,38 @@ static double mb_pthread_rss(int n)
 }
 
 /* What a pool thread does between writing a response and waiting for the next task
- * (pool_thread): re-arm the connection with the poller (EPOLLONESHOT) and take the pool's
- * lock. Uncontended, on a socket pair; ns per release. */
+ * (pool_thread): take the pool's lock, hand the connection back to the poller (pool_watch:
+ * read the clock for its deadline, append it to the deadline list, re-arm its one-shot
+ * epoll event) and read the clock again for its idle wait (pool_wait_task). The real
+ * pool_watch on a socket pair, uncontended; each round also unlinks the connection again
+ * (pool_unwatch, three stores) to keep the list one long. ns per release. */
 static double mb_pool_release_ns(long n)
 {
-    int sv[2], ep = epoll_create1(EPOLL_CLOEXEC);
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    if (ep < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    int sv[2];
+    struct config cfg;
+    config_defaults(&cfg);
+    struct server srv = {.cfg = &cfg};
+    struct pool p = {.srv = &srv, .epfd = epoll_create1(EPOLL_CLOEXEC)};
+    pthread_mutex_init(&p.mu, NULL);
+    if (p.epfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         die("socketpair: %s", strerror(errno));
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT};
-    epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev);
+    struct conn conn = {.fd = sv[0], .srv = &srv};
+    pool_arm(&p, &conn, EPOLL_CTL_ADD);
+    volatile int64_t idle_deadline = 0;
     int64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
-        epoll_ctl(ep, EPOLL_CTL_MOD, sv[0], &ev);
-        pthread_mutex_lock(&mu);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_lock(&p.mu);
+        pool_watch(&p, &conn, EPOLL_CTL_MOD);
+        idle_deadline = now_ns() + (int64_t)cfg.thread_idle_ms * NS_PER_MS;
+        pool_unwatch(&p, &conn);
+        pthread_mutex_unlock(&p.mu);
     }
     double per = (double)(now_ns() - t0) / (double)n;
+    (void)idle_deadline;
+    pthread_mutex_destroy(&p.mu);
     close(sv[0]);
     close(sv[1]);
-    close(ep);
+    close(p.epfd);
     return per;
 }
 
@@ -4412,7 +4449,7 @@ static const char *const mb_figure_names[MB_N] = {
     "pthread switch on one CPU (pipe ping-pong), ns",
     "pthread create + join, ns",
     "RSS per parked pthread (256 KiB stack), bytes",
-    "pool thread release (epoll re-arm + pool lock), ns",
+    "pool thread release (lock, deadline list, epoll re-arm, clock), ns",
 };
 
 /* The median of `runs` runs of every micro-figure, and (if lo, hi) their spread. */
@@ -4477,18 +4514,25 @@ struct cal_result {
     double lo, hi;
 };
 
+/* The server calibrate measures: the one its bench.servers names. */
+static int cal_server(const struct bench_cfg *bc)
+{
+    return bench_has_server(bc->servers, SERVER_JAVA) ? SERVER_JAVA : SERVER_C;
+}
+
 static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt,
                    struct cal_result *res)
 {
     struct bench_row runs[16];
     int n = bc->runs < 16 ? bc->runs : 16;
-    fprintf(stderr, "calibrate: %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
-            pt->mode == MODE_VIRTUAL ? "virtual" : "platform", pt->fanout, bc->delay_ms,
-            pt->pool ? "on" : "off", pt->threads, pt->users, n);
+    fprintf(stderr, "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
+            server_names[cal_server(bc)], pt->mode == MODE_VIRTUAL ? "virtual" : "platform",
+            pt->fanout, bc->delay_ms, pt->pool ? "on" : "off", pt->threads, pt->users, n);
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
     for (int i = 0; i < n; i++) {
-        runs[i] = (struct bench_row){.users = pt->users, .pool = pt->pool, .mode = pt->mode};
+        runs[i] = (struct bench_row){
+            .users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
         if (bench_cell_calm(bc, kids, &runs[i]) < 0)
             return -1;
     }
@@ -4511,7 +4555,7 @@ static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay
         bench_kill(kids, bc->backend);
     bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
     bc->delay_ms = delay_ms;
-    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S) < 0)
+    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
         die("the backend did not start on port %d", bc->port);
 }
 
@@ -4662,30 +4706,40 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
 }
 
 /* The micro-figures as scenario keys: which figure, scaled to the unit, and how measured. */
+enum { CAL_OS = 0, CAL_OURS = 1 }; /* cal_micro: a fact of the OS, or of this file's runtime */
+
 static const struct {
     const char *key;
     int figure;
     double scale;
     int decimals;
     const char *unit, *how;
+    int ours; /* a figure of this file's runtime: the JVM's is measured otherwise */
 } cal_micro[] = {
     {"os.ctx_switch", MB_PT_SWITCH, 1, 0, "ns",
-     "pthread switch on one CPU, pipe ping-pong (its syscalls included)"},
-    {"os.thread_create", MB_PT_CREATE, 1e-3, 1, "us", "pthread_create + pthread_join"},
-    {"os.stack_rss", MB_PT_RSS, 1, 0, "B", "RSS per parked pool thread, 1000 of them"},
+     "pthread switch on one CPU, pipe ping-pong (its syscalls included)", CAL_OS},
+    {"os.thread_create", MB_PT_CREATE, 1e-3, 1, "us", "pthread_create + pthread_join", CAL_OS},
+    {"os.stack_rss", MB_PT_RSS, 1, 0, "B", "RSS per parked pool thread, 1000 of them", CAL_OURS},
     {"platform.release_cpu", MB_POOL_RELEASE, 1, 0, "ns",
-     "a pool thread after its response: epoll re-arm + pool lock, uncontended"},
+     "a pool thread after its response: the poller's deadline list (clock + append under its "
+     "lock), its wake-up, the pool lock, uncontended",
+     CAL_OURS},
     {"virtual.create", MB_CREATE, 1, 0, "ns",
-     "create + run + exit + join of an empty virtual thread"},
+     "create + run + exit + join of an empty virtual thread", CAL_OURS},
     {"virtual.park", MB_YIELD, 0.5, 0, "ns",
-     "half a yield through the scheduler (switch, stack copy)"},
-    {"virtual.unpark", MB_YIELD, 0.5, 0, "ns", "the other half"},
-    {"virtual.stack_bytes", MB_VT_RSS, 1, 0, "B", "RSS per parked virtual thread at 100,000"},
+     "half a yield through the scheduler (switch, stack copy)", CAL_OURS},
+    {"virtual.unpark", MB_YIELD, 0.5, 0, "ns", "the other half", CAL_OURS},
+    {"virtual.stack_bytes", MB_VT_RSS, 1, 0, "B", "RSS per parked virtual thread at 100,000",
+     CAL_OURS},
 };
 
-static void cal_write_micro(FILE *f, const double *med, const double *lo, const double *hi)
+/* The micro-figures; for the JVM only the OS's (cal_write_jvm writes the others). */
+static void cal_write_micro(FILE *f, int server, const double *med, const double *lo,
+                            const double *hi)
 {
     for (size_t i = 0; i < ARRAY_LEN(cal_micro); i++) {
+        if (server == SERVER_JAVA && cal_micro[i].ours)
+            continue;
         int fig = cal_micro[i].figure, d = cal_micro[i].decimals;
         double k = cal_micro[i].scale;
         fprintf(f, "%s = %.*f%s  # %s; median of 3 (%.*f..%.*f)\n", cal_micro[i].key, d,
@@ -4693,17 +4747,20 @@ static void cal_write_micro(FILE *f, const double *med, const double *lo, const 
     }
 }
 
+/* The growth of a run's RSS under load, less the stacks of the threads it started. */
+static double cal_grown(const struct bench_row *r, double stack_rss)
+{
+    return nonneg((double)(r->peak_rss - r->base_rss) -
+                  (double)(r->peak_threads - r->base_threads) * stack_rss);
+}
+
 /* Memory: virtual K=3 serves all `users`; platform with users/5 threads queues the rest. */
 static void cal_write_memory(FILE *f, const struct cal_result *served,
-                             const struct cal_result *queued, const double *mb, int users)
+                             const struct cal_result *queued, double stack_rss, int users)
 {
     const struct bench_row *all = &served->row, *few = &queued->row;
     int nserved = users / 5;
-    /* the growth of RSS under load, less the threads' stacks: virtual, then platform */
-    double grown_all = nonneg((double)(all->peak_rss - all->base_rss) -
-                              (double)(all->peak_threads - 1) * mb[MB_PT_RSS]);
-    double grown_few = nonneg((double)(few->peak_rss - few->base_rss) -
-                              (double)(few->peak_threads - 2) * mb[MB_PT_RSS]);
+    double grown_all = cal_grown(all, stack_rss), grown_few = cal_grown(few, stack_rss);
     double per_req = nonneg((grown_all - grown_few) / (users - nserved));
     double per_conn = nonneg((grown_few - nserved * per_req) / users);
     fprintf(f, "mem.base = %ldB  # RSS of the idle aggregator (virtual mode)\n", all->base_rss);
@@ -4713,6 +4770,66 @@ static void cal_write_memory(FILE *f, const struct cal_result *served,
             per_req, users, nserved, users);
     fprintf(f, "mem.per_connection = %.0fB  # per open connection, from the same two runs\n",
             per_conn);
+}
+
+/* The servers' default --min-spare (Tomcat's minSpareThreads): pool threads from the start. */
+enum { CAL_MIN_SPARE = 10 };
+
+/* The RSS one more OS thread costs the JVM: the platform run (a pool thread per request in
+ * service) against the virtual one (the same requests, no thread each), same load. */
+static double cal_jvm_stack_rss(const struct bench_row *platform, const struct bench_row *virt)
+{
+    long threads = (platform->peak_threads - platform->base_threads) -
+                   (virt->peak_threads - virt->base_threads);
+    double rss = (double)(platform->peak_rss - platform->base_rss) -
+                 (double)(virt->peak_rss - virt->base_rss);
+    return threads > 0 ? nonneg(rss / (double)threads) : 0;
+}
+
+/* The threads each model has besides its pool or carriers, and what a thread costs. The C
+ * server's are known from its code; the JVM's are counted (GC, JIT compilers, Tomcat's
+ * acceptor, poller and utility threads), from the light runs `served` (virtual) and
+ * `threaded` (platform, the same load). */
+static void cal_write_threads(FILE *f, int server, const struct bench_row *served,
+                              const struct bench_row *threaded, double stack_rss)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (server == SERVER_C) {
+        fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
+        fprintf(f, "platform.runtime_threads = 2  # threads besides the pool: main, the "
+                   "acceptor/poller\n");
+        fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
+        return;
+    }
+    int in_service = threaded->users < 200 ? threaded->users : 200;
+    fprintf(f, "os.stack_reserved = 1MiB  # the JVM's default -Xss (ThreadStackSize) on Linux\n");
+    double measured = cal_jvm_stack_rss(threaded, served);
+    fprintf(f,
+            "os.stack_rss = %.0fB  # RSS per JVM thread: (platform - virtual) RSS growth over "
+            "(platform - virtual) threads started, K=3, %d users: %.0f B%s\n",
+            stack_rss, threaded->users, measured,
+            measured > 0 ? ""
+                         : " (the heap's growth hides it), so a parked pthread's from the "
+                           "microbench");
+    fprintf(f,
+            "platform.runtime_threads = %ld  # OS threads of the idle JVM in platform mode once it "
+            "answers (%ld) "
+            "less Tomcat's %d spare pool threads; under load %ld at %d users, %d in service\n",
+            threaded->base_threads - CAL_MIN_SPARE, threaded->base_threads, CAL_MIN_SPARE,
+            threaded->peak_threads, threaded->users, in_service);
+    fprintf(f,
+            "virtual.runtime_threads = %ld  # OS threads of the virtual JVM under load (%ld at %d "
+            "users; %ld idle, once it answers) less its %ld carriers\n",
+            served->peak_threads - cores, served->peak_threads, served->users, served->base_threads,
+            cores);
+    fprintf(f, "virtual.parallelism = %ld  # carriers: the JDK's default, one per core\n", cores);
+    fprintf(f, "platform.release_cpu = 0ns  # Tomcat's: inside platform.cpu_per_request, measured "
+               "whole\n");
+    fprintf(f, "virtual.create = 0ns  # the JVM's create, park and unpark: inside "
+               "virtual.cpu_per_request and cpu_per_call, measured whole\n");
+    fprintf(f, "virtual.park = 0ns\nvirtual.unpark = 0ns\n");
+    fprintf(f, "virtual.stack_bytes = 0B  # a virtual thread's frames are heap: inside "
+               "mem.per_request, measured whole\n");
 }
 
 static void cal_write_machine(FILE *f)
@@ -4739,10 +4856,11 @@ static void cal_write_machine(FILE *f)
 
 /* What cmd_calibrate sets. */
 struct cal_cfg {
-    const char *out;  /* the file to write */
-    int users;        /* users of the memory runs (light load) */
-    int cpu_users;    /* users of the CPU runs (saturated; 4x as many for the cache pressure) */
-    int cpu_delay_ms; /* backend delay D of the CPU runs, short to saturate the CPU */
+    const char *out;    /* the file to write */
+    const char *server; /* c or java: bench.servers */
+    int users;          /* users of the memory runs (light load) */
+    int cpu_users;      /* users of the CPU runs (saturated; 4x as many for the cache pressure) */
+    int cpu_delay_ms;   /* backend delay D of the CPU runs, short to saturate the CPU */
     struct bench_cfg bench; /* duration_s, runs and port from the command line; the rest per run */
 };
 
@@ -4773,8 +4891,9 @@ static int cal_measure(struct cal_cfg *cc)
     raise_fd_limit();
     signals_block();
     struct bench_kids kids = {{0}};
-    struct cal_result saturated[2][2], big, nopool, served,
-        queued; /* saturated: [mode][fan-out 1 or 3] */
+    struct cal_result saturated[2][2], big, nopool, served, queued,
+        threaded; /* saturated: [mode][fan-out 1 or 3]; threaded: the JVM's thread costs */
+    int server = cal_server(bc);
     int rc = 0;
     /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
     cal_backend(bc, &kids, 50);
@@ -4782,6 +4901,11 @@ static int cal_measure(struct cal_cfg *cc)
     struct cal_point light = {
         .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
     rc = cal_run(bc, &kids, &light, &served);
+    if (!rc && server == SERVER_JAVA) {
+        struct cal_point pool = {
+            .mode = MODE_PLATFORM, .fanout = 3, .pool = 1, .threads = 200, .users = users};
+        rc = cal_run(bc, &kids, &pool, &threaded);
+    }
     if (!rc) {
         struct cal_point queue = {
             .mode = MODE_PLATFORM, .fanout = 1, .pool = 1, .threads = users / 5, .users = users};
@@ -4814,7 +4938,11 @@ static int cal_measure(struct cal_cfg *cc)
     char host[64] = "?", when[32];
     gethostname(host, sizeof host - 1);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    fprintf(f, "# %s: costs measured by ./aggregator calibrate on %s, %s.\n", out, host, when);
+    fprintf(f, "# %s: costs measured by ./aggregator calibrate --server %s on %s, %s.\n", out,
+            server_names[server], host, when);
+    if (bc->jvm)
+        fprintf(f, "# The JVM: %s -cp %s %s, after %g s of load before each window (the JIT).\n",
+                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
     fprintf(
         f,
         "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs "
@@ -4822,15 +4950,15 @@ static int cal_measure(struct cal_cfg *cc)
         "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
         bc->runs, bc->duration_s, cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
-    fprintf(f, "os.stack_reserved = 256KiB  # the pool threads' stack size\n");
-    cal_write_micro(f, mb, mb_lo, mb_hi);
+    cal_write_micro(f, server, mb, mb_lo, mb_hi);
     struct cal_cpu_fit fit = cal_fit(saturated, &big, &nopool, cpu_users, bc->threads);
     cal_write_cpu(f, &fit, saturated, &big, &nopool, cpu_delay_ms);
-    fprintf(
-        f, "platform.runtime_threads = 2  # threads besides the pool: main, the acceptor/poller\n");
-    fprintf(f, "virtual.runtime_threads = 1  # threads besides the carriers: main\n");
+    double stack_rss = server == SERVER_JAVA ? cal_jvm_stack_rss(&threaded.row, &served.row) : 0;
+    if (!(stack_rss > 0))
+        stack_rss = mb[MB_PT_RSS];
+    cal_write_threads(f, server, &served.row, &threaded.row, stack_rss);
     cal_write_machine(f);
-    cal_write_memory(f, &served, &queued, mb, users);
+    cal_write_memory(f, &served, &queued, stack_rss, users);
     cal_write_latency(f, lat);
     fclose(f);
     printf("wrote %s\n", out);
@@ -5094,13 +5222,14 @@ static int cmd_microbench(int argc, char **argv)
 
 #define CALIBRATE_SYNOPSIS                                                                         \
     "aggregator calibrate [--out calibration.ini] [--users N] [--cpu-users N] [--cpu-delay-ms D]"  \
-    " [--duration S] [--runs R] [--port P]"
+    " [--duration S] [--runs R] [--port P] [--server c|java] [--jit-warmup S]"
 
 /* Parse calibrate's flags; cal_measure does the work. */
 static int cmd_calibrate(int argc, char **argv)
 {
     struct cal_cfg cfg = {
         .out = "calibration.ini",
+        .server = "c",
         .users = 100,
         .cpu_users = 1000,
         .cpu_delay_ms = 2,
@@ -5109,7 +5238,8 @@ static int cmd_calibrate(int argc, char **argv)
                   .duration_s = 3,
                   .runs = 3,
                   .threads = 200,
-                  .port = 19400},
+                  .port = 19400,
+                  .jit_warmup_s = 5},
     };
     const struct opt o[] = {
         {"--out", OPT_STR, &cfg.out, "file to write; default calibration.ini"},
@@ -5123,13 +5253,24 @@ static int cmd_calibrate(int argc, char **argv)
          "runs per figure, the median is kept (at most 16); default 3"},
         {"--port", OPT_INT, &cfg.bench.port,
          "backend port (the aggregator uses the next one); default 19400"},
+        {"--server", OPT_STR, &cfg.server,
+         "c (this file) or java (java/Aggregator.java on Tomcat): whose costs; default c"},
+        {"--jit-warmup", OPT_DOUBLE, &cfg.bench.jit_warmup_s,
+         "java: seconds of load before each window, for the JIT (not counted); default 5"},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    cfg.bench.servers = cfg.server;
+    if (!bench_servers_valid(cfg.server) || strchr(cfg.server, ',') ||
+        !(cfg.bench.jit_warmup_s >= 0))
+        opt_fail(CALIBRATE_SYNOPSIS, "--server takes c or java, --jit-warmup a number >= 0");
     if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 ||
         cfg.bench.runs < 1 || cfg.bench.runs > 16 || !(cfg.bench.duration_s > 0))
         opt_fail(CALIBRATE_SYNOPSIS,
                  "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
                  "1 <= --runs <= 16, --duration > 0");
+    struct jvm jvm;
+    if (bench_setup_jvm(&cfg.bench, &jvm))
+        return 2;
     return cal_measure(&cfg);
 }
 

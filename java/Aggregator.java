@@ -736,8 +736,11 @@ public final class Aggregator {
         if (cfg.carriers > 0) // virtual.parallelism (read when the first virtual thread starts)
             System.setProperty("jdk.virtualThreadScheduler.parallelism", String.valueOf(cfg.carriers));
         // service.NAME.pool: HttpURLConnection keeps at most 5 idle connections per backend by
-        // default, so 200 busy threads would reconnect on most calls; the C pool has no cap and
-        // the simulator's default is 10000: effectively none here either.
+        // default, so 200 busy threads would reconnect on most calls. The C server keeps up to
+        // --pool-max-idle (256) idle per backend, each for --pool-idle-ms (15 s); a connection
+        // is idle only between two calls, so under the bench's load neither cap binds there,
+        // and the simulator's pool (service.NAME.pool, 10000) has none. 20000 here: none
+        // either (the JDK closes an idle one after its own 5 s keep-alive).
         if (System.getProperty("http.maxConnections") == null) System.setProperty("http.maxConnections", "20000");
         if (!cfg.pool) {
             System.setProperty("http.keepAlive", "false");                            // service.NAME.pool = 0

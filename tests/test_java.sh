@@ -2,7 +2,8 @@
 # test_java.sh DIR: java/Aggregator.java (embedded Tomcat on a JDK >= 21) against the C
 # backend and load generator of DIR/aggregator: the contract of `aggregator serve` (answers,
 # errors, /metrics) and the point of the lab: under load, the virtual mode holds far fewer OS
-# threads than the platform pool. Loopback only, fixed ports 27600-27619, about 20 s.
+# threads than the platform pool; and `aggregator bench --server java`, whose CSV the
+# simulator reads. Loopback only, fixed ports 27600-27621, under a minute.
 # Without a JDK 21+ or embedded Tomcat it says why and counts every check as skipped.
 dir=${1:-.}
 agg=$dir/aggregator
@@ -174,6 +175,32 @@ check "platform /metrics: the pool grew to --threads" \
 "$JAVA" -cp "$CP" "$root/java/Aggregator.java" --frobnicate >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "bad flag: exit 2 (got $rc)" [ $rc -eq 2 ]
 check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && grep -q \"unknown flag '--frobnicate'\" '$tmp/err'"
+
+# bench --server java: a short grid (2 points, 1 s windows after 1 s of JIT warm-up) writes
+# the bench's CSV with the server and warm-up columns, and the simulator predicts it.
+"$agg" bench --server java --users 50 --modes platform,virtual --duration 1 --jit-warmup 1 \
+    --port 27620 --out "$tmp/bench.csv" >"$tmp/bench.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || cat "$tmp/bench.out" >&2
+check "bench --server java: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "bench --server java: the header ends with jit_warmup_s,server" \
+    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,jit_warmup_s,server\$'"
+check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS and a 1 s warm-up" \
+    awk -F, 'NR > 1 && $NF == "java" && $(NF-1) == 1 && $6 > 0 && $10 > 0 && $11 > 0 { n++ } END { exit n != 2 }' "$tmp/bench.csv"
+check "bench --server java: platform holds more OS threads than virtual" \
+    awk -F, 'NR > 1 { t[$2] = $10 } END { exit !(t["platform"] > t["virtual"]) }' "$tmp/bench.csv"
+if [ -x "$dir/sim" ]; then
+    "$dir/sim" --validate "$tmp/bench.csv" >"$tmp/validate.out" 2>&1; rc=$?
+    [ $rc -eq 0 ] || cat "$tmp/validate.out" >&2
+    check "sim --validate on the JVM's CSV: exit 0 (got $rc)" [ $rc -eq 0 ]
+fi
+# No JDK (none under JVM_DIR, no JAVA_HOME, no java on PATH): find-jdk's one line, exit 2.
+mkdir -p "$tmp/bin"
+for t in sh sed dirname sort readlink; do ln -s "$(command -v $t)" "$tmp/bin/$t"; done
+env -u JAVA_HOME JVM_DIR=/nonexistent PATH="$tmp/bin" "$agg" bench --server java --users 10 \
+    --port 27620 --out "$tmp/nojdk.csv" >"$tmp/nojdk.out" 2>"$tmp/nojdk.err"; rc=$?
+check "bench --server java without a JDK: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "bench --server java without a JDK: find-jdk's one line" \
+    sh -c "[ \$(wc -l < '$tmp/nojdk.err') -eq 1 ] && grep -q 'no JDK 21+ found' '$tmp/nojdk.err'"
 
 echo "test_java: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
