@@ -40,7 +40,7 @@
  *     III.2 Values and programs  scn_value, scn_dist, the program grammar
  *     III.3 Loading and checks  scn_set, scn_load, scn_finish, --keys
  *   Part IV. Reports and instruments
- *     IV.1 Reports  rep_: text table, JSON, CSV, bounds on throughput, time series
+ *     IV.1 Reports  rep_: table, JSON, CSV, 95% intervals, steady state, bounds, series
  *     IV.2 Chrome trace  trace_: a lane per thread, for Perfetto
  *     IV.3 Validation  val_: --validate, prediction beside measurement
  *     IV.4 Live telemetry  live_: --live, a running aggregator's /metrics
@@ -199,6 +199,8 @@ struct scenario {
     char name[64];
     uint64_t seed;
     simtime duration, warmup, sample_interval;
+    int warmup_auto; /* 1: no file or --set gave `warmup`: a report may lengthen it (MSER-5);
+                        2: a report did */
     /* workload */
     long users;          /* closed loop: N users; 0 = open loop at `rate` */
     double rate;         /* open loop arrivals per second (Poisson) */
@@ -401,6 +403,8 @@ struct model_ops {
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
+#define STEADY_BINS 100
+
 /* One batch of the statistics window (--batches): what batch means need of it. */
 struct batch {
     uint64_t done;     /* requests completed in it */
@@ -421,6 +425,13 @@ struct stats {
     simtime busy_at_warmup; /* busy_ns when the window began: utilisation covers the window */
     struct batch *batch;    /* the window in nbatch equal batches (none unless asked) */
     int32_t nbatch, cur_batch;
+    /* [0, duration] in at most STEADY_BINS bins of whole samples (model_sample), what the
+     * steady-state verdict reads (rep_steady): completions, their latency in the window */
+    uint64_t bin_done[STEADY_BINS];
+    double bin_lat[STEADY_BINS]; /* ns */
+    int32_t bin_samples[STEADY_BINS];
+    uint64_t done_at_sample;
+    double lat_at_sample;
     /* peaks */
     int32_t peak_os_threads, peak_carriers_busy, peak_vt_parked, peak_vt_pinned;
     int32_t peak_ports_tw, peak_queued, peak_in_flight, peak_blocked;
@@ -1257,6 +1268,30 @@ static struct sample model_sample_row(struct model *m)
 
 /* EV_SAMPLE: TIME_WAITs that expired are dropped (the peaks see it), and with keep_series
  * the row is kept, in an array sized once for the whole run, never beyond SERIES_MAX. */
+static void model_batch(struct model *m, const struct event *e);
+
+/* The bins the steady-state verdict reads: bin i holds the samples that end in
+ * (i, i + 1] x duration / nbins. */
+static int model_nbins(const struct scenario *s)
+{
+    simtime samples = s->duration / s->sample_interval;
+    return samples < STEADY_BINS ? (int)samples : STEADY_BINS;
+}
+
+/* The interval that this sample closes, into its bin. */
+static void model_bin(struct model *m)
+{
+    struct stats *st = &m->stats;
+    int nb = model_nbins(m->s), i = (int)((double)(m->now - 1) * nb / (double)m->s->duration);
+    if (i < 0 || i >= nb)
+        return;
+    st->bin_done[i] += st->completed - st->done_at_sample;
+    st->bin_lat[i] += st->lat_sum - st->lat_at_sample;
+    st->bin_samples[i]++;
+    st->done_at_sample = st->completed;
+    st->lat_at_sample = st->lat_sum;
+}
+
 static void model_sample(struct model *m, const struct event *e)
 {
     (void)e;
@@ -1270,12 +1305,15 @@ static void model_sample(struct model *m, const struct event *e)
     }
     if (m->keep_series && m->nseries < m->capseries)
         m->series[m->nseries++] = model_sample_row(m);
+    model_bin(m);
+    if (m->now == s->warmup) /* the window begins: one event fewer in the heap than EV_BATCH */
+        model_batch(m, &(struct event){.t = m->now});
     if (m->now + s->sample_interval <= s->duration)
         evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
 }
 
-/* The window begins (a = 0) or its batch a begins: utilisation and batch means count from
- * here. Scheduled for warmup by model_init, then batch by batch (model_batches). */
+/* The window begins (a = 0: at warmup, by this event or by the sample then) or its batch a
+ * begins (model_batches): utilisation and batch means count from here. */
 static void model_batch(struct model *m, const struct event *e)
 {
     struct stats *st = &m->stats;
@@ -1301,10 +1339,13 @@ static void model_batch_add(struct batch *b, uint64_t lat)
 /* Split the window into k equal batches for batch means (--batches); before the run. */
 static void model_batches(struct model *m, int k)
 {
+    const struct scenario *s = m->s;
     m->stats.nbatch = k;
     m->stats.batch = xrealloc(NULL, (size_t)k, sizeof *m->stats.batch);
     for (int i = 0; i < k; i++)
         m->stats.batch[i] = (struct batch){.lat = hist_new()};
+    if (k > 1)
+        evq_push(&m->events, s->warmup + (s->duration - s->warmup) / k, EV_BATCH, 1, 0);
 }
 
 typedef void (*ev_handler)(struct model *, const struct event *);
@@ -1350,7 +1391,8 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     m->stats.thread_creations = 0;
     wl_start(m);
     evq_push(&m->events, s->sample_interval, EV_SAMPLE, 0, 0);
-    evq_push(&m->events, s->warmup, EV_BATCH, 0, 0);
+    if (s->warmup % s->sample_interval) /* else a sample begins the window (model_sample) */
+        evq_push(&m->events, s->warmup, EV_BATCH, 0, 0);
     model_peaks(m);
 }
 
@@ -2845,8 +2887,10 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
     }
     struct scn_near near = {key, NULL, 0};
     for (size_t k = 0; k < SCN_NKEYS; k++) {
-        if (strcmp(key, scn_keys[k].name) == 0)
+        if (strcmp(key, scn_keys[k].name) == 0) {
+            s->warmup_auto &= strcmp(key, "warmup") != 0;
             return scn_value(s, s, &scn_keys[k], value, src);
+        }
         scn_near_offer(&near, scn_keys[k].name);
     }
     if (near.best)
@@ -2874,6 +2918,7 @@ static void scn_defaults(struct scenario *s)
         }
     for (int i = 0; i < MAX_SERVICES; i++)
         scn_service_defaults(&s->svc[i]);
+    s->warmup_auto = 1;
 }
 
 /* Split "key = value" (or "key=value"), trimming blanks. Returns 0, or -1 if no '='. */
@@ -3086,9 +3131,12 @@ struct result {
     double failed_by_reason[FAIL_N];
     double window_s;      /* the statistics window, duration - warmup */
     struct bounds bounds; /* on throughput_rps */
+    int steady;           /* 1: the window looks like a steady state (rep_steady) */
+    char steady_why[240]; /* why, or why not, in one sentence */
 };
 
 static void rep_bounds(const struct model *m, struct bounds *b);
+static void rep_steady(const struct model *m, struct result *r);
 
 static void rep_result(const struct model *m, struct result *r)
 {
@@ -3128,6 +3176,7 @@ static void rep_result(const struct model *m, struct result *r)
         r->conns_opened += (double)m->svc[i].opened;
     r->window_s = (double)(s->duration - s->warmup) / SEC;
     rep_bounds(m, &r->bounds);
+    rep_steady(m, r);
 }
 
 /* One row per figure: the text table, JSON and CSV are all generated from this table. */
@@ -3249,6 +3298,11 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
                 sum += rep_get(&xs[i], &rep_rows[j]);
             *(double *)((char *)r + rep_rows[j].off) = sum / n;
         }
+        for (int i = 0; i < n && r->steady; i++)
+            if (!xs[i].steady) { /* a replication that is not steady says why */
+                r->steady = 0;
+                memcpy(r->steady_why, xs[i].steady_why, sizeof r->steady_why);
+            }
         for (int f = 0; f < FAIL_N; f++) {
             r->failed_by_reason[f] = 0;
             for (int i = 0; i < n; i++)
@@ -3511,6 +3565,185 @@ static const char *rep_above_bound(const struct result *r, char *buf, size_t len
     return buf;
 }
 
+/* STEADY STATE
+ *   A report's figures mean something only if the window is a steady state. rep_steady
+ *   reads the model's bins (model_bin: completions and latency per stretch of the run) and
+ *   declares the window not steady, with the first reason that applies:
+ *     short   the window is under STEADY_RESPONSES response times (the response time law,
+ *             N/X - Z closed loop; the mean latency open loop): slow requests have not come
+ *             back yet, so latency reads low and throughput high or low.
+ *     warm-up MSER-5 (White 1997) on the throughput bins from t = 0, in batches of 5: the
+ *             truncation d minimising the variance of the rest over (n - d)^2. A warm-up it
+ *             ends after the window began is a transient the window still holds.
+ *     trend   a straight line through the last half of the window's bins (throughput, then
+ *             mean latency) changes by over 5% across it and its slope is 3 standard errors
+ *             from 0.
+ *     swings  throughput per bin varies far more than counting noise (variance over 5x the
+ *             mean count and a coefficient of variation over 0.1): waves, bursts, a
+ *             sawtooth; the autocorrelation's peak names a period when there is one. */
+#define STEADY_RESPONSES 5
+
+struct steady_series {
+    double x[STEADY_BINS], t[STEADY_BINS]; /* values and bin centres, s */
+    int n;
+};
+
+/* Bins [from, n) of a model as a series: throughput (lat = 0) or mean latency in ms. */
+static struct steady_series rep_bins(const struct model *m, int from, int lat)
+{
+    const struct stats *st = &m->stats;
+    int nb = model_nbins(m->s);
+    double width = (double)m->s->duration / SEC / nb, iv = (double)m->s->sample_interval / SEC;
+    struct steady_series ser = {.n = 0};
+    for (int i = from; i < nb; i++) {
+        if (!st->bin_samples[i] || (lat && !st->bin_done[i]))
+            continue;
+        ser.t[ser.n] = (i + 0.5) * width;
+        ser.x[ser.n++] = lat ? st->bin_lat[i] / (double)st->bin_done[i] / 1e6
+                             : (double)st->bin_done[i] / (st->bin_samples[i] * iv);
+    }
+    return ser;
+}
+
+static double rep_mean_of(const double *x, int n)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    return n ? sum / n : 0;
+}
+
+/* MSER-5's end of the warm-up, in s, on the throughput bins from 0; 0 when the batches it
+ * cuts after `after` s are not 3 standard errors and 2% from the mean of those it keeps (on
+ * a stationary series MSER's minimum wanders: a cut must be a transient to count). */
+static double rep_mser5(const struct model *m, double after)
+{
+    struct steady_series ser = rep_bins(m, 0, 0);
+    double y[STEADY_BINS / 5], best = INFINITY;
+    int nbat = ser.n / 5, cut = 0;
+    for (int j = 0; j < nbat; j++)
+        y[j] = rep_mean_of(&ser.x[5 * j], 5);
+    for (int d = 0; d <= nbat / 2 && nbat - d > 1; d++) {
+        double mean = rep_mean_of(&y[d], nbat - d), ss = 0;
+        for (int j = d; j < nbat; j++)
+            ss += (y[j] - mean) * (y[j] - mean);
+        if (ss / ((double)(nbat - d) * (nbat - d)) < best * (1 - 1e-12)) {
+            best = ss / ((double)(nbat - d) * (nbat - d));
+            cut = d;
+        }
+    }
+    if (!cut)
+        return 0;
+    double end = ser.t[5 * cut] - (ser.t[1] - ser.t[0]) / 2,
+           kept = rep_mean_of(&y[cut], nbat - cut);
+    double sum = 0, var = 0;
+    int k = 0;
+    for (int j = 0; j < cut; j++)
+        if (ser.t[5 * j] >= after) { /* cut batches inside the window */
+            sum += y[j];
+            k++;
+        }
+    for (int j = cut; j < nbat; j++)
+        var += (y[j] - kept) * (y[j] - kept) / (nbat - cut - 1);
+    double diff = k ? fabs(sum / k - kept) : 0;
+    return diff > 3 * sqrt(var / k + var / (nbat - cut)) && diff > 0.02 * kept ? end : 0;
+}
+
+/* The relative change across a least-squares line through ser, if its slope is 3 standard
+ * errors from 0; else 0. */
+static double rep_trend(const struct steady_series *ser)
+{
+    int n = ser->n;
+    if (n < 4)
+        return 0;
+    double mt = rep_mean_of(ser->t, n), mx = rep_mean_of(ser->x, n), stt = 0, stx = 0, res = 0;
+    for (int i = 0; i < n; i++) {
+        stt += (ser->t[i] - mt) * (ser->t[i] - mt);
+        stx += (ser->t[i] - mt) * (ser->x[i] - mx);
+    }
+    double b = stx / stt;
+    for (int i = 0; i < n; i++) {
+        double e = ser->x[i] - mx - b * (ser->t[i] - mt);
+        res += e * e;
+    }
+    double se = sqrt(res / (n - 2) / stt), change = b * (ser->t[n - 1] - ser->t[0]) / mx;
+    return mx > 0 && fabs(b) > 3 * se && fabs(change) > 0.05 ? change : 0;
+}
+
+/* Throughput swings: 1 with the sentence in why, else 0. */
+static int rep_swings(const struct model *m, const struct steady_series *ser, char *why, size_t len)
+{
+    int n = ser->n, period = 0;
+    double mean = rep_mean_of(ser->x, n), var = 0, lo = INFINITY, hi = 0, best = 0.5;
+    double width = (double)m->s->duration / SEC / model_nbins(m->s);
+    for (int i = 0; i < n; i++) {
+        var += (ser->x[i] - mean) * (ser->x[i] - mean) / n;
+        lo = fmin(lo, ser->x[i]);
+        hi = fmax(hi, ser->x[i]);
+    }
+    double count = mean * width; /* completions a bin: counting noise's variance */
+    if (n < 4 || !(mean > 0) || var * width * width <= 5 * count || sqrt(var) <= 0.1 * mean)
+        return 0;
+    for (int k = 2; k <= n / 2; k++) {
+        double c = 0;
+        for (int i = 0; i + k < n; i++)
+            c += (ser->x[i] - mean) * (ser->x[i + k] - mean);
+        if (c / (n * var) > best) {
+            best = c / (n * var);
+            period = k;
+        }
+    }
+    int o = snprintf(why, len, "throughput swings from %.4g to %.4g req/s between %.3g s stretches",
+                     lo, hi, width);
+    if (period && o > 0 && (size_t)o < len)
+        snprintf(why + o, len - (size_t)o, ", repeating about every %.3g s", period * width);
+    else if (o > 0 && (size_t)o < len)
+        snprintf(why + o, len - (size_t)o, " (waves, bursts or a sawtooth)");
+    return 1;
+}
+
+static void rep_steady(const struct model *m, struct result *r)
+{
+    const struct scenario *s = m->s;
+    char why[200];
+    int nb = model_nbins(s), from = (int)ceil((double)s->warmup * nb / (double)s->duration);
+    double resp =
+               s->users ? s->users / r->throughput_rps - dist_mean(&s->think) / SEC : r->mean / 1e3,
+           mser = rep_mser5(m, (double)s->warmup / SEC), change;
+    struct steady_series win = rep_bins(m, from, 0), half = rep_bins(m, from + (nb - from) / 2, 0);
+    struct steady_series lat = rep_bins(m, from + (nb - from) / 2, 1);
+    r->steady = 0;
+    if (!(r->throughput_rps > 0))
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "not steady: no request completed in the window");
+    else if (r->window_s < STEADY_RESPONSES * resp)
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "not steady: the %.3g s window is shorter than %d response times (%s %.3g s); "
+                 "slower requests are still out, so latency reads low",
+                 r->window_s, STEADY_RESPONSES, s->users ? "N/X - Z =" : "mean", resp);
+    else if (mser > (double)s->warmup / SEC)
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "not steady: MSER-5 ends the warm-up at %.3g s, after the window begins at "
+                 "%.3g s (set warmup = %.3gs or longer)",
+                 mser, (double)s->warmup / SEC, ceil(mser));
+    else if ((change = rep_trend(&half)) != 0)
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "not steady: throughput trends by %+.0f%% across the last half of the window",
+                 100 * change);
+    else if ((change = rep_trend(&lat)) != 0)
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "not steady: mean latency trends by %+.0f%% across the last half of the window",
+                 100 * change);
+    else if (rep_swings(m, &win, why, sizeof why))
+        snprintf(r->steady_why, sizeof r->steady_why, "not steady: %s", why);
+    else {
+        r->steady = 1;
+        snprintf(r->steady_why, sizeof r->steady_why,
+                 "steady: the %.3g s window is %.0f response times, with no trend or swing",
+                 r->window_s, r->window_s / resp);
+    }
+}
+
 /* The bounds of both models, which binds, and the share of it each achieved. */
 static void rep_text_bounds(FILE *out, const struct result res[MODEL_N])
 {
@@ -3576,8 +3809,9 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
                 dist_mean(&s->think) / 1e6);
     else
         fprintf(out, "  open loop %.1f req/s, ", s->rate);
-    fprintf(out, "%d cores, %.1f s simulated (statistics after %.1f s)\n", s->cores,
-            (double)s->duration / SEC, (double)s->warmup / SEC);
+    fprintf(out, "%d cores, %.1f s simulated (statistics after %.1f s%s)\n", s->cores,
+            (double)s->duration / SEC, (double)s->warmup / SEC,
+            s->warmup_auto == 2 ? ", the warm-up MSER-5 found" : "");
     fprintf(out, "  program: %s\n", s->program_text);
     fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n",
             s->max_threads, s->min_spare, s->parallelism);
@@ -3601,6 +3835,8 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
             fprintf(out, "  %-30s %20.0f %20.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
                     res[1].failed_by_reason[k], fail_docs[k]);
     rep_text_bounds(out, res);
+    for (int mk = 0; mk < MODEL_N; mk++)
+        fprintf(out, "  %s: %s\n", model_names[mk], res[mk].steady_why);
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -3687,7 +3923,9 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
     fputs(", \"failed_by_reason\": {", out);
     for (int k = 0; k < FAIL_N; k++)
         fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], r->failed_by_reason[k]);
-    fputs("}, ", out);
+    fprintf(out, "}, \"steady\": %s, \"steady_why\": ", r->steady ? "true" : "false");
+    rep_json_string(out, r->steady_why);
+    fputs(", ", out);
     rep_json_bounds(out, r);
     fputc('}', out);
 }
@@ -3703,6 +3941,10 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     fputs(",\n  \"name\": ", out);
     rep_json_string(out, s->name);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
+    fprintf(out, "  \"warmup_s\": %.6g, \"warmup_rule\": \"%s\",\n", (double)s->warmup / SEC,
+            s->warmup_auto == 2 ? "mser5"
+            : s->warmup_auto    ? "default"
+                                : "scenario");
     fprintf(out,
             "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, "
             "\"peak_rss_bytes\": %ld},\n",
@@ -7344,12 +7586,25 @@ static int sim_intervals(const struct scenario *s, const struct options *o, int 
     return 0;
 }
 
+/* A scenario that leaves `warmup` to the default gets the end of the warm-up MSER-5 finds
+ * in the first replication (rep_mser5; rounded up to a sample, at most half the run) when
+ * it is later; not with --trace, which the first replication has written. Returns 1 when it changed the warm-up (the replication is to run again). */
+static int sim_warmup_auto(struct scenario *s, double mser)
+{
+    simtime iv = s->sample_interval, w = (simtime)ceil(mser * SEC / (double)iv) * iv;
+    if (s->warmup_auto != 1 || w <= s->warmup || w > s->duration / 2)
+        return 0;
+    s->warmup = w;
+    s->warmup_auto = 2;
+    return 1;
+}
+
 /* One replication: both models run on scenario s; their results in res. The first one also
  * writes the trace and the time series (o). Returns 0, 3 for a zero-time loop, 1 on a failed
  * write. */
 static int sim_replication(const struct scenario *s, const struct options *o, int first,
                            int batches, struct trace *tr, struct report *rp,
-                           struct result res[MODEL_N])
+                           struct result res[MODEL_N], double *mser)
 {
     struct model ms[MODEL_N];
     int rc = 0;
@@ -7369,6 +7624,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
             rc = 3;
         }
         rep_result(&ms[k], &res[k]);
+        *mser = fmax(*mser, rep_mser5(&ms[k], (double)s->warmup / SEC));
     }
     if (rc == 0 && batches)
         rep_batched(rp, ms);
@@ -7390,12 +7646,16 @@ static int sim_headless(const struct scenario *s, const struct options *o)
     if (o->trace && trace_open(&tr, o->trace) < 0)
         return 1;
     struct result *runs = xrealloc(NULL, (size_t)reps * MODEL_N, sizeof *runs);
-    double t0 = wall_now();
+    struct scenario sw = *s; /* its warm-up lengthened by MSER-5 when the scenario gave none */
+    double t0 = wall_now(), mser = 0;
     for (int i = 0; i < reps && rc == 0; i++) {
-        struct scenario si = *s;
+        struct scenario si = sw;
         si.seed = rep_seed(s->seed, i);
-        rc = sim_replication(&si, o, i == 0, batches, &tr, &rp, &runs[i * MODEL_N]);
+        rc = sim_replication(&si, o, i == 0, batches, &tr, &rp, &runs[i * MODEL_N], &mser);
+        if (i == 0 && rc == 0 && !o->trace && sim_warmup_auto(&sw, mser)) /* again from there */
+            i = -1;
     }
+    s = &sw;
     if (rc == 3) {
         free(runs);
         trace_close(&tr);

@@ -349,6 +349,78 @@ static void test_interval_coverage(void)
           COVER_TRIALS, need);
 }
 
+/* Batch means of one long run: the M/M/3 mean again, 10 batches of 3 s (thousands of
+ * response times each, so nearly independent); 20 runs (8 under ASan), 85% must cover. */
+static void test_batch_means_coverage(void)
+{
+    const int trials = COVER_TRIALS / 5, need = trials * 85 / 100;
+    struct scenario s;
+    must_load(&s, "users = 0\nrate = 2400\nduration = 30500ms\nwarmup = 500ms\ncores = 3\n"
+                  "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\n"
+                  "os.thread_create = 0\nplatform.max_threads = 10000\nplatform.min_spare = 10000\n"
+                  "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = 0\n"
+                  "virtual.unpark = 0\n");
+    double w = (erlang_c(3, 2.4) / (3 * 1000.0 - 2400) + 1e-3) * 1e3;
+    int hits = 0;
+    for (int trial = 0; trial < trials; trial++) {
+        struct model ms[MODEL_N];
+        struct report rp;
+        s.seed = 5000 + (uint64_t)trial;
+        for (int k = 0; k < MODEL_N; k++) {
+            model_init(&ms[k], &s, k);
+            model_batches(&ms[k], 10);
+            model_run(&ms[k], s.duration);
+        }
+        rep_batched(&rp, ms);
+        hits += fabs(rp.r[MODEL_VIRTUAL].mean - w) <= rp.ci[MODEL_VIRTUAL].mean;
+        CHECK(rp.n == 10 && rp.batches && isfinite(rp.ci[0].throughput_rps), "10 batch means");
+        for (int k = 0; k < MODEL_N; k++)
+            model_free(&ms[k]);
+    }
+    CHECK(hits >= need, "batch means: M/M/3 mean %.4f ms in %d of %d intervals (want >= %d)", w,
+          hits, trials, need);
+}
+
+/* The steady-state verdict: each of its reasons on a model made to show it, and a steady
+ * M/M/3 declared steady. Expected verdicts come from the models' laws, not from runs. */
+static void check_steady(const char *text, int kind, int want, const char *why)
+{
+    struct scenario s;
+    struct result r;
+    must_load(&s, text);
+    run_one(&s, kind, &r);
+    CHECK(r.steady == want && strstr(r.steady_why, why), "%s: want %s '%s', got '%s'",
+          model_names[kind], want ? "steady" : "not steady", why, r.steady_why);
+}
+
+static void test_steady_state(void)
+{
+    const char *mm3 = "users = 0\nrate = 2400\nduration = 20s\nwarmup = 1s\ncores = 3\n"
+                      "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\n"
+                      "platform.max_threads = 10000\nplatform.min_spare = 10000\n"
+                      "platform.max_connections = 1000000\n";
+    check_steady(mm3, MODEL_PLATFORM, 1, "steady: the 19 s window");
+    check_steady(mm3, MODEL_VIRTUAL, 1, "steady: the 19 s window");
+    /* 2 pinned carriers serve 2 / 150 ms = 13.3/s: 1000 users take N/X = 75 s a request */
+    check_steady("users = 1000\nduration = 20s\nwarmup = 5s\nprogram = sync { call(A) call(B) "
+                 "call(C) }\nservice.A.latency = exp(50ms)\nservice.B.latency = exp(50ms)\n"
+                 "service.C.latency = exp(50ms)\n",
+                 MODEL_VIRTUAL, 0, "shorter than 5 response times");
+    /* open loop above the cores' 2 / 1 ms: the queue and the latency grow without end */
+    check_steady("users = 0\nrate = 2200\nduration = 20s\nwarmup = 2s\ncores = 2\n"
+                 "program = cpu(exp(1ms))\nplatform.max_connections = 1000000\n"
+                 "platform.max_queue = 1000000\n",
+                 MODEL_VIRTUAL, 0, "latency trends by +");
+    /* users start over 30 s of a 40 s run, the window from 2 s: a transient inside it */
+    check_steady("users = 300\nrampup = 30s\nduration = 40s\nwarmup = 2s\nthink = exp(100ms)\n"
+                 "program = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n",
+                 MODEL_VIRTUAL, 0, "MSER-5 ends the warm-up at");
+    /* constant times and no think: 200 threads finish in waves every 150 ms */
+    check_steady("users = 1000\nduration = 10s\nwarmup = 2s\nprogram = call(A) call(B) call(C)\n"
+                 "service.A.latency = 50ms\nservice.B.latency = 50ms\nservice.C.latency = 50ms\n",
+                 MODEL_PLATFORM, 0, "throughput swings");
+}
+
 /* The utilisation law U = X·D / cores over the statistics window, with users ramping up
  * during the warm-up (the CPU of the ramp once made utilisation 10% low). */
 static void test_utilisation_law(void)
@@ -1330,6 +1402,8 @@ int main(void)
     test_littles_law();
     test_t_quantile();
     test_interval_coverage();
+    test_batch_means_coverage();
+    test_steady_state();
     test_utilisation_law();
     test_platform_saturates();
     test_virtual_littles_bound();
