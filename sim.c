@@ -7275,7 +7275,7 @@ static const struct opt_row opt_rows[] = {
     {"--replications", "N", OPT_COUNT, OO(replications),
      "independent runs, seeds derived from the seed; figures are their means with 95% "
      "intervals (default: 5 when the scenario's Little's-law bound x duration is at most "
-     "1,000,000 requests a model, else one run with --batches 10)"},
+     "500,000 requests a model, else one run with --batches 10)"},
     {"--batches", "K", OPT_COUNT, OO(batches),
      "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
@@ -7569,7 +7569,7 @@ static void sim_run_model(struct model *m, int progress)
  * (they are alternatives), else 5 replications when they are cheap (the Little's-law bound
  * times the duration, the most requests a model can serve, is at most REP_CHEAP), else one
  * run in 10 batches. Returns 0, or -1 after a message. */
-#define REP_CHEAP 1e6
+#define REP_CHEAP 5e5
 static int sim_intervals(const struct scenario *s, const struct options *o, int *reps, int *batches)
 {
     if (o->replications > 1 && o->batches) {

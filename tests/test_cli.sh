@@ -61,7 +61,7 @@ for k in '"intervals": {"level": 0.95, "method": "replications", "n": 3}' '"thro
     grep -q -F "$k" "$tmp/i1.json" && ok || bad "--replications 3 --json lacks $k"
 done
 grep -q '"steady": \(true\|false\), "steady_why": "' "$tmp/i1.json" && ok || bad "--json lacks steady, steady_why"
-"$sim" --headless scenarios/pinning.scn --set duration=10s --replications 1 --quiet | grep -q '^  virtual: not steady: the 5 s window is shorter than 5 response times' && ok || bad "pinning's short window is declared"
+"$sim" --headless scenarios/pinning.scn --set duration=20s --set warmup=5s --replications 1 --quiet | grep -q '^  virtual: not steady: the 15 s window is shorter than 5 response times' && ok || bad "pinning's short window is declared"
 # the warm-up left to the default: MSER-5 ends it where the users' 30 s ramp ends
 printf 'users = 300\nrampup = 30s\nduration = 60s\nthink = exp(100ms)\nprogram = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n' > "$tmp/ramp.scn"
 w=$("$sim" --headless "$tmp/ramp.scn" --replications 2 --json | grep '"warmup_rule": "mser5"' | sed 's/.*"warmup_s": \([0-9.]*\).*/\1/')
@@ -78,6 +78,41 @@ mm="--headless scenarios/mmc.scn --set duration=20s --quiet --json"
 t1=$("$sim" $mm --seed 7 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mean_ci95": \([0-9.e-]*\).*/\1 \2/')
 t2=$("$sim" $mm --seed 8 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mean_ci95": \([0-9.e-]*\).*/\1 \2/')
 echo "$t1 $t2" | awk '{ d = $1 - $3; if (d < 0) d = -d; exit !(d > 0 && d <= $2 + $4) }' && ok || bad "seeds 7, 8: mmc means $t1 / $t2 not different and close"
+
+# Every shipped scenario (issue 13): each "# expect: MODEL.KEY = VALUE" in its header lies in
+# the printed 95% interval (KEY_ci95; a key without one, such as a peak, must match), within
+# half a unit of the quoted figure's last digit; another seed gives a different report whose
+# throughputs are within their intervals of each other. Each runs as shipped (5
+# replications or 10 batches, ~12 s in all), so not under ASan, where it would take minutes.
+# figure FILE MODEL KEY: KEY's value and its half-width (0 without one) in MODEL's JSON line
+figure() {
+    line=$(grep "^  \"$2\": " "$1")
+    v=$(printf '%s' "$line" | sed -n "s/.*\"$3\": \([-0-9.e+]*\).*/\1/p")
+    h=$(printf '%s' "$line" | sed -n "s/.*\"$3_ci95\": \([-0-9.e+]*\).*/\1/p")
+    echo "$v ${h:-0}"
+}
+if ! grep -q __asan_init "$sim"; then
+    for scn in scenarios/*.scn; do
+        "$sim" --headless "$scn" --quiet --json > "$tmp/a.json"
+        "$sim" --headless "$scn" --quiet --json --seed 2 > "$tmp/b.json"
+        grep -q '^# expect: ' "$scn" && ok || bad "$scn: no '# expect:' line"
+        grep '^# expect: ' "$scn" | sed 's/^# expect: \([a-z]*\)\.\([a-z0-9_]*\) = \([-0-9.]*\).*/\1 \2 \3/' |
+        while read -r model key want; do
+            got=$(figure "$tmp/a.json" "$model" "$key")
+            echo "$got $want" | awk '{ d = $3; sub(/^[^.]*\.?/, "", d); tol = $2 + 0.5 * 10 ^ -length(d);
+                                      diff = $1 - $3; if (diff < 0) diff = -diff; exit !($1 != "" && diff <= tol) }' ||
+                echo "test_cli: FAIL: $scn: expect $model.$key = $want, the model prints $got (value, 95% half-width)" >&2
+        done
+        grep -v -e wall_s -e events_per_s -e '"seed"' "$tmp/a.json" > "$tmp/a2"; grep -v -e wall_s -e events_per_s -e '"seed"' "$tmp/b.json" > "$tmp/b2"
+        cmp -s "$tmp/a2" "$tmp/b2" && bad "$scn: seeds 1 and 2 give the same report" || ok
+        for model in platform virtual; do
+            x=$(figure "$tmp/a.json" $model throughput_rps); y=$(figure "$tmp/b.json" $model throughput_rps)
+            echo "$x $y" | awk '{ d = $1 - $3; if (d < 0) d = -d; exit !(d <= $2 + $4 + 1e-9 * $1) }' && ok ||
+                bad "$scn: $model throughput, seed 1: $x, seed 2: $y (value, 95% half-width): not within each other's intervals"
+        done
+    done 2> "$tmp/expect.err"
+    [ -s "$tmp/expect.err" ] && { cat "$tmp/expect.err" >&2; bad "a scenario's expected figure is outside its interval"; } || ok
+fi
 
 # screenshots: drawn without a display, deterministic, and the committed ones are current
 "$sim" scenarios/default.scn --screenshot "$tmp/d.png" --at 5s && ok || bad "--screenshot fails"
