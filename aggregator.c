@@ -4854,6 +4854,12 @@ static void cal_write_machine(FILE *f)
                 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
 }
 
+/* The backend delay of the CPU runs by default, per server: short, so that 1000 users
+ * saturate the CPU. The JVM's CPU is ten times the C server's, so 20 ms saturates it too,
+ * and at 2 ms its virtual mode spends two to three times the CPU per call it spends at 20 or
+ * 50 ms (the waits the bench's grid has): the JVM is calibrated where it will be run. */
+static const int cal_cpu_delay_ms[SERVER_N] = {2, 20};
+
 /* What cmd_calibrate sets. */
 struct cal_cfg {
     const char *out;    /* the file to write */
@@ -5232,7 +5238,7 @@ static int cmd_calibrate(int argc, char **argv)
         .server = "c",
         .users = 100,
         .cpu_users = 1000,
-        .cpu_delay_ms = 2,
+        .cpu_delay_ms = -1, /* CAL_CPU_DELAY_MS of the server */
         .bench = {.fanout = 1,
                   .delay_ms = 50,
                   .duration_s = 3,
@@ -5247,7 +5253,7 @@ static int cmd_calibrate(int argc, char **argv)
         {"--cpu-users", OPT_INT, &cfg.cpu_users,
          "users of the CPU runs (saturated; 4x as many for the cache pressure); default 1000"},
         {"--cpu-delay-ms", OPT_INT, &cfg.cpu_delay_ms,
-         "backend delay D of the CPU runs, short to saturate the CPU; default 2"},
+         "backend delay D of the CPU runs, short to saturate the CPU; default 2 (java: 20)"},
         {"--duration", OPT_DOUBLE, &cfg.bench.duration_s, "seconds per load run; default 3"},
         {"--runs", OPT_INT, &cfg.bench.runs,
          "runs per figure, the median is kept (at most 16); default 3"},
@@ -5263,6 +5269,8 @@ static int cmd_calibrate(int argc, char **argv)
     if (!bench_servers_valid(cfg.server) || strchr(cfg.server, ',') ||
         !(cfg.bench.jit_warmup_s >= 0))
         opt_fail(CALIBRATE_SYNOPSIS, "--server takes c or java, --jit-warmup a number >= 0");
+    if (cfg.cpu_delay_ms == -1)
+        cfg.cpu_delay_ms = cal_cpu_delay_ms[cal_server(&cfg.bench)];
     if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 ||
         cfg.bench.runs < 1 || cfg.bench.runs > 16 || !(cfg.bench.duration_s > 0))
         opt_fail(CALIBRATE_SYNOPSIS,
