@@ -51,7 +51,7 @@
  *     V.4 Charts  the time series, both models overlaid
  *     V.5 The frame  bars, overlays, ui_draw
  *     V.6 Two models on one clock  stepping, seeking, narration
- *     V.7 Headless frames  --screenshot, --frames
+ *     V.7 Headless frames  --screenshot, --frames, --plot (a sweep's picture)
  *     V.8 Interactive window  keys, mouse, the loop
  *   Part VI. Command line and main
  *     VI.1 Options  opt_rows[]: a row per flag; --help is made from it
@@ -3990,6 +3990,109 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp
     }
 }
 
+/* SWEEPS (--sweep): a report per point of one key's values, or of a grid of two keys'. */
+#define SWEEP_MAX 64
+struct sweep {
+    char key[2][64];              /* the keys swept */
+    int nkey, n;                  /* keys, points */
+    char val[SWEEP_MAX][2][32];   /* each point's values, as --set took them */
+    struct report rp[SWEEP_MAX];  /* each point's report */
+    struct scenario s[SWEEP_MAX]; /* each point's scenario (its warm-up, its seed) */
+};
+
+/* A figure and its half-width as "v ± h" for the sweep table (or v without one). */
+static void rep_sweep_cell(FILE *out, const struct report *rp, int mk, size_t off, int fmt, int col)
+{
+    char buf[80];
+    double v = *(const double *)((const char *)&rp->r[mk] + off),
+           h = *(const double *)((const char *)&rp->ci[mk] + off);
+    int w = rep_cell(buf, sizeof buf, v, h, fmt, col);
+    fprintf(out, " %*s", w, buf);
+}
+
+static void rep_sweep_text(FILE *out, const char *path, const struct sweep *sw)
+{
+    const struct scenario *s = &sw->s[0];
+    fprintf(out, "Loom Lab sweep: %s (%s, seed %" PRIu64 ")\n", s->name, path, s->seed);
+    rep_text_intervals(out, s, &sw->rp[0]);
+    fprintf(out, "\n");
+    for (int k = 0; k < sw->nkey; k++)
+        fprintf(out, " %10s", sw->key[k]);
+    fprintf(out, " %-8s %22s %22s %12s %-12s %s\n", "model", "throughput (req/s)", "p99 (ms)",
+            "OS threads", "binds", "steady");
+    for (int i = 0; i < sw->n; i++)
+        for (int mk = 0; mk < MODEL_N; mk++) {
+            const struct result *r = &sw->rp[i].r[mk];
+            for (int k = 0; k < sw->nkey; k++)
+                fprintf(out, " %10s", mk ? "" : sw->val[i][k]);
+            fprintf(out, " %-8s", model_names[mk]);
+            rep_sweep_cell(out, &sw->rp[i], mk, RR(throughput_rps), R_RATE, 22);
+            rep_sweep_cell(out, &sw->rp[i], mk, RR(p99), R_MS, 22);
+            fprintf(out, " %12.0f %-12s %s\n", r->peak_os_threads,
+                    r->bounds.binding >= 0 ? bound_keys[r->bounds.binding] : "none",
+                    r->steady ? "yes" : "no");
+        }
+}
+
+/* CSV: a row per point and model, the keys' values first, then the report's columns. */
+static void rep_sweep_csv(FILE *out, const struct sweep *sw)
+{
+    for (int k = 0; k < sw->nkey; k++)
+        fprintf(out, "%s,", sw->key[k]);
+    fputs("model", out);
+    for (size_t i = 0; i < REP_NROWS; i++)
+        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+    fputs(",bound_rps,binding,steady,intervals_n\n", out);
+    for (int i = 0; i < sw->n; i++)
+        for (int mk = 0; mk < MODEL_N; mk++) {
+            const struct report *rp = &sw->rp[i];
+            const struct bounds *b = &rp->r[mk].bounds;
+            for (int k = 0; k < sw->nkey; k++)
+                fprintf(out, "%s,", sw->val[i][k]);
+            fputs(model_names[mk], out);
+            for (size_t j = 0; j < REP_NROWS; j++) {
+                double half = rep_get(&rp->ci[mk], &rep_rows[j]);
+                fprintf(out, ",%.6g", rep_get(&rp->r[mk], &rep_rows[j]));
+                if (rep_rows[j].ci && isfinite(half))
+                    fprintf(out, ",%.4g", half);
+                else if (rep_rows[j].ci)
+                    fputc(',', out);
+            }
+            fprintf(out, ",%.6g,%s,%d,%d\n", b->binding >= 0 ? b->rps[b->binding] : NAN,
+                    b->binding >= 0 ? bound_keys[b->binding] : "none", rp->r[mk].steady, rp->n);
+        }
+}
+
+/* JSON: {"scenario", "keys": [...], "points": [{"values": {KEY: VALUE}, "platform": {the
+ * model object of --json}, "virtual": {...}}, ...]}. */
+static void rep_sweep_json(FILE *out, const char *path, const struct sweep *sw)
+{
+    fputs("{\n  \"scenario\": ", out);
+    rep_json_string(out, path);
+    fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n  \"keys\": [", sw->s[0].seed);
+    for (int k = 0; k < sw->nkey; k++) {
+        fputs(k ? ", " : "", out);
+        rep_json_string(out, sw->key[k]);
+    }
+    fputs("],\n  \"points\": [\n", out);
+    for (int i = 0; i < sw->n; i++) {
+        fputs("    {\"values\": {", out);
+        for (int k = 0; k < sw->nkey; k++) {
+            fputs(k ? ", " : "", out);
+            rep_json_string(out, sw->key[k]);
+            fputs(": ", out);
+            rep_json_string(out, sw->val[i][k]);
+        }
+        fprintf(out, "}, \"intervals_n\": %d", sw->rp[i].n);
+        for (int mk = 0; mk < MODEL_N; mk++) {
+            fprintf(out, ",\n     \"%s\": ", model_names[mk]);
+            rep_json_model(out, &sw->rp[i].r[mk], &sw->rp[i].ci[mk]);
+        }
+        fputs(i + 1 < sw->n ? "},\n" : "}\n", out);
+    }
+    fputs("  ]\n}\n", out);
+}
+
 /* Close a report's file (stdout is only flushed) and say whether every write to it got
  * through: a full disk or /dev/full must not pass for a report written. 0, or -1 after a
  * message naming `name`. */
@@ -6074,6 +6177,20 @@ static double ui_nice(double v)
     return v <= p ? p : v <= 2 * p ? 2 * p : v <= 5 * p ? 5 * p : 10 * p;
 }
 
+/* A dashed segment: split into dash-sized pieces, the even ones drawn; `run` is how far
+ * along its polyline it starts, so dashes continue across segments. */
+static void ui_dash(struct ui_gfx *g, float x0, float y0, float x1, float y1, float dash, float run,
+                    SDL_Color ink)
+{
+    float len = sqrtf((x1 - x0) * (x1 - x0) + (y1 - y0) * (y1 - y0));
+    for (float a = 0; a < len; a += dash / 2) {
+        float b = a + dash / 2 < len ? a + dash / 2 : len;
+        if (fmodf(run + a, 2 * dash) < dash)
+            ui_line(g, x0 + (x1 - x0) * a / len, y0 + (y1 - y0) * a / len, x0 + (x1 - x0) * b / len,
+                    y0 + (y1 - y0) * b / len, 1.6f * g->scale, ink);
+    }
+}
+
 /* A model's series as a polyline; dashed draws every other 6-pixel stretch. */
 static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r,
                     double ymax, int dashed)
@@ -6090,14 +6207,8 @@ static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_cha
             float len = sqrtf((X - px) * (X - px) + (Y - py) * (Y - py));
             if (!dashed)
                 ui_line(g, px, py, X, Y, 1.6f * g->scale, ink);
-            else /* split the segment into dash-sized pieces, drawing the even ones */
-                for (float a = 0; a < len; a += dash / 2) {
-                    float b = a + dash / 2 < len ? a + dash / 2 : len;
-                    if (fmodf(run + a, 2 * dash) < dash)
-                        ui_line(g, px + (X - px) * a / len, py + (Y - py) * a / len,
-                                px + (X - px) * b / len, py + (Y - py) * b / len, 1.6f * g->scale,
-                                ink);
-                }
+            else
+                ui_dash(g, px, py, X, Y, dash, run, ink);
             run += len;
         }
         px = X;
@@ -6846,6 +6957,130 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps,
     return rc;
 }
 
+/* --plot: a sweep's figures against its key, on V.7's canvas with the window's fonts and
+ * inks, three charts side by side: throughput (each model's binding bound dashed grey, under
+ * the lines), p99, OS threads. Platform in the I/O blue, virtual in the running green; a 95% interval is a bar
+ * through its point. The points are equally spaced, so a geometric range reads as a log axis. */
+static const struct ui_sweep_chart {
+    const char *title;
+    size_t off; /* the figure in struct result */
+    int bound;  /* 1: the binding bound, dashed */
+} ui_sweep_charts[] = {
+    {"throughput (req/s); dashed: each model's binding bound", RR(throughput_rps), 1},
+    {"latency p99 (ms)", RR(p99), 0},
+    {"peak OS threads", RR(peak_os_threads), 0},
+};
+
+static double ui_sweep_get(const struct sweep *sw, int i, int mk, size_t off, int ci)
+{
+    const struct result *r = ci ? &sw->rp[i].ci[mk] : &sw->rp[i].r[mk];
+    double v = *(const double *)((const char *)r + off);
+    return isfinite(v) ? v : 0;
+}
+
+/* The y of value v in plot r scaled to ymax, clipped to the plot. */
+static float ui_sweep_y(SDL_FRect r, double v, double ymax)
+{
+    double f = v / ymax;
+    return r.y + r.h - (float)(f < 0 ? 0 : f > 1 ? 1 : f) * r.h;
+}
+
+/* One model's line in a chart: its points joined, an interval bar at each; or, with bound,
+ * its binding bound dashed. */
+static void ui_sweep_line(struct ui_gfx *g, const struct sweep *sw, int mk, SDL_FRect r,
+                          const struct ui_sweep_chart *c, double ymax, int bound)
+{
+    SDL_Color ink = ui_color(g, bound ? UI_DIM : mk ? UI_RUN : UI_IO, 255);
+    float S = g->scale, px = 0, py = 0, run = 0;
+    for (int i = 0; i < sw->n; i++) {
+        const struct bounds *b = &sw->rp[i].r[mk].bounds;
+        double v =
+            bound ? (b->binding >= 0 ? b->rps[b->binding] : 0) : ui_sweep_get(sw, i, mk, c->off, 0);
+        float x = r.x + (sw->n > 1 ? r.w * i / (sw->n - 1) : r.w / 2), y = ui_sweep_y(r, v, ymax);
+        if (!bound) {
+            double h = ui_sweep_get(sw, i, mk, c->off, 1);
+            ui_line(g, x, ui_sweep_y(r, v - h, ymax), x, ui_sweep_y(r, v + h, ymax), 1.6f * S, ink);
+            ui_rect(g, x - 2 * S, y - 2 * S, 4 * S, 4 * S, ink);
+        }
+        if (i > 0 && bound)
+            ui_dash(g, px, py, x, y, 6 * S, run, ink);
+        else if (i > 0)
+            ui_line(g, px, py, x, y, 2 * S, ink);
+        run += sqrtf((x - px) * (x - px) + (y - py) * (y - py));
+        px = x;
+        py = y;
+    }
+}
+
+static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struct ui_sweep_chart *c,
+                           SDL_FRect r)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    SDL_FRect plot = {r.x + 8 * S, r.y + small + 6 * S, r.w - 16 * S, r.h - 3 * small - 12 * S};
+    double ymax = 0;
+    for (int i = 0; i < sw->n; i++)
+        for (int mk = 0; mk < MODEL_N; mk++)
+            ymax =
+                fmax(ymax, ui_sweep_get(sw, i, mk, c->off, 0) + ui_sweep_get(sw, i, mk, c->off, 1));
+    ymax = ui_nice(ymax * 1.1);
+    char top[32], key[80];
+    rep_human(top, sizeof top, ymax, ymax < 10 ? R_RATE : R_INT);
+    ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_PANEL, 255));
+    ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
+    ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
+    ui_text(g, UI_SMALL, plot.x, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
+    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, top), plot.y + 2 * S,
+            ui_color(g, UI_DIM, 255), top);
+    for (int mk = 0; mk < MODEL_N && c->bound; mk++) /* under the lines: seen where above */
+        ui_sweep_line(g, sw, mk, plot, c, ymax, 1);
+    for (int mk = 0; mk < MODEL_N; mk++)
+        ui_sweep_line(g, sw, mk, plot, c, ymax, 0);
+    float next = plot.x - 1e9f; /* labels left to right, each where the last one ended */
+    for (int i = 0; i < sw->n; i++) {
+        float x = plot.x + (sw->n > 1 ? plot.w * i / (sw->n - 1) : plot.w / 2),
+              w = ui_text_w(g, UI_SMALL, sw->val[i][0]),
+              lx = fminf(fmaxf(x - w / 2, plot.x), plot.x + plot.w - w);
+        if (lx >= next) {
+            ui_text(g, UI_SMALL, lx, plot.y + plot.h + 3 * S, ui_color(g, UI_DIM, 255),
+                    sw->val[i][0]);
+            next = lx + w + g->font[UI_SMALL].adv;
+        }
+    }
+    snprintf(key, sizeof key, "%s", sw->key[0]);
+    ui_text(g, UI_SMALL, plot.x + (plot.w - ui_text_w(g, UI_SMALL, key)) / 2,
+            plot.y + plot.h + small + 6 * S, ui_color(g, UI_TEXT, 255), key);
+}
+
+/* The picture of a one-key sweep, written to path. 0, or -1 after a message. */
+static int ui_sweep_png(const struct sweep *sw, const char *path, const struct ui_options *uo)
+{
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, uo) < 0)
+        return -1;
+    struct ui_gfx *g = &c.g;
+    float S = g->scale, m = 12 * S, big = g->font[UI_BIG].line, small = g->font[UI_SMALL].line;
+    int nc = (int)(sizeof ui_sweep_charts / sizeof ui_sweep_charts[0]);
+    SDL_Color bg = ui_color(g, UI_BG, 255);
+    SDL_SetRenderDrawColor(c.r, bg.r, bg.g, bg.b, 255);
+    SDL_RenderClear(c.r);
+    ui_textf(g, UI_BIG, m, m, ui_color(g, UI_TEXT, 255), "%s: %s from %s to %s", sw->s[0].name,
+             sw->key[0], sw->val[0][0], sw->val[sw->n - 1][0]);
+    float x = ui_text(g, UI_SMALL, m, m + big + 2 * S, ui_color(g, UI_IO, 255), "platform");
+    x = ui_text(g, UI_SMALL, x + 2 * small, m + big + 2 * S, ui_color(g, UI_RUN, 255), "virtual");
+    ui_textf(g, UI_SMALL, x + 2 * small, m + big + 2 * S, ui_color(g, UI_DIM, 255),
+             "bars: 95%% intervals (%s of %d)", sw->rp[0].batches ? "batch means" : "replications",
+             sw->rp[0].n);
+    float top = m + big + small + 10 * S, w = ((float)c.w - (nc + 1) * m) / nc;
+    for (int i = 0; i < nc; i++)
+        ui_sweep_chart(g, sw, &ui_sweep_charts[i],
+                       (SDL_FRect){m + i * (w + m), top, w, (float)c.h - top - m});
+    ui_flush(g);
+    SDL_RenderFlush(c.r);
+    int rc = ui_canvas_png(&c, path);
+    ui_canvas_close(&c);
+    return rc;
+}
+
 /* ---- V.8 Interactive window ---- */
 
 typedef int (*ui_load_fn)(struct scenario *, const char *path, void *ctx, char *err, size_t errlen);
@@ -7234,11 +7469,14 @@ struct options {
     const char *series, *trace, *calibration, *validate, *live;
     simtime at; /* --at, -1 = the scenario's duration */
     const char *screenshot, *frames, *font;
-    double fps;        /* --fps for --frames */
-    int light;         /* --theme light */
-    int width, height; /* --size, 0 = 1280x800 */
-    int replications;  /* --replications, 0 = the rule of sim_intervals */
-    int batches;       /* --batches, 0 = none unless that rule asks */
+    double fps;           /* --fps for --frames */
+    int light;            /* --theme light */
+    int width, height;    /* --size, 0 = 1280x800 */
+    const char *sweep[2]; /* --sweep KEY=LIST, at most two (a grid) */
+    int nsweep;
+    const char *plot; /* --plot PNG for --sweep */
+    int replications; /* --replications, 0 = the rule of sim_intervals */
+    int batches;      /* --batches, 0 = none unless that rule asks */
 };
 
 /* How a flag's value is read; each type checks its value when it is parsed. */
@@ -7249,6 +7487,7 @@ enum opt_type {
     OPT_TIME,   /* a time such as 5s, into a simtime */
     OPT_NUMBER, /* a number > 0, into a double */
     OPT_COUNT,  /* a whole number from 1 to 1000, into an int */
+    OPT_SWEEP,  /* --sweep: appended to sweep[] (read by sweep_values) */
     OPT_THEME,  /* light or dark, into an int */
     OPT_SIZE,   /* WxH, into width and height */
     OPT_KEYS,   /* print the scenario keys and stop */
@@ -7276,6 +7515,13 @@ static const struct opt_row opt_rows[] = {
      "independent runs, seeds derived from the seed; figures are their means with 95% "
      "intervals (default: 5 when the scenario's Little's-law bound x duration is at most "
      "500,000 requests a model, else one run with --batches 10)"},
+    {"--sweep", "KEY=LIST", OPT_SWEEP, 0,
+     "a report per value of any key: LIST is a,b,c or a..b*k (a, a*k, ... up to b; a unit "
+     "may follow the numbers); twice for a grid. One row per point, both models, with their "
+     "intervals; --csv, --json for machines"},
+    {"--plot", "PNG", OPT_STRING, OO(plot),
+     "with --sweep (one key): throughput, p99 and OS threads against the key, both models, "
+     "their bounds dashed, drawn without a display"},
     {"--batches", "K", OPT_COUNT, OO(batches),
      "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
@@ -7377,6 +7623,47 @@ static int opt_size(const struct opt_row *row, const char *v, struct options *o)
 }
 
 /* Read one flag's value into *o, typed and checked. Returns 0, or 2 after a message. */
+/* A --sweep LIST into vals: "a,b,c" as written, or "a..b*k", the geometric range a, a*k,
+ * a*k^2, ... up to b (k > 1; rounded to whole numbers when a is one), with the unit that
+ * follows a (b's must be the same). Returns
+ * the count, or -1 with err. */
+static int opt_sweep_values(const char *list, char vals[SWEEP_MAX][32], char *err, size_t errlen)
+{
+    const char *dots = strstr(list, ".."), *star = dots ? strchr(dots, '*') : NULL;
+    int n = 0;
+    if (!dots) {
+        for (const char *p = list; *p; n++) {
+            size_t len = strcspn(p, ",");
+            if (n == SWEEP_MAX || len == 0 || len >= 32)
+                return snprintf(err, errlen, "want a,b,c: at most %d values of 1 to 31 characters",
+                                SWEEP_MAX),
+                       -1;
+            snprintf(vals[n], 32, "%.*s", (int)len, p);
+            p += len + (p[len] == ',');
+        }
+        return n;
+    }
+    char as[32], bs[32], *end_a, *end_b, *end_k, unit[16];
+    snprintf(as, sizeof as, "%.*s", (int)(dots - list), list); /* "10." would eat a dot */
+    snprintf(bs, sizeof bs, "%.*s", star ? (int)(star - dots - 2) : 0, dots + 2);
+    double a = scn_strtod(as, &end_a), b = scn_strtod(bs, &end_b), k;
+    snprintf(unit, sizeof unit, "%s", end_a);
+    k = star ? scn_strtod(star + 1, &end_k) : NAN;
+    if (!star || end_a == as || strcmp(end_b, unit) || *end_k || !(a > 0 && b >= a && k > 1))
+        return snprintf(err, errlen, "want a..b*k with 0 < a <= b and k > 1, e.g. 10..10000*10"),
+               -1;
+    for (double x = a, last = NAN; x <= b * (1 + 1e-9); x *= k) {
+        double v = a == floor(a) ? round(x) : x; /* whole numbers stay whole (users) */
+        if (v == last)
+            continue;
+        if (n == SWEEP_MAX)
+            return snprintf(err, errlen, "more than %d values", SWEEP_MAX), -1;
+        snprintf(vals[n++], 32, "%.6g%s", v, unit);
+        last = v;
+    }
+    return n;
+}
+
 static int opt_value(const struct opt_row *row, const char *v, struct options *o)
 {
     void *field = (char *)o + row->off;
@@ -7404,6 +7691,13 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
         if (end == v || *end || errno || !(x > 0 && x <= 1e6))
             return opt_fail("%s %s: want a number above 0", row->flag, v);
         *(double *)field = x;
+        return 0;
+    case OPT_SWEEP:
+        if (o->nsweep == 2)
+            return opt_fail("--sweep %s: at most two keys (a grid)", v);
+        if (!strchr(v, '='))
+            return opt_fail("--sweep %s: want KEY=LIST, e.g. users=10,100,1000", v);
+        o->sweep[o->nsweep++] = v;
         return 0;
     case OPT_COUNT:
         errno = 0;
@@ -7636,45 +7930,58 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
     return rc;
 }
 
-static int sim_headless(const struct scenario *s, const struct options *o)
+/* The report of *s over its replications (or batches), with tr (its file may be NULL); *s
+ * gets the warm-up MSER-5 found when the scenario left it to the default. The events
+ * simulated go to *events. Returns 0, 1 on a failed write, 2 on bad flags, 3 when stuck. */
+static int sim_report(struct scenario *s, const struct options *o, struct trace *tr,
+                      struct report *rp, double *events)
 {
-    struct report rp;
-    struct trace tr = {0};
     int reps, batches, rc = 0;
     if (sim_intervals(s, o, &reps, &batches) < 0)
         return 2;
-    if (o->trace && trace_open(&tr, o->trace) < 0)
-        return 1;
     struct result *runs = xrealloc(NULL, (size_t)reps * MODEL_N, sizeof *runs);
-    struct scenario sw = *s; /* its warm-up lengthened by MSER-5 when the scenario gave none */
-    double t0 = wall_now(), mser = 0;
+    double mser = 0;
     for (int i = 0; i < reps && rc == 0; i++) {
-        struct scenario si = sw;
+        struct scenario si = *s;
         si.seed = rep_seed(s->seed, i);
-        rc = sim_replication(&si, o, i == 0, batches, &tr, &rp, &runs[i * MODEL_N], &mser);
-        if (i == 0 && rc == 0 && !o->trace && sim_warmup_auto(&sw, mser)) /* again from there */
+        rc = sim_replication(&si, o, i == 0, batches, tr, rp, &runs[i * MODEL_N], &mser);
+        if (i == 0 && rc == 0 && !o->trace && sim_warmup_auto(s, mser)) /* again from there */
             i = -1;
     }
-    s = &sw;
+    if (rc == 0 && !batches)
+        rep_replicated(rp, runs, reps);
+    *events = 0;
+    for (int k = 0; k < reps * MODEL_N && rc == 0; k++)
+        *events += runs[k].events;
+    free(runs);
+    return rc;
+}
+
+static int sim_headless(const struct scenario *scn, const struct options *o)
+{
+    struct report rp;
+    struct trace tr = {0};
+    struct scenario s = *scn;
+    int reps, batches;
+    double events, t0 = wall_now();
+    if (sim_intervals(&s, o, &reps, &batches) < 0)
+        return 2;
+    if (o->trace && trace_open(&tr, o->trace) < 0)
+        return 1;
+    int rc = sim_report(&s, o, &tr, &rp, &events);
     if (rc == 3) {
-        free(runs);
         trace_close(&tr);
         return 3;
     }
-    if (!batches)
-        rep_replicated(&rp, runs, reps);
-    double wall = wall_now() - t0, events = 0;
-    for (int k = 0; k < reps * MODEL_N; k++)
-        events += runs[k].events;
-    free(runs);
+    double wall = wall_now() - t0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (o->json)
-        rep_json(stdout, s, o->scenario, &rp, wall, ru.ru_maxrss * 1024L);
+        rep_json(stdout, &s, o->scenario, &rp, wall, ru.ru_maxrss * 1024L);
     else if (o->csv)
-        rep_csv(stdout, s, &rp);
+        rep_csv(stdout, &s, &rp);
     else
-        rep_text(stdout, s, o->scenario, &rp);
+        rep_text(stdout, &s, o->scenario, &rp);
     if (rep_close(stdout, "the report to stdout") < 0)
         rc = 1;
     if (!o->json && !o->quiet)
@@ -7682,6 +7989,81 @@ static int sim_headless(const struct scenario *s, const struct options *o)
                 wall, events / wall / 1e6, ru.ru_maxrss / 1024.0);
     if (trace_close(&tr) < 0)
         rc = 1;
+    return rc;
+}
+
+/* --sweep's points into sw: each key's values (opt_sweep_values), every combination loaded
+ * as if given by --set after the others. Returns 0, or -1 after a message. */
+static int sim_sweep_points(const struct options *o, struct sweep *sw, struct options *po,
+                            char sets[SWEEP_MAX][2][128])
+{
+    char vals[2][SWEEP_MAX][32], err[512];
+    int nv[2] = {1, 1};
+    sw->nkey = o->nsweep;
+    for (int k = 0; k < o->nsweep; k++) {
+        const char *eq = strchr(o->sweep[k], '=');
+        snprintf(sw->key[k], sizeof sw->key[k], "%.*s", (int)(eq - o->sweep[k]), o->sweep[k]);
+        if ((nv[k] = opt_sweep_values(eq + 1, vals[k], err, sizeof err)) < 0) {
+            fprintf(stderr, "sim: --sweep %s: %s\n", o->sweep[k], err);
+            return -1;
+        }
+    }
+    if (nv[0] * nv[1] > SWEEP_MAX || o->nsets + 2 > (int)(sizeof o->sets / sizeof o->sets[0])) {
+        fprintf(stderr, "sim: --sweep: %d points, more than %d\n", nv[0] * nv[1], SWEEP_MAX);
+        return -1;
+    }
+    *po = *o;
+    po->series = po->trace = NULL;
+    po->nsets = o->nsets + sw->nkey;
+    for (sw->n = 0; sw->n < nv[0] * nv[1]; sw->n++) {
+        for (int k = 0; k < sw->nkey; k++) {
+            const char *v = vals[k][k ? sw->n % nv[1] : sw->n / nv[1]];
+            snprintf(sw->val[sw->n][k], sizeof sw->val[sw->n][k], "%s", v);
+            snprintf(sets[sw->n][k], sizeof sets[sw->n][k], "%s=%s", sw->key[k], v);
+            po->sets[o->nsets + k] = sets[sw->n][k];
+        }
+        if (sim_load(&sw->s[sw->n], o->scenario, po, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --sweep: a report per point, then the table (or CSV, JSON) and --plot's picture. */
+static int sim_sweep(const struct options *o)
+{
+    struct sweep *sw = calloc(1, sizeof *sw);
+    char(*sets)[2][128] = calloc(SWEEP_MAX, sizeof *sets);
+    struct options po;
+    struct trace none = {0};
+    int rc = !sw || !sets ? 1 : 0;
+    if (rc == 0 && o->plot && o->nsweep != 1) {
+        fprintf(stderr, "sim: --plot draws one --sweep key, not a grid\n");
+        rc = 2;
+    }
+    if (rc == 0 && sim_sweep_points(o, sw, &po, sets) < 0)
+        rc = 2;
+    for (int i = 0; i < sw->n && rc == 0; i++) {
+        double events;
+        rc = sim_report(&sw->s[i], &po, &none, &sw->rp[i], &events);
+    }
+    if (rc == 0) {
+        if (o->json)
+            rep_sweep_json(stdout, o->scenario, sw);
+        else if (o->csv)
+            rep_sweep_csv(stdout, sw);
+        else
+            rep_sweep_text(stdout, o->scenario, sw);
+        rc = rep_close(stdout, "the sweep to stdout") < 0;
+    }
+    if (rc == 0 && o->plot) {
+        struct ui_options uo = {
+            .font = o->font, .light = o->light, .width = o->width, .height = o->height};
+        rc = ui_sweep_png(sw, o->plot, &uo) < 0;
+    }
+    free(sets);
+    free(sw);
     return rc;
 }
 
@@ -7889,6 +8271,8 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
     if (o.validate)
         return sim_validate(&o);
+    if (o.nsweep)
+        return sim_sweep(&o);
     if (sim_load(&s, o.scenario, &o, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;

@@ -114,6 +114,20 @@ if ! grep -q __asan_init "$sim"; then
     [ -s "$tmp/expect.err" ] && { cat "$tmp/expect.err" >&2; bad "a scenario's expected figure is outside its interval"; } || ok
 fi
 
+# --sweep (issue 13 item 4): one row per point and model; a point is the report --set gives
+sw="--sweep users=10,100 scenarios/default.scn --set duration=3s --set warmup=1s --replications 2"
+"$sim" $sw --csv > "$tmp/sw.csv"
+[ "$(wc -l < "$tmp/sw.csv")" -eq 5 ] && head -1 "$tmp/sw.csv" | grep -q '^users,model,throughput_rps,throughput_rps_ci95,' && ok || bad "--sweep --csv: a header and 4 rows"
+one=$("$sim" --headless scenarios/default.scn --set duration=3s --set warmup=1s --replications 2 --set users=100 --csv | sed -n 2p | cut -d, -f4-5)
+grep -q "^100,platform,$one," "$tmp/sw.csv" && ok || bad "--sweep's users=100 row differs from --set users=100 ($one)"
+"$sim" --sweep 'users=10..1000*10' scenarios/default.scn --set duration=2s --set warmup=1s --replications 2 --csv | cut -d, -f1 | tr '\n' ' ' | grep -q '^users 10 10 100 100 1000 1000 $' && ok || bad "--sweep a..b*k: 10, 100, 1000"
+[ "$("$sim" $sw --sweep 'think=0,exp(10ms)' --csv | wc -l)" -eq 9 ] && ok || bad "two --sweep keys: a grid of 4 points"
+"$sim" $sw --json | grep -c '"values": {"users": ' | grep -q '^2$' && ok || bad "--sweep --json: two points"
+"$sim" $sw --plot "$tmp/sw.png" > /dev/null && head -c 4 "$tmp/sw.png" | grep -q PNG && ok || bad "--plot writes a PNG without a display"
+expect 2 "--plot draws one --sweep key" -- $sw --sweep 'think=0,1ms' --plot "$tmp/x.png"
+expect 2 "want a..b\*k" -- --sweep 'users=100..10*2' scenarios/default.scn
+expect 2 "users: 'lots' is not a number" -- --sweep 'users=10,lots' scenarios/default.scn
+
 # screenshots: drawn without a display, deterministic, and the committed ones are current
 "$sim" scenarios/default.scn --screenshot "$tmp/d.png" --at 5s && ok || bad "--screenshot fails"
 cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale: run make tutorial-images"

@@ -429,6 +429,23 @@ static void test_steady_state(void)
                  MODEL_PLATFORM, 0, "throughput swings");
 }
 
+/* --sweep's lists: as written, or a geometric range with its unit. */
+static void test_sweep_values(void)
+{
+    char v[SWEEP_MAX][32], err[128];
+    int n = opt_sweep_values("10..10000*10", v, err, sizeof err);
+    CHECK(n == 4 && !strcmp(v[0], "10") && !strcmp(v[3], "10000"), "10..10000*10: %d values", n);
+    n = opt_sweep_values("100ms..1s*2", v, err, sizeof err);
+    CHECK(n < 0, "a..b with different units is refused (%d)", n);
+    n = opt_sweep_values("100ms..1000ms*2", v, err, sizeof err);
+    CHECK(n == 4 && !strcmp(v[1], "200ms") && !strcmp(v[3], "800ms"), "100ms..1000ms*2: %d", n);
+    n = opt_sweep_values("10..100*1.5", v, err, sizeof err); /* 10 15 22.5 33.75 ... rounded */
+    CHECK(n == 6 && !strcmp(v[2], "23") && !strcmp(v[5], "76"), "whole numbers stay whole: %d", n);
+    n = opt_sweep_values("a,b,exp(1ms)", v, err, sizeof err);
+    CHECK(n == 3 && !strcmp(v[2], "exp(1ms)"), "a list as written: %d", n);
+    CHECK(opt_sweep_values("1..10*1", v, err, sizeof err) < 0, "k = 1 is refused");
+}
+
 /* The utilisation law U = X·D / cores over the statistics window, with users ramping up
  * during the warm-up (the CPU of the ramp once made utilisation 10% low). */
 static void test_utilisation_law(void)
@@ -1159,7 +1176,7 @@ static void test_command_line(void)
         size[3] = (char *)bad_sizes[i];
         CHECK(opt_parse(4, size, &o) == 2, "--size %s is refused", bad_sizes[i]);
     }
-    (void)sim_headless, (void)sim_validate, (void)sim_live_text;
+    (void)sim_headless, (void)sim_validate, (void)sim_live_text, (void)sim_sweep;
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window,
         (void)sim_live_open, (void)sim_live_collect;
     (void)sim_screenshot;
@@ -1421,6 +1438,7 @@ int main(void)
     test_interval_coverage();
     test_batch_means_coverage();
     test_steady_state();
+    test_sweep_values();
     test_utilisation_law();
     test_platform_saturates();
     test_virtual_littles_bound();
