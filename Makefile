@@ -9,6 +9,7 @@
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
+#   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now
 #   make java       compile java/Aggregator.java into build/java/ (skips without a JDK 21+)
 #   make clean
 #
@@ -24,7 +25,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images calibrate check-model format-check java blog-jvm clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-model format-check java blog-jvm clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -66,6 +67,11 @@ tsan:
 	clang $(STD) -O1 -g -fsanitize=thread -I. -o build/tsan/tests/test_aggregator tests/test_aggregator.c -lpthread -lm
 	build/tsan/tests/test_aggregator
 
+# Every output quoted in README.md and TUTORIAL.md (blocks marked <!-- check: CMD -->) is
+# what the programs print now.
+tutorial-check: $(O)/sim $(O)/aggregator
+	@sh tests/tutorial_check.sh $(O)
+
 # The calibration loop, small: the model against a real run of ./aggregator on this machine.
 check-model: all
 	@sh tests/check_model.sh $(O)
@@ -106,12 +112,14 @@ run: $(O)/sim
 # One per shipped scenario (NAME:TIME), plus the default in the light theme.
 TUTORIAL_SHOTS = default:5s blog-100:8s blog-1000:8s massive-io:6s no-pool:2s pool-fixed:10s \
                  pinning:8s pinning-fixed:8s cpu-bound:8s mixed:8s fanout:5s mmc:20s
+SWEEP_USERS = 10,30,100,300,1000,3000,10000
 tutorial-images: $(O)/sim
 	@for shot in $(TUTORIAL_SHOTS); do \
 	    $(O)/sim scenarios/$${shot%%:*}.scn --screenshot assets/$${shot%%:*}.png --at $${shot#*:} || exit 1; \
 	done; \
 	$(O)/sim scenarios/default.scn --screenshot assets/default-light.png --at 5s --theme light && \
-	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images and default-light.png in assets/"
+	$(O)/sim --headless --sweep users=$(SWEEP_USERS) scenarios/default.scn --plot assets/sweep-users.png > /dev/null && \
+	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images, default-light.png and sweep-users.png in assets/"
 
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
