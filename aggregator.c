@@ -3548,6 +3548,7 @@ struct bench_row {
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
     double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
     double steal_pct;            /* % of the cores' time the hypervisor took during the window */
+    double foreign_pct;          /* % of it that processes not of the bench had */
     long peak_threads, peak_rss, errors;
     long base_rss;     /* the aggregator's RSS before the load, bytes */
     long base_threads; /* its OS threads once it listens, before any load */
@@ -3712,6 +3713,7 @@ static double bench_cpu_us(pid_t pid)
  * not work; it is capacity the machine did not have, and it makes runs noisy. */
 struct machine_cpu {
     double work_us, steal_us;
+    double task_us; /* user, nice and system alone: what processes are charged */
 };
 
 static struct machine_cpu bench_machine_cpu(void)
@@ -3725,9 +3727,32 @@ static struct machine_cpu bench_machine_cpu(void)
         fclose(f);
     double tick = 1e6 / (double)sysconf(_SC_CLK_TCK);
     if (n != 8)
-        return (struct machine_cpu){-1, -1};
+        return (struct machine_cpu){-1, -1, -1};
     return (struct machine_cpu){(double)(v[0] + v[1] + v[2] + v[5] + v[6]) * tick,
-                                (double)v[7] * tick};
+                                (double)v[7] * tick, (double)(v[0] + v[1] + v[2]) * tick};
+}
+
+/* The CPU counters a window is measured between: the aggregator's, the rest of the bench's
+ * own processes' (the backend and the load generator), and the machine's. */
+struct bench_cpu {
+    double agg_us, ours_us;
+    struct machine_cpu all;
+};
+
+static struct bench_cpu bench_cpu_now(const struct bench_cfg *bc, pid_t agg, pid_t load)
+{
+    return (struct bench_cpu){bench_cpu_us(agg), bench_cpu_us(bc->backend) + bench_cpu_us(load),
+                              bench_machine_cpu()};
+}
+
+/* The share of the cores' time, in %, that processes other than the bench's own had between
+ * two samples `us` apart: another user's build or test on a shared machine. Like steal, it is
+ * capacity the model does not know the aggregator lacked. */
+static double bench_foreign_pct(const struct bench_cpu *a, const struct bench_cpu *b, double us)
+{
+    double ours = (b->agg_us - a->agg_us) + (b->ours_us - a->ours_us);
+    return 100 * nonneg(b->all.task_us - a->all.task_us - ours) /
+           (us * (double)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /* The share of the cores' time, in %, the hypervisor stole between two samples `us` apart. */
@@ -3946,8 +3971,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
     int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S,
             t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
-    double cpu0 = -1, cpu1 = -1;
-    struct machine_cpu all0 = {-1, -1}, all1 = {-1, -1};
+    struct bench_cpu c0 = {.agg_us = -1}, c1 = {.agg_us = -1};
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
@@ -3955,28 +3979,22 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
         if (th > row->peak_threads)
             row->peak_threads = th;
         int64_t now = now_ns();
-        if (cpu0 < 0 && now >= t_start) {
-            cpu0 = bench_cpu_us(agg);
-            all0 = bench_machine_cpu();
-        }
-        if (cpu1 < 0 && now >= t_end) {
-            cpu1 = bench_cpu_us(agg);
-            all1 = bench_machine_cpu();
-        }
+        if (c0.agg_us < 0 && now >= t_start)
+            c0 = bench_cpu_now(bc, agg, load);
+        if (c1.agg_us < 0 && now >= t_end)
+            c1 = bench_cpu_now(bc, agg, load);
         int64_t next = now + 50 * NS_PER_MS;
-        if (cpu0 < 0 && t_start < next)
+        if (c0.agg_us < 0 && t_start < next)
             next = t_start;
-        else if (cpu1 < 0 && t_end < next)
+        else if (c1.agg_us < 0 && t_end < next)
             next = t_end;
         if (signals_wait_until(next)) {
             interrupted = 1;
             break;
         }
     }
-    if (cpu1 < 0) {
-        cpu1 = bench_cpu_us(agg);
-        all1 = bench_machine_cpu();
-    }
+    if (c1.agg_us < 0)
+        c1 = bench_cpu_now(bc, agg, load);
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
@@ -3995,12 +4013,14 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     row->p99 = bench_json_num(json, "p99");
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
-    int sampled = all0.work_us >= 0 && all1.work_us >= 0;
-    double machine = sampled ? all1.work_us - all0.work_us : 0, served = row->rps * bc->duration_s;
-    row->cpu_us_per_req = completed > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / served : 0;
-    row->steal_pct = sampled ? bench_steal_pct(all0, all1, bc->duration_s * 1e6) : 0;
-    row->other_cpu_us_per_req =
-        completed > 0 && cpu0 >= 0 ? nonneg(machine - (cpu1 - cpu0)) / served : 0;
+    int sampled = c0.all.work_us >= 0 && c1.all.work_us >= 0,
+        counted = completed > 0 && c0.agg_us >= 0;
+    double machine = sampled ? c1.all.work_us - c0.all.work_us : 0,
+           served = row->rps * bc->duration_s, agg_us = c1.agg_us - c0.agg_us;
+    row->cpu_us_per_req = counted ? agg_us / served : 0;
+    row->steal_pct = sampled ? bench_steal_pct(c0.all, c1.all, bc->duration_s * 1e6) : 0;
+    row->foreign_pct = sampled ? bench_foreign_pct(&c0, &c1, bc->duration_s * 1e6) : 0;
+    row->other_cpu_us_per_req = counted ? nonneg(machine - agg_us) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     return 0;
 }
@@ -4010,19 +4030,23 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
  * on a VM a neighbour's burst can slow one run by tens of percent. */
 #define BENCH_STEAL_RETRY_PCT 5.0
 
+/* The same for the CPU other processes took (bench_foreign_pct): a build or a test of
+ * someone else on the machine. */
+#define BENCH_FOREIGN_RETRY_PCT 10.0
+
 static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
                            struct bench_row *row)
 {
     struct bench_row first = *row;
     if (bench_cell(bc, kids, row) < 0)
         return -1;
-    if (row->steal_pct <= BENCH_STEAL_RETRY_PCT)
+    if (row->steal_pct <= BENCH_STEAL_RETRY_PCT && row->foreign_pct <= BENCH_FOREIGN_RETRY_PCT)
         return 0;
     fprintf(stderr,
-            "bench: %d users %s %s: %.1f%% of the CPU stolen by the hypervisor; measuring "
-            "again\n",
+            "bench: %d users %s %s: %.1f%% of the CPU stolen by the hypervisor, %.1f%% taken by "
+            "other processes; measuring again\n",
             row->users, row->mode == MODE_VIRTUAL ? "virtual" : "platform",
-            server_names[row->server], row->steal_pct);
+            server_names[row->server], row->steal_pct, row->foreign_pct);
     *row = first;
     return bench_cell(bc, kids, row);
 }
@@ -4035,20 +4059,21 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                *pool = r->pool ? "on" : "off";
     double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0;
     if (csv) {
-        fprintf(f,
-                "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f,%g,%s\n",
-                r->users, mode, pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99,
-                r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors,
-                r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct, jit,
-                server_names[r->server]);
+        fprintf(
+            f,
+            "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f,%.1f,%g,%s\n",
+            r->users, mode, pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99,
+            r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors,
+            r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct, r->foreign_pct,
+            jit, server_names[r->server]);
         return;
     }
     fprintf(f,
             "%6d %-8s %-4s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
-            "%5.1f%%\n",
+            "%5.1f%% %6.1f%%\n",
             r->users, mode, pool, server_names[r->server], r->rps, r->ideal,
             100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
-            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct);
+            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -4061,15 +4086,15 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
                  "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,"
-                 "window_s,steal_pct,jit_warmup_s,server\n");
+                 "window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n",
            bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
     if (bc->jvm)
         printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
-    printf("%6s %-8s %-4s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s\n", "users", "mode",
+    printf("%6s %-8s %-4s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s\n", "users", "mode",
            "pool", "srv", "req/s", "ideal", "ideal", "p50 ms", "p90 ms", "p99 ms", "threads",
-           "RSS MiB", "CPU us", "errors", "steal");
+           "RSS MiB", "CPU us", "errors", "steal", "others");
 }
 
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells, the

@@ -183,7 +183,7 @@ check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && 
 [ $rc -eq 0 ] || cat "$tmp/bench.out" >&2
 check "bench --server java: exit 0 (got $rc)" [ $rc -eq 0 ]
 check "bench --server java: the header ends with jit_warmup_s,server" \
-    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,jit_warmup_s,server\$'"
+    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\$'"
 check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS and a 1 s warm-up" \
     awk -F, 'NR > 1 && $NF == "java" && $(NF-1) == 1 && $6 > 0 && $10 > 0 && $11 > 0 { n++ } END { exit n != 2 }' "$tmp/bench.csv"
 check "bench --server java: platform holds more OS threads than virtual" \
