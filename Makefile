@@ -113,13 +113,19 @@ run: $(O)/sim
 TUTORIAL_SHOTS = default:5s blog-100:8s blog-1000:8s massive-io:6s no-pool:2s pool-fixed:10s \
                  pinning:8s pinning-fixed:8s cpu-bound:8s mixed:8s fanout:5s mmc:20s
 SWEEP_USERS = 10,30,100,300,1000,3000,10000
+# the JVM's own threads beside the pool (25) and beside the carriers (27), measured (TUTORIAL ch. 10)
+JVM_THREADS = --set platform.runtime_threads=25 --set virtual.runtime_threads=27
 tutorial-images: $(O)/sim
 	@for shot in $(TUTORIAL_SHOTS); do \
 	    $(O)/sim scenarios/$${shot%%:*}.scn --screenshot assets/$${shot%%:*}.png --at $${shot#*:} || exit 1; \
 	done; \
 	$(O)/sim scenarios/default.scn --screenshot assets/default-light.png --at 5s --theme light && \
 	$(O)/sim --headless --sweep users=$(SWEEP_USERS) scenarios/default.scn --plot assets/sweep-users.png > /dev/null && \
-	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images, default-light.png and sweep-users.png in assets/"
+	$(O)/sim --headless --sweep users=100,300,1000,3000 $(JVM_THREADS) scenarios/default.scn \
+	    --plot assets/sweep-jvm.png > /dev/null && \
+	$(O)/sim --headless --sweep service.orders.limit=10,30,100,300,1000 scenarios/default.scn \
+	    --plot assets/sweep-limit.png > /dev/null && \
+	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images, default-light.png and three sweeps in assets/"
 
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response

@@ -46,5 +46,21 @@ for doc in "$@"; do
     done
 done
 
+# Every chapter of the tutorial has a picture (or says why not), a question with its answer,
+# and an exercise with a worked answer, all folded in <details>.
+if [ -f TUTORIAL.md ]; then
+    short=$(awk '
+        function check() { if (ch != "" && !(pic && q && ex && ans >= 2))
+                               printf "%s (picture %d, question %d, exercise %d, answers %d)\n", ch, pic, q, ex, ans }
+        /^## [0-9]+\. / { check(); ch = $0; pic = q = ex = ans = 0; next }
+        /^!\[.*\]\(assets\/.*\.png\)/ || /^<!-- no picture: / { pic = 1 }
+        /<summary>Question/ { q = 1 }
+        /^\*\*Exercise:\*\*/ { ex = 1 }
+        /<\/details>/ { ans++ }
+        END { check() }' TUTORIAL.md)
+    if [ -z "$short" ]; then pass=$((pass + 1))
+    else fail=$((fail + 1)); printf 'tutorial_check: FAIL: chapters short of a picture, question, exercise or answer:\n%s\n' "$short" >&2; fi
+fi
+
 echo "tutorial_check: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
