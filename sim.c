@@ -4961,9 +4961,9 @@ static const struct ui_ink_def {
     uint32_t dark, light; /* 0xRRGGBB per theme */
 } ui_inks[UI_NINKS] = {
     [UI_RUN] = {"running", 0x009E73, 0x009E73},
-    [UI_READY] = {"ready (wants a core)", 0xF0E442, 0xF0E442},
+    [UI_READY] = {"wants a core", 0xF0E442, 0xF0E442}, /* short: the title needs the room */
     [UI_IO] = {"blocked/parked on I/O", 0x56B4E9, 0x56B4E9},
-    [UI_PINNED] = {"pinned", 0xD55E00, 0xD55E00},
+    [UI_PINNED] = {"pinned", 0xD55E00, 0x9C2A00}, /* light: darker, or it reads as queued */
     [UI_QUEUED] = {"queued", 0xE69F00, 0xE69F00},
     [UI_CREATED] = {"new", 0xCC79A7, 0xCC79A7},
     [UI_IDLE] = {"idle", 0x999999, 0x999999},
@@ -6342,7 +6342,7 @@ static float ui_legend(struct ui_gfx *g, float right, float y)
 {
     float S = g->scale, lx = right, sw = 10 * S;
     for (int i = UI_NLEGEND - 1; i >= 0; i--) {
-        lx -= ui_text_w(g, UI_SMALL, ui_inks[i].legend) + sw + 14 * S;
+        lx -= ui_text_w(g, UI_SMALL, ui_inks[i].legend) + sw + 10 * S;
         SDL_FRect box = {lx, y + 2 * S, sw, sw};
         ui_fill(g, box, i);
         if (i == UI_FAILED)
@@ -6353,9 +6353,12 @@ static float ui_legend(struct ui_gfx *g, float right, float y)
     return lx;
 }
 
-/* Clock, speed and PAUSED first; the scenario's name gets what room the legend leaves. */
-static void ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v,
-                       SDL_FRect r)
+/* Clock, speed and PAUSED first; the scenario's name gets what room the legend leaves, in
+ * the big font if it fits there, else in the small one (a long name at 1280x800 was cut to
+ * "Pinning: synchronized around bloc"). Returns the room left after the name: below 0, the
+ * name was cut. */
+static float ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const struct ui_view *v,
+                        SDL_FRect r)
 {
     float S = g->scale, y = r.y + 5 * S;
     float left =
@@ -6369,8 +6372,12 @@ static void ui_top_bar(struct ui_gfx *g, const struct model ms[MODEL_N], const s
     float x = ui_text(g, UI_BIG, r.x + 8 * S, y, ui_color(g, UI_TEXT, 255), clock);
     if (v->paused)
         x = ui_text(g, UI_BIG, x + 12 * S, y, ui_color(g, UI_ALERT, 255), "PAUSED");
-    ui_text_fit(g, UI_BIG, x + 24 * S, y, ui_color(g, UI_DIM, 255), ms[0].s->name,
-                left - x - 36 * S);
+    const char *name = ms[0].s->name;
+    float room = left - x - 36 * S;
+    int font = ui_text_w(g, UI_BIG, name) <= room ? UI_BIG : UI_SMALL;
+    float dy = font == UI_BIG ? 0 : (g->font[UI_BIG].line - g->font[UI_SMALL].line) / 2;
+    ui_text_fit(g, font, x + 24 * S, y + dy, ui_color(g, UI_DIM, 255), name, room);
+    return room - ui_text_w(g, font, name);
 }
 
 static void ui_slider(struct ui_gfx *g, const struct ui_view *v, simtime dur, SDL_FRect r)
@@ -6383,7 +6390,7 @@ static void ui_slider(struct ui_gfx *g, const struct ui_view *v, simtime dur, SD
 }
 
 static const char ui_hints[] =
-    "[space] run  [->] step  [shift ->] next done  [<-] back  [+/-] speed  [h] help";
+    "[space] run  [->] 1 event  [shift ->] next done  [<-] 100 ms back  [+/-] speed  [h] help";
 
 /* The narration, and the main keys when there is room for both (the narration wins). */
 static void ui_status(struct ui_gfx *g, const struct ui_view *v, SDL_FRect r)
@@ -7105,10 +7112,18 @@ static const double ui_speeds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
                                    0.2,   0.5,   1,     2,    5,    10,   0};
 #define UI_NSPEEDS (int)(sizeof ui_speeds / sizeof ui_speeds[0])
 
+/* The clock in the status line, and whether it runs: a paused window never says running. */
+static void ui_status_clock(struct ui_app *a)
+{
+    snprintf(a->view.status, sizeof a->view.status, "t=%.3f s  %s", (double)a->sim.t / SEC,
+             a->view.paused ? "paused" : "running");
+}
+
 static void ui_key_pause(struct ui_app *a, int arg)
 {
     (void)arg;
     a->view.paused = !a->view.paused;
+    ui_status_clock(a);
 }
 static void ui_key_help(struct ui_app *a, int arg)
 {
@@ -7357,9 +7372,9 @@ static void ui_tick(struct ui_app *a)
     a->view.travel = speed > 0 ? (simtime)(0.15 * speed * SEC) : (simtime)(dt * 10 * MS * 1000);
     if (a->view.travel < US)
         a->view.travel = US;
-    snprintf(a->view.status, sizeof a->view.status, "t=%.3f s  running", (double)a->sim.t / SEC);
     if (a->sim.t >= a->sim.s.duration)
         a->view.paused = 1;
+    ui_status_clock(a);
     for (int k = 0; k < MODEL_N; k++)
         if (a->sim.m[k].stuck) {
             a->view.paused = 1;

@@ -12,6 +12,7 @@
 #include "sim.c"
 #pragma GCC diagnostic pop
 #include "tests/check.h"
+#include <glob.h>
 
 /* A scenario from defaults and "key=value" strings: no files needed. */
 static void tu_scenario(struct scenario *s, const char *const *kv)
@@ -349,8 +350,96 @@ static void test_sizes_and_font(void)
     CHECK(ui_canvas_open(&c, &nofont) < 0, "a missing font is refused, not a crash");
 }
 
+/* Issue 16: the status line says paused whenever the clock is stopped: by space, and at
+ * the end of the run (where it once still said running). */
+static void test_status_paused(void)
+{
+    static const char *const small[] = {"users=10", "duration=50ms", "warmup=0", NULL};
+    struct ui_app *a = calloc(1, sizeof *a);
+    tu_scenario(&a->sim.s, small);
+    ui_sim_reset(&a->sim);
+    a->uo = &tu_opts;
+    a->view.speed = 0; /* as fast as possible */
+    ui_key_pause(a, 0);
+    CHECK(a->view.paused && strstr(a->view.status, "paused"), "space pauses: '%s'", a->view.status);
+    ui_key_pause(a, 0);
+    CHECK(!a->view.paused && strstr(a->view.status, "running"), "space resumes: '%s'",
+          a->view.status);
+    for (int i = 0; i < 10000 && !a->view.paused; i++)
+        ui_tick(a);
+    CHECK(a->view.paused && a->sim.t == a->sim.s.duration && strstr(a->view.status, "paused") &&
+              !strstr(a->view.status, "running"),
+          "at the end (t=%.3f s) the clock stops and says so: '%s'", (double)a->sim.t / SEC,
+          a->view.status);
+    ui_sim_free(&a->sim);
+    free(a);
+}
+
+/* Issue 16: -> and <- are not opposites (one event forward, 100 ms back); the hint line
+ * says each as the key table does it, so the two can never disagree. */
+static void test_keys_told(void)
+{
+    char want[64];
+    int found = 0;
+    for (int k = 0; k < UI_NKEYS; k++)
+        if (ui_keys[k].key == SDLK_LEFT && ui_keys[k].shift == 0) {
+            snprintf(want, sizeof want, "[<-] %d ms back", ui_keys[k].arg);
+            CHECK(strstr(ui_hints, want) != NULL, "the hints say '%s': %s", want, ui_hints);
+            found++;
+        } else if (ui_keys[k].key == SDLK_RIGHT && ui_keys[k].shift == 0) {
+            CHECK(ui_keys[k].fn == ui_key_step && ui_keys[k].arg == 0 &&
+                      strstr(ui_hints, "[->] 1 event") && strstr(ui_keys[k].help, "one event"),
+                  "-> is one event, and the hints and help say so: %s", ui_hints);
+            found++;
+        }
+    CHECK(found == 2, "both arrows are bound (%d)", found);
+}
+
+/* Issue 16: in the light theme, pinned and queued were two oranges a projector merges. Their
+ * distance in RGB must be at least that of pinned to running. */
+static void test_light_pinned_vs_queued(void)
+{
+    struct ui_gfx g = {.light = 1};
+    SDL_Color p = ui_color(&g, UI_PINNED, 255), q = ui_color(&g, UI_QUEUED, 255);
+    double d = sqrt(pow(p.r - q.r, 2) + pow(p.g - q.g, 2) + pow(p.b - q.b, 2));
+    CHECK(d >= 120, "light theme: pinned #%02X%02X%02X vs queued #%02X%02X%02X, distance %.0f", p.r,
+          p.g, p.b, q.r, q.g, q.b, d);
+}
+
+/* Issue 16: every shipped scenario's name fits the top bar at 1280x800, paused, with the
+ * longest clock a shipped run shows (t = 690 s, speed x0.05). */
+static void test_title_fits(void)
+{
+    struct ui_canvas c;
+    glob_t gl;
+    if (ui_canvas_open(&c, &tu_opts) < 0 || glob("scenarios/*.scn", 0, NULL, &gl) != 0) {
+        CHECK(0, "canvas and scenarios");
+        return;
+    }
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        struct scenario s;
+        struct model ms[MODEL_N] = {{.s = &s}, {.s = &s}};
+        char err[512];
+        scn_defaults(&s);
+        if (scn_load(&s, gl.gl_pathv[i], err, sizeof err) < 0) {
+            CHECK(0, "%s", err);
+            continue;
+        }
+        struct ui_view v = ui_view_at(690 * SEC);
+        float left = ui_top_bar(&c.g, ms, &v, (SDL_FRect){0, 0, (float)c.w, 30});
+        CHECK(left >= 0, "%s: '%s' fits the top bar (%.0f px to spare)", gl.gl_pathv[i], s.name,
+              left);
+    }
+    globfree(&gl);
+    ui_canvas_close(&c);
+}
+
 int main(void)
 {
+    test_title_fits();
+    test_status_paused();
+    test_keys_told();
+    test_light_pinned_vs_queued();
     test_panels_and_text();
     test_pinned_colour();
     test_lot_density();
