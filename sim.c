@@ -541,6 +541,7 @@ static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i);
 static int32_t fifo_pop(struct fifo *q, void *base, size_t size);
 static int32_t req_alloc(struct model *m);
 static int32_t call_alloc(struct model *m);
+static void call_free(struct model *m, int32_t c);
 static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to);
 
 /* ---- I.2 Request interpreter ---- */
@@ -1735,7 +1736,7 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     }
     if (svc_port_take(m, v) < 0) {
         v->inflight--;
-        slot_give(m->call, &m->free_call, sizeof *m->call, c);
+        call_free(m, c);
         return -1;
     }
     v->opened++;
@@ -1772,7 +1773,7 @@ static void svc_done(struct model *m, const struct event *e)
     }
     if (k->timed_out && m->req[r].fail == FAIL_NONE)
         m->req[r].fail = FAIL_TIMEOUT;
-    slot_give(m->call, &m->free_call, sizeof *m->call, c);
+    call_free(m, c);
     req_wake_one(m, r);
 }
 
@@ -2242,6 +2243,13 @@ static int32_t req_alloc(struct model *m)
 static int32_t call_alloc(struct model *m)
 {
     return slot_take((void **)&m->call, &m->ncall, &m->capcall, &m->free_call, sizeof *m->call);
+}
+
+/* A free call slot has req -1: the window tells live calls from free ones by it. */
+static void call_free(struct model *m, int32_t c)
+{
+    m->call[c].req = -1;
+    slot_give(m->call, &m->free_call, sizeof *m->call, c);
 }
 
 /* ==== Part III. Scenario files ==== */
@@ -5026,7 +5034,9 @@ struct ui_hit {
  * the drawing reads its requests from here rather than scanning them again). */
 #define UI_MAX_FLIGHTS 48
 struct ui_scan {
-    int32_t *parked, *tmp; /* parked requests, grouped by the service they wait for */
+    int32_t *parked, *tmp; /* parked requests, grouped by the service they wait for (a par()
+                              request under each service it still waits for) */
+    uint8_t *tmp_svc;      /* the service of tmp[i] */
     int32_t cap;
     long svc_first[MAX_SERVICES + 1]; /* parked[svc_first[s] .. svc_first[s + 1]) wait for s */
     int32_t recent[UI_MAX_FLIGHTS];   /* requests that arrived within the view's `travel` */
@@ -5417,6 +5427,7 @@ static void ui_gfx_free(struct ui_gfx *g)
         if (g->scan[k]) {
             free(g->scan[k]->parked);
             free(g->scan[k]->tmp);
+            free(g->scan[k]->tmp_svc);
             free(g->scan[k]);
         }
     free(g->ink);
@@ -5439,9 +5450,11 @@ static int ui_gfx_resize(struct ui_gfx *g, int out_h)
 /* ---- V.2 Reading the models ---- */
 
 /* The parked request's service: what its current step calls first. */
-static int ui_parked_svc(const struct model *m, const struct req *req)
+/* A parked request that waits for no call (an io() step) goes under the first service. */
+static int ui_parked_on_call(const struct model *m, const struct req *req)
 {
-    return req->pc < m->s->nsteps ? m->s->prog[req->pc].svc[0] : 0;
+    return req->pc < m->s->nsteps &&
+           (m->s->prog[req->pc].op == OP_CALL || m->s->prog[req->pc].op == OP_PAR);
 }
 
 /* The frame's pass over m's request slots: the parked ones by service (a counting sort)
@@ -5456,18 +5469,28 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
         memset(g->scan[k], 0, sizeof *g->scan[k]);
     }
     struct ui_scan *sc = g->scan[k];
-    if (m->nreq > sc->cap) {
-        sc->cap = m->nreq + m->nreq / 2;
+    if (m->nreq + m->ncall > sc->cap) {
+        sc->cap = (m->nreq + m->ncall) * 3 / 2;
         sc->parked = xrealloc(sc->parked, (size_t)sc->cap, sizeof *sc->parked);
         sc->tmp = xrealloc(sc->tmp, (size_t)sc->cap, sizeof *sc->tmp);
+        sc->tmp_svc = xrealloc(sc->tmp_svc, (size_t)sc->cap, sizeof *sc->tmp_svc);
     }
     long count[MAX_SERVICES] = {0}, n = 0;
     sc->nrecent = 0;
+    for (int32_t c = 0; c < m->ncall; c++) { /* each live call of a parked request */
+        const struct call *k = &m->call[c];
+        if (k->req >= 0 && m->req[k->req].parked) {
+            sc->tmp[n] = k->req;
+            sc->tmp_svc[n++] = k->svc;
+            count[k->svc]++;
+        }
+    }
     for (int32_t i = 0; i < m->nreq; i++) {
         const struct req *req = &m->req[i];
-        if (req->parked) {
-            sc->tmp[n++] = i;
-            count[ui_parked_svc(m, req)]++;
+        if (req->parked && !ui_parked_on_call(m, req)) {
+            sc->tmp[n] = i;
+            sc->tmp_svc[n++] = 0;
+            count[0]++;
         }
         if (m->now - req->arrived < travel && req->arrived <= m->now &&
             sc->nrecent < UI_MAX_FLIGHTS)
@@ -5479,7 +5502,7 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
     long at[MAX_SERVICES];
     memcpy(at, sc->svc_first, sizeof at);
     for (long j = 0; j < n; j++)
-        sc->parked[at[ui_parked_svc(m, &m->req[sc->tmp[j]])]++] = sc->tmp[j];
+        sc->parked[at[sc->tmp_svc[j]]++] = sc->tmp[j];
 }
 
 /* Is slot r on the free list? Walks it: for one narrated event, not for every frame. */

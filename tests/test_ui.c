@@ -434,8 +434,43 @@ static void test_title_fits(void)
     ui_canvas_close(&c);
 }
 
+/* Issue 16: in a fan-out, a parked virtual thread waits for each of its calls: every
+ * service's box holds the requests with a call to it in flight (the counters' calls), not
+ * only the first service's. */
+static void test_fanout_lot(void)
+{
+    static const char *const fan[] = {"users=300",
+                                      "duration=2s",
+                                      "warmup=0",
+                                      "program=par(A, B, C)",
+                                      "service.A.latency=exp(50ms)",
+                                      "service.B.latency=exp(50ms)",
+                                      "service.C.latency=exp(50ms)",
+                                      NULL};
+    struct ui_canvas c;
+    struct ui_sim *x = calloc(1, sizeof *x);
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        free(x);
+        return;
+    }
+    tu_render(&c, x, fan, 1 * SEC);
+    const struct model *v = &x->m[MODEL_VIRTUAL];
+    const struct ui_scan *sc = c.g.scan[MODEL_VIRTUAL];
+    for (int i = 0; i < v->s->nsvc; i++) {
+        long box = sc->svc_first[i + 1] - sc->svc_first[i];
+        CHECK(box > 0 && (uint64_t)box == v->svc[i].inflight,
+              "service %s: %ld in its box, %" PRIu64 " calls in flight", v->s->svc[i].name, box,
+              v->svc[i].inflight);
+    }
+    ui_canvas_close(&c);
+    ui_sim_free(x);
+    free(x);
+}
+
 int main(void)
 {
+    test_fanout_lot();
     test_title_fits();
     test_status_paused();
     test_keys_told();
