@@ -110,7 +110,7 @@ run: $(O)/sim
 
 # Every picture in TUTORIAL.md and README.md, drawn by the simulator (CI checks they are current).
 # One per shipped scenario (NAME:TIME), plus the default in the light theme.
-TUTORIAL_SHOTS = default:5s blog-100:8s blog-1000:8s massive-io:6s no-pool:2s pool-fixed:10s \
+TUTORIAL_SHOTS = default:5s blog-100:8s blog-1000:8s massive-io:6s no-pool:130s pool-fixed:10s \
                  pinning:8s pinning-fixed:8s cpu-bound:8s mixed:8s fanout:5s mmc:20s
 SWEEP_USERS = 10,30,100,300,1000,3000,10000
 # the JVM's own threads beside the pool (25) and beside the carriers (27), measured (TUTORIAL ch. 10)
