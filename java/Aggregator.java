@@ -56,7 +56,13 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -459,6 +465,15 @@ public final class Aggregator {
         return URI.create("http://" + backend.getAddress().getHostAddress() + ":" + backend.getPort() + "/item/" + item);
     }
 
+    /**
+     * Cuts calls that outlive their deadline. The JDK clients' timeouts are per read (a
+     * backend dripping a byte at a time never trips them), so the deadline is for the whole
+     * call: at it, the connection is closed under the blocked read. Its one thread is virtual,
+     * so it adds no OS thread to the counts the lab measures.
+     */
+    static final ScheduledExecutorService DEADLINES =
+            Executors.newSingleThreadScheduledExecutor(Thread.ofVirtual().name("deadlines").factory());
+
     static long millisLeft(long deadline) {
         return (deadline - System.nanoTime()) / 1_000_000;
     }
@@ -473,12 +488,14 @@ public final class Aggregator {
             long left = millisLeft(deadline);
             if (left <= 0) return Answer.TIMEOUT;
             HttpURLConnection c = null;
+            ScheduledFuture<?> cut = null;
             try {
                 URL url = itemUri(backend, item).toURL();
                 c = (HttpURLConnection) url.openConnection(Proxy.NO_PROXY);
                 c.setConnectTimeout((int) Math.min(left, Integer.MAX_VALUE));
                 c.setReadTimeout((int) Math.min(left, Integer.MAX_VALUE)); // per read, not per call
                 c.setUseCaches(false);
+                cut = DEADLINES.schedule(c::disconnect, left, TimeUnit.MILLISECONDS);
                 int status = c.getResponseCode(); // -1: not HTTP at all
                 InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
                 byte[] body = in == null ? new byte[0] : in.readNBytes(MAX_BODY + 1);
@@ -493,7 +510,9 @@ public final class Aggregator {
                 return Answer.TIMEOUT;
             } catch (IOException | RuntimeException e) {
                 if (c != null) c.disconnect();
-                return Answer.BAD_GATEWAY;
+                return millisLeft(deadline) <= 0 ? Answer.TIMEOUT : Answer.BAD_GATEWAY; // cut
+            } finally {
+                if (cut != null) cut.cancel(false);
             }
         }
     }
@@ -526,15 +545,23 @@ public final class Aggregator {
             try {
                 HttpRequest.Builder rq = HttpRequest.newBuilder(itemUri(backend, item)).timeout(Duration.ofMillis(left)).GET();
                 if (!pool) rq.header("Connection", "close"); // allowed by jdk.httpclient.allowRestrictedHeaders (main)
-                HttpResponse<byte[]> rs = client.send(rq.build(), HttpResponse.BodyHandlers.ofByteArray());
+                // the request's timeout ends at the headers; the whole answer waits until the deadline
+                var pending = client.sendAsync(rq.build(), HttpResponse.BodyHandlers.ofByteArray());
+                HttpResponse<byte[]> rs;
+                try {
+                    rs = pending.get(Math.max(1, millisLeft(deadline)), TimeUnit.MILLISECONDS);
+                } catch (TimeoutException e) {
+                    pending.cancel(true);
+                    return Answer.TIMEOUT;
+                } catch (ExecutionException e) {
+                    return e.getCause() instanceof HttpTimeoutException ? Answer.TIMEOUT : Answer.BAD_GATEWAY;
+                }
                 if (rs.statusCode() != 200 || rs.body().length > MAX_BODY) return Answer.BAD_GATEWAY;
                 return new Answer(200, rs.body());
-            } catch (HttpTimeoutException e) {
-                return Answer.TIMEOUT;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return Answer.BAD_GATEWAY;
-            } catch (IOException | RuntimeException e) {
+            } catch (RuntimeException e) {
                 return Answer.BAD_GATEWAY;
             }
         }
