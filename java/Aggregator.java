@@ -12,7 +12,8 @@
  *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
  *
  * (or compile once: javac -cp "$CP" -d build/java java/Aggregator.java, then
- *  $JAVA -cp "build/java:$CP" Aggregator --mode ...; a leading `serve` is accepted too.)
+ *  $JAVA -cp "build/java:$CP" Aggregator --mode ...; a leading `serve` is accepted too.
+ *  `Aggregator drip --port P` is a backend that drips its answers, for the deadline's test.)
  *
  * The two models are two configurations of one Tomcat connector (NIO):
  *   platform (1:1)  Tomcat's own pool: a request holds a pool thread for its whole life,
@@ -26,7 +27,8 @@
  * connection pool) or java.net.http.HttpClient (--client httpclient).
  *
  * The file reads top to bottom: command line, metrics, downstream clients, the servlet (the
- * /aggregate handler), Tomcat for each model, main. No framework beyond embedded Tomcat.
+ * /aggregate handler), Tomcat for each model, a dripping backend for the tests, main. No
+ * framework beyond embedded Tomcat.
  * Every Tomcat or JDK setting says, next to it, which simulator key (sim.c) it corresponds to.
  */
 import jakarta.servlet.http.HttpServlet;
@@ -52,6 +54,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
@@ -59,7 +62,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -148,6 +151,7 @@ public final class Aggregator {
         System.out.println("usage: " + SYNOPSIS);
         for (String[] f : FLAGS) System.out.printf("  %-18s %s%n", f[0], f[1]);
         System.out.printf("  %-18s %s%n", "--help", "print this help");
+        System.out.println("   or: Aggregator drip --port P [--every-ms MS]  (a backend dripping its bodies, for tests)");
     }
 
     /** Parse the flags (same names and checks as `aggregator serve`); null means --help. */
@@ -466,16 +470,73 @@ public final class Aggregator {
     }
 
     /**
-     * Cuts calls that outlive their deadline. The JDK clients' timeouts are per read (a
+     * The deadlines of HttpURLConnection calls. The JDK clients' timeouts are per read (a
      * backend dripping a byte at a time never trips them), so the deadline is for the whole
-     * call: at it, the connection is closed under the blocked read. Its one thread is virtual,
-     * so it adds no OS thread to the counts the lab measures.
+     * call. Its one thread is virtual, so it adds no OS thread to the counts the lab measures;
+     * a call that ends in time cancels its cut and takes it out of the queue (without that, a
+     * finished call's cut, holding its connection, stayed queued for the whole --timeout-ms).
      */
-    static final ScheduledExecutorService DEADLINES =
-            Executors.newSingleThreadScheduledExecutor(Thread.ofVirtual().name("deadlines").factory());
+    static final ScheduledThreadPoolExecutor DEADLINES = deadlines();
+
+    static ScheduledThreadPoolExecutor deadlines() {
+        var s = new ScheduledThreadPoolExecutor(1, Thread.ofVirtual().name("deadlines").factory());
+        s.setRemoveOnCancelPolicy(true);
+        return s;
+    }
 
     static long millisLeft(long deadline) {
         return (deadline - System.nanoTime()) / 1_000_000;
+    }
+
+    /**
+     * Ends one HttpURLConnection call at its deadline, however the backend drips. Why not
+     * just disconnect(): once the headers are in, disconnect() closes the response stream,
+     * not the socket, and the stream's close waits for its lock (a ReentrantLock in
+     * sun.net.www.MeteredStream), which the caller holds through every blocking read and
+     * retakes at once (the lock is not fair), so the cut came at the end of the dripped body;
+     * then, with under http.KeepAlive.remainingData left, the connection went to the JDK's
+     * Keep-Alive-SocketCleaner (one more platform thread) to be drained back into the cache.
+     * (It was never a retry: HttpURLConnection retries a GET only while reading the status
+     * line, and disconnect() turns that off.) So:
+     *   virtual   the caller is interrupted: a virtual thread blocked in a socket read or
+     *             connect is woken, the JDK closes the socket ("Closed by interrupt") and,
+     *             on JDK 25, does not retry; no lock is involved (JEP 444's interruptible I/O).
+     *   platform  socket I/O on a platform thread cannot be interrupted, so disconnect()
+     *             it is, on a virtual thread of its own (it may wait for the lock): before
+     *             the headers it closes the socket at once; in the body the caller stops
+     *             reading at its next byte or read timeout, lets go of the lock, and the
+     *             close closes the socket (remainingData = 0, see configureJdk).
+     * The monitor makes "cut" and "done" exclusive, so an interrupt never outlives its call.
+     */
+    static final class Cut implements Runnable {
+        final Thread caller = Thread.currentThread();
+        final HttpURLConnection connection;
+        volatile boolean cut;
+        boolean done;
+        ScheduledFuture<?> timer;
+
+        Cut(HttpURLConnection connection, long millis) {
+            this.connection = connection;
+            timer = DEADLINES.schedule(this, millis, TimeUnit.MILLISECONDS);
+        }
+
+        @Override public void run() {
+            synchronized (this) {
+                if (done) return;
+                cut = true;
+                if (caller.isVirtual()) caller.interrupt();
+            }
+            if (!caller.isVirtual()) Thread.ofVirtual().name("deadline-cut").start(connection::disconnect);
+        }
+
+        /** The call is over: no cut from now on; clears the caller's interrupt if it was cut. */
+        void finish() {
+            timer.cancel(false);
+            synchronized (this) {
+                done = true;
+            }
+            if (cut && caller.isVirtual()) Thread.interrupted();
+        }
     }
 
     /**
@@ -487,33 +548,39 @@ public final class Aggregator {
         @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
             long left = millisLeft(deadline);
             if (left <= 0) return Answer.TIMEOUT;
-            HttpURLConnection c = null;
-            ScheduledFuture<?> cut = null;
+            HttpURLConnection c;
             try {
-                URL url = itemUri(backend, item).toURL();
-                c = (HttpURLConnection) url.openConnection(Proxy.NO_PROXY);
-                c.setConnectTimeout((int) Math.min(left, Integer.MAX_VALUE));
-                c.setReadTimeout((int) Math.min(left, Integer.MAX_VALUE)); // per read, not per call
-                c.setUseCaches(false);
-                cut = DEADLINES.schedule(c::disconnect, left, TimeUnit.MILLISECONDS);
-                int status = c.getResponseCode(); // -1: not HTTP at all
-                InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
-                byte[] body = in == null ? new byte[0] : in.readNBytes(MAX_BODY + 1);
-                if (in != null) in.close();
-                if (status != 200 || body.length > MAX_BODY) {
-                    c.disconnect();
-                    return Answer.BAD_GATEWAY;
-                }
-                return new Answer(200, body);
-            } catch (SocketTimeoutException e) {
-                if (c != null) c.disconnect();
-                return Answer.TIMEOUT;
+                c = (HttpURLConnection) itemUri(backend, item).toURL().openConnection(Proxy.NO_PROXY);
             } catch (IOException | RuntimeException e) {
-                if (c != null) c.disconnect();
-                return millisLeft(deadline) <= 0 ? Answer.TIMEOUT : Answer.BAD_GATEWAY; // cut
-            } finally {
-                if (cut != null) cut.cancel(false);
+                return Answer.BAD_GATEWAY;
             }
+            c.setConnectTimeout((int) Math.min(left, Integer.MAX_VALUE));
+            c.setReadTimeout((int) Math.min(left, Integer.MAX_VALUE)); // per read, not per call
+            c.setUseCaches(false);
+            Cut cut = new Cut(c, left);
+            try {
+                Answer a = exchange(c, cut);
+                if (a.status() != 200) c.disconnect();
+                return a;
+            } catch (IOException | RuntimeException e) { // a RuntimeException: the cut raced the JDK
+                c.disconnect();
+                return cut.cut || e instanceof SocketTimeoutException ? Answer.TIMEOUT : Answer.BAD_GATEWAY;
+            } finally {
+                cut.finish();
+            }
+        }
+
+        /** Send, read the answer whole (so that the connection goes back to the cache), or stop when cut. */
+        static Answer exchange(HttpURLConnection c, Cut cut) throws IOException {
+            int status = c.getResponseCode(); // -1: not HTTP at all
+            if (status != 200) return Answer.BAD_GATEWAY;
+            byte[] body = new byte[MAX_BODY + 1];
+            int n = 0, r = 0;
+            try (InputStream in = c.getInputStream()) {
+                while (n < body.length && !cut.cut && (r = in.read(body, n, body.length - n)) >= 0) n += r;
+            }
+            if (cut.cut) return Answer.TIMEOUT;
+            return n > MAX_BODY ? Answer.BAD_GATEWAY : new Answer(200, Arrays.copyOf(body, n));
         }
     }
 
@@ -755,6 +822,99 @@ public final class Aggregator {
         return tomcat;
     }
 
+    /* ==== A dripping backend (for tests) ==== */
+
+    /**
+     * `Aggregator drip --port P [--every-ms MS]`: a backend that sends its headers at once and
+     * then its body one byte every MS (default 200), so that a per-read timeout never fires and
+     * only a deadline for the whole call does. GET /cuts answers at once with how many bodies
+     * their client closed before the end: how a test sees that a cut call closed its connection
+     * rather than drained it back into a pool. A virtual thread per connection, keep-alive,
+     * 127.0.0.1 only.
+     */
+    static final class Drip {
+        static final byte[] BODY = "{\"id\":0,\"name\":\"item-0\",\"price\":10.00,\"stock\":100,\"tags\":[\"drip\",\"lab\"]}"
+                .getBytes(StandardCharsets.US_ASCII);
+        static final LongAdder CUTS = new LongAdder();
+
+        static void main(String[] args) throws UsageError {
+            int port = -1, everyMs = 200;
+            for (int a = 1; a < args.length; a += 2) {
+                if (a + 1 >= args.length) throw new UsageError("flag " + args[a] + " needs a value");
+                switch (args[a]) {
+                    case "--port" -> port = number(args[a + 1]);
+                    case "--every-ms" -> everyMs = number(args[a + 1]);
+                    default -> throw new UsageError("drip: unknown flag '" + args[a] + "'");
+                }
+            }
+            if (port < 1 || port > 65535 || everyMs < 1) throw new UsageError("drip needs --port 1..65535 and --every-ms >= 1");
+            final int every = everyMs;
+            try (var server = new java.net.ServerSocket(port, 128, InetAddress.getLoopbackAddress())) {
+                System.err.printf("aggregator drip: listening on 127.0.0.1:%d (a body byte every %d ms)%n", port, every);
+                for (;;) {
+                    var s = server.accept();
+                    Thread.ofVirtual().name("drip").start(() -> serve(s, every));
+                }
+            } catch (IOException e) {
+                System.err.println("aggregator drip: cannot listen on 127.0.0.1:" + port + ": " + e.getMessage());
+                System.exit(1);
+            }
+        }
+
+        /** Answer the requests of one connection until it closes. */
+        static void serve(java.net.Socket s, int everyMs) {
+            try (s) {
+                var in = new java.io.BufferedInputStream(s.getInputStream());
+                OutputStream out = s.getOutputStream();
+                for (String line; (line = requestLine(in)) != null;) {
+                    boolean cuts = line.startsWith("GET /cuts ");
+                    byte[] body = cuts ? (CUTS.sum() + "\n").getBytes(StandardCharsets.US_ASCII) : BODY;
+                    out.write(("HTTP/1.1 200 OK\r\nContent-Type: " + (cuts ? "text/plain" : "application/json")
+                            + "\r\nContent-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                    if (cuts) out.write(body);
+                    out.flush();
+                    if (!cuts && !drip(out, body, everyMs)) return;
+                }
+            } catch (IOException | InterruptedException e) {
+                // the connection is gone
+            }
+        }
+
+        /** Write the body a byte at a time; false (and counted) if the client closed first. */
+        static boolean drip(OutputStream out, byte[] body, int everyMs) throws InterruptedException {
+            for (byte b : body) {
+                Thread.sleep(everyMs);
+                try {
+                    out.write(b);
+                    out.flush();
+                } catch (IOException e) { // the peer's reset: seen at the first or second byte after its close
+                    CUTS.increment();
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The request line of the next request, its headers skipped; null at the end of the connection. */
+        static String requestLine(InputStream in) throws IOException {
+            var line = new StringBuilder();
+            String first = null;
+            for (int c; (c = in.read()) >= 0;) {
+                if (c != '\n') {
+                    if (c != '\r' && line.length() < 8192) line.append((char) c);
+                } else if (first == null) {
+                    first = line.toString();
+                    line.setLength(0);
+                } else if (line.isEmpty()) {
+                    return first; // the blank line: the request is whole
+                } else {
+                    line.setLength(0);
+                }
+            }
+            return null;
+        }
+    }
+
     /* ==== main ==== */
 
     /** JDK settings that must precede the first use of the class they configure. */
@@ -769,6 +929,10 @@ public final class Aggregator {
         // and the simulator's pool (service.NAME.pool, 10000) has none. 20000 here: none
         // either (the JDK closes an idle one after its own 5 s keep-alive).
         if (System.getProperty("http.maxConnections") == null) System.setProperty("http.maxConnections", "20000");
+        // No sim key: an answer closed before its end closes its connection. The JDK's default
+        // (512 kB) hands such a connection to its Keep-Alive-SocketCleaner, one more platform
+        // thread, to drain it back into the cache; only a cut call (Cut) closes one early.
+        System.setProperty("http.KeepAlive.remainingData", "0");
         if (!cfg.pool) {
             System.setProperty("http.keepAlive", "false");                            // service.NAME.pool = 0
             System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection"); // HttpClient
@@ -802,6 +966,10 @@ public final class Aggregator {
     public static void main(String[] args) throws Exception {
         Config cfg;
         try {
+            if (args.length > 0 && args[0].equals("drip")) {
+                Drip.main(args);
+                return;
+            }
             cfg = parseArgs(args);
         } catch (UsageError e) {
             System.err.println("aggregator: " + e.getMessage() + " (try --help)");

@@ -80,7 +80,18 @@ java_server pin $N --mode virtual --pin --backends 127.0.0.1:$B
 java_server httpclient $H --mode virtual --client httpclient --backends 127.0.0.1:$B
 java_server timeout $T --mode platform --timeout-ms 300 --backends 127.0.0.1:$SLOW
 java_server hcdefault $G --mode virtual --client httpclient-default --backends 127.0.0.1:$B
-for port in $V $P $D $N $H $T $G; do ready $port /metrics || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }; done
+# A backend that drips its answers, and behind it each client in each mode (27611-27614).
+DRIP=27610; DRIPPED="platform-urlconnection virtual-urlconnection platform-httpclient virtual-httpclient"
+start drip "$JAVA" -cp "$tmp/classes:$CP" Aggregator drip --port $DRIP --every-ms 200
+port=$DRIP
+for mc in $DRIPPED; do
+    port=$((port + 1)); echo $port >"$tmp/$mc.port"
+    java_server "$mc" $port --mode "${mc%-*}" --client "${mc#*-}" --timeout-ms 1000 --backends 127.0.0.1:$DRIP
+done
+for port in $V $P $D $N $H $T $G 27611 27612 27613 27614 $DRIP; do
+    path=/metrics; [ $port = $DRIP ] && path=/cuts # its other answers drip
+    ready $port $path || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }
+done
 [ $fail -eq 0 ] || { echo "test_java: 0 passed, $fail failed"; exit 1; }
 
 # The start-up line, as `aggregator serve` prints it (scripts wait for it).
@@ -114,6 +125,39 @@ check "dead backend: answered within --timeout-ms 2000 (got ${out#* } s)" awk "B
 out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 10 http://127.0.0.1:$T/aggregate)
 check "slow backend: 504 (got $out)" [ "${out% *}" = 504 ]
 check "slow backend: 504 after ~--timeout-ms 300 (got ${out#* } s)" awk "BEGIN { t = ${out#* }; exit !(t >= 0.25 && t < 2.0) }"
+
+# A dripping backend: headers at once, then a body byte every 200 ms, so a per-read timeout
+# never fires and only a deadline for the whole call (--timeout-ms 1000) ends it. Every client
+# in every mode answers 504 at the deadline, not before and well within 3 s: before the fix,
+# HttpURLConnection's took 1.4 to 7.9 s, since disconnect() waited for the stream's lock
+# while the caller read the body. And it closes the connections it cut instead of draining
+# them back into its pool: the backend counts one cut per sequential request (its first call
+# takes the whole budget) and K = 3 per ?parallel=1 one, 16 for the 8 requests (0 before).
+kids=""
+for mc in $DRIPPED; do
+    for q in seq par; do
+        url="http://127.0.0.1:$(cat "$tmp/$mc.port")/aggregate"; [ $q = par ] && url="$url?parallel=1"
+        curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 20 "$url" >"$tmp/$mc.$q" &
+        kids="$kids $!"
+    done
+done
+wait $kids
+# dripped MC: both requests of client-in-mode MC answered 504, between 0.9 and 3 s
+dripped() {
+    for q in seq par; do
+        read -r code t <"$tmp/$1.$q"
+        [ "$code" = 504 ] && awk "BEGIN { exit !($t >= 0.9 && $t < 3) }" || return 1
+    done
+}
+got() { echo "$(cat "$tmp/$1.seq"), parallel $(cat "$tmp/$1.par")"; }
+check "drip, platform + urlconnection: 504 in 0.9-3 s (got $(got platform-urlconnection))" dripped platform-urlconnection
+check "drip, virtual + urlconnection: 504 in 0.9-3 s (got $(got virtual-urlconnection))" dripped virtual-urlconnection
+check "drip, platform + httpclient: 504 in 0.9-3 s (got $(got platform-httpclient))" dripped platform-httpclient
+check "drip, virtual + httpclient: 504 in 0.9-3 s (got $(got virtual-httpclient))" dripped virtual-httpclient
+# The backend sees a cut at its next byte or the one after (the peer's reset): poll, bounded.
+cuts() { curl -s --max-time 2 "http://127.0.0.1:$DRIP/cuts"; }
+i=0; while [ "$(cuts)" != 16 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "drip: the 16 cut calls closed their connections (got $(cuts))" [ "$(cuts)" = 16 ]
 
 # /metrics: the Prometheus text format, the C server's names.
 curl -s --max-time 10 http://127.0.0.1:$V/metrics >"$tmp/metrics"
@@ -168,6 +212,18 @@ check "virtual: fewer OS threads than platform (got $vp < $pp)" [ "$vp" -lt "$pp
 echo "test_java: OS threads at $users users with HttpClient's default executor: $gp (virtual executor: $vp)"
 check "httpclient-default under load: served without errors" served_clean hcdefault
 check "httpclient-default: its own pool adds OS threads (got $gp > $vp + 10)" [ "$gp" -gt $((vp + 10)) ]
+# Pinning: before JDK 24 a virtual thread blocked inside synchronized pinned its carrier, so
+# --pin collapsed to carriers / (K * D) = cores / (3 * 20 ms); JDK 24+ unmounts it (JEP 491).
+# The JDK that ran says which to expect. This machine has JDK 25 and 17 only: the JDK 21
+# collapse is the model's prediction here, not a measurement.
+jdk=$(sed -n 's/.*; java \([0-9]*\),.*/\1/p' "$tmp/pin.log")
+collapse=$(awk "BEGIN { print $(nproc) / (3 * 0.020) }")
+pin_verdict() {
+    if [ "$jdk" -ge 24 ]; then awk "BEGIN { exit !($(rps pin) > 3 * $collapse) }"
+    else awk "BEGIN { exit !($(rps pin) < 1.5 * $collapse) }"; fi
+}
+echo "test_java: --pin on JDK $jdk: $(rps pin) req/s at 100 users; pinned carriers would allow $collapse"
+check "--pin on JDK $jdk: $( [ "$jdk" -ge 24 ] 2>/dev/null && echo 'no collapse, > 3x' || echo 'collapsed, < 1.5x') carriers/(K*D) = $collapse req/s (got $(rps pin))" pin_verdict
 check "platform /metrics: the pool grew to --threads" \
     sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q -E '^agg_pool_size $threads\$'"
 
