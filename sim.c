@@ -237,7 +237,8 @@ struct scenario {
     int parallelism, max_pool_size;
     simtime vt_create, vt_park, vt_unpark, carrier_keepalive;
     long vt_stack_bytes;
-    int jep491; /* 1: synchronized no longer pins (JDK 24) */
+    int jep491;   /* 1: synchronized no longer pins (JDK 24) */
+    int vt_sched; /* enum vt_policy: how runnable virtual threads find a carrier (I.4) */
     /* network */
     int port_low, port_high, tw_reuse;
     simtime time_wait;
@@ -289,6 +290,8 @@ struct req {
     simtime arrived;    /* when it reached the server */
     simtime debt;       /* overhead CPU owed before the next step (creation, park, unpark) */
     uint32_t id;        /* shown in the window, "VT#512" / "req#512" */
+    int32_t home;       /* virtual, per-carrier schedulers: the carrier whose run queue it
+                           joins when runnable (I.4, vt_home); -1 before its first */
 };
 
 /* A downstream call in flight. It waits in a pool's or service's FIFO on its own link, so a
@@ -378,9 +381,13 @@ struct sample {
 };
 
 enum model_id { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
+/* virtual.scheduler: how a runnable virtual thread finds a carrier (I.4 says each) */
+enum vt_policy { VT_STEAL, VT_FIFO, VT_HOME, VT_NPOLICY };
+static const char *const vt_policy_names[VT_NPOLICY + 1] = {"steal", "fifo", "home", NULL};
 static const char *const model_names[] = {"platform", "virtual"};
 
 struct model;
+struct vt_sched_ops; /* virtual.scheduler's policy, I.4 */
 /* The one seam: what the two execution models do differently, as a table of operations,
  * one per model (plat_ops in I.3, vt_ops in I.4), chosen by model_init. The request
  * interpreter and the engine call these; everything else is shared. What differs only in
@@ -476,6 +483,12 @@ struct model {
     struct fifo todo; /* requests to continue after the current event (see model_defer) */
     /* virtual */
     int32_t vt_alive, vt_parked, vt_pinned, carriers_busy, carriers_compensating;
+    const struct vt_sched_ops *sched; /* virtual.scheduler's policy (I.4) */
+    struct fifo *runq; /* steal, home: carrier t's own run queue is runq[t], t < nrunq (the
+                           rest are empty); apart from thr[] so that fifo's threads stay small */
+    int32_t nrunq;
+    int32_t vt_queued;  /* in the carriers' own run queues; `queue` holds fifo's */
+    uint32_t next_home; /* round robin: the base carrier a new virtual thread is spread to */
     /* downstream */
     struct svc_state svc[MAX_SERVICES];
     /* workload */
@@ -926,11 +939,31 @@ static const struct model_ops plat_ops = {
 
 /* ---- I.4 Virtual model ---- */
 
-/* Loom: every request gets a new virtual thread, queued FIFO for `parallelism` carriers
+/* Loom: every request gets a new virtual thread, made runnable for `parallelism` carriers
  * (the ForkJoinPool in async mode). A blocking socket call unmounts it: the continuation
  * yields, its frames are kept on the heap, and the carrier runs the next one. When the
- * poller sees the socket ready, the thread is unparked and queued again. Inside
- * `synchronized` it cannot unmount (JDK 21): it pins the carrier, which blocks with it. */
+ * poller sees the socket ready, the thread is unparked and runnable again. Inside
+ * `synchronized` it cannot unmount (JDK 21): it pins the carrier, which blocks with it.
+ *
+ * THE SCHEDULER (virtual.scheduler): where a runnable virtual thread waits for a carrier.
+ *   steal  Loom's ForkJoinPool: each carrier has its own work queue, which it takes FIFO
+ *          (asyncMode); a carrier that runs dry scans the others' queues and steals the
+ *          oldest task, from the base, before it parks; a task submitted while carriers
+ *          sleep signals one (signalWork), which steals it. A virtual thread goes back to
+ *          its home, the carrier it last ran on (whose epoll saw its event; a new one is
+ *          spread round robin), mounted at once if that carrier is idle, else by an idle
+ *          carrier, else queued at home. Work conserving: no carrier idles while a thread
+ *          waits (so M/M/c holds for exponential CPU, tests/test_sim.c checks it).
+ *   fifo   one queue for all carriers (the model before issue 15).
+ *   home   a queue per carrier and no stealing: a thread runs only on the carrier it was
+ *          spread to at its start (our runtime before issue 15: copied stacks cannot move),
+ *          so one carrier idles while another's queue is long. A compensating carrier (io())
+ *          owns no threads: it takes the oldest of the first queue that has one.
+ * Invariant: a carrier idle in m->idle has an empty queue, and vt_queued counts them all. */
+struct vt_sched_ops {
+    void (*ready)(struct model *, int32_t r);   /* r can run: a carrier mounts it or it waits */
+    int32_t (*next)(struct model *, int32_t c); /* the thread free carrier c runs next, or -1 */
+};
 
 static void vt_mount(struct model *m, int32_t c, int32_t r)
 {
@@ -943,7 +976,7 @@ static void vt_mount(struct model *m, int32_t c, int32_t r)
 
 static void vt_carrier_free(struct model *m, int32_t c)
 {
-    int32_t r = FIFO_POP(&m->queue, m->req);
+    int32_t r = m->sched->next(m, c);
     if (r >= 0) {
         vt_mount(m, c, r);
         return;
@@ -954,6 +987,7 @@ static void vt_carrier_free(struct model *m, int32_t c)
         thr_idle_timer(m, c, m->s->carrier_keepalive);
 }
 
+/* fifo: one queue; idle carriers take from it in turn. */
 static void vt_kick(struct model *m)
 {
     int32_t c;
@@ -961,12 +995,127 @@ static void vt_kick(struct model *m)
         vt_mount(m, c, FIFO_POP(&m->queue, m->req));
 }
 
+static void vt_fifo_ready(struct model *m, int32_t r)
+{
+    FIFO_PUSH(&m->queue, m->req, r);
+    vt_kick(m);
+}
+
+static int32_t vt_fifo_next(struct model *m, int32_t c)
+{
+    (void)c;
+    return FIFO_POP(&m->queue, m->req);
+}
+
+/* steal and home: r's home carrier. A new thread, or one whose carrier has retired, is
+ * spread round robin over the `parallelism` carriers (slots 0..parallelism-1, made first
+ * by model_init, never retire), as the runtime spreads new threads. */
+static int32_t vt_home(struct model *m, int32_t r)
+{
+    int32_t h = m->req[r].home;
+    if (h < 0 || !m->thr[h].alive)
+        h = m->req[r].home = (int32_t)(m->next_home++ % (uint32_t)m->s->parallelism);
+    return h;
+}
+
+static int vt_carrier_idle(const struct model *m, int32_t c)
+{
+    return m->thr[c].req < 0 && m->thr[c].state == THR_IDLE;
+}
+
+/* Carrier c, idle, mounts r (it leaves the idle list from wherever it is in it). */
+static void vt_wake_carrier(struct model *m, int32_t c, int32_t r)
+{
+    thr_unidle(m, c);
+    vt_mount(m, c, r);
+}
+
+/* Carrier c's run queue length (0 for a thread that never had one). */
+static int32_t vt_runq_len(const struct model *m, int32_t c)
+{
+    return c < m->nrunq ? m->runq[c].len : 0;
+}
+
+static void vt_enqueue(struct model *m, int32_t c, int32_t r)
+{
+    if (c >= m->nrunq) {
+        int32_t n = m->nthr > c + 1 ? m->nthr : c + 1;
+        m->runq = xrealloc(m->runq, (size_t)n, sizeof *m->runq);
+        while (m->nrunq < n)
+            m->runq[m->nrunq++] = FIFO_EMPTY;
+    }
+    FIFO_PUSH(&m->runq[c], m->req, r);
+    if (++m->vt_queued > m->stats.peak_queued) /* the only place their sum grows */
+        m->stats.peak_queued = m->vt_queued;
+}
+
+static int32_t vt_dequeue(struct model *m, int32_t c)
+{
+    int32_t r = c < m->nrunq ? FIFO_POP(&m->runq[c], m->req) : -1;
+    m->vt_queued -= r >= 0;
+    return r;
+}
+
+/* steal: home if idle; else any idle carrier (all queues are empty then, so the one it
+ * would steal is r), its home from now on; else r waits at home. */
+static void vt_steal_ready(struct model *m, int32_t r)
+{
+    int32_t h = vt_home(m, r), c;
+    if (vt_carrier_idle(m, h))
+        vt_wake_carrier(m, h, r);
+    else if ((c = FIFO_POP(&m->idle, m->thr)) >= 0) {
+        m->req[r].home = c;
+        vt_mount(m, c, r);
+    } else
+        vt_enqueue(m, h, r);
+}
+
+/* Its own queue's oldest, else the oldest of the first non-empty queue after it, which
+ * makes c its home (its next unpark comes from c's poller). The JDK scans from a random
+ * queue; starting at the next carrier keeps runs reproducible. */
+static int32_t vt_steal_next(struct model *m, int32_t c)
+{
+    int32_t r = vt_dequeue(m, c);
+    if (r >= 0 || m->vt_queued == 0)
+        return r;
+    for (int32_t i = 0; i < m->nrunq; i++) { /* a retired carrier's slot has an empty one */
+        int32_t v = (c + 1 + i) % m->nrunq;
+        if (m->runq[v].len) {
+            r = vt_dequeue(m, v);
+            if (m->s->vt_sched == VT_STEAL) /* home keeps its home (an extra helps, io()) */
+                m->req[r].home = c;
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* home: mounted at home if it is idle, else queued there, whoever else is idle. */
+static void vt_home_ready(struct model *m, int32_t r)
+{
+    int32_t h = vt_home(m, r);
+    if (vt_carrier_idle(m, h))
+        vt_wake_carrier(m, h, r);
+    else
+        vt_enqueue(m, h, r);
+}
+
+static int32_t vt_home_next(struct model *m, int32_t c)
+{
+    return m->thr[c].extra ? vt_steal_next(m, c) : vt_dequeue(m, c);
+}
+
+static const struct vt_sched_ops vt_scheds[VT_NPOLICY] = {
+    [VT_STEAL] = {vt_steal_ready, vt_steal_next},
+    [VT_FIFO] = {vt_fifo_ready, vt_fifo_next},
+    [VT_HOME] = {vt_home_ready, vt_home_next},
+};
+
 static void vt_admit(struct model *m, int32_t r)
 {
     m->vt_alive++;
     m->req[r].debt += m->s->vt_create;
-    FIFO_PUSH(&m->queue, m->req, r);
-    vt_kick(m);
+    m->sched->ready(m, r);
 }
 
 /* Does blocking in this step pin the carrier? Socket I/O inside synchronized does (JDK 21-23). */
@@ -1028,8 +1177,7 @@ static void vt_wake(struct model *m, int32_t r)
         req->parked = 0;
         m->vt_parked--;
         req->debt += m->s->vt_unpark;
-        FIFO_PUSH(&m->queue, m->req, r);
-        vt_kick(m);
+        m->sched->ready(m, r);
         return;
     }
     req->pinned = 0;
@@ -1057,10 +1205,10 @@ static int32_t vt_in_service(const struct model *m)
     return m->vt_alive;
 }
 
-/* The run queue: virtual threads waiting for a carrier. */
+/* The run queues: virtual threads waiting for a carrier. */
 static int32_t vt_runnable(const struct model *m)
 {
-    return m->queue.len;
+    return m->queue.len + m->vt_queued;
 }
 
 /* Only a compensating carrier retires after its keepalive, and never below parallelism. */
@@ -1149,7 +1297,8 @@ static void wl_arrive(struct model *m, const struct event *e)
                              .fail = FAIL_NONE,
                              .rng = key,
                              .arrived = m->now,
-                             .id = ++m->next_req_id};
+                             .id = ++m->next_req_id,
+                             .home = -1};
     m->stats.arrived++;
     m->in_flight++;
     conn_arrive(m, r);
@@ -1222,7 +1371,7 @@ static void model_peaks(struct model *m)
     PEAK(peak_carriers_busy, m->carriers_busy);
     PEAK(peak_vt_parked, m->vt_parked);
     PEAK(peak_vt_pinned, m->vt_pinned);
-    PEAK(peak_queued, m->queue.len);
+    PEAK(peak_queued, m->queue.len); /* the carriers' own queues: vt_enqueue */
     PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
     PEAK(peak_in_flight, m->in_flight);
     int64_t thread_mem = model_thread_mem(m);
@@ -1254,7 +1403,7 @@ static struct sample model_sample_row(struct model *m)
     x.vt_runnable = m->ops->runnable(m);
     x.vt_parked = m->vt_parked;
     x.vt_pinned = m->vt_pinned;
-    x.queued = m->queue.len + m->backlog.len;
+    x.queued = m->queue.len + m->vt_queued + m->backlog.len;
     x.in_flight = m->in_flight;
     x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
@@ -1367,6 +1516,7 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     m->id = kind;
     m->s = s;
     m->ops = kind == MODEL_PLATFORM ? &plat_ops : &vt_ops;
+    m->sched = &vt_scheds[s->vt_sched];
     m->cpu_per_request = s->cpu_per_request[kind];
     m->cpu_per_call = s->cpu_per_call[kind];
     m->release_cpu = kind == MODEL_PLATFORM ? s->release_cpu : 0;
@@ -1403,6 +1553,7 @@ static void model_free(struct model *m)
     free(m->req);
     free(m->call);
     free(m->thr);
+    free(m->runq);
     free(m->core);
     free(m->user_iter);
     free(m->series);
@@ -2279,7 +2430,19 @@ static void call_free(struct model *m, int32_t c)
  *   default, range, doc. Parsing, --set, --keys and the docs all come from that row.
  */
 
-enum key_type { K_STR, K_U64, K_INT, K_LONG, K_DOUBLE, K_TIME, K_DIST, K_BYTES, K_BOOL, K_PROGRAM };
+enum key_type {
+    K_STR,
+    K_U64,
+    K_INT,
+    K_LONG,
+    K_DOUBLE,
+    K_TIME,
+    K_DIST,
+    K_BYTES,
+    K_BOOL,
+    K_PROGRAM,
+    K_ENUM /* one of `names`, stored as its index in an int */
+};
 
 struct scn_key {
     const char *name;
@@ -2288,6 +2451,14 @@ struct scn_key {
     const char *def; /* default, parsed by the same code as a file's value */
     double min, max; /* allowed range of numbers (times in ns, bytes) */
     const char *doc;
+};
+
+/* K_ENUM keys' words, by the key's field (NULL-terminated lists). */
+static const struct {
+    size_t off;
+    const char *const *names;
+} scn_enums[] = {
+    {offsetof(struct scenario, vt_sched), vt_policy_names},
 };
 
 #define SK(field) offsetof(struct scenario, field)
@@ -2379,6 +2550,9 @@ static const struct scn_key scn_keys[] = {
      "heap memory per virtual thread (its stack chunks)"},
     {"virtual.jep491", K_BOOL, SK(jep491), "0", 0, 1,
      "1 = JDK 24: blocking in synchronized unmounts instead of pinning"},
+    {"virtual.scheduler", K_ENUM, SK(vt_sched), "steal", 0, 0,
+     "steal: a run queue per carrier, an idle carrier steals (Loom's ForkJoinPool); fifo: one "
+     "run queue for all carriers; home: a queue per carrier, never stolen from"},
     {"net.port_low", K_INT, SK(port_low), "32768", 1, 65535, "ephemeral port range, low end"},
     {"net.port_high", K_INT, SK(port_high), "60999", 1, 65535, "ephemeral port range, high end"},
     {"net.time_wait", K_TIME, SK(time_wait), "60s", 0, 3600e9,
@@ -2720,6 +2894,30 @@ static int scn_program(struct scenario *s, const struct scn_src *src, const char
     return 0;
 }
 
+/* K_ENUM: the word's index into *field, or a message naming the words (and the nearest). */
+static const char *scn_nearest(const char *word, const char *const *names);
+static int scn_enum(const struct scn_src *src, const struct scn_key *k, const char *v, void *field)
+{
+    char words[128] = "";
+    const char *const *names = NULL;
+    for (size_t i = 0; i < sizeof scn_enums / sizeof scn_enums[0]; i++)
+        if (scn_enums[i].off == k->off)
+            names = scn_enums[i].names;
+    for (int i = 0; names[i]; i++) {
+        if (!strcmp(v, names[i])) {
+            *(int *)field = i;
+            return 0;
+        }
+        snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", i ? ", " : "",
+                 names[i]);
+    }
+    const char *near = scn_nearest(v, names);
+    if (near)
+        return scn_fail(src, "%s: '%s' is not one of %s (did you mean '%s'?)", k->name, v, words,
+                        near);
+    return scn_fail(src, "%s: '%s' is not one of %s", k->name, v, words);
+}
+
 /* Parse one value of a key into `base + key->off`. */
 static int scn_value(struct scenario *s, void *base, const struct scn_key *k, const char *v,
                      const struct scn_src *src)
@@ -2736,6 +2934,8 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
         strcpy(field, v);
         return 0;
     }
+    case K_ENUM:
+        return scn_enum(src, k, v, field);
     case K_PROGRAM:
         if (strlen(v) >= sizeof s->program_text)
             return scn_fail(src, "program longer than %zu characters", sizeof s->program_text - 1);
@@ -2859,6 +3059,15 @@ static void scn_near_offer(struct scn_near *n, const char *name)
         n->best = name;
         n->dist = d;
     }
+}
+
+/* The nearest of a NULL-terminated list of names, or NULL when none is near. */
+static const char *scn_nearest(const char *word, const char *const *names)
+{
+    struct scn_near near = {word, NULL, 0};
+    for (int i = 0; names[i]; i++)
+        scn_near_offer(&near, names[i]);
+    return near.best;
 }
 
 /* Set `key` to `value`: the one entry point for files, defaults and --set. */
@@ -5645,6 +5854,8 @@ static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len
             snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
     } else if (!req->admitted)
         snprintf(buf, len, "waits in the accept backlog");
+    else if (m->id == MODEL_VIRTUAL && m->s->vt_sched != VT_FIFO && req->home >= 0)
+        snprintf(buf, len, "waits in carrier C#%u's run queue", m->thr[req->home].id);
     else
         snprintf(buf, len, "waits in the %s", ui_words[m->id].queue);
 }
@@ -5832,6 +6043,21 @@ static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct 
     return k;
 }
 
+/* The virtual model's waiting threads: the accept backlog, then the run queue (fifo) or
+ * each carrier's own queue in turn (steal, home), so the box holds every runnable one. */
+static long ui_runq_items(struct ui_gfx *g, const struct model *m)
+{
+    const struct fifo *fifos[2] = {&m->backlog, &m->queue};
+    long n = ui_fifo_items(g, m, fifos, 2), k = n;
+    if (m->vt_queued == 0)
+        return n;
+    ui_scratch(g, n + m->vt_queued); /* keeps what is there */
+    for (int32_t c = 0; c < m->nrunq; c++)
+        for (int32_t i = m->runq[c].head; i >= 0 && k < n + m->vt_queued; i = m->req[i].next)
+            g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
+    return k;
+}
+
 /* Dots for the requests that arrived during the last `travel`, flying from the users to
  * the queue, and bouncing red-edged ones for recent failures. Both come from the models'
  * state, so a screenshot shows them too. */
@@ -5886,13 +6112,13 @@ static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui
     /* the queue: the run queue (virtual); the platform's executor queue has the big grid
      * below its threads, so here it shows only the kernel's accept backlog */
     const struct fifo *fifos[2] = {&m->backlog, &m->queue};
-    long n = ui_fifo_items(g, m, fifos, m->id == MODEL_PLATFORM ? 1 : 2);
+    long n = m->id == MODEL_PLATFORM ? ui_fifo_items(g, m, fifos, 1) : ui_runq_items(g, m);
     char label[96];
     if (m->id == MODEL_PLATFORM)
         snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
     else
-        snprintf(label, sizeof label, "run queue: %d%s", m->queue.len + m->backlog.len,
-                 m->backlog.len ? " (some in backlog)" : "");
+        snprintf(label, sizeof label, "run queue%s: %d%s", m->s->vt_sched == VT_FIFO ? "" : "s",
+                 m->ops->runnable(m) + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
     ui_text(g, UI_SMALL, qx, r.y, text, label);
     SDL_FRect box = {qx, r.y + small + 2 * S, r.w - (qx - r.x), r.h - small - 2 * S};
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
@@ -5912,6 +6138,9 @@ static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRec
     SDL_Color ink = ui_color(g, UI_FAILED, 255); /* black reads on every state colour */
     float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink,
                        "%s#%-4u %-8s", ui_thr_prefix(m), th->id, thr_state_names[th->state]);
+    if (vt_runq_len(m, t)) /* a carrier's own run queue (virtual.scheduler steal or home) */
+        x = ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " +%d queued",
+                     vt_runq_len(m, t));
     if (th->req < 0)
         return;
     char step[64];

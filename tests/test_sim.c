@@ -256,6 +256,97 @@ static void test_erlang_c(void)
     }
 }
 
+/* ---- the virtual scheduler (issue 15) ---- */
+
+/* M/M/2 once per virtual.scheduler. steal and fifo are work conserving: Erlang C's mean.
+ * home spreads Poisson arrivals round robin to 2 carriers that never help each other: each
+ * is an E2/M/1 queue (every other arrival of a Poisson stream: Erlang-2 gaps of rate
+ * lambda/2), whose response time is exponential of rate mu(1 - sigma), sigma the root of
+ * sigma = (2l / (2l + mu(1 - sigma)))^2 with l = lambda/2 (GI/M/1): its mean and p99. */
+static void test_scheduler_policies(void)
+{
+    const double lambda = 1500, mu = 1000, l = lambda / 2; /* per second */
+    const char *base = "users = 0\nrate = 1500\nduration = 300s\nwarmup = 10s\ncores = 2\n"
+                       "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\n"
+                       "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n"
+                       "virtual.scheduler = ";
+    double sigma = 0.5;
+    for (int i = 0; i < 200; i++)
+        sigma = pow(2 * l / (2 * l + mu * (1 - sigma)), 2);
+    double w_home = 1e3 / (mu * (1 - sigma)), p99_home = w_home * log(100);
+    double w_mmc = (erlang_c(2, lambda / mu) / (2 * mu - lambda) + 1 / mu) * 1e3;
+    struct result r[VT_NPOLICY];
+    for (int k = 0; k < VT_NPOLICY; k++) {
+        char text[512];
+        struct scenario s;
+        snprintf(text, sizeof text, "%s%s\n", base, vt_policy_names[k]);
+        must_load(&s, text);
+        run_one(&s, MODEL_VIRTUAL, &r[k]);
+        CHECK_NEAR(r[k].cpu_util, lambda / mu / 2, 0.02, "M/M/2 utilisation vs rho");
+    }
+    CHECK_NEAR(r[VT_STEAL].mean, w_mmc, 0.03, "steal: M/M/2 mean response (ms) vs Erlang C");
+    CHECK_NEAR(r[VT_FIFO].mean, w_mmc, 0.03, "fifo: M/M/2 mean response (ms) vs Erlang C");
+    CHECK_NEAR(r[VT_HOME].mean, w_home, 0.03, "home: mean response (ms) vs E2/M/1 x 2");
+    CHECK_NEAR(r[VT_HOME].p99, p99_home, 0.04, "home: p99 (ms) vs E2/M/1 x 2");
+    CHECK(r[VT_HOME].p99 > 1.2 * r[VT_FIFO].p99, "home's p99 %.3g ms above fifo's %.3g ms",
+          r[VT_HOME].p99, r[VT_FIFO].p99);
+}
+
+/* The queues' bookkeeping at every event, for each policy, on a program that parks, pins
+ * and compensates (io()): the carriers' queues add up to vt_queued, an idle carrier's own
+ * queue is empty, under home a queued thread waits at its home carrier, and under steal no
+ * carrier idles while a thread waits (work conserving); under home that does happen. */
+static void test_scheduler_invariants(void)
+{
+    for (int k = 0; k < VT_NPOLICY; k++) {
+        char text[512];
+        struct scenario s;
+        snprintf(text, sizeof text,
+                 "users = 30\nthink = exp(2ms)\nduration = 3s\nwarmup = 1s\ncores = 2\n"
+                 "virtual.parallelism = 3\nvirtual.max_pool_size = 5\n"
+                 "virtual.carrier_keepalive = 10ms\n"
+                 "program = cpu(exp(200us)) call(A) io(exp(1ms)) sync { call(B) } "
+                 "cpu(exp(100us))\nservice.A.latency = exp(5ms)\nservice.B.latency = exp(1ms)\n"
+                 "virtual.scheduler = %s\n",
+                 vt_policy_names[k]);
+        must_load(&s, text);
+        struct model m;
+        model_init(&m, &s, MODEL_VIRTUAL);
+        long bad_sum = 0, bad_idle = 0, bad_home = 0, bad_steal = 0, steps = 0, waits = 0,
+             idle_q = 0;
+        while (model_step(&m, s.duration) >= 0) {
+            int32_t sum = 0;
+            for (int32_t c = 0; c < m.nthr; c++) {
+                if (!m.thr[c].alive)
+                    continue;
+                sum += vt_runq_len(&m, c);
+                bad_idle += m.thr[c].state == THR_IDLE && m.thr[c].req < 0 && vt_runq_len(&m, c);
+                for (int32_t r = vt_runq_len(&m, c) ? m.runq[c].head : -1; r >= 0;
+                     r = m.req[r].next)
+                    bad_home += k == VT_HOME && m.req[r].home != c;
+            }
+            bad_sum += sum != m.vt_queued || (k == VT_FIFO ? sum != 0 : m.queue.len != 0);
+            bad_steal += k == VT_STEAL && m.idle.len > 0 && m.vt_queued > 0;
+            idle_q += m.idle.len > 0 && m.vt_queued > 0;
+            waits += m.vt_queued + m.queue.len > 0;
+            steps++;
+        }
+        CHECK(bad_sum == 0 && bad_idle == 0 && bad_home == 0,
+              "%s: queues' sum wrong at %ld of %ld events, an idle carrier with a queue at %ld, "
+              "a thread away from home at %ld",
+              vt_policy_names[k], bad_sum, steps, bad_idle, bad_home);
+        CHECK(bad_steal == 0, "steal: a carrier idles while a thread waits at %ld of %ld events",
+              bad_steal, steps);
+        CHECK(k != VT_HOME || idle_q > steps / 100,
+              "home: a carrier idles while another's queue waits at %ld of %ld events (it must)",
+              idle_q, steps);
+        CHECK(waits > steps / 20, "%s: threads wait at %ld of %ld events (the test needs some)",
+              vt_policy_names[k], waits, steps);
+        CHECK(m.stats.thread_creations > 0, "%s: io() compensated", vt_policy_names[k]);
+        model_free(&m);
+    }
+}
+
 /* A closed system obeys Little's law: N = X·(R + Z). */
 static void test_littles_law(void)
 {
@@ -1040,6 +1131,10 @@ static void test_bad_input(void)
     expect_error("max_thread = 5\n",
                  "unknown key 'max_thread' (did you mean 'platform.max_threads'?)");
     expect_error("virtual.paralelism = 5\n", "(did you mean 'virtual.parallelism'?)");
+    expect_error("virtual.scheduler = steel\n",
+                 ":1: virtual.scheduler: 'steel' is not one of steal, fifo, home (did you mean "
+                 "'steal'?)");
+    expect_error("virtual.scheduler = lifo\n", "'lifo' is not one of steal, fifo, home");
     expect_error("thread = 3\n", "unknown key 'thread' (./sim --keys lists them)");
     expect_error("service.A.latncy = 5ms\n",
                  "unknown service key 'latncy' (did you mean 'latency'?)");
@@ -1434,6 +1529,8 @@ int main(void)
     test_common_random_numbers();
     test_erlang_c();
     test_littles_law();
+    test_scheduler_policies();
+    test_scheduler_invariants();
     test_t_quantile();
     test_interval_coverage();
     test_batch_means_coverage();
