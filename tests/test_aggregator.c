@@ -189,6 +189,82 @@ static void t_many(void *arg)
     free(m);
 }
 
+/* Work stealing: an imbalanced load, every thread spawned on carrier 0, each doing CPU work
+ * and parking (a read with a deadline on an empty pipe registered with carrier 0, so a
+ * stolen thread's park is woken by carrier 0's timer), must spread to every carrier. On a
+ * runtime without stealing all of them stay on carrier 0 and this fails. Threads keep going
+ * until every carrier has run one of them, at most SPREAD_ROUNDS rounds each (bounded). */
+enum { SPREAD_THREADS = 32, SPREAD_ROUNDS = 400 };
+struct spread {
+    int fd[2];                     /* the empty pipe */
+    unsigned seen;                 /* atomic: bit i set once carrier i ran one of them */
+    unsigned mask[SPREAD_THREADS]; /* carriers each thread ran on (written by that thread) */
+    int timeouts[SPREAD_THREADS];  /* its parks that ended by the deadline, as they should */
+};
+
+struct spread_arg {
+    struct spread *sp;
+    int i;
+};
+
+static void spread_worker(void *arg)
+{
+    struct spread_arg *a = arg;
+    struct spread *sp = a->sp;
+    unsigned all = (1u << rt.ncarriers) - 1;
+    for (int r = 0; r < SPREAD_ROUNDS && (r < 4 || LOAD(sp->seen) != all); r++) {
+        volatile uint64_t x = 0;
+        for (int k = 0; k < 20000; k++) /* CPU work: some tens of microseconds */
+            x = x * 6364136223846793005ULL + (uint64_t)k;
+        unsigned bit = 1u << carrier_self->id;
+        sp->mask[a->i] |= bit;
+        __atomic_fetch_or(&sp->seen, bit, __ATOMIC_RELAXED);
+        char c;
+        if (io_rw(sp->fd[0], VT_READ, &c, 1, now_ns() + 100 * 1000) < 0 && errno == ETIMEDOUT)
+            sp->timeouts[a->i]++;
+    }
+    free(a);
+}
+
+static void t_steal(void *arg)
+{
+    (void)arg;
+    struct spread *sp = xcalloc(1, sizeof *sp);
+    if (pipe2(sp->fd, O_NONBLOCK | O_CLOEXEC) < 0 || io_register(sp->fd[0]) < 0) {
+        CHECK(0, "pipe: %s", strerror(errno));
+        return;
+    }
+    uint64_t runs0[8] = {0};
+    for (int c = 0; c < rt.ncarriers && c < 8; c++)
+        runs0[c] = LOAD(rt.carriers[c].runs);
+    struct vt *v[SPREAD_THREADS];
+    for (int i = 0; i < SPREAD_THREADS; i++) {
+        struct spread_arg *a = xmalloc(sizeof *a);
+        *a = (struct spread_arg){sp, i};
+        v[i] = vt_spawn_on(&rt.carriers[0], spread_worker, a, VT_JOINABLE);
+    }
+    for (int i = 0; i < SPREAD_THREADS; i++)
+        vt_join(v[i]);
+    unsigned all = (1u << rt.ncarriers) - 1, any = 0;
+    int timeouts = 0;
+    for (int i = 0; i < SPREAD_THREADS; i++) {
+        any |= sp->mask[i];
+        timeouts += sp->timeouts[i];
+    }
+    CHECK(any == all, "imbalanced load: the threads ran on carriers %#x, want all of %#x", any,
+          all);
+    CHECK(timeouts >= 4 * SPREAD_THREADS, "parks ended by their deadline: %d, want >= %d", timeouts,
+          4 * SPREAD_THREADS);
+    printf("test_aggregator: 32 threads spawned on carrier 0 ran");
+    for (int c = 0; c < rt.ncarriers && c < 8; c++)
+        printf(" %llu times on carrier %d%s",
+               (unsigned long long)(LOAD(rt.carriers[c].runs) - runs0[c]), c,
+               c + 1 < rt.ncarriers ? "," : "\n");
+    io_close(sp->fd[0]);
+    close(sp->fd[1]);
+    free(sp);
+}
+
 /* Stack overflow: a child process recurses on a virtual thread; it must die with the message. */
 static int deep(int n)
 {
@@ -683,12 +759,16 @@ int main(void)
     t_http_fuzz();
     t_hist();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
-    rt_start(2);
+    rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
     rt_run(t_timers, NULL);
     rt_run(t_park_io, NULL);
     rt_run(t_pinning, NULL);
     rt_run(t_many, NULL);
+    rt_shutdown();
+    rt_join();
+    rt_start(2);
+    rt_run(t_steal, NULL);
     rt_shutdown();
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak after the runtime stopped");
