@@ -3329,7 +3329,7 @@ static void scn_print_keys(FILE *out)
 enum bound_id { BOUND_LITTLE, BOUND_CPU, BOUND_POOL, BOUND_PORTS, BOUND_N };
 static const char *const bound_keys[BOUND_N] = {"littles_law", "cpu", "pool", "ports"};
 static const char *const bound_labels[BOUND_N] = {
-    "Little's law N / (R0 + Z)", "CPU: cores / CPU a request", "pool: holders / time held",
+    "Little's law N / (R0 + Z)", "CPU: cores or carriers / CPU", "pool: holders / time held",
     "ports: range / TIME_WAIT"};
 
 struct bounds {
@@ -3736,6 +3736,19 @@ static void rep_port_bound(const struct scenario *s, const struct rep_demand *d,
         }
 }
 
+/* How many of the cores a model can keep busy at once: its threads that run CPU (pool
+ * threads; carriers, `parallelism`), and under io() also those compensating for it (up to
+ * max_pool_size, which then run CPU beside the others), at most the cores. */
+static int rep_cpus(const struct model *m)
+{
+    const struct scenario *s = m->s;
+    int32_t n = m->ops->holders(m, OP_CPU, 0);
+    for (int i = 0; i < s->nsteps; i++)
+        if (s->prog[i].op == OP_IO && m->ops->holders(m, OP_IO, 0) > n)
+            n = m->ops->holders(m, OP_IO, 0);
+    return n < s->cores ? (int)n : s->cores;
+}
+
 static void rep_bounds(const struct model *m, struct bounds *b)
 {
     const struct scenario *s = m->s;
@@ -3752,9 +3765,15 @@ static void rep_bounds(const struct model *m, struct bounds *b)
         rep_bound_offer(b, BOUND_LITTLE, s->users / ((d.r0 + z) / SEC), what);
     else
         snprintf(b->what[BOUND_LITTLE], sizeof what, "requests take no time, users do not think");
-    snprintf(what, sizeof what, "%d cores / %.4g us a request", s->cores, d.cpu / 1e3);
+    int cpus = rep_cpus(m);
+    if (cpus < s->cores)
+        snprintf(what, sizeof what, "%d %s%s (of %d cores) / %.4g us a request", cpus,
+                 m->id == MODEL_VIRTUAL ? "carrier" : "thread", cpus > 1 ? "s" : "", s->cores,
+                 d.cpu / 1e3);
+    else
+        snprintf(what, sizeof what, "%d cores / %.4g us a request", s->cores, d.cpu / 1e3);
     if (d.cpu > 0)
-        rep_bound_offer(b, BOUND_CPU, s->cores / (d.cpu / SEC), what);
+        rep_bound_offer(b, BOUND_CPU, cpus / (d.cpu / SEC), what);
     else
         snprintf(b->what[BOUND_CPU], sizeof what, "a request costs no CPU");
     rep_pool_bound(m, &d, b);
@@ -3767,11 +3786,15 @@ static void rep_bounds(const struct model *m, struct bounds *b)
 
 /* Why a model's throughput is above its binding bound, or NULL when it is not. A bound is
  * a steady-state limit; a window can beat it where requests started before it complete
- * inside it (the start-up transient, users in lockstep) or where sampled times ran short. */
-static const char *rep_above_bound(const struct result *r, char *buf, size_t len)
+ * inside it (the start-up transient, users in lockstep) or where sampled times ran short.
+ * With a 95% interval (half-width `half`, NAN for one run) it is above only when the
+ * interval's lower end is: a bound inside the interval is met, not beaten (rep_at_bound). */
+static const char *rep_above_bound(const struct result *r, double half, char *buf, size_t len)
 {
     const struct bounds *b = &r->bounds;
     if (b->binding < 0 || !(r->throughput_rps > b->rps[b->binding]))
+        return NULL;
+    if (isfinite(half) && r->throughput_rps - half <= b->rps[b->binding])
         return NULL;
     snprintf(buf, len,
              "above its %s bound by %.2g%%: the %.4g s window also counts requests begun "
@@ -3780,6 +3803,14 @@ static const char *rep_above_bound(const struct result *r, char *buf, size_t len
              bound_keys[b->binding], 100 * (r->throughput_rps / b->rps[b->binding] - 1),
              r->window_s);
     return buf;
+}
+
+/* A throughput above its binding bound whose 95% interval holds the bound: at it. */
+static int rep_at_bound(const struct result *r, double half)
+{
+    const struct bounds *b = &r->bounds;
+    return b->binding >= 0 && r->throughput_rps > b->rps[b->binding] && isfinite(half) &&
+           r->throughput_rps - half <= b->rps[b->binding];
 }
 
 /* STEADY STATE
@@ -3962,7 +3993,8 @@ static void rep_steady(const struct model *m, struct result *r)
 }
 
 /* The bounds of both models, which binds, and the share of it each achieved. */
-static void rep_text_bounds(FILE *out, const struct result res[MODEL_N])
+static void rep_text_bounds(FILE *out, const struct result res[MODEL_N],
+                            const struct result ci[MODEL_N])
 {
     char a[32], b[32], note[320];
     fprintf(out, "\n  %-30s %14s %14s\n", "bounds on throughput (req/s)", "platform", "virtual");
@@ -3982,8 +4014,12 @@ static void rep_text_bounds(FILE *out, const struct result res[MODEL_N])
         fprintf(out, "  %s: %s binds (%s); achieved %.0f%% of it\n", model_names[mk],
                 bound_keys[bd->binding], bd->what[bd->binding],
                 100 * res[mk].throughput_rps / bd->rps[bd->binding]);
-        if (rep_above_bound(&res[mk], note, sizeof note))
+        double half = ci[mk].throughput_rps;
+        if (rep_above_bound(&res[mk], half, note, sizeof note))
             fprintf(out, "    %s\n", note);
+        else if (rep_at_bound(&res[mk], half))
+            fprintf(out, "    at its %s bound (within the 95%% interval)\n",
+                    bound_keys[bd->binding]);
     }
 }
 
@@ -4051,7 +4087,7 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
         if (res[0].failed_by_reason[k] > 0 || res[1].failed_by_reason[k] > 0)
             fprintf(out, "  %-30s %20.0f %20.0f   %s\n", fail_names[k], res[0].failed_by_reason[k],
                     res[1].failed_by_reason[k], fail_docs[k]);
-    rep_text_bounds(out, res);
+    rep_text_bounds(out, res, rp->ci);
     for (int mk = 0; mk < MODEL_N; mk++)
         fprintf(out, "  %s: %s\n", model_names[mk], res[mk].steady_why);
 }
@@ -4081,7 +4117,7 @@ static void rep_json_number(FILE *out, const char *fmt, double v)
 
 /* "bounds": {the four, "binding", "why_null": {...} for those that do not apply, and
  * "above_bound" when the throughput is above the binding one (rep_above_bound)}. */
-static void rep_json_bounds(FILE *out, const struct result *r)
+static void rep_json_bounds(FILE *out, const struct result *r, double half)
 {
     const struct bounds *b = &r->bounds;
     char note[320];
@@ -4100,7 +4136,7 @@ static void rep_json_bounds(FILE *out, const struct result *r)
             rep_json_string(out, b->what[k]);
         }
     fputc('}', out);
-    if (rep_above_bound(r, note, sizeof note)) {
+    if (rep_above_bound(r, half, note, sizeof note)) {
         fputs(", \"above_bound\": ", out);
         rep_json_string(out, note);
     }
@@ -4143,7 +4179,7 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
     fprintf(out, "}, \"steady\": %s, \"steady_why\": ", r->steady ? "true" : "false");
     rep_json_string(out, r->steady_why);
     fputs(", ", out);
-    rep_json_bounds(out, r);
+    rep_json_bounds(out, r, ci->throughput_rps);
     fputc('}', out);
 }
 
@@ -4192,8 +4228,11 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp
     fputs("model,users,rate", out);
     for (size_t i = 0; i < REP_NROWS; i++)
         fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
-    fputs(",intervals_n\n", out);
+    for (int k = 0; k < BOUND_N; k++)
+        fprintf(out, ",bound_%s_rps", bound_keys[k]);
+    fputs(",binding,steady,intervals_n\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
+        const struct bounds *b = &rp->r[mk].bounds;
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
         for (size_t i = 0; i < REP_NROWS; i++) {
             double half = rep_get(&rp->ci[mk], &rep_rows[i]);
@@ -4203,7 +4242,10 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp
             else if (rep_rows[i].ci)
                 fputc(',', out);
         }
-        fprintf(out, ",%d\n", rp->n);
+        for (int k = 0; k < BOUND_N; k++) /* a bound that does not apply: an empty field */
+            isfinite(b->rps[k]) ? fprintf(out, ",%.6g", b->rps[k]) : fputc(',', out);
+        fprintf(out, ",%s,%d,%d\n", b->binding >= 0 ? bound_keys[b->binding] : "none",
+                rp->r[mk].steady, rp->n);
     }
 }
 
@@ -6389,8 +6431,17 @@ static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     ui_hit_add(g, r, m->id, UI_HIT_COUNTERS, -1);
     float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
                        "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
-    ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%" PRIu64,
-             failed);
+    x = ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%-6" PRIu64,
+                 failed);
+    /* the binding bound on throughput, as the report names it (IV.1) */
+    struct bounds b;
+    char bound[32];
+    rep_bounds(m, &b);
+    if (b.binding >= 0) {
+        rep_human(bound, sizeof bound, b.rps[b.binding], R_INT);
+        ui_textf(g, UI_SMALL, x, r.y, ui_color(g, UI_DIM, 255), "bound %s (%s)", bound,
+                 bound_keys[b.binding]);
+    }
     /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
     char io[32], busy[32] = "-";
     rep_human(io, sizeof io, m->id == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked,
@@ -6709,7 +6760,10 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
         int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished",
                          (double)th->born / SEC, th->served);
         if (th->core >= 0)
-            snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
+            o += snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
+        if (vt_runq_len(m, p.idx) && o < 96)
+            snprintf(lines[n] + o, (size_t)(96 - o), ", %d in its run queue",
+                     vt_runq_len(m, p.idx));
         n++;
         r = th->req;
     } else if (p.type == UI_PICK_REQ)

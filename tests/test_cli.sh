@@ -50,6 +50,12 @@ for k in '"scenario"' '"seed"' '"engine"' '"events_per_s"' '"peak_rss_bytes"' '"
     grep -q "$k" "$tmp/r.json" && ok || bad "--json lacks $k"
 done
 [ "$("$sim" $args --csv | wc -l)" -eq 3 ] && ok || bad "--csv: a header and two rows"
+# the bounds in --csv as in the table and JSON (issue 13 c): each bound, which binds
+"$sim" $args --csv | head -1 | grep -q ',bound_littles_law_rps,bound_cpu_rps,bound_pool_rps,bound_ports_rps,binding,steady,' && ok || bad "--csv lacks the bounds"
+"$sim" $args --csv | grep -q '^platform,.*,pool,[01],[0-9]*$' && ok || bad "--csv: the platform's pool binds in default.scn"
+# the virtual scheduler (issue 15): a key like the others, checked, with the nearest word
+expect 2 "virtual.scheduler: 'steel' is not one of steal, fifo, home (did you mean 'steal'?)" -- $args --set virtual.scheduler=steel
+"$sim" --keys | grep -q 'virtual.scheduler  *steal' && ok || bad "--keys lists virtual.scheduler, default steal"
 "$sim" $args --trace "$tmp/t.json" > /dev/null && head -c 1 "$tmp/t.json" | grep -q '\[' && tail -n 1 "$tmp/t.json" | grep -q '\]' && ok || bad "--trace writes a JSON array"
 
 # intervals (issue 13): replications are deterministic; every headline figure has its ci95

@@ -1019,7 +1019,8 @@ static void check_binds(const struct result *r, int k, const char *what)
 {
     char note[320];
     CHECK(r->bounds.binding == k, "%s: %s binds (got %d)", what, bound_keys[k], r->bounds.binding);
-    CHECK(r->throughput_rps <= r->bounds.rps[k] * 1.001 || rep_above_bound(r, note, sizeof note),
+    CHECK(r->throughput_rps <= r->bounds.rps[k] * 1.001 ||
+              rep_above_bound(r, NAN, note, sizeof note),
           "%s: %.1f req/s is within its bound %.1f or says why", what, r->throughput_rps,
           r->bounds.rps[k]);
 }
@@ -1066,6 +1067,39 @@ static void test_bounds(void)
         check_bound(&p, BOUND_LITTLE, s.rate, "mmc: the arrival rate");
         check_bound(&v, BOUND_CPU, s.cores / 1e-3, "mmc: cores / 1 ms");
         check_binds(&p, BOUND_LITTLE, "mmc platform");
+    }
+    /* fewer carriers than cores: the carriers bind, by name; with io() the carriers that
+     * compensate run CPU too (up to max_pool_size), and the cores bind again */
+    for (int io = 0; io < 2; io++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "users = 300\nduration = 6s\nwarmup = 2s\ncores = 2\nvirtual.parallelism = 1\n"
+                 "program = cpu(exp(1ms)) call(A)%s\nservice.A.latency = exp(5ms)\n"
+                 "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\nos.ctx_switch = 0\n",
+                 io ? " io(exp(10ms))" : "");
+        must_load(&s, text);
+        run_one(&s, MODEL_VIRTUAL, &v);
+        check_bound(&v, BOUND_CPU, (io ? 2 : 1) / 1e-3, io ? "io(): 2 cores" : "1 carrier");
+        CHECK(io || strstr(v.bounds.what[BOUND_CPU], "1 carrier (of 2 cores)"),
+              "the bound names the carrier: %s", v.bounds.what[BOUND_CPU]);
+        CHECK(v.throughput_rps <= v.bounds.rps[BOUND_CPU] * 1.01 &&
+                  v.throughput_rps >= v.bounds.rps[BOUND_CPU] * 0.95,
+              "%s: %.1f req/s at its CPU bound %.1f", io ? "io()" : "1 carrier", v.throughput_rps,
+              v.bounds.rps[BOUND_CPU]);
+    }
+    /* "above its bound" only when the interval's lower end is above it; a bound inside the
+     * interval is met ("at its bound"), and one run (no interval) still says why */
+    {
+        struct result r = {.throughput_rps = 1001};
+        char note[320];
+        r.bounds.binding = BOUND_CPU;
+        r.bounds.rps[BOUND_CPU] = 1000;
+        CHECK(!rep_above_bound(&r, 2, note, sizeof note) && rep_at_bound(&r, 2),
+              "1001 +- 2 against 1000: at its bound, not above");
+        CHECK(rep_above_bound(&r, 0.5, note, sizeof note) && !rep_at_bound(&r, 0.5),
+              "1001 +- 0.5 against 1000: above");
+        CHECK(rep_above_bound(&r, NAN, note, sizeof note) && !rep_at_bound(&r, NAN),
+              "1001, one run, against 1000: above, with why");
     }
     /* a 1 s window sees the pool's lockstep waves: above the bound, and the report says why */
     must_load(&s, "users = 1000\nthink = 0\nduration = 2s\nwarmup = 1s\nprogram = cpu(100us) "

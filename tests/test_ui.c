@@ -468,8 +468,52 @@ static void test_fanout_lot(void)
     free(x);
 }
 
+/* Issue 15: with a run queue per carrier (steal, home) the run-queue box holds every
+ * runnable virtual thread (the model's count, not the drawing's), and a carrier's card says
+ * how many wait in its own queue. CPU-heavy, so the queues are long at t = 2 s. */
+static void test_carrier_queues(void)
+{
+    static const char *const names[] = {"steal", "home", "fifo"};
+    for (int k = 0; k < 3; k++) {
+        char policy[48];
+        snprintf(policy, sizeof policy, "virtual.scheduler=%s", names[k]);
+        const char *const kv[] = {"users=1000", "duration=3s", "warmup=1s",
+                                  "program=cpu(exp(1ms)) call(A)", "service.A.latency=50ms",
+                                  policy, NULL};
+        struct ui_canvas c;
+        struct ui_sim *x = calloc(1, sizeof *x);
+        if (ui_canvas_open(&c, &tu_opts) != 0) {
+            CHECK(0, "opening a canvas");
+            free(x);
+            return;
+        }
+        tu_render(&c, x, kv, 2 * SEC);
+        const struct model *m = &x->m[MODEL_VIRTUAL];
+        int32_t want = m->backlog.len + m->queue.len, queued = 0;
+        for (int32_t t = 0; t < m->nthr; t++)
+            queued += m->thr[t].alive ? vt_runq_len(m, t) : 0;
+        long n = ui_runq_items(&c.g, m);
+        CHECK(n == want + queued && queued == m->vt_queued && (k == 2 || queued > 100),
+              "%s: the run-queue box holds %ld, the model %d waiting + %d in carriers' queues",
+              names[k], n, want, queued);
+        for (int32_t t = 0; t < m->nthr; t++) {
+            char lines[7][96], tail[48];
+            if (!m->thr[t].alive || !vt_runq_len(m, t))
+                continue;
+            ui_card_lines(m, (struct ui_pick){MODEL_VIRTUAL, UI_PICK_THREAD, t}, lines, 7);
+            snprintf(tail, sizeof tail, ", %d in its run queue", vt_runq_len(m, t));
+            CHECK(strstr(lines[1], tail), "%s: C#%u's card \"%s\" says \"%s\"", names[k],
+                  m->thr[t].id, lines[1], tail);
+        }
+        ui_canvas_close(&c);
+        ui_sim_free(x);
+        free(x);
+    }
+}
+
 int main(void)
 {
+    test_carrier_queues();
     test_fanout_lot();
     test_title_fits();
     test_status_paused();
