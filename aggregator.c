@@ -338,14 +338,19 @@ static int signals_wait_until(int64_t deadline)
 
 /* ---- I.2 Context switch ---- */
 
-/* vt_switch_asm(&from_sp, to_sp) saves the callee-saved state of the running context on its
- * own stack, stores the stack pointer in *from_sp, loads to_sp and restores the state found
- * there. Everything else is caller-saved by the C ABI, so it is already on the stack or dead.
- * Nothing is touched below the stack pointer (no red-zone use), so a signal is always safe.
+/* vt_switch_asm(&from_sp, to_sp) saves the callee-saved registers of the running context on
+ * its own stack, stores the stack pointer in *from_sp, loads to_sp and restores the registers
+ * found there. Everything else is caller-saved by the C ABI, so it is already on the stack or
+ * dead. Nothing is touched below the stack pointer (no red-zone use), so a signal is always
+ * safe. The FP control state (x87 control word, MXCSR; FPCR on aarch64) is not switched: the
+ * virtual threads of a carrier share it, as libaco does by default (its
+ * ACO_CONFIG_SHARE_FPU_MXCSR_ENV) and libdill always does. Invariant: no virtual thread changes
+ * the rounding mode or the exception masks (nothing in this program calls fesetround); one
+ * that must, restores them before it parks. ldmxcsr and fldcw cost 4.5 ns per switch here, a
+ * third of it.
  *
- * x86-64 frame, from to_sp upwards (56 bytes, then the return address):
- *     +0  MXCSR (4 bytes) and x87 control word (2 bytes): the FP modes are callee-saved
- *     +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp   +56 return address
+ * x86-64 frame, from to_sp upwards (48 bytes, then the return address):
+ *     +0  r15   +8  r14   +16 r13   +24 r12   +32 rbx   +40 rbp   +48 return address
  * aarch64 frame (160 bytes): x19..x28, x29 (fp), x30 (lr, the return address), d8..d15.
  *
  * A new thread's frame is built by vt_frame_init so that the first switch "returns" into
@@ -353,18 +358,16 @@ static int signals_wait_until(int64_t deadline)
  * returns; if it did, the trap instruction after the call stops the process loudly.
  * Other targets switch with ucontext (build with -DVT_UCONTEXT to try it here). */
 #if VT_SWITCH_X86_64
-/* A new frame: 56 bytes of registers, the return address, then 16 bytes of padding, so
+/* A new frame: 48 bytes of registers, the return address, then 16 bytes of padding, so
  * that after `ret` the stack pointer is 16-byte aligned as vt_boot_asm's call needs. */
-#define VT_FRAME_BYTES 80
+#define VT_FRAME_BYTES 72
 __asm__(".text\n"
         ".type vt_switch_asm,@function\n"
         "vt_switch_asm:\n"
         "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n"
         "    pushq %r13\n    pushq %r14\n    pushq %r15\n"
-        "    subq $8, %rsp\n    stmxcsr (%rsp)\n    fnstcw 4(%rsp)\n"
         "    movq %rsp, (%rdi)\n"
         "    movq %rsi, %rsp\n"
-        "    ldmxcsr (%rsp)\n    fldcw 4(%rsp)\n    addq $8, %rsp\n"
         "    popq %r15\n    popq %r14\n    popq %r13\n"
         "    popq %r12\n    popq %rbx\n    popq %rbp\n"
         "    ret\n"
@@ -426,11 +429,10 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
     uint64_t *f = (uint64_t *)(void *)(top - VT_FRAME_BYTES);
     memset(f, 0, VT_FRAME_BYTES);
 #if VT_SWITCH_X86_64
-    f[0] = 0x1F80 | ((uint64_t)0x037F << 32); /* default MXCSR, default x87 control word */
-    f[3] = (uint64_t)(uintptr_t)boot;         /* r13 */
-    f[4] = (uint64_t)(uintptr_t)arg;          /* r12 */
-    f[6] = 0;                                 /* rbp: ends frame-pointer backtraces */
-    f[7] = (uint64_t)(uintptr_t)vt_boot_asm;  /* return address; f[8], f[9] pad to 16 */
+    f[2] = (uint64_t)(uintptr_t)boot;        /* r13 */
+    f[3] = (uint64_t)(uintptr_t)arg;         /* r12 */
+    f[5] = 0;                                /* rbp: ends frame-pointer backtraces */
+    f[6] = (uint64_t)(uintptr_t)vt_boot_asm; /* return address; f[7], f[8] pad to 16 */
 #else
     f[0] = (uint64_t)(uintptr_t)arg;          /* x19 */
     f[1] = (uint64_t)(uintptr_t)boot;         /* x20 */
@@ -686,7 +688,8 @@ struct carrier {
     struct vt_ctx sched_ctx; /* the scheduler loop's context, on the pthread's stack */
     void *altstack;          /* alternate signal stack for the overflow handler */
     int cancelled_all;       /* shutdown seen: every parked thread was woken */
-    unsigned batches;        /* run-queue batches since start (paces non-blocking polls) */
+    unsigned unpolled_runs;  /* threads run since the clock was last read for polling */
+    int64_t polled_at;       /* ns: the last epoll_wait, blocking or not */
     unsigned steal_from;     /* next victim to try */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
     uint64_t switches;         /* switches into a virtual thread */
@@ -889,12 +892,20 @@ static void carrier_signal(struct carrier *c)
 }
 
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
- * another OS thread, on the carrier it last ran on; then signal as above. */
+ * another OS thread, on the carrier it last ran on; then signal as above. A carrier pushing
+ * to its own queue is awake by definition, so it needs no fence: waking a thief is only an
+ * optimisation then, decided on relaxed loads (the fast path of yield and spawn). */
 static void vt_enqueue(struct vt *v)
 {
-    struct carrier *c = carrier_self ? carrier_self : v->carrier;
+    struct carrier *c = carrier_self;
+    if (!c) {
+        runq_push(v->carrier, v);
+        carrier_signal(v->carrier);
+        return;
+    }
     runq_push(c, v);
-    carrier_signal(c);
+    if (LOAD(rt.nsleeping) && (LOAD(c->qlen) >= 2 || c->cur))
+        carrier_signal(c);
 }
 
 /* Add n to the parked count of the calling carrier (or the runtime's, from other threads). */
@@ -1048,9 +1059,8 @@ static void vt_boot(void *arg)
 
 /* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
  * afterTerminate). A joinable thread's struct belongs to its joiner from VT_JOIN_DONE on. */
-static void vt_finish(struct vt_stack *s, struct vt *v)
+static void vt_finish(struct vt *v)
 {
-    s->owner = NULL;
     __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
     SHARED_ADD(rt.finished, 1);
     if (v->detached) {
@@ -1066,6 +1076,8 @@ static void vt_finish(struct vt_stack *s, struct vt *v)
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     int st = __atomic_load_n(&v->state, __ATOMIC_RELAXED), parking = VT_PARKED;
+    if (st == VT_EXITING)
+        s->owner = NULL; /* its frames are garbage: before the stack goes to another carrier */
     vt_stack_release(s);
     if (st == VT_PARKING) {
         OWN_ADD(c->parked, 1);
@@ -1081,7 +1093,7 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
         vt_enqueue(v);
     } else if (st == VT_EXITING) {
-        vt_finish(s, v);
+        vt_finish(v);
     }
 }
 
@@ -1147,7 +1159,8 @@ static void vt_yield(void)
 static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, int detached)
 {
     struct vt *v = vt_alloc();
-    unsigned k = carrier_self == c ? c->next_stk++ : SHARED_ADD(c->next_stk, 1);
+    unsigned k = LOAD(c->next_stk); /* a hint: a lost update only skews the round-robin */
+    __atomic_store_n(&c->next_stk, k + 1, __ATOMIC_RELAXED);
     v->stk = &rt.stacks[c->id * VT_STACKS + (int)(k % VT_STACKS)];
     v->carrier = c;
     v->fn = fn;
@@ -1164,8 +1177,12 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     vt_frame_init(&v->ctx, v->saved + VT_FRAME_BYTES, vt_boot, v);
     v->ctx.sp = v->stk->hi - VT_FRAME_BYTES;
     SHARED_ADD(rt.spawned, 1);
-    runq_push(c, v);
-    carrier_signal(c);
+    if (c == carrier_self) {
+        vt_enqueue(v);
+    } else {
+        runq_push(c, v);
+        carrier_signal(c);
+    }
     return v;
 }
 
@@ -1374,6 +1391,7 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
     if (n < 0 && errno == ENOSYS)
         n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev),
                        timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
+    c->polled_at = now_ns();
     if (n <= 0)
         return;
     spin_lock(&c->plock);
@@ -1387,6 +1405,21 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         carrier_dispatch(c, &rt.io[ev[i].data.u64], ev[i].events);
     }
     spin_unlock(&c->plock);
+}
+
+/* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
+ * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
+ * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
+ * epoll_wait per handful of yields (at every 8th batch, it was half the cost of a yield). */
+#define VT_POLL_CHECK_RUNS 61
+#define VT_POLL_EVERY_NS   (100 * 1000)
+static int carrier_poll_due(struct carrier *c, long ran)
+{
+    c->unpolled_runs += (unsigned)ran;
+    if (c->unpolled_runs < VT_POLL_CHECK_RUNS)
+        return 0;
+    c->unpolled_runs = 0;
+    return now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
 }
 
 /* The oldest thread of another carrier's queue, or NULL: the steal (see I.5). */
@@ -1466,11 +1499,9 @@ static void *carrier_main(void *arg)
         }
         if (LOAD(rt.shutdown) && rt_all_finished() && !LOAD(c->qlen))
             break;
-        /* With work queued, poll (without waiting) every 8th batch only: enough to keep
-         * I/O flowing, without an epoll_wait per yield. */
         if (!LOAD(c->qlen) && !ran)
             carrier_sleep(c);
-        else if (++c->batches % 8 == 0)
+        else if (carrier_poll_due(c, ran))
             carrier_poll(c, 0);
     }
     for (int i = 0; i < rt.ncarriers; i++) /* the others may sleep with nothing left */
@@ -4826,7 +4857,7 @@ static double mb_pool_release_ns(long n)
     return per;
 }
 
-/* Every micro-figure, as medians of `runs` runs. The names index mb_figure_names. */
+/* Every micro-figure, as medians of `runs` runs; the enum indexes mb_figures. */
 enum {
     MB_SWITCH,
     MB_YIELD,
@@ -4837,21 +4868,79 @@ enum {
     MB_PT_CREATE,
     MB_PT_RSS,
     MB_POOL_RELEASE,
+    MB_BASELINE,
     MB_N
 };
-static const char *const mb_figure_names[MB_N] = {
-    "virtual thread switch (register swap), ns",
-    "virtual thread yield through the scheduler, ns",
-    "park + unpark through epoll (pipe ping-pong), ns",
-    "virtual thread create + run + exit + join, ns",
-    "RSS per parked virtual thread at 100,000, bytes",
-    "pthread switch on one CPU (pipe ping-pong), ns",
-    "pthread create + join, ns",
-    "RSS per parked pthread (256 KiB stack), bytes",
-    "pool thread release (lock, deadline list, epoll re-arm, clock), ns",
+
+/* Each figure's line, its JSON field, and issue 15's target on this machine (0: none; the
+ * switch's is relative: 1.1 x the bare swap measured in the same run). */
+static const struct mb_figure {
+    const char *name, *json;
+    double target;
+} mb_figures[MB_N] = {
+    {"virtual thread switch (register swap), ns", "switch_ns", 1.1},
+    {"virtual thread yield through the scheduler, ns", "yield_ns", 25},
+    {"park + unpark through epoll (pipe ping-pong), ns", "park_unpark_ns", 1500},
+    {"virtual thread create + run + exit + join, ns", "create_ns", 60},
+    {"RSS per parked virtual thread at 100,000, bytes", "parked_rss_bytes", 512},
+    {"pthread switch on one CPU (pipe ping-pong), ns", "pthread_switch_ns", 0},
+    {"pthread create + join, ns", "pthread_create_ns", 0},
+    {"RSS per parked pthread (256 KiB stack), bytes", "pthread_rss_bytes", 0},
+    {"pool thread release (lock, deadline list, epoll re-arm, clock), ns", "pool_release_ns", 0},
+    {"bare register swap, the floor (same run), ns", "baseline_swap_ns", 0},
 };
 
-/* The median of `runs` runs of every micro-figure, and (if lo, hi) their spread. */
+/* The floor a switch is measured against: the callee-saved registers and the stack pointer,
+ * nothing else (no FP control state, no bookkeeping), as libaco and libdill switch. A
+ * routine of its own, so the figure does not depend on ours. */
+#if VT_SWITCH_X86_64
+__asm__(".text\n"
+        ".type mb_bare_swap,@function\n"
+        "mb_bare_swap:\n"
+        "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n"
+        "    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n    movq %rsi, %rsp\n"
+        "    popq %r15\n    popq %r14\n    popq %r13\n"
+        "    popq %r12\n    popq %rbx\n    popq %rbp\n"
+        "    ret\n"
+        ".size mb_bare_swap, .-mb_bare_swap\n");
+__attribute__((visibility("hidden"))) void mb_bare_swap(void **from_sp, void *to_sp);
+#endif
+
+static void mb_bare_other(void *arg)
+{
+    struct mb_pingpong *p = arg;
+    for (;;) {
+#if VT_SWITCH_X86_64
+        mb_bare_swap(&p->other.sp, p->main.sp);
+#else
+        vt_ctx_switch(&p->other, &p->main);
+#endif
+    }
+}
+
+/* The bare swap's ping-pong, as mb_raw_switch_ns does with ours. */
+static double mb_bare_swap_ns(long n)
+{
+    struct mb_pingpong *p = xcalloc(1, sizeof *p);
+    size_t sz = 128 * 1024;
+    char *stack = xmalloc(sz);
+    vt_frame_init(&p->other, stack + sz, mb_bare_other, p);
+    vt_ctx_switch(&p->main, &p->other); /* warm up; its frames are the same as ours */
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+#if VT_SWITCH_X86_64
+        mb_bare_swap(&p->main.sp, p->other.sp);
+#else
+        vt_ctx_switch(&p->main, &p->other);
+#endif
+    }
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
+    free(stack);
+    free(p);
+    return ns;
+}
+
 static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *hi)
 {
     double m[MB_N][16];
@@ -4862,6 +4951,7 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
         rt_shutdown();
         rt_join();
         m[MB_SWITCH][r] = mb_raw_switch_ns(n);
+        m[MB_BASELINE][r] = mb_bare_swap_ns(n); /* right after: the same conditions */
         m[MB_YIELD][r] = res.yield_ns;
         m[MB_PARK_IO][r] = res.park_io_ns;
         m[MB_CREATE][r] = res.create_ns;
@@ -5605,23 +5695,51 @@ static int cmd_bench(int argc, char **argv)
     return bench_run(&bc);
 }
 
-#define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R]"
+#define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R] [--json]"
+
+/* One line per figure with issue 15's target beside it. */
+static void mb_print_text(const double med[MB_N], int runs)
+{
+    printf("median of %d runs, one carrier%*s target\n", runs, 42, "");
+    for (int i = 0; i < MB_N; i++) {
+        const struct mb_figure *f = &mb_figures[i];
+        char tgt[64] = "";
+        if (i == MB_SWITCH)
+            snprintf(tgt, sizeof tgt, "<= %.1f (%.1f x the bare swap)",
+                     f->target * med[MB_BASELINE], f->target);
+        else if (f->target > 0)
+            snprintf(tgt, sizeof tgt, "<= %.0f", f->target);
+        printf("  %-66s %10.1f%s%s\n", f->name, med[i], *tgt ? "  " : "", tgt);
+    }
+}
+
+/* One JSON object: every figure under its field, and how it was measured. */
+static void mb_print_json(const double med[MB_N], int runs, long n)
+{
+    printf("{\"runs\": %d, \"statistic\": \"median\", \"carriers\": 1, \"n\": %ld", runs, n);
+    for (int i = 0; i < MB_N; i++)
+        printf(", \"%s\": %.1f", mb_figures[i].json, med[i]);
+    printf("}\n");
+}
 
 static int cmd_microbench(int argc, char **argv)
 {
-    int n = 1000000, runs = 3;
+    int n = 1000000, runs = 5, json = 0;
     const struct opt o[] = {
         {"--n", OPT_INT, &n, "iterations of the switch loops; default 1000000"},
-        {"--runs", OPT_INT, &runs, "runs (at most 16), the median is printed; default 3"},
+        {"--runs", OPT_INT, &runs,
+         "in-process runs (at most 16), the median is printed; default 5"},
+        {"--json", OPT_FLAG, &json, "one JSON object (fields switch_ns, yield_ns, ...)"},
     };
     opt_parse(MICROBENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (n < 1000 || runs < 1 || runs > 16)
         opt_fail(MICROBENCH_SYNOPSIS, "need --n >= 1000 and 1 <= --runs <= 16");
     double med[MB_N];
     mb_measure(n, runs, med, NULL, NULL);
-    printf("median of %d runs, one carrier\n", runs);
-    for (int i = 0; i < MB_N; i++)
-        printf("  %-50s %10.1f\n", mb_figure_names[i], med[i]);
+    if (json)
+        mb_print_json(med, runs, n);
+    else
+        mb_print_text(med, runs);
     return 0;
 }
 

@@ -869,6 +869,81 @@ static void test_protocol(const char *mode)
     rig_stop(&r);
 }
 
+/* ---- microbench --json ---- */
+
+/* Parse a flat JSON object of string keys and number or string values; returns how many of
+ * `fields` were found with a number, or -1 if the text is not such an object. */
+static int json_fields(const char *s, const char *const *fields, int nfields)
+{
+    int found = 0;
+    while (*s == ' ' || *s == '\n')
+        s++;
+    if (*s++ != '{')
+        return -1;
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        const char *key = s + 1, *end = *s == '"' ? strchr(key, '"') : NULL;
+        if (!end)
+            return -1;
+        s = end + 1;
+        while (*s == ' ')
+            s++;
+        if (*s++ != ':')
+            return -1;
+        while (*s == ' ')
+            s++;
+        int number = *s != '"';
+        if (number) {
+            char *e;
+            strtod(s, &e);
+            if (e == s)
+                return -1;
+            s = e;
+        } else if (!(s = strchr(s + 1, '"'))) {
+            return -1;
+        } else {
+            s++;
+        }
+        for (int i = 0; number && i < nfields; i++)
+            found += strlen(fields[i]) == (size_t)(end - key) &&
+                     !strncmp(fields[i], key, (size_t)(end - key));
+        while (*s == ' ')
+            s++;
+        if (*s == '}')
+            break;
+        if (*s++ != ',')
+            return -1;
+    }
+    s++;
+    while (*s == ' ' || *s == '\n')
+        s++;
+    return *s ? -1 : found;
+}
+
+/* `aggregator microbench --json` prints one object with every field issue 15 names (the
+ * values are timings: not checked here). */
+static void test_microbench_json(void)
+{
+    static const char *const fields[] = {
+        "switch_ns",        "yield_ns",         "create_ns", "park_unpark_ns",
+        "parked_rss_bytes", "baseline_swap_ns", "runs"};
+    int n = (int)(sizeof fields / sizeof fields[0]);
+    char cmd[640], out[4096];
+    snprintf(cmd, sizeof cmd, "%s microbench --json --runs 1 --n 20000", agg_path);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[len] = 0;
+    int st = p ? pclose(p) : -1;
+    CHECK(st == 0, "microbench --json exited with %d", st);
+    int got = json_fields(out, fields, n);
+    CHECK(got == n, "microbench --json: %d of %d fields (-1: not a flat JSON object): %.300s", got,
+          n, out);
+    CHECK(json_fields("{\"a\": 1,}", fields, n) == -1 &&
+              json_fields("{\"runs\": x}", fields, n) == -1,
+          "the JSON check refuses broken objects");
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -880,6 +955,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_faults: no %s (make aggregator)\n", agg_path);
         return check_done("test_faults") | 1;
     }
+    test_microbench_json();
     for (int m = 0; m < 2; m++) {
         test_bad_backends(modes[m]);
         test_backend_killed(modes[m]);
