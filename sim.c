@@ -4493,8 +4493,19 @@ static const double val_optional_default[VC_OPTIONAL_N] = {
     5, 15, -1}; /* s, s (a steady state); -1 = unknown */
 static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100};
 
+/* The server a row measured (its `server` column; a CSV without one is the C aggregator's):
+ * one validation compares one server. For the JVM two figures have no model: its RSS
+ * (G1 sizes the heap by its own rules, not by the requests in flight) and the p99 tail
+ * (GC pauses); they are printed measured only, and left out of the summaries. */
+enum val_server { VS_C, VS_JAVA, VS_N };
+static const char *const val_server_names[VS_N] = {"c", "java"};
+#define VAL_JAVA_UNMODELLED                                                                        \
+    "the JVM's RSS (G1 sizes the heap by its own rules) and its p99 tail (GC pauses) are not "     \
+    "modelled"
+
 struct val_point {
-    int line; /* in the results CSV, for messages */
+    int line;   /* in the results CSV, for messages */
+    int server; /* enum val_server */
     long users;
     int fanout, pooled, mode;
     double delay_ms;
@@ -4585,7 +4596,14 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
 struct val_columns {
     int n; /* fields in the header: every row has as many */
     int col[VC_N], opt[VC_OPTIONAL_N];
+    int server; /* the `server` column, -1 if absent */
 };
+
+/* Is this metric of this point left unmodelled (no prediction, no error)? */
+static int val_unmodelled(const struct val_point *p, int metric)
+{
+    return p->server == VS_JAVA && (metric == VM_P99 || metric == VM_RSS);
+}
 
 static int val_column(char **field, int n, const char *name)
 {
@@ -4603,6 +4621,7 @@ static int val_header(char **field, int n, struct val_columns *c, const struct s
             return scn_fail(src, "no column '%s' in the header", val_cols[k]);
     for (int k = 0; k < VC_OPTIONAL_N; k++)
         c->opt[k] = val_column(field, n, val_optional_cols[k]);
+    c->server = val_column(field, n, "server");
     return 0;
 }
 
@@ -4646,6 +4665,10 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
                                                               : -1;
     if (pt->mode < 0)
         return scn_fail(src, "mode '%s' is not platform or virtual", mode);
+    const char *server = c->server >= 0 ? field[c->server] : "c";
+    pt->server = !strcmp(server, "c") ? VS_C : !strcmp(server, "java") ? VS_JAVA : -1;
+    if (pt->server < 0)
+        return scn_fail(src, "server '%s' is not c or java", server);
     if (pt->pooled < 0)
         return scn_fail(src, "pool '%s' is not on or off", pool);
     if (val_shape(field, c, pt, src) < 0)
@@ -4669,13 +4692,32 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
 
 /* Read the points of a results CSV from `f` (named `name` in messages) into a malloc'd
  * array; 0, or -1 after a message (then *points is NULL). */
-static int val_read_file(FILE *f, const char *name, struct val_point **points, int *npoints,
-                         char *err, size_t errlen)
+/* The rows of one server: `server` (enum val_server) keeps those and skips the others; -1
+ * wants every row to be of the same server. Returns 0, or -1 after a message. */
+static int val_keep(const struct val_point *pt, int server, int *first_server, int *first_line,
+                    int *keep, const struct scn_src *src)
+{
+    *keep = server < 0 || pt->server == server;
+    if (server >= 0)
+        return 0;
+    if (*first_server < 0) {
+        *first_server = pt->server;
+        *first_line = pt->line;
+    } else if (pt->server != *first_server)
+        return scn_fail(src,
+                        "server '%s', where line %d has '%s': the CSV mixes servers; choose one "
+                        "with --server c or --server java",
+                        val_server_names[pt->server], *first_line, val_server_names[*first_server]);
+    return 0;
+}
+
+static int val_read_rows(FILE *f, const char *name, int server, struct val_point **points,
+                         int *npoints, char *err, size_t errlen)
 {
     struct scn_text text = {f, {name, 0, err, errlen}, 0, VAL_MAX_FILE};
     struct val_columns cols = {0};
     char line[VAL_MAX_LINE], *field[VAL_MAX_FIELDS];
-    int cap = 0, rc;
+    int cap = 0, rc, first_server = -1, first_line = 0, keep;
     *points = NULL;
     *npoints = 0;
     while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
@@ -4689,12 +4731,16 @@ static int val_read_file(FILE *f, const char *name, struct val_point **points, i
             continue;
         if (*npoints == cap)
             *points = xrealloc(*points, (size_t)(cap = cap ? 2 * cap : 16), sizeof **points);
-        if ((rc = val_row(field, n, &cols, &(*points)[*npoints], &text.src)) < 0)
+        if ((rc = val_row(field, n, &cols, &(*points)[*npoints], &text.src)) < 0 ||
+            (rc = val_keep(&(*points)[*npoints], server, &first_server, &first_line, &keep,
+                           &text.src)) < 0)
             break;
-        ++*npoints;
+        *npoints += keep;
     }
     if (rc == 0 && *npoints == 0)
-        rc = scn_fail(&text.src, "no data rows");
+        rc = server < 0
+                 ? scn_fail(&text.src, "no data rows")
+                 : scn_fail(&text.src, "no data rows of server '%s'", val_server_names[server]);
     if (rc < 0) {
         free(*points);
         *points = NULL;
@@ -4703,15 +4749,24 @@ static int val_read_file(FILE *f, const char *name, struct val_point **points, i
     return rc;
 }
 
-static int val_read(const char *path, struct val_point **points, int *npoints, char *err,
-                    size_t errlen)
+/* Every row, all of one server. */
+static int val_read_file(FILE *f, const char *name, struct val_point **points, int *npoints,
+                         char *err, size_t errlen)
+{
+    return val_read_rows(f, name, -1, points, npoints, err, errlen);
+}
+
+/* The rows of `server` (enum val_server), or with -1 every row, all of one server. */
+static int val_read_server(const char *path, int server, struct val_point **points, int *npoints,
+                           char *err, size_t errlen)
 {
     *points = NULL;
     *npoints = 0;
     FILE *f = scn_open(path, err, errlen);
     if (!f)
         return -1;
-    int rc = val_read_file(f, path, points, npoints, err, errlen);
+    int rc = server < 0 ? val_read_file(f, path, points, npoints, err, errlen)
+                        : val_read_rows(f, path, server, points, npoints, err, errlen);
     fclose(f);
     return rc;
 }
@@ -4744,7 +4799,7 @@ static int val_summary(const struct val_point *p, int n, int metric, int calm_on
     double *e = xrealloc(NULL, (size_t)n, sizeof *e);
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (!calm_only || val_calm(&p[i]))
+        if ((!calm_only || val_calm(&p[i])) && !val_unmodelled(&p[i], metric))
             e[m++] = fabs(val_rel(p[i].measured[metric], p[i].predicted[metric]));
     qsort(e, (size_t)m, sizeof *e, val_cmp_double);
     *median = m == 0 ? 0 : m % 2 ? e[m / 2] : (e[m / 2 - 1] + e[m / 2]) / 2;
@@ -4773,8 +4828,12 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
                 p[i].pooled ? "on" : "off", p[i].fanout, p[i].delay_ms);
         for (int k = 0; k < VM_N; k++) {
             double scale = k == VM_RSS ? 1.0 / 1048576 : 1;
-            fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale,
-                    p[i].predicted[k] * scale, 100 * val_rel(p[i].measured[k], p[i].predicted[k]));
+            if (val_unmodelled(&p[i], k))
+                fprintf(out, " | %9.1f %16s", p[i].measured[k] * scale, "not modelled");
+            else
+                fprintf(out, " | %9.1f %9.1f %+5.0f%%", p[i].measured[k] * scale,
+                        p[i].predicted[k] * scale,
+                        100 * val_rel(p[i].measured[k], p[i].predicted[k]));
         }
         if (p[i].conditions[VC_STEAL] >= 0)
             fprintf(out, " | %4.1f%%\n", p[i].conditions[VC_STEAL]);
@@ -4788,12 +4847,15 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
         if (calm)
             fprintf(out, " (%d of %d, steal <= %g%%)", m, n, VAL_CALM_STEAL_PCT);
         fputs(": |relative error| median (max):", out);
-        for (int k = 0; k < VM_N; k++) {
-            val_summary(p, n, k, calm, &med, &max);
-            fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
-        }
+        for (int k = 0; k < VM_N; k++)
+            if (val_summary(p, n, k, calm, &med, &max))
+                fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
+            else
+                fprintf(out, "  %s not modelled", val_metrics[k].json);
         fputc('\n', out);
     }
+    if (n && p[0].server == VS_JAVA) /* one server a validation (val_keep) */
+        fprintf(out, "java: %s: those columns are measured only\n", VAL_JAVA_UNMODELLED);
 }
 
 static void val_print_json(FILE *out, const struct val_point *p, int n)
@@ -4806,9 +4868,17 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
                 p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off", p[i].fanout,
                 p[i].delay_ms);
         for (int k = 0; k < VM_N; k++)
-            fprintf(out, ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}",
-                    val_metrics[k].json, p[i].measured[k], p[i].predicted[k],
-                    val_rel(p[i].measured[k], p[i].predicted[k]));
+            if (val_unmodelled(&p[i], k))
+                fprintf(out,
+                        ", \"%s\": {\"measured\": %.6g, \"predicted\": null, \"rel_error\": null, "
+                        "\"not_modelled\": true}",
+                        val_metrics[k].json, p[i].measured[k]);
+            else
+                fprintf(out,
+                        ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}",
+                        val_metrics[k].json, p[i].measured[k], p[i].predicted[k],
+                        val_rel(p[i].measured[k], p[i].predicted[k]));
+        fprintf(out, ", \"server\": \"%s\"", val_server_names[p[i].server]);
         if (p[i].conditions[VC_STEAL] >= 0)
             fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
@@ -7788,7 +7858,8 @@ struct options {
     const char *seed;               /* --seed, checked like the scenario key it sets */
     int headless, json, csv, quiet; /* switches */
     const char *series, *trace, *calibration, *validate, *live;
-    simtime at; /* --at, -1 = the scenario's duration */
+    const char *server; /* --server for --validate: the rows of c or java */
+    simtime at;         /* --at, -1 = the scenario's duration */
     const char *screenshot, *frames, *font;
     double fps;           /* --fps for --frames */
     int light;            /* --theme light */
@@ -7862,6 +7933,8 @@ static const struct opt_row opt_rows[] = {
     {"--validate", "FILE.csv", OPT_STRING, OO(validate),
      "simulate each point of ./aggregator bench's results and compare\n"
      "(with --calibration; --json for machines; no scenario needed)"},
+    {"--server", "c|java", OPT_STRING, OO(server),
+     "with --validate: only the rows of this server (a CSV mixing them needs it)"},
     {"--screenshot", "F.png", OPT_STRING, OO(screenshot),
      "draw one frame at --at TIME (default: the end) without a display"},
     {"--frames", "DIR", OPT_STRING, OO(frames),
@@ -7882,7 +7955,7 @@ static const struct opt_row opt_rows[] = {
 static void opt_usage(FILE *out)
 {
     fputs("usage: ./sim [--headless] SCENARIO.scn [options]\n"
-          "       ./sim --validate FILE.csv [--calibration FILE] [--json]\n"
+          "       ./sim --validate FILE.csv [--calibration FILE] [--server c|java] [--json]\n"
           "\n"
           "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and virtual\n"
           "threads (M:N, Loom) on the same workload, and reports them side by side.\n"
@@ -8393,7 +8466,12 @@ static int sim_validate(const struct options *o)
     struct val_point *points = NULL;
     int n = 0;
     char err[512];
-    if (val_read(o->validate, &points, &n, err, sizeof err) < 0) {
+    int server = -1;
+    for (int k = 0; o->server && k < VS_N; k++)
+        server = !strcmp(o->server, val_server_names[k]) ? k : server;
+    if (o->server && server < 0)
+        return opt_fail("--server %s: want c or java", o->server);
+    if (val_read_server(o->validate, server, &points, &n, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }

@@ -157,6 +157,18 @@ printf '%s\n100,virtual,on,40,50,600,150,160,6,1000\n' "$hdr" > "$tmp/fan.csv"
 run_bounded 60 --validate "$tmp/fan.csv"
 { [ "$got" -eq 0 ] || { [ "$got" -eq 2 ] && grep -q "$tmp/fan.csv:2:" "$tmp/err"; }; } && ! grep -q 'Sanitizer' "$tmp/err" \
     && ok || bad "--validate with fanout 40: exit $got: $(head -c 300 "$tmp/err")"
+# --validate by server (issue 12): a CSV of C and JVM rows needs --server, which selects
+# them; for the JVM its RSS and p99 tail are not modelled, so they get no error %
+printf '%s,server\n100,virtual,on,3,50,660,152,160,29,360000000,java\n100,virtual,on,3,50,640,153,170,6,9000000,c\n100,platform,on,3,50,655,152,158,127,370000000,java\n' "$hdr" > "$tmp/mixed.csv"
+expect 2 "$tmp/mixed.csv:3: server 'c', where line 2 has 'java': the CSV mixes servers; choose one with --server c or --server java" -- --validate "$tmp/mixed.csv"
+expect 2 "--server jvm: want c or java" -- --validate "$tmp/mixed.csv" --server jvm
+"$sim" --validate "$tmp/mixed.csv" --server java > "$tmp/vj.txt" 2>&1
+[ "$(grep -c '^    100 ' "$tmp/vj.txt")" -eq 2 ] && [ "$(grep -o 'not modelled' "$tmp/vj.txt" | wc -l)" -eq 7 ] &&
+    grep -q '^java: .*RSS.*GC pauses' "$tmp/vj.txt" && grep -q 'p99_ms not modelled' "$tmp/vj.txt" && ok || bad "--server java: two rows, RSS and p99 not modelled: $(cat "$tmp/vj.txt")"
+"$sim" --validate "$tmp/mixed.csv" --server c > "$tmp/vc.txt" 2>&1
+[ "$(grep -c '^    100 ' "$tmp/vc.txt")" -eq 1 ] && ! grep -q 'not modelled' "$tmp/vc.txt" && ok || bad "--server c: one row, all modelled: $(cat "$tmp/vc.txt")"
+"$sim" --validate "$tmp/mixed.csv" --server java --json | grep -q '"p99_ms": {"measured": 160, "predicted": null, "rel_error": null, "not_modelled": true}' && ok || bad "--server java --json: p99 not modelled"
+expect 2 "no data rows of server 'java'" -- --validate "$tmp/fan.csv" --server java
 # S2: a picture too large for memory is refused before SDL is asked for it
 expect_clean 2 "--size 24000x24000: " 20 -- scenarios/default.scn --screenshot "$tmp/big.png" --size 24000x24000
 # S3, S4, S5: files that are not scenario text

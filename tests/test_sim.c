@@ -1253,7 +1253,7 @@ static void test_not_text(void)
           "a directory: '%s'", err);
     struct val_point *p;
     int np;
-    CHECK(val_read("scenarios", &p, &np, err, sizeof err) < 0 && p == NULL &&
+    CHECK(val_read_server("scenarios", -1, &p, &np, err, sizeof err) < 0 && p == NULL &&
               strstr(err, "is a directory"),
           "--validate of a directory: '%s'", err);
 }
@@ -1349,7 +1349,7 @@ static void test_validate(void)
     struct val_point *p;
     int n;
     char want[128];
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
     if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0) {
         /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
         CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02,
@@ -1365,7 +1365,7 @@ static void test_validate(void)
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
                    "rss_bytes,warmup_s,window_s\n"
                    "5000,platform,on,3,50,1333,2300,3800,202,30000000,1,3\n");
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s",
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s",
           err);
     if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0)
         CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05,
@@ -1377,7 +1377,7 @@ static void test_validate(void)
         "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,"
         "steal_pct\n"
         "10,virtual,on,1,10,1000,10,11,3,1000000,0.5\n10,virtual,on,1,10,500,20,40,3,1000000,30\n");
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s",
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s",
           err);
     if (n == 2) {
         double med, max;
@@ -1394,7 +1394,7 @@ static void test_validate(void)
         path,
         "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
         "100,virtual,on,40,50,600,150,160,6,1000\n");
-    CHECK(val_read(path, &p, &n, err, sizeof err) == 0 && n == 1, "fanout 40 parses: %s", err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "fanout 40 parses: %s", err);
     if (n == 1) {
         CHECK(val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0,
               "fanout 40 simulates: %s", err);
@@ -1407,14 +1407,14 @@ static void test_validate(void)
         "100,virtual,on,3,50,600,150,160,6,1000\n100,virtual,on,65,50,600,150,160,6,1000\n");
     snprintf(want, sizeof want, "%s:3: fanout 65: the simulator runs at most %d calls", path,
              MAX_STEPS);
-    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
           "a fanout beyond MAX_STEPS named by line: %s", err);
     free(p);
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
                    "rss_bytes,window_s\n"
                    "100,virtual,on,3,50,600,150,160,6,1000,-3\n");
     snprintf(want, sizeof want, "%s:2: window_s: '-3' is not a number from 0 to 3600", path);
-    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
           "bad window named by line: %s", err);
     free(p);
     put_file(
@@ -1422,7 +1422,7 @@ static void test_validate(void)
         "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
         "100,virtual,on,3,50,600,150,160,6,1000\n100,green,on,3,50,600,150,160,6,1000\n");
     snprintf(want, sizeof want, "%s:3: mode 'green'", path);
-    CHECK(val_read(path, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
           "bad row named by line: %s", err);
     free(p);
     unlink(path);
