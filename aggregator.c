@@ -61,6 +61,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -495,8 +498,10 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
  * are empty in other builds, and always inlined: ASan wants them in the frame that switches.
  * Copied frames are unpoisoned by vt_stack_save and vt_stack_restore (ASAN_UNPOISON). */
 #ifdef VT_ASAN
+#define VT_DIRECT_SWITCH    0 /* see vt_yield */
 #define ASAN_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
 #else
+#define VT_DIRECT_SWITCH    1
 #define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 #ifdef VT_TSAN
@@ -568,10 +573,12 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
  * what is in use when it parks. The guard region is large so that one big frame cannot jump
  * over it. VT_STACKS run stacks per carrier: a thread spawned on a carrier gets one of that
  * carrier's, round-robin, so two carriers rarely want the same stack at once. */
-#define VT_RUN_STACK (256 * 1024)
-#define VT_GUARD     (64 * 1024)
-#define VT_STACKS    32
-#define VT_ALTSTACK  (64 * 1024) /* per-carrier signal stack for the overflow message */
+#define VT_RUN_STACK       (256 * 1024)
+#define VT_GUARD           (64 * 1024)
+#define VT_STACKS          32
+#define VT_ALTSTACK        (64 * 1024)  /* per-carrier signal stack for the overflow message */
+#define VT_POLL_CHECK_RUNS 61           /* see carrier_poll_due */
+#define VT_POLL_EVERY_NS   (100 * 1000) /* ditto */
 
 /* Counters written only by the calling carrier and read by /metrics from anywhere: relaxed
  * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
@@ -649,7 +656,7 @@ struct vt_io {
 
 /* A small spinlock for the run queues and the park locks: held for a few instructions, so a
  * futex would cost more than it saves; it yields the CPU if the holder was preempted. */
-static void spin_lock(int *l)
+__attribute__((noinline)) static void spin_lock_slow(int *l)
 {
     for (int n = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); n++)
         while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
@@ -659,6 +666,12 @@ static void spin_lock(int *l)
             __builtin_ia32_pause();
 #endif
         }
+}
+
+static inline void spin_lock(int *l)
+{
+    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        spin_lock_slow(l);
 }
 
 static void spin_unlock(int *l)
@@ -683,19 +696,22 @@ struct carrier {
     int plock;        /* guards heap, heap_len, heap_cap and its fds' vt_io slots */
     struct vt **heap; /* timer min-heap ordered by deadline */
     int heap_len, heap_cap;
-    unsigned next_stk;       /* round-robin over this carrier's run stacks (a hint) */
-    struct vt *cache;        /* freed thread descriptors, for the next spawns (own use) */
-    struct vt_ctx sched_ctx; /* the scheduler loop's context, on the pthread's stack */
-    void *altstack;          /* alternate signal stack for the overflow handler */
-    int cancelled_all;       /* shutdown seen: every parked thread was woken */
-    unsigned unpolled_runs;  /* threads run since the clock was last read for polling */
-    int64_t polled_at;       /* ns: the last epoll_wait, blocking or not */
-    unsigned steal_from;     /* next victim to try */
+    unsigned next_stk;              /* round-robin over this carrier's run stacks (a hint) */
+    struct vt *cache;               /* freed thread descriptors, for the next spawns (own use) */
+    struct vt *requeue;             /* a thread that just yielded, to go to the tail, or NULL */
+    struct vt_stack *release_after; /* run stack to release once the next thread runs */
+    struct vt_ctx sched_ctx;        /* the scheduler loop's context, on the pthread's stack */
+    void *altstack;                 /* alternate signal stack for the overflow handler */
+    int cancelled_all;              /* shutdown seen: every parked thread was woken */
+    unsigned unpolled_runs;         /* threads run since the clock was last read for polling */
+    int64_t polled_at;              /* ns: the last epoll_wait, blocking or not */
+    unsigned steal_from;            /* next victim to try */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
-    uint64_t switches;         /* switches into a virtual thread */
-    uint64_t runs;             /* the same, per carrier: how work spread */
+    uint64_t runs;             /* switches into a virtual thread: how work spread */
     uint64_t steals;           /* threads taken from another carrier's queue */
     uint64_t copied_bytes;     /* stack bytes saved plus restored */
+    uint64_t spawned;          /* threads this carrier created (release stores) */
+    uint64_t finished;         /* threads that finished here (release stores) */
     long parked;               /* parks minus unparks done by this carrier (summed: parked) */
     int busy;                  /* 1 while running a virtual thread */
     void *asan_fake;           /* ASan bookkeeping for the scheduler's own stack */
@@ -718,7 +734,8 @@ static struct rt {
     long parked;                /* atomic: unparks done by threads that are not carriers */
     long pinned;                /* atomic: threads inside vt_pin now */
     long pinned_blocked;        /* atomic: pinned threads blocked in the kernel right now */
-    uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned */
+    uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned,
+                                   by other threads than carriers (and folded in by rt_join) */
     struct sigaction old_segv;  /* restored for faults that are not stack overflows */
     struct metrics *m;          /* process-wide counters for /metrics (II.2) */
 } rt;
@@ -891,6 +908,31 @@ static void carrier_signal(struct carrier *c)
         }
 }
 
+/* Queue `back` (if any) at the tail and take the head, under one lock: a yield's two queue
+ * operations for the price of one. */
+static struct vt *runq_swap(struct carrier *c, struct vt *back)
+{
+    if (!back)
+        return runq_pop(c);
+    back->next = NULL;
+    spin_lock(&c->qlock);
+    struct vt *v = c->runq_head;
+    if (v) {
+        c->runq_head = v->next;
+        if (c->runq_head)
+            c->runq_tail->next = back;
+        else
+            c->runq_head = back;
+        c->runq_tail = back;
+    } else {
+        v = back;
+    }
+    spin_unlock(&c->qlock);
+    if (v != back && LOAD(rt.nsleeping))
+        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
+    return v;
+}
+
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
  * another OS thread, on the carrier it last ran on; then signal as above. A carrier pushing
  * to its own queue is awake by definition, so it needs no fence: waking a thief is only an
@@ -1035,6 +1077,17 @@ static void vt_free(struct vt *v)
 
 /* Between a virtual thread and its carrier's scheduler, and the calls built on that. */
 /* From a virtual thread back to its carrier's scheduler loop. */
+/* What every context that resumes does first: if the thread before it switched straight
+ * here (vt_yield's direct switch), its run stack is released now that its registers are
+ * saved. */
+static inline void vt_resumed(struct carrier *c)
+{
+    if (c->release_after) {
+        vt_stack_release(c->release_after);
+        c->release_after = NULL;
+    }
+}
+
 static void vt_to_scheduler(struct carrier *c, struct vt *v)
 {
     void **fake = v->state == VT_EXITING ? NULL : &v->asan_fake; /* it never returns */
@@ -1042,6 +1095,7 @@ static void vt_to_scheduler(struct carrier *c, struct vt *v)
     vt_ctx_switch(&v->ctx, &c->sched_ctx);
     c = v->carrier; /* it may resume on another carrier (stolen) */
     san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    vt_resumed(c);
 }
 
 /* Every virtual thread starts here, on its run stack, and never returns: when fn returns the
@@ -1051,6 +1105,7 @@ static void vt_boot(void *arg)
 {
     struct vt *v = arg;
     san_after_switch(NULL, &v->carrier->asan_sched_lo, &v->carrier->asan_sched_size);
+    vt_resumed(v->carrier);
     v->fn(v->arg);
     __atomic_store_n(&v->state, VT_EXITING, __ATOMIC_RELAXED);
     vt_to_scheduler(v->carrier, v);
@@ -1059,10 +1114,10 @@ static void vt_boot(void *arg)
 
 /* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
  * afterTerminate). A joinable thread's struct belongs to its joiner from VT_JOIN_DONE on. */
-static void vt_finish(struct vt *v)
+static void vt_finish(struct carrier *c, struct vt *v)
 {
     __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
-    SHARED_ADD(rt.finished, 1);
+    __atomic_store_n(&c->finished, c->finished + 1, __ATOMIC_RELEASE); /* see rt_all_finished */
     if (v->detached) {
         vt_free(v);
         return;
@@ -1091,10 +1146,27 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
         }
     } else if (st == VT_YIELDING) {
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-        vt_enqueue(v);
+        c->requeue = v; /* queued by the batch loop, with its next pop under one lock */
     } else if (st == VT_EXITING) {
-        vt_finish(v);
+        vt_finish(c, v);
     }
+}
+
+/* Put u's frames on its run stack (held by c) and make it c's running thread. */
+static void carrier_install(struct carrier *c, struct vt *u)
+{
+    struct vt_stack *s = u->stk;
+    if (s->owner != u) {
+        if (s->owner)
+            vt_stack_save(c, s, s->owner);
+        vt_stack_restore(c, s, u);
+        s->owner = u;
+    }
+    u->carrier = c;
+    __atomic_store_n(&u->permit, 0, __ATOMIC_RELAXED); /* Loom's runContinuation: consumed */
+    __atomic_store_n(&u->state, VT_RUNNING, __ATOMIC_RELAXED);
+    c->cur = u;
+    OWN_ADD(c->runs, 1);
 }
 
 /* Run v until it parks, yields or finishes. Like Loom's Continuation.run, this first puts
@@ -1109,25 +1181,16 @@ static void carrier_run(struct carrier *c, struct vt *v)
         carrier_signal(h);
         return;
     }
-    if (s->owner != v) {
-        if (s->owner)
-            vt_stack_save(c, s, s->owner);
-        vt_stack_restore(c, s, v);
-        s->owner = v;
-    }
-    v->carrier = c;
-    __atomic_store_n(&v->permit, 0, __ATOMIC_RELAXED); /* Loom's runContinuation: consumed */
-    __atomic_store_n(&v->state, VT_RUNNING, __ATOMIC_RELAXED);
-    c->cur = v;
-    OWN_ADD(c->busy, 1);
-    OWN_ADD(c->switches, 1);
-    OWN_ADD(c->runs, 1);
+    carrier_install(c, v);
+    __atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
     san_before_switch(&c->asan_fake, s->lo, (size_t)(s->hi - s->lo), v->tsan_fiber);
     vt_ctx_switch(&c->sched_ctx, &v->ctx);
     san_after_switch(c->asan_fake, NULL, NULL);
-    OWN_ADD(c->busy, -1);
+    vt_resumed(c);
+    __atomic_store_n(&c->busy, 0, __ATOMIC_RELAXED);
+    v = c->cur; /* not always the one we switched to: see vt_yield */
     c->cur = NULL;
-    carrier_after_run(c, s, v);
+    carrier_after_run(c, v->stk, v);
 }
 
 /* Park the running thread until someone unparks it (vt_unpark). Like Loom's
@@ -1137,20 +1200,61 @@ static void vt_park(void)
 {
     struct carrier *c = carrier_self;
     struct vt *v = c->cur;
-    if (__atomic_exchange_n(&v->permit, 0, __ATOMIC_SEQ_CST))
+    /* a plain load first: a permit that comes later is seen by carrier_after_run */
+    if (LOAD(v->permit) && __atomic_exchange_n(&v->permit, 0, __ATOMIC_SEQ_CST))
         return;
     __atomic_store_n(&v->state, VT_PARKING, __ATOMIC_RELAXED);
     vt_to_scheduler(c, v);
 }
 
-/* Let the other runnable threads run first (a cooperative yield): the carrier queues this
- * one at the tail once it has switched away. */
+/* For a yield: queue v at the tail and take the head u, if u's run stack is another one and
+ * free (then c holds it); NULL leaves the queue as it was. v stays unstealable until its
+ * stack is released after the switch (thieves skip held stacks). */
+static struct vt *runq_yield_to(struct carrier *c, struct vt *v)
+{
+    if (!LOAD(c->qlen))
+        return NULL;
+    spin_lock(&c->qlock);
+    struct vt *u = c->runq_head;
+    if (!u || u->stk == v->stk || !vt_stack_acquire(u->stk, c)) {
+        spin_unlock(&c->qlock);
+        return NULL;
+    }
+    __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    v->next = NULL;
+    c->runq_head = u->next;
+    if (c->runq_head)
+        c->runq_tail->next = v;
+    else
+        c->runq_head = v;
+    c->runq_tail = v;
+    spin_unlock(&c->qlock);
+    return u;
+}
+
+/* Let the other runnable threads run first (a cooperative yield). The common case switches
+ * straight to the next thread, one register swap and one lock, as a goroutine's Gosched
+ * does not (it goes through the scheduler): the thread at the head runs now and this one goes
+ * to the tail. Every VT_POLL_CHECK_RUNS runs it goes through the scheduler instead, which
+ * polls I/O and timers; so do ASan builds (its fiber bookkeeping expects the scheduler). */
 static void vt_yield(void)
 {
     struct carrier *c = carrier_self;
-    struct vt *v = c->cur;
-    __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
-    vt_to_scheduler(c, v);
+    struct vt *v = c->cur, *u = NULL;
+    if (VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS)
+        u = runq_yield_to(c, v);
+    if (!u) {
+        __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
+        vt_to_scheduler(c, v);
+        return;
+    }
+    carrier_install(c, u);
+    c->release_after = v->stk;
+    san_before_switch(&v->asan_fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
+    vt_ctx_switch(&v->ctx, &u->ctx);
+    c = v->carrier;
+    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    vt_resumed(c);
 }
 
 /* Create a thread on carrier c (any OS thread may call this). The first frame is built in
@@ -1176,7 +1280,10 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     v->saved_len = VT_FRAME_BYTES;
     vt_frame_init(&v->ctx, v->saved + VT_FRAME_BYTES, vt_boot, v);
     v->ctx.sp = v->stk->hi - VT_FRAME_BYTES;
-    SHARED_ADD(rt.spawned, 1);
+    if (carrier_self) /* no locked add on the fast path; summed by rt_all_finished */
+        __atomic_store_n(&carrier_self->spawned, carrier_self->spawned + 1, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_add(&rt.spawned, 1, __ATOMIC_RELEASE);
     if (c == carrier_self) {
         vt_enqueue(v);
     } else {
@@ -1411,8 +1518,6 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
  * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
  * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
  * epoll_wait per handful of yields (at every 8th batch, it was half the cost of a yield). */
-#define VT_POLL_CHECK_RUNS 61
-#define VT_POLL_EVERY_NS   (100 * 1000)
 static int carrier_poll_due(struct carrier *c, long ran)
 {
     c->unpolled_runs += (unsigned)ran;
@@ -1459,11 +1564,26 @@ static void carrier_sleep(struct carrier *c)
         SHARED_ADD(rt.nsleeping, -1);
 }
 
-/* Every virtual thread has finished (shutdown waits for this). */
+/* Threads created and finished so far, summed over the carriers. */
+static void rt_counts(uint64_t *spawned, uint64_t *finished)
+{
+    *finished = __atomic_load_n(&rt.finished, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < rt.ncarriers; i++)
+        *finished += __atomic_load_n(&rt.carriers[i].finished, __ATOMIC_ACQUIRE);
+    *spawned = __atomic_load_n(&rt.spawned, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < rt.ncarriers; i++)
+        *spawned += __atomic_load_n(&rt.carriers[i].spawned, __ATOMIC_ACQUIRE);
+}
+
+/* Every virtual thread has finished (shutdown waits for this). Finishes are read before
+ * spawns, with acquire: a thread's spawn happens before its finish, and before any spawn it
+ * makes, so a finish seen brings every spawn before it, and an alive thread keeps the spawn
+ * count of its ancestors' line above the finish count. */
 static int rt_all_finished(void)
 {
-    uint64_t fin = __atomic_load_n(&rt.finished, __ATOMIC_ACQUIRE);
-    return fin == __atomic_load_n(&rt.spawned, __ATOMIC_ACQUIRE);
+    uint64_t s, f;
+    rt_counts(&s, &f);
+    return s == f;
 }
 
 /* One pass: timers, then the threads queued now (not those they make runnable: I/O is
@@ -1476,8 +1596,15 @@ static long carrier_batch(struct carrier *c)
     if (LOAD(rt.shutdown) && !c->cancelled_all)
         carrier_cancel_all(c);
     long n = LOAD(c->qlen), ran = 0;
-    for (struct vt *v; ran < n && (v = runq_pop(c)); ran++)
+    struct vt *v = n ? runq_pop(c) : NULL;
+    while (v) {
         carrier_run(c, v);
+        struct vt *back = c->requeue;
+        c->requeue = NULL;
+        v = ++ran < n ? runq_swap(c, back) : NULL;
+        if (!v && back)
+            vt_enqueue(back);
+    }
     return ran;
 }
 
@@ -1494,6 +1621,9 @@ static void *carrier_main(void *arg)
             struct vt *v = carrier_steal(c);
             if (v) {
                 carrier_run(c, v);
+                if (c->requeue)
+                    vt_enqueue(c->requeue);
+                c->requeue = NULL;
                 continue;
             }
         }
@@ -1618,6 +1748,8 @@ static void rt_join(void)
         struct carrier *c = &rt.carriers[i];
         close(c->epfd);
         close(c->wakefd);
+        rt.spawned += c->spawned; /* the totals outlive the carriers */
+        rt.finished += c->finished;
         free(c->altstack);
         free(c->heap);
         while (c->cache) {
@@ -1646,14 +1778,16 @@ struct vt_stats {
 static struct vt_stats vt_stats(void)
 {
     struct vt_stats total = {0};
-    total.alive = (long)(LOAD(rt.spawned) - LOAD(rt.finished));
+    uint64_t s, f;
+    rt_counts(&s, &f);
+    total.alive = (long)(s - f);
     total.parked = LOAD(rt.parked);
     for (int i = 0; i < rt.ncarriers; i++) {
         struct carrier *c = &rt.carriers[i];
         total.runnable += LOAD(c->qlen);
         total.parked += LOAD(c->parked);
         total.busy += LOAD(c->busy);
-        total.switches += LOAD(c->switches);
+        total.switches += LOAD(c->runs);
         total.steals += LOAD(c->steals);
         total.copied_bytes += LOAD(c->copied_bytes);
     }
@@ -4691,6 +4825,9 @@ static void mb_runtime(void *arg)
     /* RSS per parked thread, 100,000 of them */
     enum { PARKED = 100000 };
     struct vt **v = xcalloc(PARKED, sizeof *v);
+#ifdef __GLIBC__
+    malloc_trim(0); /* the previous run's freed threads would be reused unseen by RSS */
+#endif
     long rss0 = proc_rss_bytes();
     for (int i = 0; i < PARKED; i++)
         v[i] = vt_spawn(mb_parker, NULL, VT_JOINABLE);
