@@ -696,16 +696,19 @@ struct carrier {
     int plock;        /* guards heap, heap_len, heap_cap and its fds' vt_io slots */
     struct vt **heap; /* timer min-heap ordered by deadline */
     int heap_len, heap_cap;
-    unsigned next_stk;              /* round-robin over this carrier's run stacks (a hint) */
-    struct vt *cache;               /* freed thread descriptors, for the next spawns (own use) */
-    struct vt *requeue;             /* a thread that just yielded, to go to the tail, or NULL */
-    struct vt_stack *release_after; /* run stack to release once the next thread runs */
-    struct vt_ctx sched_ctx;        /* the scheduler loop's context, on the pthread's stack */
-    void *altstack;                 /* alternate signal stack for the overflow handler */
-    int cancelled_all;              /* shutdown seen: every parked thread was woken */
-    unsigned unpolled_runs;         /* threads run since the clock was last read for polling */
-    int64_t polled_at;              /* ns: the last epoll_wait, blocking or not */
-    unsigned steal_from;            /* next victim to try */
+    unsigned next_stk;            /* round-robin over this carrier's run stacks (a hint) */
+    struct vt *cache;             /* freed thread descriptors, for the next spawns (own use) */
+    struct vt *requeue;           /* a thread that just yielded, to go to the tail, or NULL */
+    struct vt *prev;              /* thread that switched straight to the running one: its
+                                   transition is finished by the next context (vt_resumed) */
+    struct vt_stack *release_stk; /* run stack of a thread that exited, released likewise */
+    struct vt_ctx dead_ctx;       /* where an exiting thread's registers go (never resumed) */
+    struct vt_ctx sched_ctx;      /* the scheduler loop's context, on the pthread's stack */
+    void *altstack;               /* alternate signal stack for the overflow handler */
+    int cancelled_all;            /* shutdown seen: every parked thread was woken */
+    unsigned unpolled_runs;       /* threads run since the clock was last read for polling */
+    int64_t polled_at;            /* ns: the last epoll_wait, blocking or not */
+    unsigned steal_from;          /* next victim to try */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
     uint64_t runs;             /* switches into a virtual thread: how work spread */
     uint64_t steals;           /* threads taken from another carrier's queue */
@@ -959,20 +962,32 @@ static void vt_count_parked(long n)
         SHARED_ADD(rt.parked, n);
 }
 
-/* Loom's unpark: give v its permit; if it was already parked, make it runnable. A thread that
- * is still switching away (PARKING) sees the permit when its carrier finishes the park
- * (carrier_after_run), so the two never miss each other (both sides fence, Dekker again).
+/* Loom's unpark: give v its permit; if it was already parked, make it runnable (claim it:
+ * returns 1 if this call did). A thread that is still switching away (PARKING) sees the
+ * permit when its carrier finishes the park (carrier_after_run), so the two never miss each
+ * other (both sides fence, Dekker again); one already PARKED is claimed by a CAS alone.
  * Descriptors are never returned to malloc while the runtime runs (vt_free caches them), so
  * a late unpark touches a live struct; at worst it wakes a park early, and every park's
  * caller loops. */
+static int vt_unpark_claim(struct vt *v)
+{
+    int s = VT_PARKED;
+    /* already parked (the usual case): one CAS, no permit needed */
+    if (__atomic_load_n(&v->state, __ATOMIC_RELAXED) == VT_PARKED &&
+        __atomic_compare_exchange_n(&v->state, &s, VT_RUNNABLE, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED))
+        return 1;
+    if (__atomic_exchange_n(&v->permit, 1, __ATOMIC_SEQ_CST))
+        return 0;
+    s = VT_PARKED;
+    return __atomic_load_n(&v->state, __ATOMIC_SEQ_CST) == VT_PARKED &&
+           __atomic_compare_exchange_n(&v->state, &s, VT_RUNNABLE, 0, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED);
+}
+
 static void vt_unpark(struct vt *v)
 {
-    if (__atomic_exchange_n(&v->permit, 1, __ATOMIC_SEQ_CST))
-        return;
-    int s = VT_PARKED;
-    if (__atomic_load_n(&v->state, __ATOMIC_SEQ_CST) == VT_PARKED &&
-        __atomic_compare_exchange_n(&v->state, &s, VT_RUNNABLE, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_RELAXED)) {
+    if (vt_unpark_claim(v)) {
         vt_count_parked(-1);
         vt_enqueue(v);
     }
@@ -1075,19 +1090,37 @@ static void vt_free(struct vt *v)
 
 /* ---- I.7 Switching ---- */
 
-/* Between a virtual thread and its carrier's scheduler, and the calls built on that. */
-/* From a virtual thread back to its carrier's scheduler loop. */
-/* What every context that resumes does first: if the thread before it switched straight
- * here (vt_yield's direct switch), its run stack is released now that its registers are
- * saved. */
+/* Between a virtual thread and its carrier's scheduler, and the calls built on that. A
+ * thread that parks, yields or exits switches straight to the next thread of its carrier's
+ * queue when it can (one register swap, no scheduler context in between), else to the
+ * scheduler loop; either way the context that runs next finishes the transition of the one
+ * that left (Loom's afterYield), once its registers are saved. */
+static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v);
+
+/* What every context that resumes does first: finish the thread that switched straight here
+ * (c->prev) and release the stack of one that exited. */
 static inline void vt_resumed(struct carrier *c)
 {
-    if (c->release_after) {
-        vt_stack_release(c->release_after);
-        c->release_after = NULL;
+    if (c->release_stk) {
+        vt_stack_release(c->release_stk);
+        c->release_stk = NULL;
+    }
+    if (c->prev) {
+        struct vt *p = c->prev;
+        c->prev = NULL;
+        carrier_after_run(c, p->stk, p);
     }
 }
 
+/* Whether a thread leaving now may switch straight to the next one: not every
+ * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
+ * fiber bookkeeping expects the scheduler's stack between two threads). */
+static inline int vt_direct_ok(struct carrier *c)
+{
+    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
+}
+
+/* From a virtual thread back to its carrier's scheduler loop. */
 static void vt_to_scheduler(struct carrier *c, struct vt *v)
 {
     void **fake = v->state == VT_EXITING ? NULL : &v->asan_fake; /* it never returns */
@@ -1098,41 +1131,24 @@ static void vt_to_scheduler(struct carrier *c, struct vt *v)
     vt_resumed(c);
 }
 
+__attribute__((noreturn)) static void vt_exit(struct vt *v);
+
 /* Every virtual thread starts here, on its run stack, and never returns: when fn returns the
- * thread switches away for good and its carrier finishes it (carrier_after_run), since a
- * thread cannot free the stack it runs on. */
+ * thread ends in vt_exit, and the next context releases its stack, since a thread cannot
+ * release the stack it runs on. */
 static void vt_boot(void *arg)
 {
     struct vt *v = arg;
     san_after_switch(NULL, &v->carrier->asan_sched_lo, &v->carrier->asan_sched_size);
     vt_resumed(v->carrier);
     v->fn(v->arg);
-    __atomic_store_n(&v->state, VT_EXITING, __ATOMIC_RELAXED);
-    vt_to_scheduler(v->carrier, v);
-    abort(); /* a done thread is never switched to again */
-}
-
-/* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
- * afterTerminate). A joinable thread's struct belongs to its joiner from VT_JOIN_DONE on. */
-static void vt_finish(struct carrier *c, struct vt *v)
-{
-    __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->finished, c->finished + 1, __ATOMIC_RELEASE); /* see rt_all_finished */
-    if (v->detached) {
-        vt_free(v);
-        return;
-    }
-    struct vt *j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
-    if (j)
-        vt_unpark(j);
+    vt_exit(v);
 }
 
 /* After v switched back to carrier c: finish the transition it asked for. */
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     int st = __atomic_load_n(&v->state, __ATOMIC_RELAXED), parking = VT_PARKED;
-    if (st == VT_EXITING)
-        s->owner = NULL; /* its frames are garbage: before the stack goes to another carrier */
     vt_stack_release(s);
     if (st == VT_PARKING) {
         OWN_ADD(c->parked, 1);
@@ -1147,8 +1163,6 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
     } else if (st == VT_YIELDING) {
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
         c->requeue = v; /* queued by the batch loop, with its next pop under one lock */
-    } else if (st == VT_EXITING) {
-        vt_finish(c, v);
     }
 }
 
@@ -1188,9 +1202,108 @@ static void carrier_run(struct carrier *c, struct vt *v)
     san_after_switch(c->asan_fake, NULL, NULL);
     vt_resumed(c);
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELAXED);
-    v = c->cur; /* not always the one we switched to: see vt_yield */
+    v = c->cur; /* not always the one we switched to, and NULL after an exit: see vt_exit */
     c->cur = NULL;
-    carrier_after_run(c, v->stk, v);
+    if (v)
+        carrier_after_run(c, v->stk, v);
+}
+
+/* For a thread leaving its run stack `mine`: take the head u of c's queue if u's run stack
+ * is another one and free (then c holds it), and queue `back` (a yielder, or NULL) at the
+ * tail, under one lock; NULL leaves the queue as it was. A yielder stays unstealable until
+ * its stack is released after the switch (thieves skip held stacks). */
+static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
+{
+    if (!LOAD(c->qlen))
+        return NULL;
+    spin_lock(&c->qlock);
+    struct vt *u = c->runq_head;
+    if (!u || u->stk == mine || !vt_stack_acquire(u->stk, c)) {
+        spin_unlock(&c->qlock);
+        return NULL;
+    }
+    c->runq_head = u->next;
+    if (!c->runq_head)
+        c->runq_tail = NULL;
+    if (back) {
+        __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+        back->next = NULL;
+        if (c->runq_tail)
+            c->runq_tail->next = back;
+        else
+            c->runq_head = back;
+        c->runq_tail = back;
+    } else {
+        __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
+    }
+    spin_unlock(&c->qlock);
+    return u;
+}
+
+/* Install u on c and switch to it from the context saved in *from. */
+static void vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, struct vt *u)
+{
+    carrier_install(c, u);
+    san_before_switch(fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
+    vt_ctx_switch(from, &u->ctx);
+}
+
+/* Loom's unpark for a joiner, by an exiting thread: if it becomes runnable and c has nothing
+ * queued, it is returned to run next (queueing it and taking it back would be the same);
+ * otherwise it is queued as any unpark does. */
+static struct vt *vt_unpark_next(struct carrier *c, struct vt *j)
+{
+    if (!VT_DIRECT_SWITCH || LOAD(c->qlen)) {
+        vt_unpark(j);
+        return NULL;
+    }
+    if (!vt_unpark_claim(j))
+        return NULL;
+    vt_count_parked(-1);
+    return j;
+}
+
+/* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
+ * afterTerminate). A joinable thread's struct belongs to its joiner from VT_JOIN_DONE on, so
+ * this is the last use of v; returns a joiner to run next, or NULL. */
+static struct vt *vt_finish(struct carrier *c, struct vt *v)
+{
+    __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->finished, c->finished + 1, __ATOMIC_RELEASE); /* see rt_all_finished */
+    if (v->detached) {
+        vt_free(v);
+        return NULL;
+    }
+    struct vt *j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
+    return j ? vt_unpark_next(c, j) : NULL;
+}
+
+/* The end of a thread, on its own run stack: it is finished before it switches away (its
+ * registers are not needed again, so they go to c->dead_ctx, and v is not touched after
+ * vt_finish), then the carrier runs its joiner, the next queued thread, or the scheduler.
+ * Its run stack is released by whichever context runs next. */
+__attribute__((noreturn)) static void vt_exit(struct vt *v)
+{
+    struct carrier *c = v->carrier;
+    struct vt_stack *s = v->stk;
+    s->owner = NULL; /* its frames are garbage */
+    int direct = vt_direct_ok(c);
+    struct vt *u = vt_finish(c, v);
+    if (u && (u->stk == s || !vt_stack_acquire(u->stk, c))) {
+        vt_enqueue(u); /* its frames belong where we still run, or on a held stack */
+        u = NULL;
+    }
+    if (!u && direct)
+        u = runq_take(c, s, NULL);
+    c->release_stk = s;
+    if (u) {
+        vt_switch_to(c, &c->dead_ctx, NULL, u);
+    } else {
+        c->cur = NULL; /* nothing for carrier_run to finish */
+        san_before_switch(NULL, c->asan_sched_lo, c->asan_sched_size, c->tsan_sched);
+        vt_ctx_switch(&c->dead_ctx, &c->sched_ctx);
+    }
+    abort(); /* an exited thread is never switched to again */
 }
 
 /* Park the running thread until someone unparks it (vt_unpark). Like Loom's
@@ -1204,32 +1317,16 @@ static void vt_park(void)
     if (LOAD(v->permit) && __atomic_exchange_n(&v->permit, 0, __ATOMIC_SEQ_CST))
         return;
     __atomic_store_n(&v->state, VT_PARKING, __ATOMIC_RELAXED);
-    vt_to_scheduler(c, v);
-}
-
-/* For a yield: queue v at the tail and take the head u, if u's run stack is another one and
- * free (then c holds it); NULL leaves the queue as it was. v stays unstealable until its
- * stack is released after the switch (thieves skip held stacks). */
-static struct vt *runq_yield_to(struct carrier *c, struct vt *v)
-{
-    if (!LOAD(c->qlen))
-        return NULL;
-    spin_lock(&c->qlock);
-    struct vt *u = c->runq_head;
-    if (!u || u->stk == v->stk || !vt_stack_acquire(u->stk, c)) {
-        spin_unlock(&c->qlock);
-        return NULL;
+    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, NULL) : NULL;
+    if (!u) {
+        vt_to_scheduler(c, v);
+        return;
     }
-    __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    v->next = NULL;
-    c->runq_head = u->next;
-    if (c->runq_head)
-        c->runq_tail->next = v;
-    else
-        c->runq_head = v;
-    c->runq_tail = v;
-    spin_unlock(&c->qlock);
-    return u;
+    c->prev = v;
+    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
+    c = v->carrier; /* it may resume on another carrier (stolen) */
+    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    vt_resumed(c);
 }
 
 /* Let the other runnable threads run first (a cooperative yield). The common case switches
@@ -1241,17 +1338,15 @@ static void vt_yield(void)
 {
     struct carrier *c = carrier_self;
     struct vt *v = c->cur, *u = NULL;
-    if (VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS)
-        u = runq_yield_to(c, v);
+    if (vt_direct_ok(c))
+        u = runq_take(c, v->stk, v);
     if (!u) {
         __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
         vt_to_scheduler(c, v);
         return;
     }
-    carrier_install(c, u);
-    c->release_after = v->stk;
-    san_before_switch(&v->asan_fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
-    vt_ctx_switch(&v->ctx, &u->ctx);
+    c->prev = v; /* RUNNABLE already: the next context only releases its stack */
+    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
     c = v->carrier;
     san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
     vt_resumed(c);
