@@ -2051,6 +2051,29 @@ static double dist_mean(const struct dist *d)
     }
 }
 
+/* P(X <= x), and a point beyond which P(X > x) < 1e-12: what E[max] of calls needs. */
+static double dist_cdf(const struct dist *d, double x)
+{
+    switch (d->shape) {
+    case DIST_UNIFORM:
+        return x < d->a ? 0 : x >= d->b ? 1 : (x - d->a) / (d->b - d->a);
+    case DIST_EXP:
+        return x <= 0 ? 0 : 1 - exp(-x / d->a);
+    case DIST_LOGNORMAL:
+        return x <= 0 ? 0 : 0.5 * erfc(-(log(x) - d->a) / (d->b * M_SQRT2));
+    default:
+        return x >= d->a ? 1 : 0;
+    }
+}
+
+static double dist_end(const struct dist *d)
+{
+    return d->shape == DIST_LOGNORMAL ? exp(d->a + 7.1 * d->b)
+           : d->shape == DIST_EXP     ? 28 * d->a
+           : d->shape == DIST_UNIFORM ? d->b
+                                      : d->a;
+}
+
 /* ---- II.3 Latency histogram ---- */
 
 /* Latencies are recorded in nanoseconds: up to 2^44 ns (about 4.9 hours). */
@@ -3617,7 +3640,8 @@ static double rep_ideal_rps(const struct scenario *s)
  *           request (release_cpu; a virtual thread's start) and per blocking step (the
  *           kernel's wake-up; a park and an unpark). Context switches depend on the
  *           interleaving and are left out, and cache pressure only adds: the bound stays one.
- *     R0    that CPU plus each blocking step's mean wait (a par() its longest call).
+ *     R0    that CPU plus each blocking step's mean wait (a par() its slowest call's,
+ *           E[max], rep_par_wait).
  *     held  how long a request holds a thread: its CPU and the waits the model does not
  *           park in (a pool thread: every wait; a carrier: pinned waits and io()).
  *   Then, in req/s: Little's law N / (R0 + Z) (open loop: the arrival rate); the cores
@@ -3638,6 +3662,34 @@ static double rep_call_time(const struct scenario *s, int v)
            (s->svc[v].pool == 0 ? (double)s->svc[v].connect_time : 0);
 }
 
+/* A par() step waits for its slowest call: E[max over k of (L_k + c_k)] + E[net], L_k the
+ * service's latency, c_k its connect time if unpooled, net the network's (net.call_latency),
+ * by E[max] = integral over x > 0 of 1 - prod F_k(x - c_k) (Simpson, 4000 strips). With
+ * the network's time random this is a lower bound on the step's mean (conditionally on the
+ * L_k, max is convex: Jensen), so the bounds built on it stay bounds. */
+static double rep_par_wait(const struct scenario *s, const struct step *st)
+{
+    double c[MAX_PAR], hi = 0, slowest = 0, sum = 0;
+    int random = 0;
+    for (int k = 0; k < st->nsvc; k++) {
+        const struct service_cfg *v = &s->svc[st->svc[k]];
+        c[k] = v->pool == 0 ? (double)v->connect_time : 0;
+        hi = fmax(hi, c[k] + dist_end(&v->latency));
+        slowest = fmax(slowest, c[k] + dist_mean(&v->latency));
+        random |= v->latency.shape != DIST_CONST;
+    }
+    if (!random || hi <= 0) /* constant latencies: the slowest is the longest */
+        return slowest + dist_mean(&s->call_latency);
+    const int n = 4000;
+    for (int i = 0; i <= n; i++) {
+        double x = hi * i / n, all = 1;
+        for (int k = 0; k < st->nsvc; k++)
+            all *= dist_cdf(&s->svc[st->svc[k]].latency, x - c[k]);
+        sum += (i == 0 || i == n ? 1 : i % 2 ? 4 : 2) * (1 - all);
+    }
+    return sum * hi / n / 3 + dist_mean(&s->call_latency);
+}
+
 /* One blocking step's mean wait, its CPU, and its calls counted into d. */
 static double rep_step_demand(const struct model *m, const struct step *st, int in_sync,
                               struct rep_demand *d)
@@ -3651,7 +3703,7 @@ static double rep_step_demand(const struct model *m, const struct step *st, int 
         d->cpu += s->svc[v].pool == 0 ? (double)s->connect_cpu : 0;
         wait = fmax(wait, rep_call_time(s, v));
     }
-    return wait;
+    return st->nsvc > 1 ? fmax(wait, rep_par_wait(s, st)) : wait;
 }
 
 static struct rep_demand rep_demand(const struct model *m)

@@ -1025,6 +1025,19 @@ static void check_binds(const struct result *r, int k, const char *what)
           r->bounds.rps[k]);
 }
 
+/* E[max of k iid lognormals] from the density of the maximum, k F^(k-1) f (a second way:
+ * sim.c integrates 1 - F^k), by the trapezoid rule in log x. */
+static double lognormal_emax(int k, double p50, double p99)
+{
+    double s = log(p99 / p50) / 2.3263478740408408, mu = log(p50), sum = 0, h = 1e-4 * s;
+    for (double z = mu - 9 * s; z < mu + 9 * s; z += h) { /* z = ln x, dx = x dz */
+        double x = exp(z), u = (z - mu) / s, f = exp(-u * u / 2) / (s * sqrt(2 * M_PI));
+        double cdf = 0.5 * erfc(-u / sqrt(2));
+        sum += x * k * pow(cdf, k - 1) * f * h;
+    }
+    return sum;
+}
+
 static void test_bounds(void)
 {
     const double call = lognormal_mean(0.050, 0.080), cache = lognormal_mean(1e-3, 2e-3);
@@ -1051,6 +1064,13 @@ static void test_bounds(void)
                     "default virtual (maxConnections / R0)");
         check_binds(&p, BOUND_POOL, "default platform");
         check_binds(&v, BOUND_LITTLE, "default virtual");
+    }
+    if (run_shipped("scenarios/fanout.scn", &s, &p, &v) == 0) { /* par(3 x lognormal(50, 80)) */
+        double held = lognormal_emax(3, 0.050, 0.080) + 200e-6 + s.wakeup / 1e9;
+        check_bound(&p, BOUND_POOL, s.max_threads / held, "fanout platform (threads / slowest)");
+        CHECK(fabs(lognormal_emax(3, 0.050, 0.080) - 0.0600120) < 1e-6, "E[max of 3] %.7f s",
+              lognormal_emax(3, 0.050, 0.080));
+        check_binds(&p, BOUND_POOL, "fanout platform");
     }
     if (run_shipped("scenarios/no-pool.scn", &s, &p, &v) == 0) { /* one call to each service */
         double wall = (s.port_high - s.port_low + 1) / ((double)s.time_wait / SEC);
