@@ -347,6 +347,29 @@ static void test_scheduler_invariants(void)
     }
 }
 
+/* A thief takes the oldest thread of another carrier's queue, from its base (ForkJoinPool),
+ * and the thread's home becomes the thief; the owner then takes the next oldest. */
+static void test_steal_takes_the_oldest(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 1\nvirtual.parallelism = 2\ncores = 2\n");
+    struct model m;
+    model_init(&m, &s, MODEL_VIRTUAL);
+    int32_t r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = req_alloc(&m);
+        m.req[r[i]] = (struct req){.next = -1, .thr = -1, .user = -1, .home = 0};
+        vt_enqueue(&m, 0, r[i]);
+    }
+    int32_t stolen = vt_steal_next(&m, 1), own = vt_steal_next(&m, 0);
+    CHECK(stolen == r[0] && m.req[stolen].home == 1 && own == r[1] && m.req[own].home == 0 &&
+              m.vt_queued == 1 && vt_runq_len(&m, 0) == 1,
+          "steal: the thief takes the oldest (%d, want %d) and hosts it, the owner the next (%d, "
+          "want %d), one left (%d)",
+          stolen, r[0], own, r[1], m.vt_queued);
+    model_free(&m);
+}
+
 /* A closed system obeys Little's law: N = X·(R + Z). */
 static void test_littles_law(void)
 {
@@ -1585,6 +1608,7 @@ int main(void)
     test_littles_law();
     test_scheduler_policies();
     test_scheduler_invariants();
+    test_steal_takes_the_oldest();
     test_t_quantile();
     test_interval_coverage();
     test_batch_means_coverage();
