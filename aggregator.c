@@ -1594,6 +1594,10 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev),
                        timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
     c->polled_at = now_ns();
+    /* Awake now: the wake-ups below push to our own queue, and must not see us sleeping
+     * (each would write our eventfd, and the next poll read it: two syscalls per wake-up). */
+    if (LOAD(c->sleeping) && __atomic_exchange_n(&c->sleeping, 0, __ATOMIC_SEQ_CST))
+        SHARED_ADD(rt.nsleeping, -1);
     if (n <= 0)
         return;
     spin_lock(&c->plock);
@@ -1654,9 +1658,7 @@ static void carrier_sleep(struct carrier *c)
     SHARED_ADD(rt.nsleeping, 1);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     int64_t timeout = rt_any_queued() || LOAD(rt.shutdown) ? 0 : carrier_timeout_ns(c);
-    carrier_poll(c, timeout);
-    if (__atomic_exchange_n(&c->sleeping, 0, __ATOMIC_SEQ_CST))
-        SHARED_ADD(rt.nsleeping, -1);
+    carrier_poll(c, timeout); /* which clears sleeping */
 }
 
 /* Threads created and finished so far, summed over the carriers. */
