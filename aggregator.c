@@ -709,6 +709,7 @@ struct carrier {
     unsigned unpolled_runs;       /* threads run since the clock was last read for polling */
     int64_t polled_at;            /* ns: the last epoll_wait, blocking or not */
     unsigned steal_from;          /* next victim to try */
+    unsigned idle_looks;          /* passes in a row that found nothing to run or steal */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
     uint64_t runs;             /* switches into a virtual thread: how work spread */
     uint64_t steals;           /* threads taken from another carrier's queue */
@@ -893,8 +894,12 @@ static void carrier_wake(struct carrier *c)
         die("eventfd write: %s", strerror(errno));
 }
 
-/* After work was pushed to c: wake c if it sleeps; if c is busy running a thread or has
- * more than this one queued, wake one sleeping carrier to steal it (FJP's signalWork). */
+/* After work was pushed to c: wake c if it sleeps; if c is busy running a thread or has a
+ * backlog of VT_STEAL_BACKLOG queued, wake one sleeping carrier to steal (FJP's signalWork).
+ * Not for every second thread queued: a wake-up costs the two carriers some microseconds of
+ * CPU (eventfd, epoll_wait, a futile steal when the owner got there first), which showed as
+ * CPU per request under load. */
+#define VT_STEAL_BACKLOG 4
 static void carrier_signal(struct carrier *c)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -902,7 +907,7 @@ static void carrier_signal(struct carrier *c)
         carrier_wake(c);
         return;
     }
-    if (!LOAD(rt.nsleeping) || (LOAD(c->qlen) < 2 && !LOAD(c->busy)))
+    if (!LOAD(rt.nsleeping) || (LOAD(c->qlen) < VT_STEAL_BACKLOG && !LOAD(c->busy)))
         return;
     for (int i = 0; i < rt.ncarriers; i++)
         if (&rt.carriers[i] != c && LOAD(rt.carriers[i].sleeping)) {
@@ -949,7 +954,7 @@ static void vt_enqueue(struct vt *v)
         return;
     }
     runq_push(c, v);
-    if (LOAD(rt.nsleeping) && (LOAD(c->qlen) >= 2 || c->cur))
+    if (LOAD(rt.nsleeping) && (LOAD(c->qlen) >= VT_STEAL_BACKLOG || c->cur))
         carrier_signal(c);
 }
 
@@ -1626,12 +1631,22 @@ static int carrier_poll_due(struct carrier *c, long ran)
     return now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
 }
 
+/* Whether d's queue is worth stealing from: d is busy running a thread (its queue waits
+ * behind it) or has a backlog. A thread queued on an idle carrier about to run it is left
+ * there: moving it costs a migration (its fds stay with d, so its next events come back to
+ * d) and gains nothing. */
+static int carrier_stealable(struct carrier *d)
+{
+    long n = LOAD(d->qlen);
+    return n && (LOAD(d->busy) || n >= VT_STEAL_BACKLOG);
+}
+
 /* The oldest thread of another carrier's queue, or NULL: the steal (see I.5). */
 static struct vt *carrier_steal(struct carrier *c)
 {
     for (int i = 1; i < rt.ncarriers; i++) {
         struct carrier *d = &rt.carriers[(c->id + c->steal_from + (unsigned)i) % rt.ncarriers];
-        struct vt *v = runq_steal(d);
+        struct vt *v = carrier_stealable(d) ? runq_steal(d) : NULL;
         if (v) {
             c->steal_from = (unsigned)(d->id - c->id + rt.ncarriers) % (unsigned)rt.ncarriers - 1;
             OWN_ADD(c->steals, 1);
@@ -1641,24 +1656,27 @@ static struct vt *carrier_steal(struct carrier *c)
     return NULL;
 }
 
-/* Whether any carrier's queue holds a thread (c's own included). */
-static int rt_any_queued(void)
+/* Whether another carrier's queue is stealable (carrier_stealable). */
+static int rt_any_stealable(struct carrier *c)
 {
     for (int i = 0; i < rt.ncarriers; i++)
-        if (LOAD(rt.carriers[i].qlen))
+        if (&rt.carriers[i] != c && carrier_stealable(&rt.carriers[i]))
             return 1;
     return 0;
 }
 
 /* Nothing to run here or to steal: sleep in epoll until an event, a timer or a wake-up, by
- * the protocol of I.5 (set sleeping, fence, look again). */
-static void carrier_sleep(struct carrier *c)
+ * the protocol of I.5 (set sleeping, fence, look again). Work found on the second look is
+ * taken by polling without waiting: always our own, stealable work only once in a row
+ * (`again`), so a steal that keeps failing (its threads' stacks held) does not spin in
+ * epoll_wait; the next push to that backlog wakes us. */
+static void carrier_sleep(struct carrier *c, int again)
 {
     __atomic_store_n(&c->sleeping, 1, __ATOMIC_SEQ_CST);
     SHARED_ADD(rt.nsleeping, 1);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    int64_t timeout = rt_any_queued() || LOAD(rt.shutdown) ? 0 : carrier_timeout_ns(c);
-    carrier_poll(c, timeout); /* which clears sleeping */
+    int busy = LOAD(c->qlen) || LOAD(rt.shutdown) || (!again && rt_any_stealable(c));
+    carrier_poll(c, busy ? 0 : carrier_timeout_ns(c)); /* which clears sleeping */
 }
 
 /* Threads created and finished so far, summed over the carriers. */
@@ -1717,6 +1735,7 @@ static void *carrier_main(void *arg)
         if (!ran) {
             struct vt *v = carrier_steal(c);
             if (v) {
+                c->idle_looks = 0;
                 carrier_run(c, v);
                 if (c->requeue)
                     vt_enqueue(c->requeue);
@@ -1726,9 +1745,12 @@ static void *carrier_main(void *arg)
         }
         if (LOAD(rt.shutdown) && rt_all_finished() && !LOAD(c->qlen))
             break;
-        if (!LOAD(c->qlen) && !ran)
-            carrier_sleep(c);
-        else if (carrier_poll_due(c, ran))
+        if (!LOAD(c->qlen) && !ran) {
+            carrier_sleep(c, c->idle_looks++ > 0);
+            continue;
+        }
+        c->idle_looks = 0;
+        if (carrier_poll_due(c, ran))
             carrier_poll(c, 0);
     }
     for (int i = 0; i < rt.ncarriers; i++) /* the others may sleep with nothing left */
@@ -4879,8 +4901,9 @@ static void mb_runtime(void *arg)
 {
     struct mb_results *r = arg;
     long n = r->n;
-    /* yield: two threads alternate through the scheduler (two switches and, since each
-     * finds the other's frames on the stack, two copies per yield) */
+    /* yield: two threads alternate, each switching straight to the other (vt_yield: one
+     * swap and one queue lock per yield; every 61st goes through the scheduler). They run
+     * on different run stacks, so no frames are copied */
     long *cnt = xmalloc(sizeof *cnt);
     *cnt = n;
     struct vt *a = vt_spawn(mb_yielder, cnt, VT_JOINABLE),
@@ -5113,7 +5136,7 @@ static const struct mb_figure {
     double target;
 } mb_figures[MB_N] = {
     {"virtual thread switch (register swap), ns", "switch_ns", 1.1},
-    {"virtual thread yield through the scheduler, ns", "yield_ns", 25},
+    {"virtual thread yield (to the next queued thread), ns", "yield_ns", 25},
     {"park + unpark through epoll (pipe ping-pong), ns", "park_unpark_ns", 1500},
     {"virtual thread create + run + exit + join, ns", "create_ns", 60},
     {"RSS per parked virtual thread at 100,000, bytes", "parked_rss_bytes", 512},
@@ -5449,8 +5472,8 @@ static const struct {
      CAL_OURS},
     {"virtual.create", MB_CREATE, 1, 0, "ns",
      "create + run + exit + join of an empty virtual thread", CAL_OURS},
-    {"virtual.park", MB_YIELD, 0.5, 0, "ns",
-     "half a yield through the scheduler (switch, stack copy)", CAL_OURS},
+    {"virtual.park", MB_YIELD, 0.5, 0, "ns", "half a yield (a switch and a queue operation)",
+     CAL_OURS},
     {"virtual.unpark", MB_YIELD, 0.5, 0, "ns", "the other half", CAL_OURS},
     {"virtual.stack_bytes", MB_VT_RSS, 1, 0, "B", "RSS per parked virtual thread at 100,000",
      CAL_OURS},
