@@ -5,7 +5,8 @@
 #   make asan       the same tests under AddressSanitizer + UBSan (in build/asan/)
 #   make run        the simulator on the default scenario (window if a display exists,
 #                   otherwise a headless report and a PNG screenshot)
-#   make bench      benchmarks: simulator speed, aggregator grid (prints measured ratios)
+#   make bench      benchmarks: simulator speed, the window, our two modes beside the Go peer
+#                   under wrk (ratios printed), the pooling grid
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
