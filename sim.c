@@ -123,12 +123,14 @@ struct evq_lane {
     uint32_t head, len, cap; /* cap is a power of two */
 };
 
-/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers. */
+/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers, and
+ * the users' first arrivals (spread over the ramp-up, in user order: already sorted). */
 enum {
     EVQ_SERVICE_LANES = 7,
     EVQ_ARRIVALS = EVQ_SERVICE_LANES,
     EVQ_WAKEUPS,
     EVQ_TIMERS,
+    EVQ_RAMPUP,
     EVQ_LANES
 };
 struct evq {
@@ -137,6 +139,7 @@ struct evq {
     struct evq_lane lane[EVQ_LANES];
     size_t len;    /* events in the heap and the lanes */
     size_t nlaned; /* of those, in the lanes */
+    uint32_t busy; /* bit i set <=> lane[i].len > 0 (evq_peek reads only those) */
     uint64_t seq;
 };
 
@@ -1265,9 +1268,10 @@ static void wl_start(struct model *m)
     if (s->users > 0) {
         m->user_iter = xrealloc(NULL, (size_t)s->users, sizeof *m->user_iter);
         memset(m->user_iter, 0, (size_t)s->users * sizeof *m->user_iter);
-        for (long u = 0; u < s->users; u++)
-            evq_push(&m->events, (simtime)((double)s->rampup * (double)u / (double)s->users),
-                     EV_ARRIVE, (uint32_t)u, 0);
+        for (long u = 0; u < s->users; u++) /* in time order: a lane, not the heap (II.4) */
+            evq_push_lane(&m->events, EVQ_RAMPUP,
+                          (simtime)((double)s->rampup * (double)u / (double)s->users), EV_ARRIVE,
+                          (uint32_t)u, 0);
     } else {
         rng_xoshiro_seed(m->arrival_rng, rng_key(s->seed, UINT64_MAX, 0));
         evq_push(&m->events, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC),
@@ -2183,7 +2187,8 @@ static void hist_clear(struct hist *h)
  *   service's answers, users' arrivals, wake-ups, timers); a ring buffer per stream is then
  *   already sorted, so pushing and popping it are O(1) instead of O(log n). Which lane an
  *   event goes to changes only the speed, never the order. Cost: evq_push_lane, evq_peek
- *   comparing the heap's top with every lane's head, and the `from` of evq_pop_from.
+ *   comparing the heap's top with every busy lane's head (a bit mask says which), and
+ *   the `from` of evq_pop_from.
  *   Packed type. The event's type rides in the low 8 bits of its insertion sequence
  *   (`order`), so an event is 24 bytes and a tie is one integer compare. Cost: ev_type_of.
  */
@@ -2214,23 +2219,28 @@ static void evq_heap_push(struct evq *q, struct event e)
     q->heap[i] = e;
 }
 
+/* The root's hole goes down to a leaf along the lesser children, then the last element
+ * fills it and sifts up (Floyd's bottom-up heapsort): the last element came from the bottom
+ * and nearly always belongs there, so this is one compare a level instead of two. */
 static struct event evq_heap_pop(struct evq *q)
 {
     struct event top = q->heap[0], last = q->heap[--q->nheap];
     size_t i = 0, n = q->nheap;
-    for (;;) { /* sift the last element down from the root */
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
+    if (!n)
+        return top;
+    for (size_t child; (child = 2 * i + 1) < n; i = child) { /* the hole down to a leaf */
         if (child + 1 < n && evq_less(&q->heap[child + 1], &q->heap[child]))
             child++;
-        if (!evq_less(&q->heap[child], &last))
-            break;
         q->heap[i] = q->heap[child];
-        i = child;
     }
-    if (n)
-        q->heap[i] = last;
+    while (i > 0) { /* `last` up from the leaf's hole */
+        size_t parent = (i - 1) / 2;
+        if (!evq_less(&last, &q->heap[parent]))
+            break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = last;
     return top;
 }
 
@@ -2284,6 +2294,7 @@ static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t
     }
     l->buf[(l->head + l->len++) & (l->cap - 1)] = evq_make(q, t, type, a, b);
     q->nlaned++;
+    q->busy |= 1u << (lane % EVQ_LANES);
 }
 
 /* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a
@@ -2292,10 +2303,11 @@ static const struct event *evq_peek(const struct evq *q, int *from)
 {
     const struct event *best = q->nheap ? &q->heap[0] : NULL;
     *from = -1;
-    for (int i = 0; q->nlaned && i < EVQ_LANES; i++) {
-        const struct evq_lane *l = &q->lane[i];
-        if (l->len && (!best || evq_less(&l->buf[l->head], best))) {
-            best = &l->buf[l->head];
+    for (uint32_t busy = q->busy; busy; busy &= busy - 1) { /* the lowest busy lane first */
+        int i = __builtin_ctz(busy);
+        const struct event *head = &q->lane[i].buf[q->lane[i].head];
+        if (!best || evq_less(head, best)) {
+            best = head;
             *from = i;
         }
     }
@@ -2311,7 +2323,8 @@ static struct event evq_pop_from(struct evq *q, int from)
     struct evq_lane *l = &q->lane[from];
     struct event e = l->buf[l->head];
     l->head = (l->head + 1) & (l->cap - 1);
-    l->len--;
+    if (!--l->len)
+        q->busy &= ~(1u << from);
     q->nlaned--;
     return e;
 }

@@ -129,6 +129,58 @@ static void test_event_order(void)
     evq_free(&q);
 }
 
+/* Pushes and pops interleaved, every lane and the heap, against a reference that finds the
+ * least (time, push index) by a linear scan: the queue must give the same event every time,
+ * also after a lane empties and fills again (its bit in the busy mask). */
+static void test_event_order_interleaved(void)
+{
+    enum { N = 6000 };
+    static struct {
+        simtime t;
+        int live;
+    } ref[N];
+    struct evq q = {0};
+    uint64_t rng = 7;
+    simtime now = 0, lane_tail[EVQ_LANES] = {0};
+    int pushed = 0, same = 1, popped = 0;
+    while (popped < N) {
+        int burst = (int)(rng_splitmix(&rng) % 4); /* 0-3 pushes, then one pop */
+        for (int k = 0; k < burst && pushed < N; k++, pushed++) {
+            simtime t = now + (simtime)(rng_splitmix(&rng) % 40);
+            int lane = (int)(rng_splitmix(&rng) % (EVQ_LANES + 1)); /* EVQ_LANES: the heap */
+            if (lane == EVQ_LANES) {
+                evq_push(&q, t, EV_SAMPLE, (uint32_t)pushed, 0);
+            } else {
+                if (rng_splitmix(&rng) % 2) /* half in order for the lane, half not */
+                    t = lane_tail[lane] > t ? lane_tail[lane] : t;
+                lane_tail[lane] = t > lane_tail[lane] ? t : lane_tail[lane];
+                evq_push_lane(&q, lane, t, EV_SAMPLE, (uint32_t)pushed, 0);
+            }
+            ref[pushed].t = t;
+            ref[pushed].live = 1;
+        }
+        if (!q.len) {
+            if (pushed == N)
+                break;
+            continue;
+        }
+        int want = -1, from;
+        for (int i = 0; i < pushed; i++)
+            if (ref[i].live && (want < 0 || ref[i].t < ref[want].t))
+                want = i; /* ties: the lower index, pushed first */
+        evq_peek(&q, &from);
+        struct event e = evq_pop_from(&q, from);
+        ref[want].live = 0;
+        now = ref[want].t;
+        same &= e.a == (uint32_t)want && e.t == ref[want].t;
+        popped++;
+    }
+    CHECK(popped == N && q.len == 0, "popped %d of %d, %zu left", popped, N, q.len);
+    CHECK(same, "interleaved pushes and pops come out as the linear scan's least (t, push)");
+    CHECK(q.busy == 0 && q.nlaned == 0, "an empty queue has no busy lane (mask %#x)", q.busy);
+    evq_free(&q);
+}
+
 static void test_histogram(void)
 {
     enum { N = 100000 };
@@ -1392,7 +1444,8 @@ static void test_validate(void)
     struct val_point *p;
     int n;
     char want[128];
-    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s", err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "results parse: %s",
+          err);
     if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0) {
         /* default scenario costs, no calibration: the pool's ceiling 200 / (3 x 50 ms) */
         CHECK_NEAR(p[0].predicted[VM_RPS], 200 / 0.150, 0.02,
@@ -1408,8 +1461,8 @@ static void test_validate(void)
     put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_"
                    "rss_bytes,warmup_s,window_s\n"
                    "5000,platform,on,3,50,1333,2300,3800,202,30000000,1,3\n");
-    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "results with a window parse: %s",
-          err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1,
+          "results with a window parse: %s", err);
     if (n == 1 && val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0)
         CHECK_NEAR(p[0].predicted[VM_P50], 2500, 0.05,
                    "the window's median latency is the transient's");
@@ -1420,8 +1473,8 @@ static void test_validate(void)
         "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes,"
         "steal_pct\n"
         "10,virtual,on,1,10,1000,10,11,3,1000000,0.5\n10,virtual,on,1,10,500,20,40,3,1000000,30\n");
-    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 2, "results with steal parse: %s",
-          err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 2,
+          "results with steal parse: %s", err);
     if (n == 2) {
         double med, max;
         p[0].predicted[VM_RPS] = 1100, p[1].predicted[VM_RPS] = 1000; /* errors +10% and +100% */
@@ -1437,7 +1490,8 @@ static void test_validate(void)
         path,
         "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n"
         "100,virtual,on,40,50,600,150,160,6,1000\n");
-    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "fanout 40 parses: %s", err);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "fanout 40 parses: %s",
+          err);
     if (n == 1) {
         CHECK(val_simulate(&p[0], path, NULL, NULL, 0, err, sizeof err) == 0,
               "fanout 40 simulates: %s", err);
@@ -1600,6 +1654,7 @@ static void test_live_deadline(void)
 int main(void)
 {
     test_event_order();
+    test_event_order_interleaved();
     test_histogram();
     test_distributions();
     test_determinism();
