@@ -123,15 +123,18 @@ struct evq_lane {
     uint32_t head, len, cap; /* cap is a power of two */
 };
 
-/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers, and
- * the users' first arrivals (spread over the ramp-up, in user order: already sorted). */
+/* The lanes: one per service (modulo), then users' arrivals, pool wake-ups, idle timers, the
+ * users' first arrivals (spread over the ramp-up, in user order: already sorted), and one per
+ * core (modulo) for its slices' ends (a core has one slice at a time). */
 enum {
     EVQ_SERVICE_LANES = 7,
     EVQ_ARRIVALS = EVQ_SERVICE_LANES,
     EVQ_WAKEUPS,
     EVQ_TIMERS,
     EVQ_RAMPUP,
-    EVQ_LANES
+    EVQ_CORES,
+    EVQ_CORE_LANES = 4,
+    EVQ_LANES = EVQ_CORES + EVQ_CORE_LANES
 };
 struct evq {
     struct event *heap; /* a binary heap for everything else */
@@ -1639,7 +1642,8 @@ static void cpu_dispatch(struct model *m, int c, int32_t t)
     k->cpu = run;
     th->core = c;
     thr_set(m, t, THR_RUNNING);
-    evq_push(&m->events, m->now + sw + run, EV_BURST_END, (uint32_t)c, 0);
+    evq_push_lane(&m->events, EVQ_CORES + c % EVQ_CORE_LANES, m->now + sw + run, EV_BURST_END,
+                  (uint32_t)c, 0);
 }
 
 /* Thread t wants `ns` (> 0) of CPU. A free core it ran on last is preferred (no switch). */
