@@ -997,8 +997,7 @@ static void vt_unpark(struct vt *v)
 }
 
 /* End a park's registration: forget the timer and the fd slot and record why. Runs with
- * v->wait_c's plock held (v is registered there); the caller then unparks v, after the lock
- * if it likes: the lock is kept short, since a thread parking from another carrier takes it. */
+ * v->wait_c's plock held (v is registered there); the caller then unparks v. */
 static void vt_unregister_locked(struct vt *v, int why)
 {
     if (v->heap_idx >= 0)
@@ -1537,16 +1536,10 @@ static int vt_sleep_until(int64_t deadline)
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
-    for (;;) {
-        spin_lock(&c->plock);
-        struct vt *v = c->heap_len && c->heap[0].deadline <= now ? c->heap[0].v : NULL;
-        if (v)
-            vt_unregister_locked(v, VT_WOKE_TIMEOUT);
-        spin_unlock(&c->plock);
-        if (!v)
-            return;
-        vt_unpark(v);
-    }
+    spin_lock(&c->plock);
+    while (c->heap_len && c->heap[0].deadline <= now)
+        vt_wake_locked(c->heap[0].v, VT_WOKE_TIMEOUT);
+    spin_unlock(&c->plock);
 }
 
 /* Shutdown: wake every thread parked on this carrier's fds and timers with ECANCELED, once.
@@ -1578,30 +1571,22 @@ static int64_t carrier_timeout_ns(struct carrier *c)
     return none ? -1 : d < 0 ? 0 : d;
 }
 
-/* Record one epoll event of fd: wake its waiters (which then consume the edge) or remember
- * the edge in `ready`. The plock is held for the one fd, not the batch. */
+/* Record one epoll event of fd under c's plock: wake its waiter (which then consumes the
+ * edge) or remember the edge in `ready`. */
 static void carrier_dispatch(struct carrier *c, struct vt_io *io, uint32_t e)
 {
     static const uint32_t mask[2] = {EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
                                      EPOLLOUT | EPOLLHUP | EPOLLERR};
-    struct vt *woken[2] = {NULL, NULL};
-    spin_lock(&c->plock);
-    if (LOAD(io->owner) != c) {
-        spin_unlock(&c->plock);
+    if (LOAD(io->owner) != c)
         return; /* stale event for an fd closed in this batch */
-    }
     for (int d = 0; d < 2; d++) {
         if (!(e & mask[d]))
             continue;
-        if ((woken[d] = io->waiter[d]))
-            vt_unregister_locked(woken[d], VT_WOKE_EVENT);
+        if (io->waiter[d])
+            vt_wake_locked(io->waiter[d], VT_WOKE_EVENT);
         else
             io->ready[d] = 1;
     }
-    spin_unlock(&c->plock);
-    for (int d = 0; d < 2; d++)
-        if (woken[d])
-            vt_unpark(woken[d]);
 }
 
 /* Wait for I/O readiness (timeout in ns, -1 = forever) and wake the threads waiting on it;
@@ -1623,6 +1608,7 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         SHARED_ADD(rt.nsleeping, -1);
     if (n <= 0)
         return;
+    spin_lock(&c->plock);
     for (int i = 0; i < n; i++) {
         if (ev[i].data.u64 == UINT64_MAX) { /* the wake eventfd */
             uint64_t cnt;
@@ -1632,6 +1618,7 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         }
         carrier_dispatch(c, &rt.io[ev[i].data.u64], ev[i].events);
     }
+    spin_unlock(&c->plock);
 }
 
 /* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
