@@ -2273,6 +2273,24 @@ static void evq_push_keyed(struct evq *q, simtime t, uint64_t seq, int type, uin
     evq_heap_push(q, (struct event){t, (seq << 8) | (uint64_t)type, a, b});
 }
 
+/* A full lane doubles in place (realloc: a large block is remapped, not copied beside the
+ * old one, so the peak RSS stays that of the lane). Full, the ring runs from head to the end
+ * and on from 0 to head - 1; that wrapped part moves behind the old end, and the ring is
+ * then head .. old + head - 1, in order, inside the new capacity. */
+static void evq_lane_grow(struct evq_lane *l)
+{
+    uint32_t old = l->cap, cap = old ? 2 * old : 256;
+    struct event *buf = realloc(l->buf, cap * sizeof *buf);
+    if (!buf) {
+        perror("sim: event queue");
+        exit(1);
+    }
+    if (l->head) /* never when old = 0: a lane not yet allocated has head 0 */
+        memcpy(buf + old, buf, l->head * sizeof *buf);
+    l->buf = buf;
+    l->cap = cap;
+}
+
 /* Push to a lane when it keeps the lane sorted (O(1)); otherwise to the heap. Which lane an
  * event goes to changes only speed: every event keeps its (time, insertion order) key. */
 static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
@@ -2282,20 +2300,8 @@ static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t
         evq_push(q, t, type, a, b);
         return;
     }
-    if (l->len == l->cap) { /* grow, unwrapping the ring */
-        uint32_t cap = l->cap ? 2 * l->cap : 256;
-        struct event *buf = malloc(cap * sizeof *buf);
-        if (!buf) {
-            perror("sim: event queue");
-            exit(1);
-        }
-        for (uint32_t i = 0; i < l->len; i++)
-            buf[i] = l->buf[(l->head + i) & (l->cap - 1)];
-        free(l->buf);
-        l->buf = buf;
-        l->head = 0;
-        l->cap = cap;
-    }
+    if (l->len == l->cap)
+        evq_lane_grow(l);
     l->buf[(l->head + l->len++) & (l->cap - 1)] = evq_make(q, t, type, a, b);
     q->nlaned++;
     q->busy |= 1u << (lane % EVQ_LANES);

@@ -181,6 +181,30 @@ static void test_event_order_interleaved(void)
     evq_free(&q);
 }
 
+/* A lane that fills while its ring is wrapped (head > 0) grows and keeps its order. */
+static void test_event_lane_growth(void)
+{
+    struct evq q = {0};
+    int from, in_order = 1;
+    for (uint32_t i = 0; i < 100; i++) /* move the ring's head to 100 */
+        evq_push_lane(&q, 0, 0, EV_SAMPLE, i, 0);
+    for (int i = 0; i < 100; i++) {
+        evq_peek(&q, &from);
+        evq_pop_from(&q, from);
+    }
+    enum { N = 1000 }; /* past 256 and 512: two growths, the first of a wrapped ring */
+    for (uint32_t i = 0; i < N; i++)
+        evq_push_lane(&q, 0, (simtime)i, EV_SAMPLE, i, 0);
+    CHECK(q.nheap == 0, "in-order pushes stay in the lane (%zu went to the heap)", q.nheap);
+    for (uint32_t i = 0; i < N; i++) {
+        evq_peek(&q, &from);
+        struct event e = evq_pop_from(&q, from);
+        in_order &= e.a == i && e.t == (simtime)i;
+    }
+    CHECK(in_order && q.len == 0, "a lane grown while wrapped gives its events back in order");
+    evq_free(&q);
+}
+
 static void test_histogram(void)
 {
     enum { N = 100000 };
@@ -1655,6 +1679,7 @@ int main(void)
 {
     test_event_order();
     test_event_order_interleaved();
+    test_event_lane_growth();
     test_histogram();
     test_distributions();
     test_determinism();
