@@ -8,7 +8,8 @@
  *     accepts and never answers, one killed mid-run and started again;
  *   - slow clients (a header byte at a time, slowloris style) and clients that disconnect
  *     half-way through a request, while a normal client is served;
- *   - more connections than the server's fd limit allows.
+ *   - more connections than the server's fd limit allows;
+ *   - platform mode: clients that close while their request waits for a pool thread.
  * And issue 14's hardening, each in both modes with figures bounded by the flags: idle and
  * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
  * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
@@ -828,6 +829,55 @@ static void test_pool_bounds(const char *mode)
     rig_stop(&r);
 }
 
+/* A number from a server's /metrics: the value after `name` (the whole line's start), or -1. */
+static long metric(int port, const char *name)
+{
+    char buf[16384], line[128];
+    snprintf(line, sizeof line, "\n%s ", name);
+    const char *at = get_into(port, "/metrics", buf, sizeof buf) == 200 ? strstr(buf, line) : NULL;
+    return at ? atol(at + strlen(line)) : -1;
+}
+
+/* Platform mode: a request whose client closed while it waited in the executor's queue is
+ * dropped, not served: its downstream calls are never made. One pool thread; GONE clients
+ * send a whole request each and close at once, then a live client is served. The backend's
+ * own count of the calls it answered is the truth: served anyway, the gone requests would
+ * have cost K calls each (63 here); dropped, at most the one the thread may have taken before
+ * its client's close arrived. */
+static void test_gone_clients(void)
+{
+    enum { GONE = 20, K = 3 };
+    static const char req[] = "GET /aggregate HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char *const one[] = {"--threads", "1", "--min-spare", "1", NULL};
+    static const char answered[] = "agg_requests_total{status=\"200\"}";
+    struct rig r;
+    if (rig_start(&r, "platform", "clients gone while queued", 0, one) < 0)
+        return;
+    long before = metric(r.bport, answered);
+    for (int i = 0; i < GONE; i++) {
+        int fd = dial(r.s.port);
+        if (fd >= 0 && write(fd, req, sizeof req - 1) < 0) {
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    CHECK(get(r.s.port, "/aggregate") == 200, "%s: a live client is served", r.what);
+    long conns = -1;
+    for (double t0 = now_ms(); now_ms() < t0 + 3000 + SLACK_MS;) {
+        if ((conns = metric(r.s.port, "agg_connections")) <= 1) /* the /metrics one */
+            break;
+        poll(NULL, 0, 10); /* polling a condition, bounded by the deadline */
+    }
+    long calls = metric(r.bport, answered) - before - 1; /* less the first /metrics */
+    CHECK(conns <= 1, "%s: %ld connections still open", r.what, conns);
+    CHECK(before >= 0 && calls >= K && calls <= K * (1 + GONE / 4),
+          "%s: the backend answered %ld calls for 1 live and %d gone requests (K = %d)", r.what,
+          calls, GONE, K);
+    printf("test_faults: %s: %ld downstream calls for 1 live and %d gone requests\n", r.what, calls,
+           GONE);
+    rig_stop(&r);
+}
+
 /* The protocol details: an empty line before the request line is ignored (RFC 9112 2.2);
  * Connection is a list of tokens ("notclose" is not "close"); Expect: 100-continue is
  * answered at once (100 Continue), not left to the idle timeout; other expectations, 417. */
@@ -967,5 +1017,6 @@ int main(int argc, char **argv)
         test_pool_bounds(modes[m]);
         test_protocol(modes[m]);
     }
+    test_gone_clients();
     return check_done("test_faults");
 }
