@@ -4913,9 +4913,57 @@ static double mb_raw_switch_ns(long n)
 
 /* Measurements that run on a virtual thread; results in ns (or bytes). */
 struct mb_results {
-    double yield_ns, park_io_ns, create_ns, rss_per_parked;
+    double yield_ns, park_io_ns, park_ring_ns, create_ns, rss_per_parked;
     long n;
 };
+
+/* The park + unpark ring: MB_RING threads, more than a carrier's VT_STACKS run stacks, pass
+ * one token round; each parks until its predecessor unparks it, then unparks its successor.
+ * With more threads than run stacks every resume copies frames back in and evicts another
+ * thread's (Loom's freeze and thaw), as in a server with many connections. */
+enum { MB_RING = 64 };
+struct mb_ring {
+    struct vt *vt[MB_RING];
+    long n; /* rounds */
+};
+struct mb_ring_arg {
+    struct mb_ring *ring;
+    int i;
+};
+
+static void mb_ring_member(void *arg)
+{
+    struct mb_ring_arg *a = arg;
+    struct mb_ring *r = a->ring;
+    for (long k = 0; k < r->n; k++) {
+        vt_park();
+        /* the last round's last unpark would go to thread 0, which has exited */
+        if (k < r->n - 1 || a->i < MB_RING - 1)
+            vt_wake(r->vt[(a->i + 1) % MB_RING], VT_WOKE_EVENT);
+    }
+}
+
+/* ns per park + unpark (one thread unparks the next and parks: half of each is a park). The
+ * token starts after every member has parked once, so no unpark leaves a permit. */
+static double mb_ring_ns(long rounds)
+{
+    struct mb_ring *r = xcalloc(1, sizeof *r);
+    struct mb_ring_arg *args = xcalloc(MB_RING, sizeof *args);
+    r->n = rounds;
+    for (int i = 0; i < MB_RING; i++) {
+        args[i] = (struct mb_ring_arg){r, i};
+        r->vt[i] = vt_spawn(mb_ring_member, &args[i], VT_JOINABLE);
+    }
+    vt_yield(); /* one carrier, FIFO: every member runs to its first park */
+    int64_t t0 = now_ns();
+    vt_wake(r->vt[0], VT_WOKE_EVENT);
+    for (int i = 0; i < MB_RING; i++)
+        vt_join(r->vt[i]);
+    double ns = (double)(now_ns() - t0) / ((double)rounds * MB_RING);
+    free(args);
+    free(r);
+    return ns;
+}
 
 static void mb_yielder(void *arg)
 {
@@ -4983,6 +5031,7 @@ static void mb_runtime(void *arg)
         io_close(fds[i]);
     free(fds);
     free(echo);
+    r->park_ring_ns = mb_ring_ns(n / (20 * MB_RING) + 1);
     /* create + run + exit + join */
     t0 = now_ns();
     for (long i = 0; i < n / 10; i++)
@@ -5165,6 +5214,7 @@ enum {
     MB_SWITCH,
     MB_YIELD,
     MB_PARK_IO,
+    MB_PARK_RING,
     MB_CREATE,
     MB_VT_RSS,
     MB_PT_SWITCH,
@@ -5184,6 +5234,7 @@ static const struct mb_figure {
     {"virtual thread switch (register swap), ns", "switch_ns", 1.1},
     {"virtual thread yield (to the next queued thread), ns", "yield_ns", 25},
     {"park + unpark through epoll (pipe ping-pong), ns", "park_unpark_ns", 1500},
+    {"park + unpark, ring of 64 threads (frames copied), ns", "park_ring_ns", 0},
     {"virtual thread create + run + exit + join, ns", "create_ns", 60},
     {"RSS per parked virtual thread at 100,000, bytes", "parked_rss_bytes", 512},
     {"pthread switch on one CPU (pipe ping-pong), ns", "pthread_switch_ns", 0},
@@ -5257,6 +5308,7 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
         m[MB_BASELINE][r] = mb_bare_swap_ns(n); /* right after: the same conditions */
         m[MB_YIELD][r] = res.yield_ns;
         m[MB_PARK_IO][r] = res.park_io_ns;
+        m[MB_PARK_RING][r] = res.park_ring_ns;
         m[MB_CREATE][r] = res.create_ns;
         m[MB_VT_RSS][r] = res.rss_per_parked;
         m[MB_PT_SWITCH][r] = mb_pthread_switch_ns(n / 20);
@@ -5518,9 +5570,12 @@ static const struct {
      CAL_OURS},
     {"virtual.create", MB_CREATE, 1, 0, "ns",
      "create + run + exit + join of an empty virtual thread", CAL_OURS},
-    {"virtual.park", MB_YIELD, 0.5, 0, "ns", "half a yield (a switch and a queue operation)",
+    {"virtual.park", MB_PARK_RING, 0.5, 0, "ns",
+     "half a park + unpark in a ring of 64 threads on 4 run stacks, so frames are copied out "
+     "and in (freeze and thaw) as with many connections; not half a yield, which is a direct "
+     "switch without a copy",
      CAL_OURS},
-    {"virtual.unpark", MB_YIELD, 0.5, 0, "ns", "the other half", CAL_OURS},
+    {"virtual.unpark", MB_PARK_RING, 0.5, 0, "ns", "the other half", CAL_OURS},
     {"virtual.stack_bytes", MB_VT_RSS, 1, 0, "B", "RSS per parked virtual thread at 100,000",
      CAL_OURS},
 };
@@ -5537,6 +5592,10 @@ static void cal_write_micro(FILE *f, int server, const double *med, const double
         fprintf(f, "%s = %.*f%s  # %s; median of 3 (%.*f..%.*f)\n", cal_micro[i].key, d,
                 med[fig] * k, cal_micro[i].unit, cal_micro[i].how, d, lo[fig] * k, d, hi[fig] * k);
     }
+    /* Both servers schedule as Loom's ForkJoinPool does (I.5 for ours); the simulator's
+     * other policies (fifo, home) are for comparison. */
+    fprintf(f, "virtual.scheduler = steal  # a FIFO run queue per carrier, an idle carrier "
+               "steals the oldest thread (ForkJoinPool, asyncMode)\n");
 }
 
 /* The growth of a run's RSS under load, less the stacks of the threads it started. */
