@@ -2038,6 +2038,26 @@ static ssize_t io_rw(int fd, int dir, void *buf, size_t len, int64_t deadline)
     }
 }
 
+/* Forget a remembered read edge of fd, before the caller checks that fd has nothing to read
+ * (a MSG_PEEK that sees EAGAIN). From then on, bytes or a FIN that come later are an epoll
+ * event dispatched later (edge-triggered: an arrival adds the fd to epoll's ready list, or
+ * finds it there not yet reported), which sets ready or wakes a waiter under the owner's
+ * plock; so if the check saw nothing, the next read may park first (io_wait) and skip the
+ * read that would only see EAGAIN. Returns 1 if so (a virtual thread, not pinned; a pinned
+ * one polls level-triggered, and a blocking read costs no extra call). */
+static int io_forget_read_edge(int fd)
+{
+    struct vt *v = vt_current();
+    struct carrier *wc =
+        v && !v->pinned ? __atomic_load_n(&rt.io[fd].owner, __ATOMIC_ACQUIRE) : NULL;
+    if (!wc)
+        return 0;
+    spin_lock(&wc->plock);
+    rt.io[fd].ready[VT_READ] = 0;
+    spin_unlock(&wc->plock);
+    return 1;
+}
+
 static int io_write_all(int fd, const void *buf, size_t len, int64_t deadline)
 {
     const char *p = buf;
@@ -2979,6 +2999,8 @@ struct client {
     size_t len;          /* bytes read and not consumed */
     struct client *next; /* link in a pool's idle list */
     int64_t idle_since;  /* ns: when it went back to the pool */
+    int wait_first;      /* 1: seen drained with its read edge forgotten (client_is_quiet):
+                            the answer's read waits for its edge first, no EAGAIN read */
 };
 
 /* Outcomes of one exchange besides a parsed response. */
@@ -3016,6 +3038,8 @@ static int client_errno_kind(void)
 static long client_exchange(struct client *cl, const char *req, size_t n, int64_t deadline,
                             struct http_response *rs)
 {
+    int wait_first = cl->wait_first;
+    cl->wait_first = 0;
     if (io_write_all(cl->fd, req, n, deadline) < 0)
         return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
     for (;;) {
@@ -3024,6 +3048,9 @@ static long client_exchange(struct client *cl, const char *req, size_t n, int64_
             return r;
         if (r < 0 || cl->len == CLIENT_BUF)
             return CX_BAD;
+        if (wait_first && io_wait(cl->fd, VT_READ, deadline) < 0)
+            return client_errno_kind();
+        wait_first = 0;
         ssize_t got = io_rw(cl->fd, VT_READ, cl->buf + cl->len, CLIENT_BUF - cl->len, deadline);
         if (got == 0 || (got < 0 && errno == ECONNRESET))
             return cl->len ? CX_BAD : CX_STALE;
@@ -3098,10 +3125,13 @@ static void ds_free(struct server *s)
  * as the next call's answer (issue 14, F5), and EOF means the backend closed it; either way
  * it must not be reused. One MSG_PEEK syscall per reuse, as Apache HttpClient's stale
  * connection check does. */
-static int client_is_quiet(const struct client *cl)
+static int client_is_quiet(struct client *cl)
 {
     char c;
-    return recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+    int forgot = io_forget_read_edge(cl->fd); /* first: see io_forget_read_edge */
+    int quiet = recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+    cl->wait_first = quiet && forgot && !cl->len;
+    return quiet;
 }
 
 /* An idle connection that is still quiet, or NULL; the others are closed on the way. */
