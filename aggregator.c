@@ -218,6 +218,28 @@ static void sbuf_add(struct sbuf *b, const void *data, size_t n)
     b->p[b->len] = '\0';
 }
 
+static void sbuf_add_str(struct sbuf *b, const char *str)
+{
+    sbuf_add(b, str, strlen(str));
+}
+
+/* v in decimal, its digits ending at end; returns where they start (at most 20 digits).
+ * The per-request paths format their few numbers so: vsnprintf costs about two thousand
+ * instructions a call (callgrind: the response head's two were a fifth of the server's). */
+static char *fmt_ulong(char *end, unsigned long v)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+static void sbuf_add_ulong(struct sbuf *b, unsigned long v)
+{
+    char d[24], *p = fmt_ulong(d + sizeof d, v);
+    sbuf_add(b, p, (size_t)(d + sizeof d - p));
+}
+
 static void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 {
@@ -2527,9 +2549,15 @@ static void http_write_response(struct sbuf *out, int status, const char *ctype,
                                 size_t n, int keep_alive)
 {
     int i = http_status_index(status);
-    sbuf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-                i < HTTP_NSTATUS ? http_reasons[i] : "Unknown", ctype, n,
-                keep_alive ? "" : "Connection: close\r\n");
+    sbuf_add_str(out, "HTTP/1.1 ");
+    sbuf_add_ulong(out, (unsigned long)status);
+    sbuf_add_str(out, " ");
+    sbuf_add_str(out, i < HTTP_NSTATUS ? http_reasons[i] : "Unknown");
+    sbuf_add_str(out, "\r\nContent-Type: ");
+    sbuf_add_str(out, ctype);
+    sbuf_add_str(out, "\r\nContent-Length: ");
+    sbuf_add_ulong(out, n);
+    sbuf_add_str(out, keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
     sbuf_add(out, body, n);
 }
 
@@ -3226,8 +3254,12 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
 {
     const struct config *cfg = s->cfg;
     struct ds_pool *backend_pool = ds_pool_for(s, backend);
-    char req[128];
-    int n = snprintf(req, sizeof req, "GET /item/%d HTTP/1.1\r\nHost: backend\r\n\r\n", item);
+    static const char head[] = "GET /item/", tail[] = " HTTP/1.1\r\nHost: backend\r\n\r\n";
+    char req[128], d[24], *digits = fmt_ulong(d + sizeof d, (unsigned long)item);
+    size_t nd = (size_t)(d + sizeof d - digits), n = sizeof head - 1 + nd + sizeof tail - 1;
+    memcpy(req, head, sizeof head - 1);
+    memcpy(req + sizeof head - 1, digits, nd);
+    memcpy(req + sizeof head - 1 + nd, tail, sizeof tail - 1);
     SHARED_ADD(rt.m->ds_calls, 1);
     struct client *cl = cfg->pool ? ds_take(backend_pool) : NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -3239,7 +3271,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             SHARED_ADD(rt.m->ds_opened, 1);
         }
         struct http_response rs;
-        long r = client_exchange(cl, req, (size_t)n, deadline, &rs);
+        long r = client_exchange(cl, req, n, deadline, &rs);
         if (r == CX_STALE && reused) {
             client_close(cl);
             cl = NULL;
