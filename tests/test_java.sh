@@ -3,7 +3,7 @@
 # backend and load generator of DIR/aggregator: the contract of `aggregator serve` (answers,
 # errors, /metrics) and the point of the lab: under load, the virtual mode holds far fewer OS
 # threads than the platform pool; and `aggregator bench --server java`, whose CSV the
-# simulator reads. Loopback only, fixed ports 27600-27621, under a minute.
+# simulator reads. Loopback only, fixed ports 27600-27621, about a minute and a half (the drip cases wait for their deadlines).
 # Without a JDK 21+ or embedded Tomcat it says why and counts every check as skipped.
 dir=${1:-.}
 agg=$dir/aggregator
