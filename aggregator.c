@@ -834,8 +834,8 @@ static void timer_remove(struct carrier *c, struct vt *v)
 /* Work stealing as in Loom's scheduler, a ForkJoinPool created with asyncMode = true. Each
  * carrier has a FIFO run queue; the owner takes from its head, the oldest thread (FJP's
  * nextLocalTask in FIFO mode polls at `base`), and a carrier that runs dry steals from the
- * head of another carrier's queue before it sleeps in epoll. The issue said "the other end",
- * but in OpenJDK's ForkJoinPool thieves also poll at `base` (scan / pollScan take the slot at
+ * head of another carrier's queue before it sleeps in epoll. Thieves do not take the other
+ * end, as a Chase-Lev deque's would: in OpenJDK's ForkJoinPool thieves also poll at `base` (scan / pollScan take the slot at
  * base and advance it), the same end as an asyncMode owner: every thread is taken oldest
  * first by whoever takes it, so a thread's wait in the queues stays FIFO-fair, which is what
  * keeps the p99 low. (LIFO owners with FIFO thieves suit fork/join, not event tasks.)
@@ -849,15 +849,31 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * work or the pusher writes its eventfd. Like FJP's signalWork, a push also wakes a sleeping
  * carrier when the target is busy or already has work queued, so the work becomes someone's
  * to steal instead of waiting behind a long-running thread. */
-static void runq_push(struct carrier *c, struct vt *v)
+/* The queue's two list operations, with c->qlock held; qlen is the callers' to keep. */
+static void runq_append_locked(struct carrier *c, struct vt *v)
 {
     v->next = NULL;
-    spin_lock(&c->qlock);
     if (c->runq_tail)
         c->runq_tail->next = v;
     else
         c->runq_head = v;
     c->runq_tail = v;
+}
+
+/* Unlink the head, which must exist. */
+static struct vt *runq_shift_locked(struct carrier *c)
+{
+    struct vt *v = c->runq_head;
+    c->runq_head = v->next;
+    if (!c->runq_head)
+        c->runq_tail = NULL;
+    return v;
+}
+
+static void runq_push(struct carrier *c, struct vt *v)
+{
+    spin_lock(&c->qlock);
+    runq_append_locked(c, v);
     __atomic_store_n(&c->qlen, c->qlen + 1, __ATOMIC_RELAXED);
     spin_unlock(&c->qlock);
 }
@@ -868,13 +884,9 @@ static struct vt *runq_pop(struct carrier *c)
     if (!__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
         return NULL;
     spin_lock(&c->qlock);
-    struct vt *v = c->runq_head;
-    if (v) {
-        c->runq_head = v->next;
-        if (!c->runq_head)
-            c->runq_tail = NULL;
+    struct vt *v = c->runq_head ? runq_shift_locked(c) : NULL;
+    if (v)
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
-    }
     spin_unlock(&c->qlock);
     return v;
 }
@@ -942,18 +954,11 @@ static struct vt *runq_swap(struct carrier *c, struct vt *back)
 {
     if (!back)
         return runq_pop(c);
-    back->next = NULL;
     spin_lock(&c->qlock);
-    struct vt *v = c->runq_head;
-    if (v) {
-        c->runq_head = v->next;
-        if (c->runq_head)
-            c->runq_tail->next = back;
-        else
-            c->runq_head = back;
-        c->runq_tail = back;
-    } else {
-        v = back;
+    struct vt *v = back;
+    if (c->runq_head) { /* the length stays: one out, one in */
+        v = runq_shift_locked(c);
+        runq_append_locked(c, back);
     }
     spin_unlock(&c->qlock);
     if (v != back && LOAD(rt.nsleeping))
@@ -1252,17 +1257,10 @@ static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt 
         spin_unlock(&c->qlock);
         return NULL;
     }
-    c->runq_head = u->next;
-    if (!c->runq_head)
-        c->runq_tail = NULL;
+    runq_shift_locked(c);
     if (back) {
         __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-        back->next = NULL;
-        if (c->runq_tail)
-            c->runq_tail->next = back;
-        else
-            c->runq_head = back;
-        c->runq_tail = back;
+        runq_append_locked(c, back);
     } else {
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
     }
