@@ -2202,6 +2202,19 @@ static int evq_less(const struct event *x, const struct event *y)
     return x->t < y->t || (x->t == y->t && x->order < y->order);
 }
 
+/* Put e in the heap's hole at i and move it up past the parents it precedes. */
+static void evq_heap_sift_up(struct evq *q, size_t i, struct event e)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!evq_less(&e, &q->heap[parent]))
+            break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = e;
+}
+
 static void evq_heap_push(struct evq *q, struct event e)
 {
     if (q->nheap == q->capheap) {
@@ -2212,15 +2225,7 @@ static void evq_heap_push(struct evq *q, struct event e)
             exit(1);
         }
     }
-    size_t i = q->nheap++;
-    while (i > 0) { /* sift up */
-        size_t parent = (i - 1) / 2;
-        if (!evq_less(&e, &q->heap[parent]))
-            break;
-        q->heap[i] = q->heap[parent];
-        i = parent;
-    }
-    q->heap[i] = e;
+    evq_heap_sift_up(q, q->nheap++, e);
 }
 
 /* The root's hole goes down to a leaf along the lesser children, then the last element
@@ -2237,14 +2242,7 @@ static struct event evq_heap_pop(struct evq *q)
             child++;
         q->heap[i] = q->heap[child];
     }
-    while (i > 0) { /* `last` up from the leaf's hole */
-        size_t parent = (i - 1) / 2;
-        if (!evq_less(&last, &q->heap[parent]))
-            break;
-        q->heap[i] = q->heap[parent];
-        i = parent;
-    }
-    q->heap[i] = last;
+    evq_heap_sift_up(q, i, last); /* `last` up from the leaf's hole */
     return top;
 }
 
