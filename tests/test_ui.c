@@ -84,6 +84,19 @@ static void tu_render(struct ui_canvas *c, struct ui_sim *x, const char *const *
 
 static const struct ui_options tu_opts = {0};
 
+/* Open c and render kv at time t into it; the sim to free, or NULL (a failed check). */
+static struct ui_sim *tu_open_render(struct ui_canvas *c, const char *const *kv, simtime t)
+{
+    struct ui_sim *x = calloc(1, sizeof *x);
+    if (!x || ui_canvas_open(c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        free(x);
+        return NULL;
+    }
+    tu_render(c, x, kv, t);
+    return x;
+}
+
 static void test_panels_and_text(void)
 {
     struct ui_canvas c;
@@ -161,13 +174,9 @@ static void test_pinned_colour(void)
                                       "service.A.latency=50ms",
                                       NULL};
     struct ui_canvas c;
-    struct ui_sim *x = calloc(1, sizeof *x);
-    if (ui_canvas_open(&c, &tu_opts) < 0) {
-        CHECK(0, "canvas");
-        free(x);
+    struct ui_sim *x = tu_open_render(&c, pin, 1 * SEC);
+    if (!x)
         return;
-    }
-    tu_render(&c, x, pin, 1 * SEC);
     const struct model *v = &x->m[MODEL_VIRTUAL];
     const struct ui_hit *legend = tu_hit(&c, -1, UI_HIT_LEGEND, UI_PINNED);
     uint32_t pinned =
@@ -448,13 +457,9 @@ static void test_fanout_lot(void)
                                       "service.C.latency=exp(50ms)",
                                       NULL};
     struct ui_canvas c;
-    struct ui_sim *x = calloc(1, sizeof *x);
-    if (ui_canvas_open(&c, &tu_opts) < 0) {
-        CHECK(0, "canvas");
-        free(x);
+    struct ui_sim *x = tu_open_render(&c, fan, 1 * SEC);
+    if (!x)
         return;
-    }
-    tu_render(&c, x, fan, 1 * SEC);
     const struct model *v = &x->m[MODEL_VIRTUAL];
     const struct ui_scan *sc = c.g.scan[MODEL_VIRTUAL];
     for (int i = 0; i < v->s->nsvc; i++) {
@@ -477,9 +482,13 @@ static void test_carrier_queues(void)
     for (int k = 0; k < 3; k++) {
         char policy[48];
         snprintf(policy, sizeof policy, "virtual.scheduler=%s", names[k]);
-        const char *const kv[] = {"users=1000", "duration=3s", "warmup=1s",
-                                  "program=cpu(exp(1ms)) call(A)", "service.A.latency=50ms",
-                                  policy, NULL};
+        const char *const kv[] = {"users=1000",
+                                  "duration=3s",
+                                  "warmup=1s",
+                                  "program=cpu(exp(1ms)) call(A)",
+                                  "service.A.latency=50ms",
+                                  policy,
+                                  NULL};
         struct ui_canvas c;
         struct ui_sim *x = calloc(1, sizeof *x);
         if (ui_canvas_open(&c, &tu_opts) != 0) {
