@@ -1397,9 +1397,11 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     v->wait_fd = -1;
     v->wait_c = NULL;
     v->pinned = 0;
-    v->permit = 0;
     v->join_word = NULL;
-    v->state = VT_RUNNABLE;
+    /* atomic: a late unpark or park finish of this descriptor's previous thread may still
+     * read them (descriptors are type-stable; see vt_unpark_claim) */
+    __atomic_store_n(&v->permit, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
     v->saved_len = VT_FRAME_BYTES;
     vt_frame_init(&v->ctx, v->saved + VT_FRAME_BYTES, vt_boot, v);
     v->ctx.sp = v->stk->hi - VT_FRAME_BYTES;
