@@ -205,6 +205,40 @@ static void test_event_lane_growth(void)
     evq_free(&q);
 }
 
+/* EV_IO_DONE carries its call's request in b, which model_step prefetches: at every event,
+ * each queued one (heap and lanes) names the request its call belongs to, and is counted. */
+static void test_io_done_names_its_request(void)
+{
+    struct scenario s;
+    must_load(&s, "users = 200\nthink = exp(1ms)\nduration = 1s\nwarmup = 0\n"
+                  "program = cpu(exp(50us)) par(A, B) call(A)\nservice.A.latency = exp(5ms)\n"
+                  "service.B.latency = 3ms\nservice.B.pool = 4\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct model m;
+        model_init(&m, &s, k);
+        long bad = 0, seen = 0;
+        while (model_step(&m, s.duration) >= 0) {
+            const struct evq *q = &m.events;
+            for (int i = -1; i < EVQ_LANES; i++) {
+                size_t n = i < 0 ? q->nheap : q->lane[i].len;
+                for (size_t j = 0; j < n; j++) {
+                    const struct event *e =
+                        i < 0 ? &q->heap[j]
+                              : &q->lane[i].buf[(q->lane[i].head + j) & (q->lane[i].cap - 1)];
+                    if (ev_type_of(e) != EV_IO_DONE)
+                        continue;
+                    seen++;
+                    bad += (int32_t)e->b != m.call[e->a].req;
+                }
+            }
+        }
+        CHECK(seen > 1000 && bad == 0,
+              "%s: %ld of %ld queued answers name another request than their call's",
+              model_names[k], bad, seen);
+        model_free(&m);
+    }
+}
+
 static void test_histogram(void)
 {
     enum { N = 100000 };
@@ -1680,6 +1714,7 @@ int main(void)
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
+    test_io_done_names_its_request();
     test_histogram();
     test_distributions();
     test_determinism();
