@@ -672,14 +672,22 @@ struct vt_stack {
     struct carrier *holder; /* atomic: that carrier, a hint for handing threads over */
 };
 
-/* Per-fd readiness, indexed by fd number. Like Go's pollDesc: the fd is registered once,
- * edge-triggered, and `ready` remembers an edge that came while nobody waited; a thread that
- * saw EAGAIN consumes it (and tries again) instead of parking. All three fields are guarded
- * by the owner's plock, so a thread running on any carrier may wait on the fd. */
+/* Per-fd readiness, indexed by fd number, per direction (read, write). Like Go's pollDesc:
+ * the fd is registered once, edge-triggered, and `ready` says whether a call may succeed. An
+ * epoll event sets it; proof that the fd is drained clears it: a call that saw EAGAIN, or a
+ * short read or write (a stream returns less than asked only when it has no more), unless an
+ * edge came after the call began (`edges` moved: read before the call, compared when
+ * clearing) or, for a short call, an event said the peer closed (`final`: a FIN that came
+ * with the last data has no edge of its own, and the read after it returns 0). A thread
+ * that finds `ready` clear parks at once, without the call that would only see EAGAIN
+ * (io_rw). Guarded by the owner's plock, so a thread on any carrier may wait on the fd;
+ * `ready` and `edges` are also read unlocked (atomics). */
 struct vt_io {
     struct carrier *owner;  /* carrier whose epoll watches this fd, or NULL; atomic */
     struct vt *waiter[2];   /* thread parked for reading / writing, or NULL */
-    unsigned char ready[2]; /* an edge arrived while nobody waited, for read / write */
+    unsigned edges[2];      /* events seen so far, a generation; atomic */
+    unsigned char ready[2]; /* a call may succeed: not proved drained since the last event */
+    unsigned char final[2]; /* an event reported HUP, RDHUP or ERR: short calls prove nothing */
 };
 
 /* A small spinlock for the run queues and the park locks: held for a few instructions, so a
@@ -1456,8 +1464,9 @@ static void vt_join(struct vt *v)
  * registered (io_register), with any carrier: the invariant that lets a stolen thread still
  * get its I/O events is that a park's fd slot and timer both live with the fd's owner (the
  * carrier whose epoll watches it) under that carrier's plock, and only that carrier's poll,
- * its timers, or its shutdown wake the thread, whichever carrier it parked from. Callers
- * loop: a wake-up can be spurious (then 0 is returned). */
+ * its timers, or its shutdown wake the thread, whichever carrier it parked from. It parks
+ * only while the fd's `ready` is clear: a caller first proves the fd drained (io_drained).
+ * Callers loop: a wake-up can be spurious (then 0 is returned). */
 static int vt_wait(int fd, int dir, int64_t deadline)
 {
     struct carrier *c = carrier_self;
@@ -1473,8 +1482,7 @@ static int vt_wait(int fd, int dir, int64_t deadline)
         errno = ECANCELED;
         return -1;
     }
-    if (fd >= 0 && rt.io[fd].ready[dir]) { /* an edge came since the EAGAIN: try again */
-        rt.io[fd].ready[dir] = 0;
+    if (fd >= 0 && LOAD(rt.io[fd].ready[dir])) { /* not drained, or an edge came since */
         spin_unlock(&wc->plock);
         return 0;
     }
@@ -1593,36 +1601,47 @@ static int64_t carrier_timeout_ns(struct carrier *c)
     return none ? -1 : d < 0 ? 0 : d;
 }
 
-/* Record one epoll event of fd under c's plock: wake its waiter (which then consumes the
- * edge) or remember the edge in `ready`. */
+/* Record one epoll event of fd under c's plock (Go's netpollready): mark the directions it
+ * reports ready, count the edge, and wake their waiters. */
 static void carrier_dispatch(struct carrier *c, struct vt_io *io, uint32_t e)
 {
     static const uint32_t mask[2] = {EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
                                      EPOLLOUT | EPOLLHUP | EPOLLERR};
+    static const uint32_t fin[2] = {EPOLLRDHUP | EPOLLHUP | EPOLLERR, EPOLLHUP | EPOLLERR};
     if (LOAD(io->owner) != c)
         return; /* stale event for an fd closed in this batch */
     for (int d = 0; d < 2; d++) {
         if (!(e & mask[d]))
             continue;
+        __atomic_store_n(&io->edges[d], io->edges[d] + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&io->ready[d], 1, __ATOMIC_RELAXED);
+        if (e & fin[d])
+            io->final[d] = 1;
         if (io->waiter[d])
             vt_wake_locked(io->waiter[d], VT_WOKE_EVENT);
-        else
-            io->ready[d] = 1;
     }
+}
+
+/* epoll_wait with a timeout in ns (-1 = forever). epoll_pwait2 takes nanoseconds, so a 50 ms
+ * sleep does not become 51 by rounding up to epoll_wait's milliseconds; kernels before 5.11
+ * get the fallback. */
+static int carrier_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t timeout_ns)
+{
+    struct timespec ts = {timeout_ns / NS_PER_S, timeout_ns % NS_PER_S};
+    int got = epoll_pwait2(epfd, ev, n, timeout_ns < 0 ? NULL : &ts, NULL);
+    if (got < 0 && errno == ENOSYS)
+        got = epoll_wait(epfd, ev, n,
+                         timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
+    return got;
 }
 
 /* Wait for I/O readiness (timeout in ns, -1 = forever) and wake the threads waiting on it;
  * they go to this carrier's queue (the carrier whose epoll saw the event), where an idle
- * carrier may steal them. epoll_pwait2 takes nanoseconds, so a 50 ms sleep does not become
- * 51 by rounding up to epoll_wait's milliseconds; kernels before 5.11 get the fallback. */
+ * carrier may steal them. */
 static void carrier_poll(struct carrier *c, int64_t timeout_ns)
 {
     struct epoll_event ev[256];
-    struct timespec ts = {timeout_ns / NS_PER_S, timeout_ns % NS_PER_S};
-    int n = epoll_pwait2(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns < 0 ? NULL : &ts, NULL);
-    if (n < 0 && errno == ENOSYS)
-        n = epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev),
-                       timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
+    int n = carrier_epoll_wait(c->epfd, ev, (int)ARRAY_LEN(ev), timeout_ns);
     c->polled_at = now_ns();
     /* Awake now: the wake-ups below push to our own queue, and must not see us sleeping
      * (each would write our eventfd, and the next poll read it: two syscalls per wake-up). */
@@ -2001,7 +2020,10 @@ static int io_register(int fd)
      * release) tells the memory model, and ThreadSanitizer, the same. */
     (void)__atomic_load_n(&io->owner, __ATOMIC_ACQUIRE);
     io->waiter[0] = io->waiter[1] = NULL;
-    io->ready[0] = io->ready[1] = 0;
+    for (int d = 0; d < 2; d++) {
+        __atomic_store_n(&io->ready[d], 1, __ATOMIC_RELAXED); /* unknown: try the call first */
+        io->final[d] = 0;
+    }
     __atomic_store_n(&io->owner, c, __ATOMIC_RELEASE); /* vt_wait on other carriers reads it */
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
                              .data.u64 = (uint64_t)fd};
@@ -2038,46 +2060,64 @@ static int io_wait(int fd, int dir, int64_t deadline)
     }
 }
 
+/* The readiness record of fd if the calling thread parks on it (a virtual thread, not
+ * pinned, the fd registered), else NULL: a pinned or platform thread polls level-triggered. */
+static struct vt_io *io_watched(int fd)
+{
+    struct vt *v = vt_current();
+    if (!v || v->pinned || fd < 0 || fd >= rt.io_cap || !LOAD(rt.io[fd].owner))
+        return NULL;
+    return &rt.io[fd];
+}
+
+/* The edge count to pass to io_drained, read before the call whose result proves it. */
+static unsigned io_edges(const struct vt_io *io, int dir)
+{
+    return io ? __atomic_load_n(&io->edges[dir], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* A call on io's fd begun when its edge count was `seen` found direction dir drained (eagain:
+ * it saw EAGAIN; else it was short). Forget the readiness, unless an edge came since (bytes
+ * or a FIN that came after the call are an event dispatched after it, which set ready again)
+ * or a short call may have left a FIN behind (final). Go's pollDesc clears its ready state
+ * the same way, when a read returns EAGAIN. */
+static void io_drained(struct vt_io *io, int dir, unsigned seen, int eagain)
+{
+    struct carrier *wc = io ? __atomic_load_n(&io->owner, __ATOMIC_ACQUIRE) : NULL;
+    if (!wc)
+        return;
+    spin_lock(&wc->plock);
+    if (LOAD(io->edges[dir]) == seen && (eagain || !io->final[dir]))
+        __atomic_store_n(&io->ready[dir], 0, __ATOMIC_RELAXED);
+    spin_unlock(&wc->plock);
+}
+
 /* read or write once (dir = VT_READ or VT_WRITE), waiting as needed. Returns the count,
- * 0 on EOF (reads), or -1 with errno (ETIMEDOUT, ECANCELED, ECONNRESET, ...). */
+ * 0 on EOF (reads), or -1 with errno (ETIMEDOUT, ECANCELED, ECONNRESET, ...). On a virtual
+ * thread an fd known to be drained parks first (io_wait re-checks under the owner's lock), so
+ * a request-response exchange costs one read per message, not a read and an EAGAIN. */
 static ssize_t io_rw(int fd, int dir, void *buf, size_t len, int64_t deadline)
 {
+    struct vt_io *io = io_watched(fd);
     for (;;) {
-        /* Always try the call first: a short read does not prove the stream drained (the
-         * peer's FIN may have come with the data, its edge already spent: found by fault
-         * injection, a backend closing half-way gave 504, not 502), and an edge that came
-         * while we ran is remembered in vt_io.ready and consumed by vt_wait. */
+        if (io && !LOAD(io->ready[dir]) && io_wait(fd, dir, deadline) < 0)
+            return -1;
+        unsigned seen = io_edges(io, dir);
         ssize_t n =
             dir == VT_READ ? read(fd, buf, len) : write(fd, buf, len); /* SIGPIPE is ignored */
+        if (n > 0 && (size_t)n < len)
+            io_drained(io, dir, seen, 0);
         if (n >= 0)
             return n;
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN)
             return -1;
-        if (io_wait(fd, dir, deadline) < 0)
+        if (io)
+            io_drained(io, dir, seen, 1); /* and park at the top, unless an edge came */
+        else if (io_wait(fd, dir, deadline) < 0)
             return -1;
     }
-}
-
-/* Forget a remembered read edge of fd, before the caller checks that fd has nothing to read
- * (a MSG_PEEK that sees EAGAIN). From then on, bytes or a FIN that come later are an epoll
- * event dispatched later (edge-triggered: an arrival adds the fd to epoll's ready list, or
- * finds it there not yet reported), which sets ready or wakes a waiter under the owner's
- * plock; so if the check saw nothing, the next read may park first (io_wait) and skip the
- * read that would only see EAGAIN. Returns 1 if so (a virtual thread, not pinned; a pinned
- * one polls level-triggered, and a blocking read costs no extra call). */
-static int io_forget_read_edge(int fd)
-{
-    struct vt *v = vt_current();
-    struct carrier *wc =
-        v && !v->pinned ? __atomic_load_n(&rt.io[fd].owner, __ATOMIC_ACQUIRE) : NULL;
-    if (!wc)
-        return 0;
-    spin_lock(&wc->plock);
-    rt.io[fd].ready[VT_READ] = 0;
-    spin_unlock(&wc->plock);
-    return 1;
 }
 
 static int io_write_all(int fd, const void *buf, size_t len, int64_t deadline)
@@ -2129,9 +2169,13 @@ static int io_connect(const struct sockaddr_in *sa, int64_t deadline)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || io_adopt(fd) < 0)
         return -1;
+    struct vt_io *io = io_watched(fd);
+    unsigned seen = io_edges(io, VT_WRITE);
     if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
         return fd;
     int err = errno;
+    if (err == EINPROGRESS)
+        io_drained(io, VT_WRITE, seen, 1); /* not writable until connected */
     if (err == EINPROGRESS && io_wait(fd, VT_WRITE, deadline) == 0) {
         socklen_t el = sizeof err;
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
@@ -2149,7 +2193,11 @@ static int io_connect(const struct sockaddr_in *sa, int64_t deadline)
  * blocking and unregistered: the thread that serves it adopts it (io_adopt). */
 static int io_accept(int lfd, int64_t deadline)
 {
+    struct vt_io *io = io_watched(lfd);
     for (;;) {
+        if (io && !LOAD(io->ready[VT_READ]) && io_wait(lfd, VT_READ, deadline) < 0)
+            return -1;
+        unsigned seen = io_edges(io, VT_READ);
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd >= 0)
             return fd;
@@ -2157,7 +2205,9 @@ static int io_accept(int lfd, int64_t deadline)
             continue;
         if (errno != EAGAIN)
             return -1;
-        if (io_wait(lfd, VT_READ, deadline) < 0)
+        if (io)
+            io_drained(io, VT_READ, seen, 1);
+        else if (io_wait(lfd, VT_READ, deadline) < 0)
             return -1;
     }
 }
@@ -3027,8 +3077,6 @@ struct client {
     size_t len;          /* bytes read and not consumed */
     struct client *next; /* link in a pool's idle list */
     int64_t idle_since;  /* ns: when it went back to the pool */
-    int wait_first;      /* 1: seen drained with its read edge forgotten (client_is_quiet):
-                            the answer's read waits for its edge first, no EAGAIN read */
 };
 
 /* Outcomes of one exchange besides a parsed response. */
@@ -3066,8 +3114,6 @@ static int client_errno_kind(void)
 static long client_exchange(struct client *cl, const char *req, size_t n, int64_t deadline,
                             struct http_response *rs)
 {
-    int wait_first = cl->wait_first;
-    cl->wait_first = 0;
     if (io_write_all(cl->fd, req, n, deadline) < 0)
         return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
     for (;;) {
@@ -3076,9 +3122,6 @@ static long client_exchange(struct client *cl, const char *req, size_t n, int64_
             return r;
         if (r < 0 || cl->len == CLIENT_BUF)
             return CX_BAD;
-        if (wait_first && io_wait(cl->fd, VT_READ, deadline) < 0)
-            return client_errno_kind();
-        wait_first = 0;
         ssize_t got = io_rw(cl->fd, VT_READ, cl->buf + cl->len, CLIENT_BUF - cl->len, deadline);
         if (got == 0 || (got < 0 && errno == ECONNRESET))
             return cl->len ? CX_BAD : CX_STALE;
@@ -3156,9 +3199,11 @@ static void ds_free(struct server *s)
 static int client_is_quiet(struct client *cl)
 {
     char c;
-    int forgot = io_forget_read_edge(cl->fd); /* first: see io_forget_read_edge */
+    struct vt_io *io = io_watched(cl->fd);
+    unsigned seen = io_edges(io, VT_READ);
     int quiet = recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
-    cl->wait_first = quiet && forgot && !cl->len;
+    if (quiet) /* drained: the answer's read waits for its edge first, no EAGAIN read */
+        io_drained(io, VT_READ, seen, 1);
     return quiet;
 }
 
@@ -5034,12 +5079,17 @@ static void mb_yielder(void *arg)
         vt_yield();
 }
 
+/* The ping-pong's reads take up to MB_ECHO_BUF bytes, as a server's do: a read that fills
+ * its buffer does not prove the pipe drained, so with 1-byte reads every message would cost
+ * a second read that sees EAGAIN (io_rw). One byte travels each way. */
+enum { MB_ECHO_BUF = 64 };
+
 static void mb_echo(void *arg)
 {
     int *fd = arg; /* fd[0]: read from, fd[1]: write to */
-    char c;
-    while (io_rw(fd[0], VT_READ, &c, 1, -1) == 1 && c)
-        io_rw(fd[1], VT_WRITE, &c, 1, -1);
+    char c[MB_ECHO_BUF];
+    while (io_rw(fd[0], VT_READ, c, sizeof c, -1) == 1 && c[0])
+        io_rw(fd[1], VT_WRITE, c, 1, -1);
 }
 
 static void mb_noop(void *arg)
@@ -5081,9 +5131,9 @@ static void mb_runtime(void *arg)
     long rounds = n / 50;
     t0 = now_ns();
     for (long i = 0; i < rounds; i++) {
-        char c = 1;
-        io_rw(fds[1], VT_WRITE, &c, 1, -1);
-        io_rw(fds[2], VT_READ, &c, 1, -1);
+        char c[MB_ECHO_BUF] = {1};
+        io_rw(fds[1], VT_WRITE, c, 1, -1);
+        io_rw(fds[2], VT_READ, c, sizeof c, -1);
     }
     r->park_io_ns = (double)(now_ns() - t0) / (2.0 * (double)rounds);
     char zero = 0;
@@ -5162,6 +5212,36 @@ static double mb_pthread_switch_ns(long n)
     pthread_setaffinity_np(pthread_self(), sizeof old, &old);
     for (int i = 0; i < 4; i++)
         close(p.fd[i]);
+    return ns;
+}
+
+/* The floor of the park + unpark ping-pong: the system calls it cannot avoid, on the same
+ * pipes and the same kind of epoll, in one loop without a runtime. Each half round trip is
+ * a write, an epoll_wait that reports the other end readable, and its read. ns per half. */
+static double mb_park_floor_ns(long rounds)
+{
+    int fd[4], ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0 || pipe2(fd, O_NONBLOCK | O_CLOEXEC) || pipe2(fd + 2, O_NONBLOCK | O_CLOEXEC))
+        die("pipe/epoll: %s", strerror(errno));
+    for (int i = 0; i < 4; i++) { /* registered as io_register does */
+        struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                                .data.u64 = (uint64_t)i};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd[i], &e);
+    }
+    struct epoll_event ev[256];
+    carrier_epoll_wait(ep, ev, (int)ARRAY_LEN(ev), 0); /* the write ends' first events */
+    char c[MB_ECHO_BUF] = {1};
+    int64_t t0 = now_ns();
+    for (long i = 0; i < 2 * rounds; i++) {
+        int *p = fd + 2 * (i & 1); /* pipe 0, then pipe 1 */
+        if (write(p[1], c, 1) != 1 || carrier_epoll_wait(ep, ev, (int)ARRAY_LEN(ev), -1) < 1 ||
+            read(p[0], c, sizeof c) != 1)
+            die("park floor: %s", strerror(errno));
+    }
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)rounds);
+    for (int i = 0; i < 4; i++)
+        close(fd[i]);
+    close(ep);
     return ns;
 }
 
@@ -5276,6 +5356,7 @@ enum {
     MB_SWITCH,
     MB_YIELD,
     MB_PARK_IO,
+    MB_PARK_FLOOR,
     MB_PARK_RING,
     MB_CREATE,
     MB_VT_RSS,
@@ -5296,6 +5377,7 @@ static const struct mb_figure {
     {"virtual thread switch (register swap), ns", "switch_ns", 1.1},
     {"virtual thread yield (to the next queued thread), ns", "yield_ns", 25},
     {"park + unpark through epoll (pipe ping-pong), ns", "park_unpark_ns", 1500},
+    {"  its floor: write + epoll_wait + read, no runtime, ns", "park_unpark_floor_ns", 0},
     {"park + unpark, ring of 64 threads (frames copied), ns", "park_ring_ns", 0},
     {"virtual thread create + run + exit + join, ns", "create_ns", 60},
     {"RSS per parked virtual thread at 100,000, bytes", "parked_rss_bytes", 512},
@@ -5370,6 +5452,7 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
         m[MB_BASELINE][r] = mb_bare_swap_ns(n); /* right after: the same conditions */
         m[MB_YIELD][r] = res.yield_ns;
         m[MB_PARK_IO][r] = res.park_io_ns;
+        m[MB_PARK_FLOOR][r] = mb_park_floor_ns(n / 50); /* the ping-pong's rounds */
         m[MB_PARK_RING][r] = res.park_ring_ns;
         m[MB_CREATE][r] = res.create_ns;
         m[MB_VT_RSS][r] = res.rss_per_parked;

@@ -111,6 +111,96 @@ static void t_park_io(void *arg)
     free(p);
 }
 
+/* Readiness (vt_io, Go's pollDesc). A short read proves a stream drained, so the next read
+ * parks without a read that sees EAGAIN: over a socket pair, a ping-pong of PONG_ROUNDS
+ * one-byte messages read into 64-byte buffers makes one read call per message, counted by
+ * the kernel (/proc/self/io syscr, every read of the process; a few spare for the rest).
+ * Before readiness was tracked each message also cost a read that saw EAGAIN: twice the
+ * count. And a FIN that came with the last bytes has no edge of its own: the read after a
+ * short one must still see EOF rather than park until its deadline. */
+enum { PONG_ROUNDS = 200 };
+
+static long proc_read_calls(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    long n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "syscr: %ld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void pong_echo(void *arg)
+{
+    int fd = *(int *)arg;
+    char buf[64];
+    while (io_rw(fd, VT_READ, buf, sizeof buf, now_ns() + NS_PER_S) == 1)
+        io_rw(fd, VT_WRITE, buf, 1, -1);
+}
+
+struct fin_case {
+    int fd;
+    ssize_t first, second; /* what the reader's two reads returned */
+    int err;               /* errno after the second */
+};
+
+static void fin_reader(void *arg)
+{
+    struct fin_case *f = arg;
+    char buf[64];
+    f->first = io_rw(f->fd, VT_READ, buf, sizeof buf, now_ns() + NS_PER_S);
+    f->second = io_rw(f->fd, VT_READ, buf, sizeof buf, now_ns() + NS_PER_S);
+    f->err = errno;
+}
+
+static void t_readiness(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0 ||
+        io_register(sv[0]) < 0 || io_register(sv[1]) < 0) {
+        CHECK(0, "socketpair: %s", strerror(errno));
+        return;
+    }
+    int *echo_fd = xmalloc(sizeof *echo_fd);
+    *echo_fd = sv[1];
+    struct vt *e = vt_spawn(pong_echo, echo_fd, VT_JOINABLE);
+    char buf[64] = {1};
+    long reads0 = proc_read_calls(), ok = 0;
+    for (int i = 0; i < PONG_ROUNDS; i++)
+        ok += io_rw(sv[0], VT_WRITE, buf, 1, -1) == 1 &&
+              io_rw(sv[0], VT_READ, buf, sizeof buf, now_ns() + NS_PER_S) == 1;
+    long reads = proc_read_calls() - reads0;
+    CHECK(ok == PONG_ROUNDS, "ping-pong: %ld of %d rounds", ok, PONG_ROUNDS);
+    CHECK(reads >= 0 && reads <= 2 * PONG_ROUNDS + 20,
+          "ping-pong: %ld read calls for %d messages, want one each (+20)", reads, 2 * PONG_ROUNDS);
+    io_close(sv[0]); /* the echo's read sees EOF */
+    vt_join(e);
+    io_close(sv[1]);
+    free(echo_fd);
+
+    struct fin_case *f = xcalloc(1, sizeof *f);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0 ||
+        io_register(sv[0]) < 0) {
+        CHECK(0, "socketpair: %s", strerror(errno));
+        return;
+    }
+    f->fd = sv[0];
+    struct vt *r = vt_spawn(fin_reader, f, VT_JOINABLE);
+    vt_yield(); /* the reader finds nothing and parks */
+    CHECK(write(sv[1], "abc", 3) == 3, "write");
+    close(sv[1]); /* bytes and FIN before the carrier polls: one event for both */
+    vt_join(r);
+    CHECK(f->first == 3 && f->second == 0,
+          "bytes then FIN in one event: reads returned %zd then %zd (%s), want 3 then 0 (EOF)",
+          f->first, f->second, f->second < 0 ? strerror(f->err) : "ok");
+    io_close(sv[0]);
+    free(f);
+}
+
 /* Pinning: a pinned thread that sleeps holds its carrier, so a thread queued behind it on
  * the same carrier runs only after it; unpinned, the sleeper parks and the other runs first. */
 struct pin_case {
@@ -763,6 +853,7 @@ int main(void)
     rt_run(t_spawn_join, NULL);
     rt_run(t_timers, NULL);
     rt_run(t_park_io, NULL);
+    rt_run(t_readiness, NULL);
     rt_run(t_pinning, NULL);
     rt_run(t_many, NULL);
     rt_shutdown();
