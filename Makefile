@@ -88,7 +88,7 @@ java:
 	mkdir -p build/java && $$(dirname $$jdk)/javac -d build/java -cp "$$cp" java/Aggregator.java && \
 	echo "java: compiled build/java/ with $$jdk"
 
-# The blog's experiment on the real JVM (a few minutes, loopback only): Tomcat platform and
+# The blog's experiment on the real JVM (5-9 minutes, loopback only): Tomcat platform and
 # virtual at 100 and 1000 users, K = 3 calls of D = 50 ms; the JVM's own costs measured first
 # (calibrate --server java), then the measured OS threads and throughput beside the
 # simulator's prediction from them. Without a JDK 21+ or Tomcat's jars: one line, exit 0.
@@ -97,11 +97,10 @@ blog-jvm: $(O)/sim $(O)/aggregator java
 	@if ! why=$$(sh java/find-jdk 2>&1 >/dev/null && sh java/find-jdk --classpath 2>&1 >/dev/null); then \
 	    echo "blog-jvm: skipped: $$why"; exit 0; fi; \
 	mkdir -p out && \
-	$(O)/aggregator calibrate --server java --out out/java-blog.ini --duration 2 --runs 1 --jit-warmup 4 \
-	    >/dev/null && \
+	$(O)/aggregator calibrate --server java --out out/java-blog.ini --duration 2 --runs 1 >/dev/null && \
 	$(O)/aggregator bench --server java --users 100,1000 --modes platform,virtual --fanout 3 --delay-ms 50 \
-	    --duration 4 --jit-warmup 5 --out out/blog-jvm.csv && \
-	$(O)/sim --validate out/blog-jvm.csv --calibration out/java-blog.ini | tee out/blog-jvm.txt && \
+	    --duration 4 --out out/blog-jvm.csv && \
+	$(O)/sim --validate out/blog-jvm.csv --calibration out/java-blog.ini --server java | tee out/blog-jvm.txt && \
 	echo "blog-jvm: the blog's JVM had 125 (100 users) and 222 (1000) OS threads in platform mode, 28-30 in virtual"
 
 run: $(O)/sim
