@@ -530,10 +530,12 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #define TSAN_CREATE()   __tsan_create_fiber(0)
 #define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
 #define TSAN_CURRENT()  __tsan_get_current_fiber()
+#define TSAN_SWITCH(f)  __tsan_switch_to_fiber((f), 0)
 #else
 #define TSAN_CREATE()   NULL
 #define TSAN_DESTROY(f) ((void)(f))
 #define TSAN_CURRENT()  NULL
+#define TSAN_SWITCH(f)  ((void)(f))
 #endif
 
 static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo,
@@ -611,14 +613,16 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
 
 /* Loom's states (java.lang.VirtualThread), reduced: NEW and STARTED are VT_RUNNABLE before
  * the first run; PINNED is a VT_RUNNING thread blocked in the kernel (see vt_pin). A thread
- * sets PARKING, YIELDING or EXITING itself and switches away; its carrier then finishes the
+ * sets PARKING, JOINING, YIELDING or EXITING itself and switches away; its carrier then finishes the
  * transition (Loom's afterYield), so no other carrier can see it runnable before its
  * registers are saved. */
 enum vt_state {
     VT_RUNNABLE, /* in a run queue */
     VT_RUNNING,  /* on a carrier now */
     VT_PARKING,  /* switching away to park */
-    VT_PARKED,   /* waiting for an fd, a timer, or a child to finish */
+    VT_PARKED,   /* waiting for an fd or a timer (or anything vt_unpark ends) */
+    VT_JOINING,  /* switching away to wait in vt_join */
+    VT_JOINED,   /* waiting in vt_join: only its child's exit wakes it (vt_unpark cannot) */
     VT_YIELDING, /* switching away to be queued again */
     VT_EXITING,  /* its function returned; switching away for good */
     VT_DONE,     /* the struct waits for vt_join (or went back to a cache) */
@@ -647,8 +651,11 @@ struct vt {
     struct vt_stack *stk;    /* the run stack this thread always runs on (frames can't move) */
     struct carrier *carrier; /* the carrier it runs or last ran on */
     struct vt *next;         /* link in a run queue or a descriptor cache */
-    void (*fn)(void *);      /* entry function and its argument */
-    void *arg;
+    void (*fn)(void *);      /* entry function and its argument, dead once it has started */
+    union {
+        void *arg;
+        struct vt *joining; /* in vt_join: the child it waits for (arg is dead by then) */
+    };
     int state;              /* enum vt_state; atomic */
     int permit;             /* Loom's parkPermit: an unpark that came before the park; atomic */
     struct carrier *wait_c; /* carrier whose plock guards this park's fd slot and timer */
@@ -658,7 +665,7 @@ struct vt {
     int woke;               /* VT_WOKE_*: why the last park ended (set by the waker) */
     int detached;           /* VT_DETACHED: freed when done; VT_JOINABLE: freed by vt_join */
     int pinned;             /* > 0 while inside vt_pin: blocking calls hold the carrier */
-    struct vt *join_word;   /* atomic: NULL, the thread parked in vt_join, or VT_JOIN_DONE */
+    struct vt *join_word;   /* atomic: NULL, the thread waiting in vt_join, or VT_JOIN_DONE */
     void *asan_fake;        /* ASan's fake-stack handle across a switch (unused otherwise) */
     void *tsan_fiber;       /* TSan's fiber for this thread (NULL otherwise) */
 };
@@ -1188,6 +1195,24 @@ static void vt_boot(void *arg)
     vt_exit(v);
 }
 
+/* Finish a join's park (Loom's afterYield for a thread blocked in Thread.join): with v's
+ * registers saved, publish v in its child's join word; if the child finished meanwhile, v
+ * runs on. The join word is the only wake-up of a VT_JOINED thread, so the child's exit takes
+ * it without a CAS on its state, and the joiner without a permit handshake: two atomic
+ * exchanges per join instead of four. */
+static void carrier_after_join(struct carrier *c, struct vt *v)
+{
+    struct vt *none = NULL;
+    OWN_ADD(c->parked, 1);
+    __atomic_store_n(&v->state, VT_JOINED, __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(&v->joining->join_word, &none, v, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return; /* v belongs to its child's exit from here on */
+    OWN_ADD(c->parked, -1);
+    __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    vt_enqueue(v);
+}
+
 /* After v switched back to carrier c: finish the transition it asked for. */
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
@@ -1203,6 +1228,8 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
             OWN_ADD(c->parked, -1);
             vt_enqueue(v);
         }
+    } else if (st == VT_JOINING) {
+        carrier_after_join(c, v);
     } else if (st == VT_YIELDING) {
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
         c->requeue = v; /* queued by the batch loop, with its next pop under one lock */
@@ -1216,7 +1243,10 @@ static void carrier_install(struct carrier *c, struct vt *u)
     if (s->owner != u) {
         if (s->owner)
             vt_stack_save(c, s, s->owner);
-        vt_stack_restore(c, s, u);
+        if (u->ctx.sp)
+            vt_stack_restore(c, s, u);
+        else /* its first run: no frames to copy, the boot frame is built where it runs */
+            vt_frame_init(&u->ctx, s->hi, vt_boot, u);
         s->owner = u;
     }
     u->carrier = c;
@@ -1284,19 +1314,17 @@ static void vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, st
     vt_ctx_switch(from, &u->ctx);
 }
 
-/* Loom's unpark for a joiner, by an exiting thread: if it becomes runnable and c has nothing
- * queued, it is returned to run next (queueing it and taking it back would be the same);
- * otherwise it is queued as any unpark does. */
-static struct vt *vt_unpark_next(struct carrier *c, struct vt *j)
+/* Wake joiner j (VT_JOINED, registers saved; this exit is its only waker, so no CAS claims
+ * it), by an exiting thread on c: returned to run next if c has nothing queued (queueing it
+ * and taking it back would be the same), otherwise queued. */
+static struct vt *vt_wake_joiner(struct carrier *c, struct vt *j)
 {
-    if (!VT_DIRECT_SWITCH || LOAD(c->qlen)) {
-        vt_unpark(j);
-        return NULL;
-    }
-    if (!vt_unpark_claim(j))
-        return NULL;
     vt_count_parked(-1);
-    return j;
+    __atomic_store_n(&j->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    if (VT_DIRECT_SWITCH && !LOAD(c->qlen))
+        return j;
+    vt_enqueue(j);
+    return NULL;
 }
 
 /* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
@@ -1311,7 +1339,7 @@ static struct vt *vt_finish(struct carrier *c, struct vt *v)
         return NULL;
     }
     struct vt *j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
-    return j ? vt_unpark_next(c, j) : NULL;
+    return j ? vt_wake_joiner(c, j) : NULL;
 }
 
 /* The end of a thread, on its own run stack: it is finished before it switches away (its
@@ -1324,6 +1352,10 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
     struct vt_stack *s = v->stk;
     s->owner = NULL; /* its frames are garbage */
     int direct = vt_direct_ok(c);
+    /* TSan: leave v's fiber for the scheduler's before v is handed over. Its joiner may free
+     * v and another carrier reuse the descriptor, fiber included, while we still run here;
+     * switching to a fiber that is current elsewhere kills TSan (a CHECK in ProcWire). */
+    TSAN_SWITCH(c->tsan_sched);
     struct vt *u = vt_finish(c, v);
     if (u && (u->stk == s || !vt_stack_acquire(u->stk, c))) {
         vt_enqueue(u); /* its frames belong where we still run, or on a held stack */
@@ -1342,17 +1374,12 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
     abort(); /* an exited thread is never switched to again */
 }
 
-/* Park the running thread until someone unparks it (vt_unpark). Like Loom's
- * Continuation.yield: only the thread's own frames are set aside, the carrier goes on. A
- * permit left by an earlier unpark is consumed instead of parking. */
-static void vt_park(void)
+/* Switch away from v, c's running thread, which leaves as `st` (VT_PARKING or VT_JOINING):
+ * straight to the next queued thread when possible, else to the scheduler. Returns when v
+ * runs again. */
+static void vt_switch_away(struct carrier *c, struct vt *v, int st)
 {
-    struct carrier *c = carrier_self;
-    struct vt *v = c->cur;
-    /* a plain load first: a permit that comes later is seen by carrier_after_run */
-    if (LOAD(v->permit) && __atomic_exchange_n(&v->permit, 0, __ATOMIC_SEQ_CST))
-        return;
-    __atomic_store_n(&v->state, VT_PARKING, __ATOMIC_RELAXED);
+    __atomic_store_n(&v->state, st, __ATOMIC_RELAXED);
     struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, NULL) : NULL;
     if (!u) {
         vt_to_scheduler(c, v);
@@ -1363,6 +1390,19 @@ static void vt_park(void)
     c = v->carrier; /* it may resume on another carrier (stolen) */
     san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
     vt_resumed(c);
+}
+
+/* Park the running thread until someone unparks it (vt_unpark). Like Loom's
+ * Continuation.yield: only the thread's own frames are set aside, the carrier goes on. A
+ * permit left by an earlier unpark is consumed instead of parking. */
+static void vt_park(void)
+{
+    struct carrier *c = carrier_self;
+    struct vt *v = c->cur;
+    /* a plain load first: a permit that comes later is seen by carrier_after_run */
+    if (LOAD(v->permit) && __atomic_exchange_n(&v->permit, 0, __ATOMIC_SEQ_CST))
+        return;
+    vt_switch_away(c, v, VT_PARKING);
 }
 
 /* Let the other runnable threads run first (a cooperative yield). The common case switches
@@ -1388,15 +1428,17 @@ static void vt_yield(void)
     vt_resumed(c);
 }
 
-/* Create a thread on carrier c (any OS thread may call this). The first frame is built in
- * the heap buffer, as if the thread had been parked before it ever ran; its run stack is the
- * next of c's. */
+/* Create a thread on carrier c (any OS thread may call this). Its run stack is the next of
+ * c's, not the caller's own; its first frame is built on that stack when it first runs
+ * (carrier_install), so a create copies no frames. */
 static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, int detached)
 {
-    struct vt *v = vt_alloc();
+    struct vt *v = vt_alloc(), *self = vt_current();
     unsigned k = LOAD(c->next_stk); /* a hint: a lost update only skews the round-robin */
-    __atomic_store_n(&c->next_stk, k + 1, __ATOMIC_RELAXED);
     v->stk = &rt.stacks[c->id * VT_STACKS + (int)(k % VT_STACKS)];
+    if (self && v->stk == self->stk) /* the child could only run once our frames are copied */
+        v->stk = &rt.stacks[c->id * VT_STACKS + (int)(++k % VT_STACKS)];
+    __atomic_store_n(&c->next_stk, k + 1, __ATOMIC_RELAXED);
     v->carrier = c;
     v->fn = fn;
     v->arg = arg;
@@ -1410,9 +1452,8 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
      * read them (descriptors are type-stable; see vt_unpark_claim) */
     __atomic_store_n(&v->permit, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    v->saved_len = VT_FRAME_BYTES;
-    vt_frame_init(&v->ctx, v->saved + VT_FRAME_BYTES, vt_boot, v);
-    v->ctx.sp = v->stk->hi - VT_FRAME_BYTES;
+    v->saved_len = 0;
+    v->ctx.sp = NULL; /* not started: carrier_install builds its first frame in place */
     if (carrier_self) /* no locked add on the fast path; summed by rt_all_finished */
         __atomic_store_n(&carrier_self->spawned, carrier_self->spawned + 1, __ATOMIC_RELEASE);
     else
@@ -1445,17 +1486,18 @@ static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
 }
 
 /* Wait for a joinable thread to finish (on any carrier), then free it. The join word makes
- * exactly one wake-up: the child's carrier swaps VT_JOIN_DONE in and unparks whoever was
- * there. */
+ * exactly one wake-up: the joiner's carrier puts it there once the joiner has switched away
+ * (carrier_after_join), the child's exit swaps VT_JOIN_DONE in and wakes whoever was there. */
 static void vt_join(struct vt *v)
 {
-    struct vt *self = carrier_self ? carrier_self->cur : NULL, *none = NULL;
+    struct carrier *c = carrier_self;
+    struct vt *self = c ? c->cur : NULL;
     if (!self || v->detached)
         die("vt_join: not a joinable thread, or not called on a virtual thread");
-    if (__atomic_compare_exchange_n(&v->join_word, &none, self, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&v->join_word, __ATOMIC_ACQUIRE) != VT_JOIN_DONE)
-            vt_park();
+    if (__atomic_load_n(&v->join_word, __ATOMIC_ACQUIRE) != VT_JOIN_DONE) {
+        self->joining = v;
+        vt_switch_away(c, self, VT_JOINING); /* resumed once v is done */
+    }
     vt_free(v);
 }
 

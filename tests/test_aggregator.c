@@ -355,6 +355,34 @@ static void t_steal(void *arg)
     free(sp);
 }
 
+/* Joins across carriers: children spawned on the other carrier finish before, while or
+ * after their joiner switches away (carrier_after_join publishes it, or finds the child
+ * done), and each join returns once, after its child ran. Under TSan this also checks the
+ * hand-over of the child's descriptor to the joiner. */
+enum { JOIN_PAIRS = 2000 };
+
+static void join_child(void *arg)
+{
+    __atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+static void t_join_across(void *arg)
+{
+    (void)arg;
+    int *ran = xcalloc(1, sizeof *ran), ok = 0;
+    for (int i = 0; i < JOIN_PAIRS; i++) {
+        struct carrier *other = &rt.carriers[(carrier_self->id + 1) % rt.ncarriers];
+        struct vt *v = vt_spawn_on(other, join_child, ran, VT_JOINABLE);
+        if (i & 1)
+            vt_yield(); /* sometimes give the child time to finish first */
+        vt_join(v);
+        ok += __atomic_load_n(ran, __ATOMIC_RELAXED) == i + 1;
+    }
+    CHECK(ok == JOIN_PAIRS, "joins across carriers: %d of %d returned after their child ran", ok,
+          JOIN_PAIRS);
+    free(ran);
+}
+
 /* Stack overflow: a child process recurses on a virtual thread; it must die with the message. */
 static int deep(int n)
 {
@@ -860,6 +888,7 @@ int main(void)
     rt_join();
     rt_start(2);
     rt_run(t_steal, NULL);
+    rt_run(t_join_across, NULL);
     rt_shutdown();
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak after the runtime stopped");
