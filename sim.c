@@ -505,6 +505,7 @@ struct model {
     struct svc_state svc[MAX_SERVICES];
     /* workload */
     uint32_t *user_iter;     /* closed loop: requests each user has sent */
+    uint64_t rampup_seq;     /* closed loop: user u's first arrival's insertion order - u */
     uint64_t arrival_index;  /* open loop: requests generated */
     uint64_t arrival_rng[4]; /* open loop: xoshiro256** state for inter-arrival gaps */
     uint32_t next_req_id;
@@ -552,9 +553,11 @@ static struct hist *hist_new(void);
 static void hist_clear(struct hist *h);
 static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b);
 static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b);
-static uint64_t evq_reserve(struct evq *q);
+static uint64_t evq_reserve(struct evq *q, uint64_t n);
 static void evq_push_keyed(struct evq *q, simtime t, uint64_t seq, int type, uint32_t a,
                            uint32_t b);
+static void evq_push_lane_keyed(struct evq *q, int lane, simtime t, uint64_t seq, int type,
+                                uint32_t a, uint32_t b);
 static const struct event *evq_peek(const struct evq *q, int *from);
 static const struct event *evq_head(const struct evq *q, int from);
 static struct event evq_pop_from(struct evq *q, int from);
@@ -1276,16 +1279,27 @@ static const struct model_ops vt_ops = {
  * request's random stream is keyed by (user, iteration) or by its arrival index, so both
  * models draw the same service times for the same request. */
 
+/* Users start evenly spread over the ramp-up, in user order. User u's first arrival is
+ * queued when user u - 1's is handled (it is no earlier), with the insertion order it
+ * would have had pushed with all the others at the start (rampup_seq + u): the same run,
+ * with one queued first arrival instead of 24 bytes per user. */
+static void wl_first_arrival(struct model *m, long u)
+{
+    const struct scenario *s = m->s;
+    if (u < s->users)
+        evq_push_lane_keyed(&m->events, EVQ_RAMPUP,
+                            (simtime)((double)s->rampup * (double)u / (double)s->users),
+                            m->rampup_seq + (uint64_t)u, EV_ARRIVE, (uint32_t)u, 0);
+}
+
 static void wl_start(struct model *m)
 {
     const struct scenario *s = m->s;
     if (s->users > 0) {
         m->user_iter = xrealloc(NULL, (size_t)s->users, sizeof *m->user_iter);
         memset(m->user_iter, 0, (size_t)s->users * sizeof *m->user_iter);
-        for (long u = 0; u < s->users; u++) /* in time order: a lane, not the heap (II.4) */
-            evq_push_lane(&m->events, EVQ_RAMPUP,
-                          (simtime)((double)s->rampup * (double)u / (double)s->users), EV_ARRIVE,
-                          (uint32_t)u, 0);
+        m->rampup_seq = evq_reserve(&m->events, (uint64_t)s->users);
+        wl_first_arrival(m, 0);
     } else {
         rng_xoshiro_seed(m->arrival_rng, rng_key(s->seed, UINT64_MAX, 0));
         evq_push(&m->events, (simtime)(-log(rng_unit(rng_xoshiro(m->arrival_rng))) / s->rate * SEC),
@@ -1298,6 +1312,8 @@ static void wl_arrive(struct model *m, const struct event *e)
     const struct scenario *s = m->s;
     uint64_t key;
     int32_t user = -1;
+    if (s->users > 0 && m->user_iter[e->a] == 0) /* a first arrival: the next user's is due */
+        wl_first_arrival(m, (long)e->a + 1);
     if (m->now >= s->duration)
         return;
     if (s->users > 0) {
@@ -1807,7 +1823,7 @@ static void thr_idle_timer(struct model *m, int32_t t, simtime after)
     th->rearm = 1;
     th->rearm_gen = th->idle_gen;
     th->rearm_at = m->now + after;
-    th->rearm_seq = evq_reserve(&m->events);
+    th->rearm_seq = evq_reserve(&m->events, 1);
 }
 
 /* t's queued check fired: queue the noted one if its idle period still goes on. */
@@ -2310,11 +2326,14 @@ static void evq_push(struct evq *q, simtime t, int type, uint32_t a, uint32_t b)
     evq_heap_push(q, evq_make(q, t, type, a, b));
 }
 
-/* An insertion order taken now for an event pushed later with evq_push_keyed: among events
- * at the same time it then comes out as if pushed now. */
-static uint64_t evq_reserve(struct evq *q)
+/* n insertion orders taken now (the first is returned) for events pushed later with
+ * evq_push_keyed or evq_push_lane_keyed: among events at the same time each then comes out
+ * as if pushed now. */
+static uint64_t evq_reserve(struct evq *q, uint64_t n)
 {
-    return q->seq++;
+    uint64_t first = q->seq;
+    q->seq += n;
+    return first;
 }
 
 /* To the heap, not a lane: it comes after events pushed since its order was taken. */
@@ -2342,24 +2361,37 @@ static void evq_lane_grow(struct evq_lane *l)
     l->cap = cap;
 }
 
-/* Push to a lane when it keeps the lane sorted (O(1)); otherwise to the heap. Which lane an
- * event goes to changes only speed: every event keeps its (time, insertion order) key. */
-static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
+/* e (counted in q->len, its order taken) to a lane when it keeps the lane sorted (O(1));
+ * otherwise to the heap. Which lane an event goes to changes only speed: every event keeps
+ * its (time, insertion order) key. */
+static void evq_lane_put(struct evq *q, int lane, struct event e)
 {
     struct evq_lane *l = &q->lane[lane]; /* 0 <= lane < EVQ_LANES */
-    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > t) {
-        evq_push(q, t, type, a, b);
+    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > e.t) {
+        evq_heap_push(q, e);
         return;
     }
     if (l->len == l->cap)
         evq_lane_grow(l);
-    struct event e = evq_make(q, t, type, a, b);
     if (!l->len) { /* it is the lane's head */
         q->first[lane] = (struct evq_key){e.t, e.order};
         q->busy |= 1u << lane;
     }
     l->buf[(l->head + l->len++) & (l->cap - 1)] = e;
     q->nlaned++;
+}
+
+static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
+{
+    evq_lane_put(q, lane, evq_make(q, t, type, a, b));
+}
+
+/* To a lane with an order taken earlier (evq_reserve). */
+static void evq_push_lane_keyed(struct evq *q, int lane, simtime t, uint64_t seq, int type,
+                                uint32_t a, uint32_t b)
+{
+    q->len++;
+    evq_lane_put(q, lane, (struct event){t, (seq << 8) | (uint64_t)type, a, b});
 }
 
 /* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a

@@ -239,6 +239,43 @@ static void test_io_done_names_its_request(void)
     }
 }
 
+/* Users' first arrivals are queued one at a time (wl_first_arrival): user u sends at
+ * rampup * u / users, in user order, also when they tie at t = 0 with the events the
+ * earlier users' requests push, and the ramp-up lane never holds more than one. */
+static void test_rampup_arrivals(void)
+{
+    const char *texts[] = {"users = 500\nrampup = 1s\nthink = exp(5ms)\nduration = 2s\n"
+                           "warmup = 0\nprogram = cpu(20us) call(A)\nservice.A.latency = 1ms\n",
+                           "users = 50\nrampup = 0\nthink = 0\nduration = 1s\nwarmup = 0\n"
+                           "program = cpu(20us) call(A)\nservice.A.latency = 1ms\n"};
+    for (int i = 0; i < 2; i++) {
+        struct scenario s;
+        must_load(&s, texts[i]);
+        struct model m;
+        model_init(&m, &s, MODEL_VIRTUAL);
+        long next = 0, wrong = 0, most = 0;
+        while (next < s.users) {
+            int from;
+            const struct event *e = evq_peek(&m.events, &from);
+            if (!e)
+                break;
+            if (ev_type_of(e) == EV_ARRIVE && m.user_iter[e->a] == 0) { /* a first arrival */
+                wrong += e->a != (uint32_t)next ||
+                         e->t != (simtime)((double)s.rampup * (double)next / (double)s.users);
+                next++;
+            }
+            model_step(&m, s.duration);
+            if (m.events.lane[EVQ_RAMPUP].len > most)
+                most = m.events.lane[EVQ_RAMPUP].len;
+        }
+        CHECK(next == s.users && wrong == 0 && most <= 1,
+              "ramp-up %d: %ld of %ld users started, %ld out of order or time, at most %ld "
+              "queued (want 1)",
+              i, next, s.users, wrong, most);
+        model_free(&m);
+    }
+}
+
 static void test_histogram(void)
 {
     enum { N = 100000 };
@@ -1715,6 +1752,7 @@ int main(void)
     test_event_order_interleaved();
     test_event_lane_growth();
     test_io_done_names_its_request();
+    test_rampup_arrivals();
     test_histogram();
     test_distributions();
     test_determinism();
