@@ -2364,26 +2364,28 @@ static void evq_lane_grow(struct evq_lane *l)
 /* e (counted in q->len, its order taken) to a lane when it keeps the lane sorted (O(1));
  * otherwise to the heap. Which lane an event goes to changes only speed: every event keeps
  * its (time, insertion order) key. */
-static void evq_lane_put(struct evq *q, int lane, struct event e)
+static void evq_lane_put(struct evq *q, int lane, simtime t, uint64_t order, uint32_t a,
+                         uint32_t b) /* the fields, not a struct: they stay in registers */
 {
     struct evq_lane *l = &q->lane[lane]; /* 0 <= lane < EVQ_LANES */
-    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > e.t) {
-        evq_heap_push(q, e);
+    if (l->len && l->buf[(l->head + l->len - 1) & (l->cap - 1)].t > t) {
+        evq_heap_push(q, (struct event){t, order, a, b});
         return;
     }
     if (l->len == l->cap)
         evq_lane_grow(l);
     if (!l->len) { /* it is the lane's head */
-        q->first[lane] = (struct evq_key){e.t, e.order};
+        q->first[lane] = (struct evq_key){t, order};
         q->busy |= 1u << lane;
     }
-    l->buf[(l->head + l->len++) & (l->cap - 1)] = e;
+    l->buf[(l->head + l->len++) & (l->cap - 1)] = (struct event){t, order, a, b};
     q->nlaned++;
 }
 
 static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
 {
-    evq_lane_put(q, lane, evq_make(q, t, type, a, b));
+    q->len++;
+    evq_lane_put(q, lane, t, (q->seq++ << 8) | (uint64_t)type, a, b);
 }
 
 /* To a lane with an order taken earlier (evq_reserve). */
@@ -2391,7 +2393,7 @@ static void evq_push_lane_keyed(struct evq *q, int lane, simtime t, uint64_t seq
                                 uint32_t a, uint32_t b)
 {
     q->len++;
-    evq_lane_put(q, lane, (struct event){t, (seq << 8) | (uint64_t)type, a, b});
+    evq_lane_put(q, lane, t, (seq << 8) | (uint64_t)type, a, b);
 }
 
 /* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a
