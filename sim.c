@@ -2266,7 +2266,9 @@ static size_t evq_later(const struct event *x, const struct event *y)
 }
 
 /* Put e in the heap's hole at i and move it up past the parents it precedes. */
-static void evq_heap_sift_up(struct evq *q, size_t i, struct event e)
+/* Always inlined (evq_heap_push says why). */
+static inline __attribute__((always_inline)) void evq_heap_sift_up(struct evq *q, size_t i,
+                                                                   struct event e)
 {
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -2278,7 +2280,10 @@ static void evq_heap_sift_up(struct evq *q, size_t i, struct event e)
     q->heap[i] = e;
 }
 
-static void evq_heap_push(struct evq *q, struct event e)
+/* Always inlined, as is evq_heap_sift_up: a 24-byte struct passed by value goes through
+ * the stack, and reading it back in 16 bytes from two 8-byte stores stalls (no store
+ * forwarding) on every push. */
+static inline __attribute__((always_inline)) void evq_heap_push(struct evq *q, struct event e)
 {
     if (q->nheap == q->capheap) {
         q->capheap = q->capheap ? q->capheap * 2 : 1024;
