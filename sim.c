@@ -83,6 +83,7 @@
 #include <stb_image_write.h>
 #include <stb_truetype.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 
 typedef int64_t simtime; /* nanoseconds of simulated time */
 #define NS  ((simtime)1)
@@ -2499,6 +2500,26 @@ static void *xrealloc(void *p, size_t n, size_t size)
     return q;
 }
 
+/* FOR SPEED ONLY: the new part of a grown array of 1 MiB or more is mapped in one call
+ * instead of a page fault per 4 KiB page as slots are first taken. A fault costs about
+ * 2.5 us in this VM: the 5 s command at 100,000 users took 3,706 faults, 16% of its time,
+ * most of them for its 2 x 100,000 requests (1,874 with this). Cost: the RSS counts the
+ * whole grown part at once (an array is at most half unused). Advice only: an error (a
+ * kernel before 5.14) changes nothing. */
+static void slot_populate(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)p + page - 1) / page * page;
+    uintptr_t to = ((uintptr_t)p + bytes) / page * page;
+    if (bytes >= ((size_t)1 << 20) && to > from)
+        madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 /* Take a slot from a growable array with a free list threaded through `next`. */
 static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist, size_t size)
 {
@@ -2514,8 +2535,10 @@ static int32_t slot_take(void **arr, int32_t *n, int32_t *cap, int32_t *freelist
             fprintf(stderr, "sim: too many objects\n");
             exit(1);
         }
+        size_t was = (size_t)*cap * size;
         *cap = *cap ? *cap * 2 : 256;
         *arr = xrealloc(*arr, (size_t)*cap, size);
+        slot_populate((char *)*arr + was, (size_t)*cap * size - was);
     }
     return (*n)++;
 }
