@@ -2367,8 +2367,8 @@ static void evq_lane_grow(struct evq_lane *l)
     l->cap = cap;
 }
 
-/* e (counted in q->len, its order taken) to a lane when it keeps the lane sorted (O(1));
- * otherwise to the heap. Which lane an event goes to changes only speed: every event keeps
+/* An event (counted in q->len, its order taken) to a lane when it keeps the lane sorted
+ * (O(1)); otherwise to the heap. Which lane an event goes to changes only speed: every event keeps
  * its (time, insertion order) key. */
 static void evq_lane_put(struct evq *q, int lane, simtime t, uint64_t order, uint32_t a,
                          uint32_t b) /* the fields, not a struct: they stay in registers */
