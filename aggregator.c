@@ -146,6 +146,8 @@ __attribute__((noinline)) static int *vt_errno_location(void)
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NS_PER_MS    1000000LL
 #define NS_PER_S     1000000000LL
+#define STR_(x)      #x
+#define STR(x)       STR_(x) /* a numeric macro's value as a string literal, for --help */
 
 /* Monotonic clock in nanoseconds: every deadline in this file is an absolute value of it. */
 static int64_t now_ns(void)
@@ -2047,6 +2049,10 @@ static void rt_run(void (*fn)(void *), void *arg)
  * one byte a second would hold a thread forever (issue 14, F2 and F3). Deadlines are absolute
  * ns, -1 for none, 0 for "do not wait" (the platform poller's non-blocking reads). */
 
+/* The events an fd is registered for, once for its lifetime: both directions and the peer's
+ * close, edge-triggered (an event per change, as Go's netpoller registers). */
+#define IO_EPOLL_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
 /* Register fd (non-blocking) with the calling carrier's epoll, edge-triggered, once for its
  * lifetime. Returns 0 or -1. */
 static int io_register(int fd)
@@ -2067,8 +2073,7 @@ static int io_register(int fd)
         io->final[d] = 0;
     }
     __atomic_store_n(&io->owner, c, __ATOMIC_RELEASE); /* vt_wait on other carriers reads it */
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                             .data.u64 = (uint64_t)fd};
+    struct epoll_event ev = {.events = IO_EPOLL_EVENTS, .data.u64 = (uint64_t)fd};
     if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         io->owner = NULL;
         return -1;
@@ -4387,8 +4392,7 @@ struct bench_cfg {
 };
 
 /* The load generator's warm-up before its window, s (the CSV says it, for ./sim --validate). */
-#define BENCH_WARMUP_S    1
-#define BENCH_WARMUP_TEXT "1"
+#define BENCH_WARMUP_S 1
 
 /* The JVM's load before each measured window, s (--jit-warmup): C2 compiles the hot paths and
  * G1 grows the heap to the load, and until both settle a request costs more CPU. Measured on
@@ -4397,7 +4401,6 @@ struct bench_cfg {
 #define BENCH_JIT_WARMUP_S 15
 
 /* One cell's figures. */
-
 struct bench_row {
     int users, pool, mode, server;
     double rps, p50, p90, p99, cpu_us_per_req, ideal;
@@ -5273,9 +5276,9 @@ static double mb_park_floor_ns(long rounds)
     if (ep < 0 || pipe2(fd, O_NONBLOCK | O_CLOEXEC) || pipe2(fd + 2, O_NONBLOCK | O_CLOEXEC))
         die("pipe/epoll: %s", strerror(errno));
     for (int i = 0; i < 4; i++) { /* registered as io_register does */
-        struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                                .data.u64 = (uint64_t)i};
-        epoll_ctl(ep, EPOLL_CTL_ADD, fd[i], &e);
+        struct epoll_event e = {.events = IO_EPOLL_EVENTS, .data.u64 = (uint64_t)i};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fd[i], &e) < 0) /* else the wait below never ends */
+            die("epoll_ctl: %s", strerror(errno));
     }
     struct epoll_event ev[256];
     carrier_epoll_wait(ep, ev, (int)ARRAY_LEN(ev), 0); /* the write ends' first events */
@@ -6235,7 +6238,8 @@ static int cmd_bench(int argc, char **argv)
         {"--server", OPT_STR, &bc.servers,
          "c (this file), java (java/Aggregator.java on Tomcat) or c,java; default c"},
         {"--jit-warmup", OPT_DOUBLE, &bc.jit_warmup_s,
-         "java: seconds of load before each window, for the JIT (not counted); default 15"},
+         "java: seconds of load before each window, for the JIT (not counted); default " STR(
+             BENCH_JIT_WARMUP_S)},
     };
     opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!bench_servers_valid(bc.servers) || !(bc.jit_warmup_s >= 0))
@@ -6335,7 +6339,8 @@ static int cmd_calibrate(int argc, char **argv)
         {"--server", OPT_STR, &cfg.server,
          "c (this file) or java (java/Aggregator.java on Tomcat): whose costs; default c"},
         {"--jit-warmup", OPT_DOUBLE, &cfg.bench.jit_warmup_s,
-         "java: seconds of load before each window, for the JIT (not counted); default 15"},
+         "java: seconds of load before each window, for the JIT (not counted); default " STR(
+             BENCH_JIT_WARMUP_S)},
     };
     opt_parse(CALIBRATE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     cfg.bench.servers = cfg.server;

@@ -2388,18 +2388,17 @@ static void evq_lane_put(struct evq *q, int lane, simtime t, uint64_t order, uin
     q->nlaned++;
 }
 
-static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
-{
-    q->len++;
-    evq_lane_put(q, lane, t, (q->seq++ << 8) | (uint64_t)type, a, b);
-}
-
 /* To a lane with an order taken earlier (evq_reserve). */
 static void evq_push_lane_keyed(struct evq *q, int lane, simtime t, uint64_t seq, int type,
                                 uint32_t a, uint32_t b)
 {
     q->len++;
     evq_lane_put(q, lane, t, (seq << 8) | (uint64_t)type, a, b);
+}
+
+static void evq_push_lane(struct evq *q, int lane, simtime t, int type, uint32_t a, uint32_t b)
+{
+    evq_push_lane_keyed(q, lane, t, q->seq++, type, a, b);
 }
 
 /* The next event: the least of the heap's top and the lanes' heads. -1: the heap, else a
