@@ -842,8 +842,8 @@ static long metric(int port, const char *name)
  * dropped, not served: its downstream calls are never made. One pool thread; GONE clients
  * send a whole request each and close at once, then a live client is served. The backend's
  * own count of the calls it answered is the truth: served anyway, the gone requests would
- * have cost K calls each (63 here); dropped, at most the one the thread may have taken before
- * its client's close arrived. */
+ * have cost K calls each (63 here); dropped, only those the thread took before their client's
+ * close reached the server, which races with it: a quarter of them is allowed. */
 static void test_gone_clients(void)
 {
     enum { GONE = 20, K = 3 };
@@ -856,10 +856,12 @@ static void test_gone_clients(void)
     long before = metric(r.bport, answered);
     for (int i = 0; i < GONE; i++) {
         int fd = dial(r.s.port);
-        if (fd >= 0 && write(fd, req, sizeof req - 1) < 0) {
-        }
-        if (fd >= 0)
-            close(fd);
+        if (fd < 0)
+            continue;
+        ssize_t sent =
+            write(fd, req, sizeof req - 1); /* a short or failed send is a gone client too */
+        (void)sent;
+        close(fd);
     }
     CHECK(get(r.s.port, "/aggregate") == 200, "%s: a live client is served", r.what);
     long conns = -1;
