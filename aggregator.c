@@ -381,8 +381,12 @@ static int signals_wait_until(int64_t deadline)
  * aarch64 frame (160 bytes): x19..x28, x29 (fp), x30 (lr, the return address), d8..d15.
  *
  * A new thread's frame is built by vt_frame_init so that the first switch "returns" into
- * vt_boot_asm, which calls boot(vt) with both taken from callee-saved registers. boot never
- * returns; if it did, the trap instruction after the call stops the process loudly.
+ * vt_boot_asm, which jumps to boot(vt) with both taken from callee-saved registers, with the
+ * address of a trap instruction as boot's return address: boot never returns, and if it did
+ * the trap would stop the process loudly. A jump, not a call: a call would push a return
+ * address on the CPU's return-stack predictor that no ret ever pops, and the joiner's next
+ * ret after the thread switched back would be predicted from it and mispredict (one of three
+ * mispredicted returns per create + join; the other two are the switches themselves).
  * Other targets switch with ucontext (build with -DVT_UCONTEXT to try it here). */
 #if VT_SWITCH_X86_64
 /* A new frame: 48 bytes of registers, the return address, then 16 bytes of padding, so
@@ -402,8 +406,10 @@ __asm__(".text\n"
         ".type vt_boot_asm,@function\n"
         "vt_boot_asm:\n"
         "    movq %r12, %rdi\n"
-        "    callq *%r13\n"
-        "    ud2\n"
+        "    leaq 1f(%rip), %rax\n"
+        "    pushq %rax\n"
+        "    jmpq *%r13\n"
+        "1:  ud2\n"
         ".size vt_boot_asm, .-vt_boot_asm\n");
 #elif VT_SWITCH_AARCH64
 #define VT_FRAME_BYTES 176 /* 160-byte register frame + 16 bytes so the boot call has room */
@@ -429,8 +435,9 @@ __asm__(".text\n"
         ".type vt_boot_asm,%function\n"
         "vt_boot_asm:\n"
         "    mov x0, x19\n"
-        "    blr x20\n"
-        "    brk #0\n"
+        "    adr x30, 1f\n"
+        "    br x20\n"
+        "1:  brk #0\n"
         ".size vt_boot_asm, .-vt_boot_asm\n");
 #endif
 
@@ -454,13 +461,15 @@ static void vt_ctx_switch(struct vt_ctx *from, struct vt_ctx *to)
 static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), void *arg)
 {
     uint64_t *f = (uint64_t *)(void *)(top - VT_FRAME_BYTES);
-    memset(f, 0, VT_FRAME_BYTES);
 #if VT_SWITCH_X86_64
+    /* r15, r14 and rbx (f[0], f[1], f[4]) start with whatever the stack holds: boot is the
+     * first function of the thread and its callee-saved registers are its own */
     f[2] = (uint64_t)(uintptr_t)boot;        /* r13 */
     f[3] = (uint64_t)(uintptr_t)arg;         /* r12 */
     f[5] = 0;                                /* rbp: ends frame-pointer backtraces */
     f[6] = (uint64_t)(uintptr_t)vt_boot_asm; /* return address; f[7], f[8] pad to 16 */
 #else
+    memset(f, 0, VT_FRAME_BYTES);
     f[0] = (uint64_t)(uintptr_t)arg;          /* x19 */
     f[1] = (uint64_t)(uintptr_t)boot;         /* x20 */
     f[11] = (uint64_t)(uintptr_t)vt_boot_asm; /* x30 */
@@ -589,7 +598,8 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
  *     "virtual thread stack overflow" before aborting: detected, never silent.
  *   Saved frames hold absolute addresses inside their run stack, so a thread can only run on
  *   that stack, but any carrier may run it there: a run stack is held (vt_stack.busy) by the
- *   one carrier running a thread on it, and a carrier that finds it held hands the thread to
+ *   one carrier running a thread on it (or, while a joiner's child runs right after it, by
+ *   that carrier: carrier_after_join), and a carrier that finds it held hands the thread to
  *   the holder. That is what lets virtual threads migrate between carriers (work stealing,
  *   I.5). No pointer to a virtual thread's stack may be handed to another virtual thread,
  *   since those bytes move while it is parked: everything shared (join records, fan-out
@@ -747,6 +757,9 @@ struct carrier {
     struct vt *prev;              /* thread that switched straight to the running one: its
                                    transition is finished by the next context (vt_resumed) */
     struct vt_stack *release_stk; /* run stack of a thread that exited, released likewise */
+    struct vt_stack *kept_stk;    /* a joiner's run stack, held while its child runs here:
+                                     the child's exit runs the joiner on it with no atomic
+                                     (carrier_after_join); released when the child leaves */
     struct vt_ctx dead_ctx;       /* where an exiting thread's registers go (never resumed) */
     struct vt_ctx sched_ctx;      /* the scheduler loop's context, on the pthread's stack */
     void *altstack;               /* alternate signal stack for the overflow handler */
@@ -1108,6 +1121,15 @@ static void vt_stack_release(struct vt_stack *s)
     __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
+static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
+{
+    if (s != c->kept_stk)
+        return vt_stack_acquire(s, c);
+    c->kept_stk = NULL;
+    return 1;
+}
+
 /* A descriptor from the carrier's cache (its saved buffer and TSan fiber kept), or new. */
 static struct vt *vt_alloc(void)
 {
@@ -1149,13 +1171,18 @@ static void vt_free(struct vt *v)
  * that left (Loom's afterYield), once its registers are saved. */
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v);
 
-/* What every context that resumes does first: finish the thread that switched straight here
- * (c->prev) and release the stack of one that exited. */
+/* What every context that resumes does first: release the stack of a thread that exited and
+ * a joiner's kept stack (the child that could use it has left), then finish the thread that
+ * switched straight here (c->prev), which may keep its stack anew. */
 static inline void vt_resumed(struct carrier *c)
 {
     if (c->release_stk) {
         vt_stack_release(c->release_stk);
         c->release_stk = NULL;
+    }
+    if (c->kept_stk) {
+        vt_stack_release(c->kept_stk);
+        c->kept_stk = NULL;
     }
     if (c->prev) {
         struct vt *p = c->prev;
@@ -1197,16 +1224,26 @@ static void vt_boot(void *arg)
     vt_exit(v);
 }
 
-/* Finish a join's park (Loom's afterYield for a thread blocked in Thread.join): with v's
- * registers saved, publish v in its child's join word; if the child finished meanwhile, v
- * runs on. The join word is the only wake-up of a VT_JOINED thread, so the child's exit takes
- * it without a CAS on its state, and the joiner without a permit handshake: two atomic
- * exchanges per join instead of four. */
-static void carrier_after_join(struct carrier *c, struct vt *v)
+/* Finish a join's park (Loom's afterYield for a thread blocked in Thread.join), with v's
+ * registers saved and v's run stack s held by c: publish v in its child's join word, where
+ * the child's exit finds it (vt_finish). The join word is the only wake-up of a VT_JOINED
+ * thread, so the exit takes it without a CAS on its state, and the joiner without a permit
+ * handshake. When the child is the thread c runs now (v switched straight to it: the
+ * create-and-join case), it cannot be exiting anywhere, so a plain store publishes v, and c
+ * keeps s: the exit, which runs the joiner next on this carrier when nothing is queued,
+ * needs no atomic on the stack either. Otherwise the child runs or ran elsewhere: s is
+ * released and a CAS publishes v, or finds the child done and v runs on. */
+static void carrier_after_join(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     struct vt *none = NULL;
     OWN_ADD(c->parked, 1);
     __atomic_store_n(&v->state, VT_JOINED, __ATOMIC_RELAXED);
+    if (v->joining == c->cur) {
+        c->kept_stk = s;
+        __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
+        return;
+    }
+    vt_stack_release(s);
     if (__atomic_compare_exchange_n(&v->joining->join_word, &none, v, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
         return; /* v belongs to its child's exit from here on */
@@ -1219,6 +1256,10 @@ static void carrier_after_join(struct carrier *c, struct vt *v)
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     int st = __atomic_load_n(&v->state, __ATOMIC_RELAXED), parking = VT_PARKED;
+    if (st == VT_JOINING) {
+        carrier_after_join(c, s, v);
+        return;
+    }
     vt_stack_release(s);
     if (st == VT_PARKING) {
         OWN_ADD(c->parked, 1);
@@ -1230,8 +1271,6 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
             OWN_ADD(c->parked, -1);
             vt_enqueue(v);
         }
-    } else if (st == VT_JOINING) {
-        carrier_after_join(c, v);
     } else if (st == VT_YIELDING) {
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
         c->requeue = v; /* queued by the batch loop, with its next pop under one lock */
@@ -1293,7 +1332,7 @@ static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt 
         return NULL;
     spin_lock(&c->qlock);
     struct vt *u = c->runq_head;
-    if (!u || u->stk == mine || !vt_stack_acquire(u->stk, c)) {
+    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
         spin_unlock(&c->qlock);
         return NULL;
     }
@@ -1330,8 +1369,10 @@ static struct vt *vt_wake_joiner(struct carrier *c, struct vt *j)
 }
 
 /* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
- * afterTerminate). A joinable thread's struct belongs to its joiner from VT_JOIN_DONE on, so
- * this is the last use of v; returns a joiner to run next, or NULL. */
+ * afterTerminate). A joiner found in the join word is final (only this exit changes it
+ * again), so it needs no exchange; otherwise VT_JOIN_DONE is swapped in, racing a joiner's
+ * CAS. A joinable thread's struct belongs to its joiner once the joiner is woken or
+ * VT_JOIN_DONE is in, so this is the last use of v; returns a joiner to run next, or NULL. */
 static struct vt *vt_finish(struct carrier *c, struct vt *v)
 {
     __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
@@ -1340,7 +1381,9 @@ static struct vt *vt_finish(struct carrier *c, struct vt *v)
         vt_free(v);
         return NULL;
     }
-    struct vt *j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
+    struct vt *j = __atomic_load_n(&v->join_word, __ATOMIC_ACQUIRE);
+    if (!j)
+        j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
     return j ? vt_wake_joiner(c, j) : NULL;
 }
 
@@ -1359,7 +1402,7 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
      * switching to a fiber that is current elsewhere kills TSan (a CHECK in ProcWire). */
     TSAN_SWITCH(c->tsan_sched);
     struct vt *u = vt_finish(c, v);
-    if (u && (u->stk == s || !vt_stack_acquire(u->stk, c))) {
+    if (u && (u->stk == s || !carrier_stack_take(c, u->stk))) {
         vt_enqueue(u); /* its frames belong where we still run, or on a held stack */
         u = NULL;
     }

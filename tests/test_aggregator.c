@@ -366,6 +366,16 @@ static void join_child(void *arg)
     __atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
 }
 
+/* Its child yields every third time: the other carrier, idle, may steal it meanwhile, and
+ * the joiner is then woken across carriers. */
+static void join_child_yield(void *arg)
+{
+    int *ran = arg;
+    if (__atomic_load_n(ran, __ATOMIC_RELAXED) % 3 == 0)
+        vt_yield();
+    __atomic_fetch_add(ran, 1, __ATOMIC_RELAXED);
+}
+
 static void t_join_across(void *arg)
 {
     (void)arg;
@@ -380,7 +390,51 @@ static void t_join_across(void *arg)
     }
     CHECK(ok == JOIN_PAIRS, "joins across carriers: %d of %d returned after their child ran", ok,
           JOIN_PAIRS);
+    /* children on our own carrier: the joiner's stack is kept while the child runs here */
+    *ran = 0;
+    ok = 0;
+    for (int i = 0; i < JOIN_PAIRS; i++) {
+        vt_join(vt_spawn(join_child_yield, ran, VT_JOINABLE));
+        ok += __atomic_load_n(ran, __ATOMIC_RELAXED) == i + 1;
+    }
+    CHECK(ok == JOIN_PAIRS, "joins on the same carrier: %d of %d returned after their child ran",
+          ok, JOIN_PAIRS);
     free(ran);
+}
+
+/* Create and join on one carrier: the joiner switches straight to its child and the carrier
+ * keeps the joiner's run stack while the child runs (carrier_after_join), so the child's
+ * exit runs the joiner with no atomic. The kept stack must be released when the child
+ * leaves the carrier before exiting (here: a yield through the scheduler), or every thread
+ * of that stack could only run on this carrier until the child ends. Reads the busy flag,
+ * the truth a thief looks at. */
+struct kept {
+    struct vt_stack *joiner_stk;
+    int held_at_start, held_after_yield, ran;
+};
+
+static void kept_child(void *arg)
+{
+    struct kept *k = arg;
+    k->held_at_start = __atomic_load_n(&k->joiner_stk->busy, __ATOMIC_RELAXED);
+    vt_yield(); /* nothing else is queued: through the scheduler, and back */
+    k->held_after_yield = __atomic_load_n(&k->joiner_stk->busy, __ATOMIC_RELAXED);
+    k->ran++;
+}
+
+static void t_join_kept(void *arg)
+{
+    (void)arg;
+    struct kept *k = xcalloc(1, sizeof *k);
+    k->joiner_stk = vt_current()->stk;
+    carrier_self->unpolled_runs = 0; /* the join switches straight (vt_direct_ok) */
+    vt_join(vt_spawn(kept_child, k, VT_JOINABLE));
+    /* ASan builds never switch straight, so they never keep a stack */
+    CHECK(k->ran == 1 && k->held_at_start == VT_DIRECT_SWITCH && k->held_after_yield == 0,
+          "joiner's stack while its child runs: held %d at the start (want %d), %d after the "
+          "child's yield (want 0), child ran %d",
+          k->held_at_start, VT_DIRECT_SWITCH, k->held_after_yield, k->ran);
+    free(k);
 }
 
 /* Stack overflow: a child process recurses on a virtual thread; it must die with the message. */
@@ -879,6 +933,7 @@ int main(void)
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
+    rt_run(t_join_kept, NULL);
     rt_run(t_timers, NULL);
     rt_run(t_park_io, NULL);
     rt_run(t_readiness, NULL);
