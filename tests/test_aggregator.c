@@ -355,6 +355,40 @@ static void t_steal(void *arg)
     free(sp);
 }
 
+/* The front slot of a run queue (I.5) is stealable: a child spawned on our own carrier, whose
+ * queue is empty, goes to the slot without a lock; while we keep the carrier busy (no switch
+ * away), the other carrier, idle, must take it from there. A slot hidden from thieves would
+ * leave it until we switch away: the wait for it is bounded (5 s each, a liveness bound, not
+ * a timing). */
+enum { FRONT_ROUNDS = 20 };
+
+static void front_child(void *arg)
+{
+    __atomic_store_n((int *)arg, carrier_self->id + 1, __ATOMIC_RELEASE);
+}
+
+static void t_steal_front(void *arg)
+{
+    (void)arg;
+    int *ran_on = xcalloc(1, sizeof *ran_on), empty = 0, stolen = 0;
+    for (int i = 0; i < FRONT_ROUNDS; i++) {
+        struct carrier *me = carrier_self;
+        __atomic_store_n(ran_on, 0, __ATOMIC_RELAXED);
+        empty += runq_len(me) == 0; /* so the child goes to the front slot */
+        struct vt *v = vt_spawn(front_child, ran_on, VT_JOINABLE);
+        int64_t end = now_ns() + 5 * NS_PER_S;
+        while (!__atomic_load_n(ran_on, __ATOMIC_ACQUIRE) && now_ns() < end)
+            continue; /* busy: the carrier runs us, not the child */
+        stolen += __atomic_load_n(ran_on, __ATOMIC_ACQUIRE) == (me->id + 1) % rt.ncarriers + 1;
+        vt_join(v);
+    }
+    CHECK(empty == FRONT_ROUNDS && stolen == FRONT_ROUNDS,
+          "front slot: %d of %d children spawned on an empty queue, %d stolen by the idle "
+          "carrier",
+          empty, FRONT_ROUNDS, stolen);
+    free(ran_on);
+}
+
 /* Joins across carriers: children spawned on the other carrier finish before, while or
  * after their joiner switches away (carrier_after_join publishes it, or finds the child
  * done), and each join returns once, after its child ran. Under TSan this also checks the
@@ -943,6 +977,7 @@ int main(void)
     rt_join();
     rt_start(2);
     rt_run(t_steal, NULL);
+    rt_run(t_steal_front, NULL);
     rt_run(t_join_across, NULL);
     rt_shutdown();
     rt_join();
