@@ -1369,10 +1369,12 @@ static void carrier_run(struct carrier *c, struct vt *v)
         carrier_after_run(c, v->stk, v);
 }
 
-/* For a thread leaving its run stack `mine`: take the head u of c's queue if u's run stack
- * is another one and free (then c holds it), and queue `back` (a yielder, or NULL) at the
- * tail, under one lock; NULL leaves the queue as it was. A yielder stays unstealable until
- * its stack is released after the switch (thieves skip held stacks). */
+/* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
+ * list's) if u's run stack is another one and free (then c holds it), and queue `back` (a
+ * yielder, or NULL) at the tail: in the list under the same lock, or in the slot if nothing
+ * else is queued, so two threads yielding to each other never take the lock; NULL leaves
+ * the queue as it was. A yielder stays unstealable until its stack is released after the
+ * switch (thieves skip held stacks). */
 static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
 {
     struct vt *u = runq_front_take(c);
@@ -1396,13 +1398,16 @@ static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt 
         return NULL;
     }
     runq_shift_locked(c);
-    if (back) {
+    if (back)
         __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
+    if (back && !alone)
         runq_append_locked(c, back);
-    } else {
+    else
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
-    }
     spin_unlock(&c->qlock);
+    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
+        __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
     return u;
 }
 
