@@ -24,7 +24,8 @@ SDL_CF  := $(shell pkg-config --cflags sdl2 stb 2>/dev/null)
 SDL_LD  := $(shell pkg-config --libs sdl2 stb 2>/dev/null)
 SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults
+TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
+           $(O)/tests/floor
 
 .PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-model format-check java blog-jvm clean
 all: $(O)/sim $(O)/aggregator
@@ -78,7 +79,7 @@ check-model: all
 	@sh tests/check_model.sh $(O)
 
 # One dialect for both programs (.clang-format); CI fails on any difference.
-FORMATTED = sim.c aggregator.c
+FORMATTED = sim.c aggregator.c tests/floor.c
 format-check:
 	clang-format --dry-run --Werror $(FORMATTED)
 
@@ -177,12 +178,18 @@ calibrate: $(O)/sim $(O)/aggregator
 	$(O)/sim --validate out/results.csv --calibration out/calibration.ini | tee out/validation.txt
 	@$(O)/sim --validate out/results.csv --calibration out/calibration.ini --json > out/validation.json
 
+# The kernel's floor of CPU per request: the same /aggregate with no runtime (tests/floor.c's
+# header says why). make bench runs it beside ./aggregator; test_faults checks its answers.
+$(O)/tests/floor: tests/floor.c
+	@mkdir -p $(O)/tests
+	$(CC) $(STD) $(CFLAGS) -o $@ tests/floor.c -lpthread
+
 $(O)/tests/bench_ui: tests/bench_ui.c sim.c
 	@mkdir -p $(O)/tests
 	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/bench_ui.c $(SDL_LD) -lm
 
-bench: all $(O)/tests/bench_ui
+bench: all $(O)/tests/bench_ui $(O)/tests/floor
 	@sh tests/bench $(O)
 
 clean:
-	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/test_faults tests/bench_ui build
+	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/test_faults tests/bench_ui tests/floor build

@@ -42,7 +42,7 @@
 #include <unistd.h>
 #include "tests/check.h"
 
-static char agg_path[512];
+static char agg_path[512], floor_path[512];
 
 /* The server's flags in every test (a test may add more), and the bounds derived from them.
  * SLACK_MS is what scheduling may add to a timer on a loaded 2-CPU machine under ASan. */
@@ -57,9 +57,9 @@ static double now_ms(void)
 
 /* ---- processes ---- */
 
-/* Start `./aggregator ARGS...` with `--port 0`; returns its pid and the port it printed. A
- * positive nofile lowers its fd limit first. */
-static pid_t spawn(char *const *args, int nofile, int *port)
+/* Start `PROG ARGS...` with `--port 0`; returns its pid and the port it printed. A positive
+ * nofile lowers its fd limit first. */
+static pid_t spawn_prog(const char *prog, char *const *args, int nofile, int *port)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -70,10 +70,10 @@ static pid_t spawn(char *const *args, int nofile, int *port)
         close(pfd[0]);
         if (nofile > 0)
             setrlimit(RLIMIT_NOFILE, &(struct rlimit){(rlim_t)nofile, (rlim_t)nofile});
-        char *argv[32] = {agg_path};
+        char *argv[32] = {(char *)prog};
         for (int i = 0; args[i] && i < 30; i++)
             argv[i + 1] = args[i];
-        execv(agg_path, argv);
+        execv(prog, argv);
         _exit(127);
     }
     close(pfd[1]);
@@ -96,6 +96,12 @@ static pid_t spawn(char *const *args, int nofile, int *port)
         return -1;
     }
     return pid;
+}
+
+/* `./aggregator ARGS...`, as spawn_prog. */
+static pid_t spawn(char *const *args, int nofile, int *port)
+{
+    return spawn_prog(agg_path, args, nofile, port);
 }
 
 static int stop(pid_t pid)
@@ -921,6 +927,63 @@ static void test_protocol(const char *mode)
     rig_stop(&r);
 }
 
+/* ---- tests/floor: the same work as ./aggregator ---- */
+
+/* make bench reads tests/floor's CPU per request as the floor under ours, which means
+ * something only if it does the same work: the same bytes in answer to the same requests,
+ * here a keep-alive connection carrying sequential and parallel fan-outs, a 405, a 404 and a
+ * Connection: close, then a malformed request, compared byte for byte with ./aggregator
+ * serve --mode virtual behind one backend. */
+static void test_floor_same_answers(void)
+{
+    static const char *const exchanges[] = {
+        "GET /aggregate HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /aggregate?parallel=1 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "POST /aggregate HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+        "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /aggregate HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    };
+    enum { N = sizeof exchanges / sizeof exchanges[0] };
+    if (access(floor_path, X_OK) < 0) {
+        CHECK(0, "no %s (make tests/floor)", floor_path);
+        return;
+    }
+    int bport = 0, aport = 0, fport = 0;
+    char target[64];
+    pid_t b = spawn((char *[]){"backend", "--port", "0", "--delay-ms", "1", NULL}, 0, &bport);
+    snprintf(target, sizeof target, "127.0.0.1:%d", bport);
+    pid_t a =
+        spawn((char *[]){"serve", "--mode", "virtual", "--port", "0", "--backends", target, NULL},
+              0, &aport);
+    pid_t f =
+        spawn_prog(floor_path, (char *[]){"--port", "0", "--backend", target, NULL}, 0, &fport);
+    static char want[N + 1][2048], got[N + 1][2048];
+    int fds[2] = {aport ? dial(aport) : -1, fport ? dial(fport) : -1}, same = 0;
+    for (int i = 0; i < N; i++) {
+        int sa = request_on(fds[0], exchanges[i], want[i], sizeof want[i]);
+        int sf = request_on(fds[1], exchanges[i], got[i], sizeof got[i]);
+        same += sa > 0 && sa == sf && !strcmp(want[i], got[i]);
+        CHECK(sa > 0 && !strcmp(want[i], got[i]),
+              "floor: request %d answered %d, ours %d:\n%.300s\nours:\n%.300s", i, sf, sa, got[i],
+              want[i]);
+    }
+    for (int k = 0; k < 2; k++)
+        if (fds[k] >= 0)
+            close(fds[k]);
+    int sa = get_into(aport, "/%zz", want[N], sizeof want[N]);
+    int sf = get_into(fport, "/%zz", got[N], sizeof got[N]);
+    int fd = fport ? dial(fport) : -1;
+    int bad = fd >= 0 ? request_on(fd, "HELLO\r\n\r\n", got[N], sizeof got[N]) : -1;
+    if (fd >= 0)
+        close(fd);
+    CHECK(sa == sf && bad == 400, "floor: /%%zz %d (ours %d), a malformed request %d (want 400)",
+          sf, sa, bad);
+    printf("floor: %d of %d answers byte-identical to ./aggregator's\n", same, N);
+    stop(f);
+    stop(a);
+    stop(b);
+}
+
 /* ---- microbench --json ---- */
 
 /* Parse a flat JSON object of string keys and number or string values; returns how many of
@@ -1001,13 +1064,15 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     char self[512];
     snprintf(self, sizeof self, "%s", argv[0]);
-    snprintf(agg_path, sizeof agg_path, "%s/aggregator",
-             argc > 1 ? argv[1] : dirname(dirname(self)));
+    const char *dir = argc > 1 ? argv[1] : dirname(dirname(self)); /* dirname edits self */
+    snprintf(agg_path, sizeof agg_path, "%s/aggregator", dir);
+    snprintf(floor_path, sizeof floor_path, "%s/tests/floor", dir);
     if (access(agg_path, X_OK) < 0) {
         fprintf(stderr, "test_faults: no %s (make aggregator)\n", agg_path);
         return check_done("test_faults") | 1;
     }
     test_microbench_json();
+    test_floor_same_answers();
     for (int m = 0; m < 2; m++) {
         test_bad_backends(modes[m]);
         test_backend_killed(modes[m]);
