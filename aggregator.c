@@ -927,7 +927,7 @@ static void runq_push(struct carrier *c, struct vt *v)
 /* Queue v on c by c's owner: in the front slot if the whole queue is empty (a release store,
  * no locked instruction: only the owner fills the slot, takers only empty it), else at the
  * list's tail. */
-static void runq_push_own(struct carrier *c, struct vt *v)
+static inline void runq_push_own(struct carrier *c, struct vt *v)
 {
     if (!LOAD(c->qlen) && !LOAD(c->front))
         __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
@@ -1413,7 +1413,8 @@ static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt 
 }
 
 /* Install u on c and switch to it from the context saved in *from. */
-static void vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, struct vt *u)
+static inline __attribute__((always_inline)) void
+vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, struct vt *u)
 {
     carrier_install(c, u);
     san_before_switch(fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
@@ -1425,7 +1426,7 @@ static void vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, st
  * and taking it back would be the same), otherwise queued. */
 static struct vt *vt_wake_joiner(struct carrier *c, struct vt *j)
 {
-    vt_count_parked(-1);
+    OWN_ADD(c->parked, -1); /* c is the calling carrier (vt_exit) */
     __atomic_store_n(&j->state, VT_RUNNABLE, __ATOMIC_RELAXED);
     if (VT_DIRECT_SWITCH && !runq_len(c))
         return j;
