@@ -767,6 +767,7 @@ struct carrier {
     int cancelled_all;            /* shutdown seen: every parked thread was woken */
     unsigned unpolled_runs;       /* threads run since the clock was last read for polling */
     int64_t polled_at;            /* ns: the last epoll_wait, blocking or not */
+    int harvesting;               /* 1 in carrier_harvest: its wake-ups signal no one */
     unsigned steal_from;          /* next victim to try */
     unsigned idle_looks;          /* passes in a row that found nothing to run or steal */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
@@ -1057,7 +1058,7 @@ static void vt_enqueue(struct vt *v)
         return;
     }
     runq_push_own(c, v);
-    if (LOAD(rt.nsleeping) && (runq_len(c) >= VT_STEAL_BACKLOG || c->cur))
+    if (LOAD(rt.nsleeping) && (runq_len(c) >= VT_STEAL_BACKLOG || (c->cur && !c->harvesting)))
         carrier_signal(c);
 }
 
@@ -1815,6 +1816,18 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         carrier_dispatch(c, &rt.io[ev[i].data.u64], ev[i].events);
     }
     spin_unlock(&c->plock);
+}
+
+/* Poll c's epoll without waiting from a virtual thread running on c (client_is_quiet). The
+ * threads it wakes wait behind the caller, which is about to park (it writes a request and
+ * waits for the answer), so they are no reason to wake a sleeping carrier to steal them, as
+ * vt_enqueue would for a busy one (a wake-up costs both carriers some microseconds, see
+ * carrier_signal); a backlog still signals. */
+static void carrier_harvest(struct carrier *c)
+{
+    c->harvesting = 1;
+    carrier_poll(c, 0);
+    c->harvesting = 0;
 }
 
 /* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
@@ -3350,14 +3363,41 @@ static void ds_free(struct server *s)
     s->pools = NULL;
 }
 
+/* How recent a harvest of the owner carrier's epoll must be for client_is_quiet to trust an
+ * fd's readiness instead of peeking (ns). It widens the window of F5's check (see there) by
+ * at most this much: as long as a loopback request takes to reach the backend and be read
+ * there, a window the peek has anyway. */
+#ifndef DS_QUIET_NS
+#define DS_QUIET_NS (50 * 1000)
+#endif
+
 /* Whether nothing has come on an idle connection since its last answer. Bytes would be read
  * as the next call's answer (issue 14, F5), and EOF means the backend closed it; either way
- * it must not be reused. One MSG_PEEK syscall per reuse, as Apache HttpClient's stale
- * connection check does. */
+ * it must not be reused. Apache HttpClient's stale connection check peeks (one MSG_PEEK
+ * syscall per reuse); a virtual thread on the fd's own carrier asks the readiness first,
+ * which Go's pollDesc keeps for the same purpose. A clear ready[VT_READ] says the last read
+ * was short, or EAGAIN, with no edge since; it cannot say that bytes or a FIN arrived after
+ * the carrier last harvested its epoll (their edge waits in the kernel's ready list). So the
+ * readiness is trusted only when that harvest is under DS_QUIET_NS old; otherwise we harvest
+ * now (carrier_harvest: an epoll_wait without waiting, whose events are this carrier's work
+ * anyway, where an EAGAIN peek is a wasted syscall) and look again. What is left is the race
+ * every stale check has: bytes the backend sends between the check and its reading of our
+ * request. The peek's window is the write's and the request's trip (microseconds); this one
+ * adds at most DS_QUIET_NS. A FIN missed in it costs no answer: the write or the read fails,
+ * client_exchange says CX_STALE and ds_call retries on a fresh connection. Platform threads,
+ * pinned ones, an fd of another carrier (a thread stolen after its take) and a set ready
+ * flag peek as before. Test: t_quiet. */
 static int client_is_quiet(struct client *cl)
 {
     char c;
     struct vt_io *io = io_watched(cl->fd);
+    struct carrier *self = carrier_self;
+    if (io && LOAD(io->owner) == self && !LOAD(io->ready[VT_READ])) {
+        if (now_ns() - self->polled_at > DS_QUIET_NS)
+            carrier_harvest(self);
+        if (!LOAD(io->ready[VT_READ]))
+            return 1;
+    }
     unsigned seen = io_edges(io, VT_READ);
     int quiet = recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
     if (quiet) /* drained: the answer's read waits for its edge first, no EAGAIN read */

@@ -201,6 +201,38 @@ static void t_readiness(void *arg)
     free(f);
 }
 
+/* client_is_quiet trusts a clear read readiness only if the carrier harvested its epoll
+ * under DS_QUIET_NS ago. The truth is what the peer wrote: a connection whose last read was
+ * short (ready clear) gets unasked bytes while this thread runs (no harvest since); with the
+ * harvest made old, it must be found not quiet, as the peek found it. And a connection with
+ * nothing unasked is quiet either way. */
+static void t_quiet(void *arg)
+{
+    (void)arg;
+    for (int extra = 0; extra < 2; extra++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0 ||
+            io_register(sv[0]) < 0) {
+            CHECK(0, "socketpair: %s", strerror(errno));
+            return;
+        }
+        struct client cl = {.fd = sv[0]};
+        char buf[64];
+        int ok = write(sv[1], "answer", 6) == 6 && io_rw(sv[0], VT_READ, buf, sizeof buf, -1) == 6;
+        int drained = !LOAD(rt.io[sv[0]].ready[VT_READ]); /* the short read cleared it */
+        if (extra)
+            ok &= write(sv[1], "EXTRA", 5) == 5; /* its edge waits in epoll: not harvested */
+        carrier_self->polled_at = now_ns() - 2 * DS_QUIET_NS;
+        int quiet = client_is_quiet(&cl);
+        CHECK(ok && drained && quiet == !extra,
+              "quiet check, %s after the answer, harvest old: quiet %d, want %d (ok %d, "
+              "drained %d)",
+              extra ? "5 unasked bytes" : "nothing", quiet, !extra, ok, drained);
+        io_close(sv[0]);
+        close(sv[1]);
+    }
+}
+
 /* Pinning: a pinned thread that sleeps holds its carrier, so a thread queued behind it on
  * the same carrier runs only after it; unpinned, the sleeper parks and the other runs first. */
 struct pin_case {
@@ -971,6 +1003,7 @@ int main(void)
     rt_run(t_timers, NULL);
     rt_run(t_park_io, NULL);
     rt_run(t_readiness, NULL);
+    rt_run(t_quiet, NULL);
     rt_run(t_pinning, NULL);
     rt_run(t_many, NULL);
     rt_shutdown();
