@@ -390,7 +390,8 @@ static int signals_wait_until(int64_t deadline)
  * Other targets switch with ucontext (build with -DVT_UCONTEXT to try it here). */
 #if VT_SWITCH_X86_64
 /* A new frame: 48 bytes of registers, the return address, then 16 bytes of padding, so
- * that after `ret` the stack pointer is 16-byte aligned as vt_boot_asm's call needs. */
+ * that after `ret` the stack pointer is 16-byte aligned, and after vt_boot_asm's push boot
+ * starts with it 8 off, as after a call. */
 #define VT_FRAME_BYTES 72
 __asm__(".text\n"
         ".type vt_switch_asm,@function\n"
@@ -436,7 +437,8 @@ __asm__(".text\n"
         "vt_boot_asm:\n"
         "    mov x0, x19\n"
         "    adr x30, 1f\n"
-        "    br x20\n"
+        "    mov x16, x20\n" /* a BR through x16: BTI's `bti c` landing pads accept it */
+        "    br x16\n"
         "1:  brk #0\n"
         ".size vt_boot_asm, .-vt_boot_asm\n");
 #endif
@@ -625,9 +627,9 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
 
 /* Loom's states (java.lang.VirtualThread), reduced: NEW and STARTED are VT_RUNNABLE before
  * the first run; PINNED is a VT_RUNNING thread blocked in the kernel (see vt_pin). A thread
- * sets PARKING, JOINING, YIELDING or EXITING itself and switches away; its carrier then finishes the
- * transition (Loom's afterYield), so no other carrier can see it runnable before its
- * registers are saved. */
+ * sets PARKING, JOINING, YIELDING or EXITING itself and switches away; its carrier then
+ * finishes the transition (Loom's afterYield), so no other carrier can see it runnable
+ * before its registers are saved. */
 enum vt_state {
     VT_RUNNABLE, /* in a run queue */
     VT_RUNNING,  /* on a carrier now */
@@ -867,10 +869,11 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * carrier has a FIFO run queue; the owner takes from its head, the oldest thread (FJP's
  * nextLocalTask in FIFO mode polls at `base`), and a carrier that runs dry steals from the
  * head of another carrier's queue before it sleeps in epoll. Thieves do not take the other
- * end, as a Chase-Lev deque's would: in OpenJDK's ForkJoinPool thieves also poll at `base` (scan / pollScan take the slot at
- * base and advance it), the same end as an asyncMode owner: every thread is taken oldest
- * first by whoever takes it, so a thread's wait in the queues stays FIFO-fair, which is what
- * keeps the p99 low. (LIFO owners with FIFO thieves suit fork/join, not event tasks.)
+ * end, as a Chase-Lev deque's would: in OpenJDK's ForkJoinPool thieves also poll at `base`
+ * (scan / pollScan take the slot at base and advance it), the same end as an asyncMode
+ * owner: every thread is taken oldest first by whoever takes it, so a thread's wait in the
+ * queues stays FIFO-fair, which is what keeps the p99 low. (LIFO owners with FIFO thieves
+ * suit fork/join, not event tasks.)
  * The queue is a front slot before a linked list under a spinlock (qlock). The owner puts a
  * thread in the slot when the whole queue is empty, with a release store (no locked
  * instruction: only the owner fills the slot, takers only empty it), so the slot always
@@ -884,8 +887,9 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * stack), 6 before the slot and the kept joiner stack (carrier_after_join).
  *
  * Wake-ups, and why none is lost: a carrier about to sleep sets `sleeping`, then (after a
- * full fence) looks at its own queue and every other queue once more; whoever pushes does
- * the push, a full fence, then looks at `sleeping` (carrier_signal). Of two such sequences
+ * full fence) looks at its own queue and every other queue once more (not the others' when
+ * its last steal failed: carrier_sleep's `again`); whoever pushes does the push, a full
+ * fence, then looks at `sleeping` (carrier_signal, vt_enqueue). Of two such sequences
  * at least one sees the other's store (the Dekker pattern), so either the sleeper finds the
  * work or the pusher writes its eventfd. Like FJP's signalWork, a push also wakes a sleeping
  * carrier when the target is busy or already has work queued, so the work becomes someone's
@@ -1020,8 +1024,8 @@ static void carrier_signal(struct carrier *c)
         }
 }
 
-/* Queue `back` (if any) at the tail and take the head, under one lock: a yield's two queue
- * operations for the price of one. */
+/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
+ * front slot): a yield's two queue operations for the price of one. */
 static struct vt *runq_swap(struct carrier *c, struct vt *back)
 {
     if (!back)
@@ -1046,9 +1050,13 @@ static struct vt *runq_swap(struct carrier *c, struct vt *back)
 }
 
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
- * another OS thread, on the carrier it last ran on; then signal as above. A carrier pushing
- * to its own queue is awake by definition, so it needs no fence: waking a thief is only an
- * optimisation then, decided on relaxed loads (the fast path of yield and spawn). */
+ * another OS thread, on the carrier it last ran on; then signal as above. A push made by a
+ * running thread (a spawn, an unpark) must be seen by a carrier going to sleep, or it waits
+ * behind the running thread however long that runs: so the push, a full fence, then the
+ * look at nsleeping, the pusher's half of I.5's protocol (without the fence x86's store
+ * buffer let the sleeper miss the slot's store while we missed its nsleeping: a review's
+ * stress test stranded 109 children in 240,000 rounds, 0 with it). From the scheduler loop
+ * (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there. */
 static void vt_enqueue(struct vt *v)
 {
     struct carrier *c = carrier_self;
@@ -1058,6 +1066,8 @@ static void vt_enqueue(struct vt *v)
         return;
     }
     runq_push_own(c, v);
+    if (c->cur)
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (LOAD(rt.nsleeping) && (runq_len(c) >= VT_STEAL_BACKLOG || (c->cur && !c->harvesting)))
         carrier_signal(c);
 }
@@ -1518,7 +1528,8 @@ static void vt_park(void)
 }
 
 /* Let the other runnable threads run first (a cooperative yield). The common case switches
- * straight to the next thread, one register swap and one lock, as a goroutine's Gosched
+ * straight to the next thread, one register swap and one lock (or one exchange, when the
+ * two threads pass each other through the front slot), as a goroutine's Gosched
  * does not (it goes through the scheduler): the thread at the head runs now and this one goes
  * to the tail. Every VT_POLL_CHECK_RUNS runs it goes through the scheduler instead, which
  * polls I/O and timers; so do ASan builds (its fiber bookkeeping expects the scheduler). */
@@ -1549,7 +1560,11 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     struct vt *v = vt_alloc(), *self = me ? me->cur : NULL;
     unsigned k = LOAD(c->next_stk); /* a hint: a lost update only skews the round-robin */
     struct vt_stack *stk = &rt.stacks[c->id * VT_STACKS + (int)(k % VT_STACKS)];
-    if (self && stk == self->stk) /* the child could only run once our frames are copied */
+    /* Not the caller's own stack (the child could only run once our frames are copied), nor
+     * a joiner's stack this carrier keeps while the joiner's child runs (carrier_after_join):
+     * a thread there could run nowhere else until that child leaves, not even stolen. Two
+     * of VT_STACKS at most are excluded, so the loop ends. */
+    while ((self && stk == self->stk) || (c == me && stk == me->kept_stk))
         stk = &rt.stacks[c->id * VT_STACKS + (int)(++k % VT_STACKS)];
     __atomic_store_n(&c->next_stk, k + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&v->stk, stk, __ATOMIC_RELAXED); /* a thief may still read it: runq_steal */
@@ -5311,8 +5326,8 @@ static void mb_runtime(void *arg)
     struct mb_results *r = arg;
     long n = r->n;
     /* yield: two threads alternate, each switching straight to the other (vt_yield: one
-     * swap and one queue lock per yield; every 61st goes through the scheduler). They run
-     * on different run stacks, so no frames are copied */
+     * swap and one exchange of the front slot per yield; every 61st goes through the
+     * scheduler). They run on different run stacks, so no frames are copied */
     long *cnt = xmalloc(sizeof *cnt);
     *cnt = n;
     struct vt *a = vt_spawn(mb_yielder, cnt, VT_JOINABLE),
