@@ -2780,9 +2780,9 @@ static long http_parse_response(const char *buf, size_t len, struct http_respons
     return len >= out->head_len + out->body_len ? (long)(out->head_len + out->body_len) : 0;
 }
 
-/* Append a complete response (head and body) to out. */
-static void http_write_response(struct sbuf *out, int status, const char *ctype, const char *body,
-                                size_t n, int keep_alive)
+/* Append a response head for a body of n bytes to out; the caller appends the body. */
+static void http_write_head(struct sbuf *out, int status, const char *ctype, size_t n,
+                            int keep_alive)
 {
     int i = http_status_index(status);
     sbuf_add_str(out, "HTTP/1.1 ");
@@ -2794,6 +2794,13 @@ static void http_write_response(struct sbuf *out, int status, const char *ctype,
     sbuf_add_str(out, "\r\nContent-Length: ");
     sbuf_add_ulong(out, n);
     sbuf_add_str(out, keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+}
+
+/* Append a complete response (head and body) to out. */
+static void http_write_response(struct sbuf *out, int status, const char *ctype, const char *body,
+                                size_t n, int keep_alive)
+{
+    http_write_head(out, status, ctype, n, keep_alive);
     sbuf_add(out, body, n);
 }
 
@@ -3174,6 +3181,25 @@ static void agg_fan_out(struct agg_call *calls, int k)
     free(t);
 }
 
+/* The 200 response: the answers as a JSON array, each body copied once, from its call's
+ * buffer into out (the head's Content-Length is summed first, so no array is built apart:
+ * that was a malloc, a realloc and a second copy of every body per request). */
+static void agg_write_array(struct sbuf *out, const struct agg_call *calls, int k, int keep)
+{
+    size_t n = 2 + (k > 1 ? (size_t)(k - 1) : 0); /* the brackets and the commas */
+    for (int i = 0; i < k; i++)
+        n += calls[i].body.len;
+    http_write_head(out, 200, "application/json", n, keep);
+    sbuf_add(out, "[", 1);
+    for (int i = 0; i < k; i++) {
+        if (i)
+            sbuf_add(out, ",", 1);
+        if (calls[i].body.len)
+            sbuf_add(out, calls[i].body.p, calls[i].body.len);
+    }
+    sbuf_add(out, "]", 1);
+}
+
 /* GET /aggregate[?parallel=1]: K downstream calls, answers joined into a JSON array. The
  * first failing call decides the status (502 or 504). */
 static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
@@ -3197,26 +3223,18 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
             agg_call_run(&calls[i]);
     if (cfg->pin)
         vt_unpin();
-    struct sbuf body = {0};
-    sbuf_add(&body, "[", 1);
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < k; i++)
         if (calls[i].status != 200 && status == 200)
             status = calls[i].status ? calls[i].status : 504;
-        if (i)
-            sbuf_add(&body, ",", 1);
-        if (calls[i].body.len)
-            sbuf_add(&body, calls[i].body.p, calls[i].body.len);
-        sbuf_free(&calls[i].body);
-    }
-    sbuf_add(&body, "]", 1);
-    free(calls);
     if (status != 200) {
         const char *reason = http_reasons[http_status_index(status)];
         http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
     } else {
-        http_write_response(out, 200, "application/json", body.p, body.len, keep);
+        agg_write_array(out, calls, k, keep);
     }
-    sbuf_free(&body);
+    for (int i = 0; i < k; i++)
+        sbuf_free(&calls[i].body);
+    free(calls);
     return status;
 }
 
