@@ -2652,11 +2652,33 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
     return 0;
 }
 
+/* The first CRLF in buf[0, n), or NULL. A memchr per CR: glibc's memmem prepares a search
+ * at every call, and its three calls per message were 2,491 instructions per /aggregate
+ * request in callgrind (15% of the server's user-space instructions). */
+static const char *http_find_crlf(const char *buf, size_t n)
+{
+    const char *end = buf + n;
+    for (const char *p = buf; (p = memchr(p, '\r', (size_t)(end - p))); p++)
+        if (end - p >= 2 && p[1] == '\n')
+            return p;
+    return NULL;
+}
+
+/* The first CRLF CRLF (the blank line ending a head) in buf[0, n), or NULL. */
+static const char *http_find_blank_line(const char *buf, size_t n)
+{
+    const char *end = buf + n;
+    for (const char *p = buf; (p = http_find_crlf(p, (size_t)(end - p))); p += 2)
+        if (end - p >= 4 && p[2] == '\r' && p[3] == '\n')
+            return p;
+    return NULL;
+}
+
 /* Find the end of the head (the blank line). Returns its length including CRLF CRLF, 0 if
  * not there yet, or -1 if it cannot fit in max bytes. */
 static long http_head_end(const char *buf, size_t len, size_t max)
 {
-    const char *e = memmem(buf, len < max ? len : max, "\r\n\r\n", 4);
+    const char *e = http_find_blank_line(buf, len < max ? len : max);
     if (e)
         return (long)(e - buf) + 4;
     return len >= max ? -1 : 0;
@@ -2666,7 +2688,7 @@ static long http_head_end(const char *buf, size_t len, size_t max)
 static long http_parse_from_request_line(const char *buf, size_t len, struct http_request *out)
 {
     memset(out, 0, sizeof *out);
-    const char *eol = memmem(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE, "\r\n", 2);
+    const char *eol = http_find_crlf(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE);
     if (!eol) {
         for (size_t i = 0; i < len && i < HTTP_MAX_LINE; i++) /* refuse binary junk early */
             if ((unsigned char)buf[i] < 0x20 && buf[i] != '\r')
@@ -2755,7 +2777,7 @@ static long http_parse_response(const char *buf, size_t len, struct http_respons
         return -502;
     if (!head)
         return 0;
-    const char *eol = memmem(buf, (size_t)head, "\r\n", 2);
+    const char *eol = http_find_crlf(buf, (size_t)head);
     if (eol - buf < 12 || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ')
         return -502;
     for (int i = 9; i < 12; i++)

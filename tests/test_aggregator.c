@@ -707,7 +707,7 @@ static void t_http_fuzz(void)
     };
     uint64_t x = 0x31415926;
     char buf[256];
-    int bad = 0;
+    int bad = 0, mismatch = 0, found = 0;
     for (int iter = 0; iter < 200000; iter++) {
         const char *seed = seeds[iter & 1];
         size_t n = strlen(seed);
@@ -729,9 +729,17 @@ static void t_http_fuzz(void)
             (iter & 1) ? http_parse_response(exact, len, &rs) : http_parse_request(exact, len, &rq);
         if (r > (long)len || (r < 0 && http_status_index((int)-r) == HTTP_NSTATUS))
             bad++;
+        /* the parsers' searches, against libc's memmem */
+        found += http_find_crlf(exact, len) != NULL;
+        mismatch += http_find_crlf(exact, len) != memmem(exact, len, "\r\n", 2) ||
+                    http_find_blank_line(exact, len) != memmem(exact, len, "\r\n\r\n", 4);
         free(exact);
     }
     CHECK(bad == 0, "fuzz: %d verdicts out of range", bad);
+    CHECK(mismatch == 0 && found > 1000,
+          "fuzz: CRLF searches differ from memmem in %d of 200000 "
+          "buffers (%d had a CRLF)",
+          mismatch, found);
 }
 
 static void t_hist(void)
