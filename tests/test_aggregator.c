@@ -699,6 +699,18 @@ static void t_http_response(void)
 /* Robustness: random bytes and mutated valid messages never crash the parsers (ASan/UBSan
  * watch the reads), and every verdict is in range: a length within the buffer, incomplete,
  * or a status we know. A fixed seed keeps the run deterministic. */
+/* The token bitmap against RFC 9110's definition of tchar, spelled out. */
+static void t_http_tchar(void)
+{
+    int wrong = 0;
+    for (int c = 0; c < 256; c++) {
+        int rfc = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c && strchr("!#$%&'*+-.^_`|~", c));
+        wrong += http_is_tchar((unsigned char)c) != rfc;
+    }
+    CHECK(wrong == 0, "tchar: %d of 256 characters classified unlike RFC 9110", wrong);
+}
+
 static void t_http_fuzz(void)
 {
     static const char *seeds[] = {
@@ -1007,6 +1019,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     t_http_request();
     t_http_response();
+    t_http_tchar();
     t_http_fuzz();
     t_hist();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
