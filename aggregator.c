@@ -2419,8 +2419,10 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
     return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
-/* A listening socket on host:port (port 0: any free port; *port_out gets the real one). */
-static int io_listen(const char *host, int port, int backlog, int *port_out)
+/* A listening socket on host:port (port 0: any free port; *port_out gets the real one).
+ * reuseport: join the port's SO_REUSEPORT group (the kernel spreads new connections over its
+ * listeners), which any other listener of ours on that port must also have joined. */
+static int io_listen(const char *host, int port, int backlog, int *port_out, int reuseport)
 {
     struct sockaddr_in sa;
     char hp[96];
@@ -2434,6 +2436,8 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     if (fd < 0)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     socklen_t sl = sizeof sa;
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, backlog) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
@@ -3023,7 +3027,7 @@ struct pool;
 struct server {
     const struct config *cfg;
     route_fn route;        /* agg_route or backend_route */
-    int lfd;               /* listening socket */
+    int lfd;               /* listening socket (virtual: carrier 0's, see vserver_listener) */
     int port;              /* the port bound */
     struct ds_pool *pools; /* downstream pools, [slot * nbackends + backend] */
     int npool_slots;       /* one slot per carrier (virtual) or a single shared one */
@@ -4095,20 +4099,37 @@ static void vconn_main(void *arg)
     conn_free(conn);
 }
 
-/* The acceptor: a virtual thread parked in accept, handing each connection to a new
- * virtual thread, spread round-robin over the carriers. Ends when the runtime shuts down.
- * As in Tomcat with virtual threads, --max-connections still bounds the connections held
- * (Tomcat's LimitLatch; here polled every ms while at the limit, which is rare). */
+/* One listener per carrier, all on the port (SO_REUSEPORT), each with its own acceptor: the
+ * kernel spreads new connections over them, as nginx's `reuseport` and Netty's epoll
+ * transport do. With one listener the accept queue (--accept-count, 100 by default as
+ * Tomcat's acceptCount) overflowed during wrk's burst of 5000 connects while the one
+ * acceptor waited its turn behind the request threads it had spawned; a connection whose
+ * handshake ACK is dropped waits 1-3 s for a retransmission, and wrk counts the wait as
+ * latency. Measured here (wrk -c5000, 10 s, K = 3 x 50 ms, 2 carriers, 2 runs each): one
+ * listener 12,233 and 11,336 overflows (ListenOverflows), p99 2.05 and 1.96 s; one per
+ * carrier 32 and 6,552, p99 0.74 and 1.23 s. */
+struct vserver_listener {
+    struct server *s;
+    int lfd;
+};
+
+/* An acceptor: a virtual thread parked in accept on its listener, handing each connection
+ * to a new virtual thread, spread round-robin over the carriers. Ends when the runtime shuts
+ * down. As in Tomcat with virtual threads, --max-connections still bounds the connections
+ * held (Tomcat's LimitLatch; here polled every ms while at the limit, which is rare). */
 static void vserver_acceptor(void *arg)
 {
-    struct server *s = arg;
-    if (fcntl(s->lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(s->lfd) < 0)
+    struct vserver_listener *l = arg;
+    struct server *s = l->s;
+    int lfd = l->lfd;
+    free(l);
+    if (fcntl(lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(lfd) < 0)
         die("listener: %s", strerror(errno));
     for (;;) {
         while (LOAD(s->vconns) >= s->cfg->max_connections)
             if (vt_sleep_until(now_ns() + NS_PER_MS) < 0)
                 goto cancelled;
-        int fd = io_accept(s->lfd, -1);
+        int fd = io_accept(lfd, -1);
         if (fd < 0) {
             if (errno == ECANCELED)
                 break;
@@ -4120,8 +4141,22 @@ static void vserver_acceptor(void *arg)
         vt_spawn_spread(vconn_main, conn_new(s, fd));
     }
 cancelled:
-    io_close(s->lfd);
-    s->lfd = -1;
+    io_close(lfd);
+}
+
+/* Start an acceptor on each carrier: carrier 0's on s->lfd, the others' on listeners of their
+ * own joined to its port (while one cannot be made, the ones made serve). */
+static void vserver_listen(struct server *s)
+{
+    for (int i = 0; i < rt.ncarriers; i++) {
+        int lfd = i == 0 ? s->lfd : io_listen(s->cfg->host, s->port, s->cfg->accept_count, NULL, 1);
+        if (lfd < 0)
+            break;
+        struct vserver_listener *l = xmalloc(sizeof *l);
+        l->s = s;
+        l->lfd = lfd;
+        vt_spawn_on(&rt.carriers[i], vserver_acceptor, l, VT_DETACHED);
+    }
 }
 
 /* Bind the listening socket and start serving: the virtual-thread acceptor (backend, or
@@ -4133,7 +4168,14 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     s->cfg = cfg;
     s->route = route;
     s->seed = 0x9E3779B97F4A7C15ULL;
-    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port);
+    int group = cfg->mode == MODE_VIRTUAL && rt.ncarriers > 1; /* see vserver_listener */
+    if (group && cfg->port) { /* in use? (a listener of another group would be joined) */
+        int probe = io_listen(cfg->host, cfg->port, 1, NULL, 0);
+        if (probe < 0)
+            return -1;
+        close(probe);
+    }
+    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port, group);
     if (s->lfd < 0)
         return -1;
     if (cfg->nbackends)
@@ -4142,7 +4184,7 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
         pool_start(s); /* its poller sweeps the downstream pool */
         return 0;
     }
-    vt_spawn_on(&rt.carriers[0], vserver_acceptor, s, VT_DETACHED);
+    vserver_listen(s);
     if (s->pools)
         vt_spawn_on(&rt.carriers[0], ds_sweeper, s, VT_DETACHED);
     return 0;
@@ -5206,7 +5248,7 @@ static int bench_run(struct bench_cfg *bc)
     if (strstr(bc->modes, "virtual"))
         modes[nmodes++] = MODE_VIRTUAL;
     for (int port = bc->port; port <= bc->port + 1; port++) { /* never measure a stranger */
-        int fd = io_listen("127.0.0.1", port, 1, NULL);
+        int fd = io_listen("127.0.0.1", port, 1, NULL, 0);
         if (fd < 0)
             die("port %d is in use (%s); choose others with --port", port, strerror(errno));
         close(fd);

@@ -927,6 +927,56 @@ static void test_protocol(const char *mode)
     rig_stop(&r);
 }
 
+/* ---- listeners ---- */
+
+/* Sockets listening on 127.0.0.1:port (state 0A in /proc/net/tcp), of any process. */
+static int count_listeners(int port)
+{
+    char line[512];
+    int count = 0;
+    FILE *f = fopen("/proc/net/tcp", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned lport, st;
+        count += sscanf(line, " %*d: %*x:%x %*x:%*x %x", &lport, &st) == 2 && (int)lport == port &&
+                 st == 0x0A;
+    }
+    if (f)
+        fclose(f);
+    return count;
+}
+
+/* Virtual mode listens with one socket per carrier on the port (SO_REUSEPORT), so that a
+ * burst of connects fits in their accept queues; a second server on that port must still be
+ * refused, not silently join the group and take half the connections. */
+static void test_listeners(void)
+{
+    int port = 0;
+    pid_t a = spawn((char *[]){"serve", "--mode", "virtual", "--carriers", "2", "--port", "0",
+                               "--backends", "127.0.0.1:9", NULL},
+                    0, &port);
+    if (a < 0) {
+        CHECK(0, "listeners: the server did not start");
+        return;
+    }
+    int n = count_listeners(port);
+    CHECK(n == 2, "listeners: %d sockets listen on port %d, want one per carrier (2)", n, port);
+    char cmd[1024], err[512] = "";
+    snprintf(cmd, sizeof cmd,
+             "timeout 5 %s serve --mode virtual --carriers 2 --port %d --backends "
+             "127.0.0.1:9 2>&1 >/dev/null",
+             agg_path, port);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(err, 1, sizeof err - 1, p) : 0;
+    err[len] = 0;
+    int st = p ? pclose(p) : -1;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, "in use"),
+          "listeners: a second server on port %d: exit %d (want 1, 124 = it ran), '%.200s'", port,
+          WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+    printf("test_faults: virtual, 2 carriers: %d listeners on the port; a second server: %s", n,
+           err);
+    stop(a);
+}
+
 /* ---- tests/floor: the same work as ./aggregator ---- */
 
 /* make bench reads tests/floor's CPU per request as the floor under ours, which means
@@ -1073,6 +1123,7 @@ int main(int argc, char **argv)
     }
     test_microbench_json();
     test_floor_same_answers();
+    test_listeners();
     for (int m = 0; m < 2; m++) {
         test_bad_backends(modes[m]);
         test_backend_killed(modes[m]);
