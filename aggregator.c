@@ -884,7 +884,8 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * its join, or a wake-up. Other pushes (a full slot, other OS threads) take the lock. On
  * this machine an uncontended exchange and a store take 2.5 ns in a loop, two plain stores
  * 1.0 ns; create + run + exit + join makes 2 locked instructions (the slot, the child's run
- * stack), 6 before the slot and the kept joiner stack (carrier_after_join).
+ * stack) and a fence (the spawn's push, see vt_enqueue), 6 locked instructions before the
+ * slot and the kept joiner stack (carrier_after_join).
  *
  * Wake-ups, and why none is lost: a carrier about to sleep sets `sleeping`, then (after a
  * full fence) looks at its own queue and every other queue once more (not the others' when
