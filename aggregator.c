@@ -4652,6 +4652,43 @@ struct bench_cfg {
  * 1000 and 4000 users: 479 and 945 us after 5 s, 310 and 387 after 15 s. */
 #define BENCH_JIT_WARMUP_S 15
 
+/* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
+ * the published tables give it: the factor of the two-sided 95% interval of a mean of df + 1
+ * runs. Above 30 the normal's 1.96 (t(30) is 2.042, 4% more). */
+static const double bench_t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                    2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                    2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                    2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+
+static double bench_t975_of(int df)
+{
+    return df < 1 ? 0 : df <= (int)ARRAY_LEN(bench_t975) ? bench_t975[df - 1] : 1.96;
+}
+
+/* The mean of n measurements, its 95% interval mean -+ t(0.975, n-1) s / sqrt(n) (s the
+ * sample standard deviation: the runs are taken as independent draws of one normal), and the
+ * extremes. With one run the interval is the point itself: nothing says how wide it is. */
+struct bench_ci {
+    double mean, lo, hi, min, max;
+};
+
+static struct bench_ci bench_ci95(const double *x, int n)
+{
+    struct bench_ci c = {0, 0, 0, n ? x[0] : 0, n ? x[0] : 0};
+    for (int i = 0; i < n; i++) {
+        c.mean += x[i] / n;
+        c.min = x[i] < c.min ? x[i] : c.min;
+        c.max = x[i] > c.max ? x[i] : c.max;
+    }
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (x[i] - c.mean) * (x[i] - c.mean);
+    double half = n > 1 ? bench_t975_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
+    c.lo = c.mean - half;
+    c.hi = c.mean + half;
+    return c;
+}
+
 /* One cell's figures. */
 struct bench_row {
     int users, pool, mode, server;
@@ -4662,6 +4699,10 @@ struct bench_row {
     long peak_threads, peak_rss, errors;
     long base_rss;     /* the aggregator's RSS before the load, bytes */
     long base_threads; /* its OS threads once it listens, before any load */
+    /* Over the point's --runs (bench_point): rps becomes their mean. */
+    int runs;                /* runs measured */
+    double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
+    double rps_min, rps_max; /* the slowest and the fastest run */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -5168,25 +5209,36 @@ static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
 
 enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format */
 
+/* The throughput column of the table: "mean ± half-width (min-max)", req/s. */
+static void bench_fmt_rps(char *buf, size_t n, const struct bench_row *r)
+{
+    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, r->rps_hi - r->rps, r->rps_min, r->rps_max);
+}
+
+/* printf's width counts bytes: the "±" of a column is 2 bytes for 1 column on the screen. */
+#define BENCH_RPS_W 26
+
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
     const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform",
                *pool = r->pool ? "on" : "off";
     double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0;
     if (csv) {
-        fprintf(
-            f,
-            "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,%d,%g,%.1f,%.1f,%g,%s\n",
-            r->users, mode, pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99,
-            r->peak_threads, r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors,
-            r->other_cpu_us_per_req, BENCH_WARMUP_S, bc->duration_s, r->steal_pct, r->foreign_pct,
-            jit, server_names[r->server]);
+        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
+                pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
+                r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
+        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,", r->runs, r->rps_lo, r->rps_hi, r->rps_min,
+                r->rps_max);
+        fprintf(f, "%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
+                r->foreign_pct, jit, server_names[r->server]);
         return;
     }
+    char rps[64];
+    bench_fmt_rps(rps, sizeof rps, r);
     fprintf(f,
-            "%6d %-8s %-4s %-4s %9.0f %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
+            "%6d %-8s %-4s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
             "%5.1f%% %6.1f%%\n",
-            r->users, mode, pool, server_names[r->server], r->rps, r->ideal,
+            r->users, mode, pool, server_names[r->server], BENCH_RPS_W + 1, rps, r->ideal,
             100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
             r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct);
 }
@@ -5200,24 +5252,31 @@ static int bench_cmp_rps(const void *a, const void *b)
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
-                 "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,warmup_s,"
-                 "window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
-    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, median of %d; ideal = N/(K*D+Z)\n",
-           bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs);
+                 "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,"
+                 "runs,throughput_ci95_low,throughput_ci95_high,throughput_min,throughput_max,"
+                 "warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
+    printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, %d run%s per point; ideal = "
+           "N/(K*D+Z)\n"
+           "req/s: the mean of the runs ± the half-width of its Student-t 95%% interval "
+           "(min-max of the runs); the other figures are the median run's\n",
+           bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs,
+           bc->runs == 1 ? "" : "s");
     if (bc->jvm)
         printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
-    printf("%6s %-8s %-4s %-4s %9s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s\n", "users", "mode",
-           "pool", "srv", "req/s", "ideal", "ideal", "p50 ms", "p90 ms", "p99 ms", "threads",
-           "RSS MiB", "CPU us", "errors", "steal", "others");
+    printf("%6s %-8s %-4s %-4s %-*s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s\n", "users", "mode",
+           "pool", "srv", BENCH_RPS_W + 1, "req/s ± 95% (min-max)", "ideal", "ideal", "p50 ms",
+           "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal", "others");
 }
 
-/* One point of the grid, named by the users, pool and mode of `point`: --runs cells, the
- * median (by throughput) printed and written. Returns 0, or -1 if interrupted. */
+/* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
+ * throughput is their mean with its interval and extremes; the other figures are the median
+ * run's (by throughput). Returns 0, or -1 if interrupted. */
 static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
                        const struct bench_row *point, FILE *csv)
 {
     struct bench_row runs[16];
+    double rps[16];
     int n = bc->runs < 16 ? bc->runs : 16;
     for (int r = 0; r < n; r++) {
         runs[r] = (struct bench_row){.users = point->users,
@@ -5226,10 +5285,19 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
                                      .server = point->server};
         if (bench_cell_calm(bc, kids, &runs[r]) < 0)
             return -1;
+        rps[r] = runs[r].rps;
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
-    bench_print_row(stdout, bc, &runs[n / 2], BENCH_ROW_TEXT);
-    bench_print_row(csv, bc, &runs[n / 2], BENCH_ROW_CSV);
+    struct bench_row row = runs[n / 2];
+    struct bench_ci ci = bench_ci95(rps, n);
+    row.runs = n;
+    row.rps = ci.mean;
+    row.rps_lo = ci.lo;
+    row.rps_hi = ci.hi;
+    row.rps_min = ci.min;
+    row.rps_max = ci.max;
+    bench_print_row(stdout, bc, &row, BENCH_ROW_TEXT);
+    bench_print_row(csv, bc, &row, BENCH_ROW_CSV);
     fflush(stdout);
     fflush(csv);
     return 0;
@@ -6481,7 +6549,8 @@ static int cmd_bench(int argc, char **argv)
         {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
         {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
         {"--duration", OPT_DOUBLE, &bc.duration_s, "seconds measured per cell; default 10"},
-        {"--runs", OPT_INT, &bc.runs, "runs per cell (at most 16), the median is kept; default 1"},
+        {"--runs", OPT_INT, &bc.runs,
+         "runs per cell (at most 16): req/s is their mean and 95% interval; default 1"},
         {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
         {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
         {"--port", OPT_INT, &bc.port,

@@ -754,6 +754,46 @@ static void t_http_fuzz(void)
           mismatch, found);
 }
 
+/* ---- bench's interval of a mean ---- */
+
+/* Student's t density with df degrees of freedom. */
+static double t_density(double x, int df)
+{
+    double v = df;
+    return exp(lgamma((v + 1) / 2) - lgamma(v / 2) - 0.5 * log(v * M_PI) -
+               (v + 1) / 2 * log1p(x * x / v));
+}
+
+/* bench_ci95 against intervals worked by hand, and its t table against the t density: the
+ * area between -t(0.975, df) and t(0.975, df), integrated here (Simpson, 20,000 steps), must
+ * be 95% for every df the table holds (its 3 decimals allow an error of a few 1e-5). */
+static void t_ci95(void)
+{
+    double one[] = {5}, three[] = {100, 110, 120}, ten[10];
+    struct bench_ci c = bench_ci95(one, 1);
+    CHECK(c.mean == 5 && c.lo == 5 && c.hi == 5 && c.min == 5 && c.max == 5,
+          "one run: the interval is the point (%g, %g..%g)", c.mean, c.lo, c.hi);
+    /* s = 10, s/sqrt(3) = 5.7735, t(2) = 4.303: 110 -+ 24.843 */
+    c = bench_ci95(three, 3);
+    CHECK(fabs(c.mean - 110) < 1e-9 && fabs(c.hi - 134.843) < 1e-3 && fabs(c.lo - 85.157) < 1e-3,
+          "100,110,120: got %.3f..%.3f, want 85.157..134.843", c.lo, c.hi);
+    CHECK(c.min == 100 && c.max == 120, "100,110,120: extremes %g-%g", c.min, c.max);
+    /* 1..10: mean 5.5, s^2 = 82.5/9, s/sqrt(10) = 0.957427, t(9) = 2.262: -+ 2.16570 */
+    for (int i = 0; i < 10; i++)
+        ten[9 - i] = i + 1;
+    c = bench_ci95(ten, 10);
+    CHECK(fabs(c.mean - 5.5) < 1e-9 && fabs(c.hi - c.mean - 2.16570) < 1e-4 &&
+              fabs(c.mean - c.lo - 2.16570) < 1e-4,
+          "1..10: half-width %.5f, want 2.16570", c.hi - c.mean);
+    for (int df = 1; df <= (int)ARRAY_LEN(bench_t975); df++) {
+        double t = bench_t975_of(df), h = t / 20000, area = 0;
+        for (int i = 0; i <= 20000; i++)
+            area += (i == 0 || i == 20000 ? 1 : i % 2 ? 4 : 2) * t_density(i * h, df);
+        area *= 2 * h / 3;
+        CHECK(fabs(area - 0.95) < 1e-4, "t(0.975, %d) = %g covers %.5f, not 0.95", df, t, area);
+    }
+}
+
 static void t_hist(void)
 {
     struct hist *h = xcalloc(1, sizeof *h);
@@ -1022,6 +1062,7 @@ int main(void)
     t_http_tchar();
     t_http_fuzz();
     t_hist();
+    t_ci95();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
