@@ -254,6 +254,7 @@ struct scenario {
     int vt_sched; /* enum vt_policy: how runnable virtual threads find a carrier (I.4) */
     /* network */
     int port_low, port_high, tw_reuse;
+    int close_first; /* enum net_closer: whose side of a closed connection holds TIME_WAIT */
     simtime time_wait;
     simtime connect_cpu;      /* CPU a new TCP connection costs (connect, accept, close) */
     struct dist call_latency; /* added to every call: the network stack between the services */
@@ -352,6 +353,13 @@ struct core {
     simtime cpu;  /* the part of `run` that is the thread's own work */
 };
 
+/* TIME_WAIT sockets of one side: a ring of their expiry times, oldest first (all TIME_WAITs
+ * last equally long, so closing order is expiry order). */
+struct tw_ring {
+    simtime *at;
+    int32_t head, len, cap;
+};
+
 /* A downstream service as one model sees it: its queues, its pool, its ports. */
 struct svc_state {
     int32_t in_service;             /* calls being served now */
@@ -359,8 +367,8 @@ struct svc_state {
     int32_t conns_open, conns_busy; /* pooled keep-alive connections */
     struct fifo wait_conn;          /* calls waiting for a pooled connection */
     int32_t ports_open;             /* local ports held by open connections */
-    simtime *tw;                    /* ring of TIME_WAIT expiry times, oldest first */
-    int32_t tw_head, tw_len, tw_cap;
+    struct tw_ring tw;              /* our ports in TIME_WAIT (net.close_first = client) */
+    struct tw_ring peer_tw;         /* the service's TIME_WAITs (close_first = server) */
     uint64_t opened, calls, inflight;
 };
 
@@ -397,6 +405,13 @@ enum model_id { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
 /* virtual.scheduler: how a runnable virtual thread finds a carrier (I.4 says each) */
 enum vt_policy { VT_STEAL, VT_FIFO, VT_HOME, VT_NPOLICY };
 static const char *const vt_policy_names[VT_NPOLICY + 1] = {"steal", "fifo", "home", NULL};
+/* net.close_first: who closes an unpooled downstream connection first. TCP puts the side that
+ * closes first in TIME_WAIT: client, the aggregator, whose ephemeral port is then held for
+ * net.time_wait (the port wall); server, the downstream (asked by `Connection: close`), whose
+ * TIME_WAIT sits on its own port and is taken over by a new SYN of the same 4-tuple (Linux's
+ * tcp_timewait_state_process), so the aggregator's port is free again at close. */
+enum net_closer { CLOSE_CLIENT, CLOSE_SERVER, CLOSE_N };
+static const char *const net_closer_names[CLOSE_N + 1] = {"client", "server", NULL};
 static const char *const model_names[] = {"platform", "virtual"};
 
 struct model;
@@ -485,7 +500,8 @@ struct model {
     struct fifo ready; /* threads waiting for a core */
     struct fifo idle;  /* idle threads, FIFO like Java's LinkedBlockingQueue waiters */
     int32_t thr_state_n[THR_NSTATES], threads_alive, next_thread_id;
-    int32_t ports_tw; /* ports in TIME_WAIT, all services (sum of svc[].tw_len) */
+    int32_t ports_tw; /* ports in TIME_WAIT, all services (sum of svc[].tw.len) */
+    int32_t peer_tw;  /* the services' sockets in TIME_WAIT (sum of svc[].peer_tw.len) */
     /* connector */
     int32_t conns;       /* connections held by requests in the server */
     int32_t in_flight;   /* arrived and not yet completed or failed */
@@ -542,6 +558,8 @@ static void thr_idle_timer_fired(struct model *m, int32_t t);
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
 static void svc_done(struct model *m, const struct event *e);
 static void svc_expire(struct model *m, struct svc_state *v);
+static void svc_tw_alloc(struct tw_ring *q, int32_t cap);
+static int32_t svc_peer_tuples(const struct scenario *s);
 static void model_batch_add(struct batch *b, uint64_t lat);
 static uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b);
 static uint64_t rng_xoshiro(uint64_t s[4]);
@@ -1565,8 +1583,8 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
         m->core[c] = (struct core){-1, -1, 0, 0};
     for (int i = 0; i < s->nsvc; i++) {
         m->svc[i].wait_slot = m->svc[i].wait_conn = FIFO_EMPTY;
-        m->svc[i].tw_cap = s->port_high - s->port_low + 1;
-        m->svc[i].tw = xrealloc(NULL, (size_t)m->svc[i].tw_cap, sizeof *m->svc[i].tw);
+        svc_tw_alloc(&m->svc[i].tw, s->port_high - s->port_low + 1);
+        svc_tw_alloc(&m->svc[i].peer_tw, svc_peer_tuples(s));
     }
     /* platform: minSpareThreads exist from the start; virtual: `parallelism` carriers */
     int start = kind == MODEL_PLATFORM ? s->min_spare : s->parallelism;
@@ -1597,8 +1615,10 @@ static void model_free(struct model *m)
     for (int i = 0; i < m->stats.nbatch; i++)
         free(m->stats.batch[i].lat);
     free(m->stats.batch);
-    for (int i = 0; i < MAX_SERVICES; i++)
-        free(m->svc[i].tw);
+    for (int i = 0; i < MAX_SERVICES; i++) {
+        free(m->svc[i].tw.at);
+        free(m->svc[i].peer_tw.at);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -1854,16 +1874,45 @@ static void thr_unidle(struct model *m, int32_t t)
 
 /* ---- I.9 Downstream services ---- */
 
-/* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry; the
- * ring keeps expiries oldest first (all TIME_WAITs last equally long, so closing order is
- * expiry order), and expired ones are dropped lazily. */
+/* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry, on the
+ * side that closed first (net.close_first); expired ones are dropped lazily. */
+static void svc_tw_alloc(struct tw_ring *q, int32_t cap)
+{
+    *q = (struct tw_ring){.cap = cap > 0 ? cap : 1};
+    q->at = xrealloc(NULL, (size_t)q->cap, sizeof *q->at);
+}
+
+/* The 4-tuples an unpooled service can hold in TIME_WAIT when it closes first: one per port
+ * of ours it saw. Linux's connect() walks the range by steps of 2 (one parity first, the
+ * other left to bind()), so while ports are free it cycles through half of the range, and a
+ * new SYN on a tuple takes over its TIME_WAIT. */
+static int32_t svc_peer_tuples(const struct scenario *s)
+{
+    int32_t range = s->port_high - s->port_low + 1;
+    return range > 1 ? range / 2 : 1;
+}
+
+/* Drop the oldest TIME_WAIT of q; *count is the model's total of that side. */
+static void svc_tw_pop(struct tw_ring *q, int32_t *count)
+{
+    q->head = (q->head + 1) % q->cap;
+    q->len--;
+    (*count)--;
+}
+
+static void svc_tw_push(struct tw_ring *q, simtime expiry, int32_t *count)
+{
+    q->at[(q->head + q->len) % q->cap] = expiry;
+    q->len++;
+    (*count)++;
+}
+
 static void svc_expire(struct model *m, struct svc_state *v)
 {
-    while (v->tw_len && v->tw[v->tw_head] <= m->now) {
-        v->tw_head = (v->tw_head + 1) % v->tw_cap;
-        v->tw_len--;
-        m->ports_tw--;
-    }
+    while (v->tw.len && v->tw.at[v->tw.head] <= m->now)
+        svc_tw_pop(&v->tw, &m->ports_tw);
+    while (v->peer_tw.len && v->peer_tw.at[v->peer_tw.head] <= m->now)
+        svc_tw_pop(&v->peer_tw, &m->peer_tw);
 }
 
 static int svc_port_take(struct model *m, struct svc_state *v)
@@ -1871,34 +1920,39 @@ static int svc_port_take(struct model *m, struct svc_state *v)
     const struct scenario *s = m->s;
     int range = s->port_high - s->port_low + 1;
     svc_expire(m, v);
-    if (v->ports_open + v->tw_len < range) {
+    if (v->ports_open + v->tw.len < range) {
         v->ports_open++;
         return 0;
     }
     /* tcp_tw_reuse: a TIME_WAIT port whose close is at least 1 s old may serve again */
-    if (s->tw_reuse && v->tw_len && v->tw[v->tw_head] - s->time_wait + SEC <= m->now) {
-        v->tw_head = (v->tw_head + 1) % v->tw_cap;
-        v->tw_len--;
-        m->ports_tw--;
+    if (s->tw_reuse && v->tw.len && v->tw.at[v->tw.head] - s->time_wait + SEC <= m->now) {
+        svc_tw_pop(&v->tw, &m->ports_tw);
         v->ports_open++;
         return 0;
     }
     return -1;
 }
 
+/* The connection closes: our port is free at once, or held in TIME_WAIT when we closed first;
+ * when the service closed first, its socket's TIME_WAIT is kept (the oldest tuple is taken
+ * over by the next SYN once every tuple has one). */
 static void svc_port_close(struct model *m, struct svc_state *v)
 {
     v->ports_open--;
     if (m->s->time_wait == 0)
         return;
     svc_expire(m, v);
-    if (v->tw_len == v->tw_cap) { /* cannot happen: ports_open + tw_len <= range = tw_cap */
+    if (m->s->close_first == CLOSE_SERVER) {
+        if (v->peer_tw.len == v->peer_tw.cap)
+            svc_tw_pop(&v->peer_tw, &m->peer_tw);
+        svc_tw_push(&v->peer_tw, m->now + m->s->time_wait, &m->peer_tw);
+        return;
+    }
+    if (v->tw.len == v->tw.cap) { /* cannot happen: ports_open + tw.len <= range = tw.cap */
         fprintf(stderr, "sim: bug: TIME_WAIT ring full\n");
         abort();
     }
-    v->tw[(v->tw_head + v->tw_len) % v->tw_cap] = m->now + m->s->time_wait;
-    v->tw_len++;
-    m->ports_tw++;
+    svc_tw_push(&v->tw, m->now + m->s->time_wait, &m->ports_tw);
 }
 
 /* The call has a connection: now it needs a slot at the service, then it takes its latency. */
@@ -1983,7 +2037,7 @@ static void svc_done(struct model *m, const struct event *e)
         else
             v->conns_busy--;
     } else {
-        svc_port_close(m, v); /* the client closes first, so the client's port enters TIME_WAIT */
+        svc_port_close(m, v); /* its TIME_WAIT on the side that closes first */
     }
     if (k->timed_out && m->req[r].fail == FAIL_NONE)
         m->req[r].fail = FAIL_TIMEOUT;
@@ -2660,6 +2714,7 @@ static const struct {
     const char *const *names;
 } scn_enums[] = {
     {offsetof(struct scenario, vt_sched), vt_policy_names},
+    {offsetof(struct scenario, close_first), net_closer_names},
 };
 
 #define SK(field) offsetof(struct scenario, field)
@@ -2764,6 +2819,9 @@ static const struct scn_key scn_keys[] = {
      "added to every downstream call: the network stack (loopback) and scheduling delays"},
     {"net.tw_reuse", K_BOOL, SK(tw_reuse), "0", 0, 1,
      "1 = tcp_tw_reuse: a TIME_WAIT port older than 1 s may be reused"},
+    {"net.close_first", K_ENUM, SK(close_first), "client", 0, 0,
+     "who closes an unpooled connection first, so holds its TIME_WAIT: client (the aggregator: "
+     "its port is held, the port wall) or server (the downstream: a new SYN takes it over)"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
 
@@ -3534,9 +3592,9 @@ static const char *const bound_labels[BOUND_N] = {
     "ports: range / TIME_WAIT"};
 
 struct bounds {
-    double rps[BOUND_N];    /* req/s; NAN where the bound does not apply */
-    char what[BOUND_N][96]; /* how it is made, or why it does not apply */
-    int binding;            /* the least that applies; -1 if none does */
+    double rps[BOUND_N];     /* req/s; NAN where the bound does not apply */
+    char what[BOUND_N][128]; /* how it is made, or why it does not apply */
+    int binding;             /* the least that applies; -1 if none does */
 };
 
 /* What a report says of one model. Latencies in ms, memory in bytes. */
@@ -3949,18 +4007,22 @@ static void rep_pool_bound(const struct model *m, const struct rep_demand *d, st
     }
 }
 
-/* The ports: a service without a pool opens a connection per call. */
+/* The ports: a service without a pool opens a connection per call. Only the side that closes
+ * first holds TIME_WAIT: the bound exists when that is us (net.close_first = client). */
 static void rep_port_bound(const struct scenario *s, const struct rep_demand *d, struct bounds *b)
 {
     int range = s->port_high - s->port_low + 1;
     simtime tw = s->tw_reuse && s->time_wait > SEC ? SEC : s->time_wait;
-    char what[96];
-    snprintf(b->what[BOUND_PORTS], sizeof b->what[BOUND_PORTS],
-             s->time_wait ? "every service called keeps its connections (pooled)"
-                          : "net.time_wait = 0: a port is free again at close");
-    for (int v = 0; v < s->nsvc && tw > 0; v++)
+    char what[128];
+    snprintf(b->what[BOUND_PORTS], sizeof b->what[BOUND_PORTS], "%s",
+             !s->time_wait ? "net.time_wait = 0: a port is free again at close"
+             : s->close_first == CLOSE_SERVER
+                 ? "the server closes first: TIME_WAIT is its, a new SYN takes it over"
+                 : "every service called keeps its connections (pooled)");
+    for (int v = 0; v < s->nsvc && tw > 0 && s->close_first == CLOSE_CLIENT; v++)
         if (s->svc[v].pool == 0 && d->calls[v] > 0) {
-            snprintf(what, sizeof what, "%s: %d ports / %.4g s TIME_WAIT / %d calls a request",
+            snprintf(what, sizeof what,
+                     "%s: %d ports / %.4g s TIME_WAIT (we close first) / %d calls a request",
                      s->svc[v].name, range, (double)tw / SEC, d->calls[v]);
             rep_bound_offer(b, BOUND_PORTS, range / ((double)tw / SEC) / d->calls[v], what);
         }
@@ -6677,10 +6739,10 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
                      v->wait_conn.len ? ", calls wait" : "");
         } else { /* a new connection per call: open ports and TIME_WAIT out of the range */
             part[0] = v->ports_open;
-            part[1] = v->tw_len;
+            part[1] = v->tw.len;
             ink[1] = UI_PINNED;
             total = s->port_high - s->port_low + 1;
-            snprintf(line2, sizeof line2, "ports %d open, %d TIME_WAIT", v->ports_open, v->tw_len);
+            snprintf(line2, sizeof line2, "ports %d open, %d TIME_WAIT", v->ports_open, v->tw.len);
         }
         char calls[32];
         rep_human(calls, sizeof calls, (double)v->inflight, R_INT);

@@ -851,6 +851,61 @@ static void test_port_exhaustion(void)
           r.conns_opened);
 }
 
+/* net.close_first, both ways, against the closed form. 10 users, K = 3 calls of D = 10 ms,
+ * no pool, a range of R = 1000 ports, TIME_WAIT 5 s: 10 / 30 ms = 333 requests and 1000 new
+ * connections a second. client: our ports fill at R / 1000 = 1.0 s (the first no_port), and
+ * after the wall the ports come back R / TIME_WAIT = 200 a second, so R / TIME_WAIT / K =
+ * 66.7 requests a second over whole periods. server: the service holds the TIME_WAITs, so
+ * nothing fails, the users' 333 a second go on, and the service's TIME_WAITs are at most
+ * the tuples of half the range (Linux's connect() walks one parity). */
+static void test_close_first(void)
+{
+    struct scenario s;
+    const double range = 1000, tw = 5, k = 3, conns = 10 / (k * 0.010) * k;
+    must_load(&s, "users = 10\nduration = 30s\nwarmup = 0\nprogram = call(A)*3\n"
+                  "service.A.latency = 10ms\nservice.A.pool = 0\nnet.port_low = 40000\n"
+                  "net.port_high = 40999\nnet.time_wait = 5s\n");
+    for (int closer = 0; closer < CLOSE_N; closer++) {
+        s.close_first = closer;
+        struct model m;
+        model_init(&m, &s, MODEL_VIRTUAL);
+        simtime wall = 0;
+        for (simtime t = MS; t <= 3 * SEC && !wall; t += MS) {
+            model_run(&m, t);
+            wall = m.stats.failed[FAIL_NO_PORT] ? t : 0;
+        }
+        model_run(&m, 10 * SEC);
+        uint64_t done = m.stats.completed;
+        model_run(&m, 30 * SEC); /* four whole TIME_WAIT periods */
+        double rps = (double)(m.stats.completed - done) / 20;
+        if (closer == CLOSE_CLIENT) {
+            CHECK_NEAR((double)wall / SEC, range / conns, 0.03,
+                       "client: time to the wall = range / new connections a second (s)");
+            CHECK_NEAR(rps, range / tw / k, 0.03,
+                       "client: after the wall, range / TIME_WAIT / K requests a second");
+        } else {
+            CHECK(wall == 0 && m.stats.failed[FAIL_NO_PORT] == 0,
+                  "server: no port failure (%" PRIu64 ")", m.stats.failed[FAIL_NO_PORT]);
+            CHECK_NEAR(rps, conns / k, 0.03, "server: the users' rate, no wall (req/s)");
+            CHECK(m.ports_tw == 0 && m.peer_tw == (int32_t)range / 2,
+                  "server: none of our ports in TIME_WAIT (%d), the service's %d = range / 2",
+                  m.ports_tw, m.peer_tw);
+        }
+        model_free(&m);
+    }
+    struct result r[MODEL_N];
+    for (int kind = 0; kind < MODEL_N; kind++)
+        run_one(&s, kind, &r[kind]);
+    CHECK(!isfinite(r[0].bounds.rps[BOUND_PORTS]) &&
+              strstr(r[0].bounds.what[BOUND_PORTS], "server closes first"),
+          "server: no port bound, and the report says why: %s", r[0].bounds.what[BOUND_PORTS]);
+    s.close_first = CLOSE_CLIENT;
+    run_one(&s, MODEL_PLATFORM, &r[0]);
+    CHECK_NEAR(r[0].bounds.rps[BOUND_PORTS], range / tw / k, 1e-9, "client: the port bound");
+    CHECK(strstr(r[0].bounds.what[BOUND_PORTS], "we close first") != NULL,
+          "client: the bound says who holds TIME_WAIT: %s", r[0].bounds.what[BOUND_PORTS]);
+}
+
 /* The pool grows on demand and shrinks back to minSpare after idle_timeout. */
 static void test_pool_grows_and_shrinks(void)
 {
@@ -1773,6 +1828,7 @@ int main(void)
     test_pinning();
     test_compensation();
     test_port_exhaustion();
+    test_close_first();
     test_conservation();
     test_pool_grows_and_shrinks();
     test_pool_release_race();
