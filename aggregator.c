@@ -325,6 +325,29 @@ static long proc_count_time_wait(void)
     return n;
 }
 
+/* The ephemeral port range and tcp_tw_reuse of the calling thread's network namespace
+ * (net.ipv4.ip_local_port_range, net.ipv4.tcp_tw_reuse); -1 for what cannot be read. */
+struct net_ports {
+    int low, high; /* connect() picks local ports in [low, high] */
+    int tw_reuse;  /* 0 off, 1 on, 2 loopback only (Linux's default) */
+};
+
+static struct net_ports proc_net_ports(void)
+{
+    struct net_ports np = {-1, -1, -1};
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f && fscanf(f, "%d %d", &np.low, &np.high) != 2)
+        np.low = np.high = -1;
+    if (f)
+        fclose(f);
+    f = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
+    if (f && fscanf(f, "%d", &np.tw_reuse) != 1)
+        np.tw_reuse = -1;
+    if (f)
+        fclose(f);
+    return np;
+}
+
 /* Raise the soft fd limit to the hard limit: 5000 users need 10,000+ sockets. */
 static void raise_fd_limit(void)
 {
@@ -2860,6 +2883,34 @@ static const double metrics_le_ms[] = {1,   5,   10,  25,   50,   100,  150,
                                        200, 300, 500, 1000, 2500, 5000, 10000};
 #define METRICS_NLE ((int)ARRAY_LEN(metrics_le_ms))
 
+/* Why a downstream call failed: one table for the counters, /metrics' reason label and the
+ * server's log line. no_port is the ephemeral-port wall: connect() got EADDRNOTAVAIL because
+ * every local port to the backend is taken, most of them by TIME_WAIT (60 s each on Linux)
+ * after calls that closed first (--no-pool --close-first client). */
+#define DS_FAILURES(X)                                                                             \
+    X(DS_FAIL_NO_PORT, "no_port", "downstream connect: ephemeral ports exhausted (EADDRNOTAVAIL)") \
+    X(DS_FAIL_TIMEOUT, "timeout", "downstream call: timed out")                                    \
+    X(DS_FAIL_REFUSED, "refused", "downstream connect: refused (ECONNREFUSED)")                    \
+    X(DS_FAIL_BAD, "bad_response", "downstream call: no answer, a bad one, or not 200")            \
+    X(DS_FAIL_OTHER, "other", "downstream call failed")
+
+enum ds_fail {
+#define X(e, label, message) e,
+    DS_FAILURES(X)
+#undef X
+        DS_NFAIL
+};
+static const char *const ds_fail_labels[] = {
+#define X(e, label, message) label,
+    DS_FAILURES(X)
+#undef X
+};
+static const char *const ds_fail_messages[] = {
+#define X(e, label, message) message,
+    DS_FAILURES(X)
+#undef X
+};
+
 /* Process-wide counters, updated with relaxed atomic adds from any thread. */
 struct metrics {
     uint64_t requests[HTTP_NSTATUS + 1]; /* answered requests by status index (last: other) */
@@ -2867,6 +2918,9 @@ struct metrics {
     uint64_t lat_sum_us;                 /* sum of latencies, µs */
     uint64_t ds_calls;                   /* downstream calls made */
     uint64_t ds_opened;                  /* downstream connections opened */
+    uint64_t ds_failed[DS_NFAIL];        /* downstream calls failed, by reason */
+    uint64_t ds_unlogged[DS_NFAIL];      /* of those, not yet in a log line (ds_failed) */
+    int64_t ds_log_next[DS_NFAIL];       /* ns: a reason's next log line not before then */
     long conns;                          /* client connections open now */
     long pool_size;                      /* platform: pool threads alive */
     long pool_busy;                      /* platform: pool threads serving a request */
@@ -2951,6 +3005,12 @@ static void metrics_page(struct sbuf *b)
     for (size_t i = 0; i < ARRAY_LEN(g); i++)
         sbuf_printf(b, "# HELP %s %s.\n# TYPE %s %s\n%s %.0f\n", g[i].name, g[i].help, g[i].name,
                     strstr(g[i].name, "_total") ? "counter" : "gauge", g[i].name, g[i].v);
+    sbuf_printf(b, "# HELP agg_downstream_failures_total Downstream calls failed, by reason "
+                   "(no_port: connect() got EADDRNOTAVAIL, the ephemeral ports exhausted).\n"
+                   "# TYPE agg_downstream_failures_total counter\n");
+    for (int r = 0; r < DS_NFAIL; r++)
+        sbuf_printf(b, "agg_downstream_failures_total{reason=\"%s\"} %llu\n", ds_fail_labels[r],
+                    (unsigned long long)LOAD(m->ds_failed[r]));
 }
 
 /* ---- II.3 Connections ---- */
@@ -2980,6 +3040,11 @@ struct config {
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
+
+/* --no-pool: which side of a downstream connection closes it first, and so holds its
+ * TIME_WAIT for 60 s (C4). */
+enum { CLOSE_CLIENT, CLOSE_SERVER };
+static const char *const close_first_names[] = {"client", "server"};
 
 static void config_defaults(struct config *cfg)
 {
@@ -3552,8 +3617,45 @@ static void ds_sweeper(void *arg)
     }
 }
 
+/* The reason a connect() that failed with errno err is counted under. */
+static int ds_connect_reason(int err)
+{
+    return err == EADDRNOTAVAIL  ? DS_FAIL_NO_PORT
+           : err == ETIMEDOUT    ? DS_FAIL_TIMEOUT
+           : err == ECONNREFUSED ? DS_FAIL_REFUSED
+                                 : DS_FAIL_OTHER;
+}
+
+/* Count a failed downstream call and name it in the log: a reason's first failure at once,
+ * then at most one line a second with the count since the last (a wall of ports fails
+ * thousands of calls a second). Returns the status the call answers: 504 after a timeout,
+ * else 502. */
+static int ds_failed(int reason, int err)
+{
+    struct metrics *m = rt.m;
+    SHARED_ADD(m->ds_failed[reason], 1);
+    SHARED_ADD(m->ds_unlogged[reason], 1);
+    int64_t now = now_ns(), next = LOAD(m->ds_log_next[reason]);
+    if (now >= next && __atomic_compare_exchange_n(&m->ds_log_next[reason], &next, now + NS_PER_S,
+                                                   0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        uint64_t n = __atomic_exchange_n(&m->ds_unlogged[reason], 0, __ATOMIC_RELAXED);
+        fprintf(stderr, "aggregator: %s%s%s: %llu call%s\n", ds_fail_messages[reason],
+                reason == DS_FAIL_OTHER ? ": " : "", reason == DS_FAIL_OTHER ? strerror(err) : "",
+                (unsigned long long)n, n == 1 ? "" : "s since the last line");
+    }
+    return reason == DS_FAIL_TIMEOUT ? 504 : 502;
+}
+
+/* The reason for an exchange's outcome r (a CX_ code). */
+static int ds_exchange_reason(long r)
+{
+    return r == CX_TIMEOUT                ? DS_FAIL_TIMEOUT
+           : r == CX_BAD || r == CX_STALE ? DS_FAIL_BAD
+                                          : DS_FAIL_OTHER;
+}
+
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
- * answer) or 504 (timed out). With --no-pool every call opens a connection and closes it
+ * answer) or 504 (timed out), each failure counted by its reason (ds_failed). With --no-pool every call opens a connection and closes it
  * after the answer; we close first, so the TIME_WAIT (60 s) stays on our side and each call
  * holds an ephemeral port for a minute. */
 static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline)
@@ -3572,8 +3674,10 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int reused = cl != NULL;
         if (!cl) {
             cl = client_open(&cfg->backends[backend], deadline);
-            if (!cl)
-                return errno == ETIMEDOUT ? 504 : 502;
+            if (!cl) {
+                int err = errno;
+                return ds_failed(ds_connect_reason(err), err);
+            }
             SHARED_ADD(rt.m->ds_opened, 1);
         }
         struct http_response rs;
@@ -3584,16 +3688,17 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             continue;
         }
         if (r < 0) {
+            int err = errno;
             client_close(cl);
-            return r == CX_TIMEOUT ? 504 : 502;
+            return ds_failed(ds_exchange_reason(r), err);
         }
-        int status = rs.status == 200 ? 200 : 502;
+        int status = rs.status == 200 ? 200 : ds_failed(DS_FAIL_BAD, 0);
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
         ds_release(s, ds_pool_home(s, backend, cl->fd), cl, cfg->pool && rs.keep_alive);
         return status;
     }
-    return 502;
+    return ds_failed(DS_FAIL_BAD, 0); /* not reached: the second attempt is on a new connection */
 }
 
 /* ---- II.6 Backend ---- */
@@ -4699,6 +4804,12 @@ struct bench_row {
     long peak_threads, peak_rss, errors;
     long base_rss;     /* the aggregator's RSS before the load, bytes */
     long base_threads; /* its OS threads once it listens, before any load */
+    /* From the server's /metrics, the window's difference (-1: the server does not say). */
+    double failed;         /* downstream calls failed, every reason */
+    double failed_no_port; /* of which connect() got EADDRNOTAVAIL */
+    double alloc_per_req;  /* bytes the server allocated per request served */
+    struct net_ports net;  /* the namespace the cell ran in */
+    int close_first;       /* pool off: CLOSE_CLIENT or CLOSE_SERVER; pool on: -1 */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
     int runs;                /* runs measured */
     double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
@@ -5102,6 +5213,72 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
     return 0;
 }
 
+/* The counters bench reads from a server's /metrics (the contract both servers keep), -1
+ * when the page does not have them (or did not come). */
+struct bench_scrape {
+    double failed;      /* agg_downstream_failures_total, summed over the reasons */
+    double no_port;     /* agg_downstream_failures_total{reason="no_port"} */
+    double alloc_bytes; /* agg_alloc_bytes_total */
+};
+
+/* The value of the line starting with `name` in a metrics page, or -1. */
+static double bench_metric(const char *page, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = page; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ' ' || p[n] == '{')) {
+            const char *v = p[n] == ' ' ? p + n : strstr(p, "} ");
+            return v ? strtod(v + (*v == '}' ? 2 : 1), NULL) : -1;
+        }
+    return -1;
+}
+
+/* GET /metrics from 127.0.0.1:port (at most 2 s) and read the counters. */
+static struct bench_scrape bench_scrape(int port)
+{
+    static const char req[] =
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    struct bench_scrape m = {-1, -1, -1};
+    struct sockaddr_in sa;
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+    parse_hostport(hp, &sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sbuf page = {0};
+    int64_t end = now_ns() + 2 * NS_PER_S;
+    if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+        char buf[4096];
+        for (ssize_t got;
+             now_ns() < end && page.len < (1 << 20) && (got = read(fd, buf, sizeof buf)) > 0;)
+            sbuf_add(&page, buf, (size_t)got); /* to the server's close */
+    }
+    if (fd >= 0)
+        close(fd);
+    if (page.p && !strncmp(page.p, "HTTP/1.1 200", 12)) {
+        static const char fam[] = "agg_downstream_failures_total{reason=\"";
+        for (const char *p = strstr(page.p, fam); p; p = strstr(p + 1, fam)) {
+            const char *v = strstr(p, "} ");
+            double x = v ? strtod(v + 2, NULL) : 0;
+            m.failed = (m.failed < 0 ? 0 : m.failed) + x;
+            if (!strncmp(p + sizeof fam - 1, "no_port\"", 8))
+                m.no_port = x;
+        }
+        m.alloc_bytes = bench_metric(page.p, "agg_alloc_bytes_total");
+    }
+    sbuf_free(&page);
+    return m;
+}
+
+/* b - a for a counter both scrapes have, else -1. */
+static double bench_delta(double a, double b)
+{
+    return a >= 0 && b >= 0 ? b - a : -1;
+}
+
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
  * Returns 0, or -1 if interrupted (Ctrl-C). */
 static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
@@ -5123,6 +5300,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S,
             t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
     struct bench_cpu c0 = {.agg_us = -1}, c1 = {.agg_us = -1};
+    struct bench_scrape m0 = {-1, -1, -1}, m1 = {-1, -1, -1};
     int interrupted = 0, status;
     row->peak_threads = 0;
     while (waitpid(load, &status, WNOHANG) == 0) {
@@ -5130,10 +5308,14 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
         if (th > row->peak_threads)
             row->peak_threads = th;
         int64_t now = now_ns();
-        if (c0.agg_us < 0 && now >= t_start)
+        if (c0.agg_us < 0 && now >= t_start) {
             c0 = bench_cpu_now(bc, agg, load);
-        if (c1.agg_us < 0 && now >= t_end)
+            m0 = bench_scrape(bc->port + 1);
+        }
+        if (c1.agg_us < 0 && now >= t_end) {
             c1 = bench_cpu_now(bc, agg, load);
+            m1 = bench_scrape(bc->port + 1);
+        }
         int64_t next = now + 50 * NS_PER_MS;
         if (c0.agg_us < 0 && t_start < next)
             next = t_start;
@@ -5144,8 +5326,11 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
             break;
         }
     }
-    if (c1.agg_us < 0)
+    if (c1.agg_us < 0) {
         c1 = bench_cpu_now(bc, agg, load);
+        m1 = bench_scrape(bc->port + 1);
+    }
+    row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     char json[2048];
     ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
@@ -5173,6 +5358,10 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     row->foreign_pct = sampled ? bench_foreign_pct(&c0, &c1, bc->duration_s * 1e6) : 0;
     row->other_cpu_us_per_req = counted ? nonneg(machine - agg_us) / served : 0;
     row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
+    row->failed = bench_delta(m0.failed, m1.failed);
+    row->failed_no_port = bench_delta(m0.no_port, m1.no_port);
+    double alloc = bench_delta(m0.alloc_bytes, m1.alloc_bytes);
+    row->alloc_per_req = alloc >= 0 && served > 0 ? alloc / served : -1;
     return 0;
 }
 
@@ -5227,8 +5416,10 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
         fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
                 pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
                 r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
-        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,", r->runs, r->rps_lo, r->rps_hi, r->rps_min,
-                r->rps_max);
+        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.1f,%.1f,%.0f,", r->runs, r->rps_lo,
+                r->rps_hi, r->rps_min, r->rps_max,
+                r->close_first < 0 ? "-" : close_first_names[r->close_first], r->net.low,
+                r->net.high, r->net.tw_reuse, r->failed_no_port, r->failed, r->alloc_per_req);
         fprintf(f, "%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
                 r->foreign_pct, jit, server_names[r->server]);
         return;
@@ -5237,10 +5428,11 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
     bench_fmt_rps(rps, sizeof rps, r);
     fprintf(f,
             "%6d %-8s %-4s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
-            "%5.1f%% %6.1f%%\n",
+            "%5.1f%% %6.1f%% %8.0f %8.0f\n",
             r->users, mode, pool, server_names[r->server], BENCH_RPS_W + 1, rps, r->ideal,
             100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
-            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct);
+            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct,
+            r->failed, r->failed_no_port);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -5251,10 +5443,12 @@ static int bench_cmp_rps(const void *a, const void *b)
 
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
-    fprintf(csv, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
-                 "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,"
-                 "runs,throughput_ci95_low,throughput_ci95_high,throughput_min,throughput_max,"
-                 "warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
+    fprintf(csv,
+            "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
+            "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,"
+            "runs,throughput_ci95_low,throughput_ci95_high,throughput_min,throughput_max,"
+            "close_first,port_low,port_high,tw_reuse,failed_no_port,failed,alloc_bytes_per_req,"
+            "warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, %d run%s per point; ideal = "
            "N/(K*D+Z)\n"
            "req/s: the mean of the runs ± the half-width of its Student-t 95%% interval "
@@ -5264,9 +5458,12 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
     if (bc->jvm)
         printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
-    printf("%6s %-8s %-4s %-4s %-*s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s\n", "users", "mode",
-           "pool", "srv", BENCH_RPS_W + 1, "req/s ± 95% (min-max)", "ideal", "ideal", "p50 ms",
-           "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal", "others");
+    printf("failed: downstream calls the server counted as failed in the window (mean of the "
+           "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown\n");
+    printf("%6s %-8s %-4s %-4s %-*s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s %8s %8s\n", "users",
+           "mode", "pool", "srv", BENCH_RPS_W + 1, "req/s ± 95% (min-max)", "ideal", "ideal",
+           "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal",
+           "others", "failed", "no_port");
 }
 
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
@@ -5282,10 +5479,18 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
         runs[r] = (struct bench_row){.users = point->users,
                                      .pool = point->pool,
                                      .mode = point->mode,
-                                     .server = point->server};
+                                     .server = point->server,
+                                     .close_first = point->close_first};
         if (bench_cell_calm(bc, kids, &runs[r]) < 0)
             return -1;
         rps[r] = runs[r].rps;
+    }
+    double failed = 0, no_port = 0, alloc = 0; /* means per run; -1 if a run did not say */
+    for (int r = 0; r < n; r++) {
+        failed = failed < 0 || runs[r].failed < 0 ? -1 : failed + runs[r].failed / n;
+        no_port =
+            no_port < 0 || runs[r].failed_no_port < 0 ? -1 : no_port + runs[r].failed_no_port / n;
+        alloc = alloc < 0 || runs[r].alloc_per_req < 0 ? -1 : alloc + runs[r].alloc_per_req / n;
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
     struct bench_row row = runs[n / 2];
@@ -5296,6 +5501,9 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
     row.rps_hi = ci.hi;
     row.rps_min = ci.min;
     row.rps_max = ci.max;
+    row.failed = failed;
+    row.failed_no_port = no_port;
+    row.alloc_per_req = alloc;
     bench_print_row(stdout, bc, &row, BENCH_ROW_TEXT);
     bench_print_row(csv, bc, &row, BENCH_ROW_CSV);
     fflush(stdout);
@@ -5342,8 +5550,11 @@ static int bench_run(struct bench_cfg *bc)
         for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
             for (int mi = 0; mi < nmodes && !rc; mi++)
                 for (int si = 0; si < SERVER_N && !rc; si++) {
-                    struct bench_row point = {
-                        .users = atoi(u), .pool = pools[pi], .mode = modes[mi], .server = si};
+                    struct bench_row point = {.users = atoi(u),
+                                              .pool = pools[pi],
+                                              .mode = modes[mi],
+                                              .server = si,
+                                              .close_first = pools[pi] ? -1 : CLOSE_CLIENT};
                     if (bench_has_server(bc->servers, si))
                         rc = bench_point(bc, &kids, &point, csv);
                 }

@@ -476,15 +476,20 @@ static void server_check_and_stop(struct server *s, const char *what)
 
 /* Each bad backend gets its status, within --timeout-ms (plus scheduling slack): the deadline
  * covers the whole call, however the backend spaces its bytes (F3: FAKE_DRIP). */
+static long metric(int port, const char *name);
+
+/* Each bad backend's requests answered with their status, and counted in /metrics under the
+ * reason the failure had (C3's agg_downstream_failures_total): 4 requests of K sequential
+ * calls, each failing at its first call, are 4 failures of that reason and none of another. */
 static void test_bad_backends(const char *mode)
 {
     static const struct {
         int kind, want;
-        const char *name;
-    } cases[] = {{FAKE_GARBAGE, 502, "garbage answer"},
-                 {FAKE_HALF, 502, "closed half-way"},
-                 {FAKE_SILENT, 504, "never answers"},
-                 {FAKE_DRIP, 504, "drips its body"}};
+        const char *name, *reason;
+    } cases[] = {{FAKE_GARBAGE, 502, "garbage answer", "bad_response"},
+                 {FAKE_HALF, 502, "closed half-way", "bad_response"},
+                 {FAKE_SILENT, 504, "never answers", "timeout"},
+                 {FAKE_DRIP, 504, "drips its body", "timeout"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         struct server s;
@@ -508,9 +513,35 @@ static void test_bad_backends(const char *mode)
         if (cases[i].kind == FAKE_DRIP)
             printf("test_faults: %s: %d in %.0f ms (--timeout-ms %d, drip %d ms)\n", what, got[0],
                    first_ms, TIMEOUT_MS, DRIP_BYTES * DRIP_MS);
+        char name[96];
+        snprintf(name, sizeof name, "agg_downstream_failures_total{reason=\"%s\"}",
+                 cases[i].reason);
+        long n = metric(s.port, name),
+             all = metric(s.port, "agg_downstream_failures_total{reason=\"no_port\"}") +
+                   metric(s.port, "agg_downstream_failures_total{reason=\"timeout\"}") +
+                   metric(s.port, "agg_downstream_failures_total{reason=\"refused\"}") +
+                   metric(s.port, "agg_downstream_failures_total{reason=\"bad_response\"}") +
+                   metric(s.port, "agg_downstream_failures_total{reason=\"other\"}");
+        CHECK(n == 4 && all == 4, "%s: %ld failures counted as %s, %ld in all; want 4 and 4", what,
+              n, cases[i].reason, all);
         fake_stop(&f);
         server_check_and_stop(&s, what);
     }
+    /* No backend on the port: connect() is refused. */
+    int port, lfd = listen_any(&port);
+    close(lfd);
+    struct server s;
+    char what[96];
+    snprintf(what, sizeof what, "%s, no backend listening", mode);
+    if (lfd < 0 || server_start(&s, mode, port, 0, 0) < 0) {
+        CHECK(0, "%s: setup", what);
+        return;
+    }
+    int got = get(s.port, "/aggregate");
+    long refused = metric(s.port, "agg_downstream_failures_total{reason=\"refused\"}");
+    CHECK(got == 502 && refused == 1, "%s: status %d, %ld refused; want 502 and 1", what, got,
+          refused);
+    server_check_and_stop(&s, what);
 }
 
 /* One test's setup in one mode: a healthy backend (D = 5 ms) and an aggregator on it. */
