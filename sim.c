@@ -35,6 +35,7 @@
  *     II.3 Latency histogram  hist_: the same text as in aggregator.c
  *     II.4 Event queue  evq_: (time, insertion order); a heap and sorted lanes
  *     II.5 Storage  slot_, fifo_: growable arrays, free lists, intrusive FIFOs
+ *     II.6 Files  io_: regular files in, checked writes out
  *   Part III. Scenario files
  *     III.1 Keys  scn_keys[]: one row per key, the format
  *     III.2 Values and programs  scn_value, scn_dist, the program grammar
@@ -60,6 +61,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -2658,6 +2660,67 @@ static void call_free(struct model *m, int32_t c)
     slot_give(m->call, &m->free_call, sizeof *m->call, c);
 }
 
+/* ---- II.6 Files ---- */
+
+/* Every file sim reads must be a regular file: opening a FIFO waits for a writer, a device
+ * such as /dev/zero never ends, so anything else is refused before the first read. Every
+ * file it writes is checked when it is closed (rep_close): a full disk is an error with the
+ * path, never a silent empty file. */
+
+/* What a file that is not a regular one is, for the message. */
+static const char *io_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a file";
+}
+
+/* Open `path` to read. O_NONBLOCK so that a FIFO's open does not wait for a writer; then
+ * fstat, and only a regular file is read (in blocking mode again). Returns the stream, or
+ * NULL with "PATH: why" in err. */
+static FILE *io_open_in(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (%s)", path, io_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+/* Open `path` to write, created or emptied. O_NONBLOCK so that a FIFO nobody reads is
+ * refused (ENXIO) instead of waited on; the writes themselves block as usual. Returns the
+ * stream, or NULL after a message. */
+static FILE *io_open_out(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+    FILE *f = NULL;
+    if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+        f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        fprintf(stderr, "sim: cannot write %s: %s\n", path,
+                e == ENXIO ? "a FIFO that nobody reads" : strerror(e));
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}
+
 /* ==== Part III. Scenario files ==== */
 
 /* ---- III.1 Keys ---- */
@@ -3451,25 +3514,6 @@ static int scn_getline(struct scn_text *t, char *line, size_t cap)
     return c != EOF || n > 0;
 }
 
-/* fopen for reading text, refusing a directory (which fopen accepts and the first read
- * rejects). NULL after a message. */
-static FILE *scn_open(const char *path, char *err, size_t errlen)
-{
-    struct scn_src src = {path, 0, err, errlen};
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        scn_fail(&src, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        scn_fail(&src, "is a directory");
-        fclose(f);
-        return NULL;
-    }
-    return f;
-}
-
 /* Read scenario text from `f` (named `name` in messages) over the defaults already in *s.
  * With `seen`, the keys it sets are appended there, comma-separated (calibration files). */
 static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, size_t seenlen,
@@ -3499,7 +3543,7 @@ static int scn_read(struct scenario *s, FILE *f, const char *name, char *seen, s
 static int scn_load_keys(struct scenario *s, const char *path, char *seen, size_t seenlen,
                          char *err, size_t errlen)
 {
-    FILE *f = scn_open(path, err, errlen);
+    FILE *f = io_open_in(path, err, errlen);
     if (!f)
         return -1;
     int rc = scn_read(s, f, path, seen, seenlen, err, errlen);
@@ -4662,11 +4706,9 @@ static int rep_close(FILE *f, const char *name)
 
 static int rep_series(const char *path, const struct model ms[MODEL_N])
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "sim: %s: %s\n", path, strerror(errno));
+    FILE *f = io_open_out(path);
+    if (!f)
         return -1;
-    }
     fputs("model,t_s,rps,p99_ms,cpu_util,os_threads,threads_blocked,carriers_busy,vt_runnable,vt_"
           "parked,"
           "vt_pinned,queued,in_flight,ports_time_wait,ports_open,conns_busy,thread_mem_bytes,"
@@ -4709,10 +4751,8 @@ static void trace_span(struct model *m, int32_t t, int state, simtime from, simt
 
 static int trace_open(struct trace *tr, const char *path)
 {
-    if (!(tr->f = fopen(path, "w"))) {
-        fprintf(stderr, "sim: %s: %s\n", path, strerror(errno));
+    if (!(tr->f = io_open_out(path)))
         return -1;
-    }
     tr->path = path;
     tr->max = 2000000;
     fputs("[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"platform "
@@ -5054,7 +5094,7 @@ static int val_read_server(const char *path, int server, struct val_point **poin
 {
     *points = NULL;
     *npoints = 0;
-    FILE *f = scn_open(path, err, errlen);
+    FILE *f = io_open_in(path, err, errlen);
     if (!f)
         return -1;
     int rc = server < 0 ? val_read_file(f, path, points, npoints, err, errlen)
@@ -7526,14 +7566,39 @@ static void ui_canvas_draw(struct ui_canvas *c, const struct model ms[MODEL_N],
     SDL_RenderFlush(c->r);
 }
 
+/* stbi_write_png_to_func's sink: the file, and the first write's failure (errno). */
+struct ui_png_sink {
+    FILE *f;
+    int err;
+};
+
+static void ui_png_put(void *ctx, void *data, int size)
+{
+    struct ui_png_sink *k = ctx;
+    if (!k->err && fwrite(data, 1, (size_t)size, k->f) != (size_t)size)
+        k->err = errno ? errno : EIO;
+}
+
+/* w x h RGBA pixels (rows `pitch` bytes apart) into the PNG file `path`, the write checked
+ * (stbi_write_png would report a full disk as success). Returns 0, or -1 after a message. */
+static int ui_png_write(const char *path, int w, int h, const void *px, int pitch)
+{
+    struct ui_png_sink k = {io_open_out(path), 0};
+    if (!k.f)
+        return -1;
+    errno = 0;
+    int encoded = stbi_write_png_to_func(ui_png_put, &k, w, h, 4, px, pitch);
+    if (encoded && !k.err)
+        return rep_close(k.f, path);
+    fclose(k.f);
+    fprintf(stderr, "sim: cannot write %s: %s\n", path,
+            encoded ? strerror(k.err) : "the PNG encoder ran out of memory");
+    return -1;
+}
+
 static int ui_canvas_png(const struct ui_canvas *c, const char *path)
 {
-    if (!stbi_write_png(path, c->w, c->h, 4, c->surf->pixels, c->surf->pitch)) {
-        fprintf(stderr, "sim: cannot write %s: %s\n", path,
-                errno ? strerror(errno) : "stbi_write_png failed");
-        return -1;
-    }
-    return 0;
+    return ui_png_write(path, c->w, c->h, c->surf->pixels, c->surf->pitch);
 }
 
 static struct ui_view ui_view_at(simtime t)
@@ -7888,11 +7953,12 @@ static void ui_key_shot(struct ui_app *a, int arg)
     snprintf(path, sizeof path, "loomlab-%d-%.3fs-%d.png", a->cur + 1, (double)a->sim.t / SEC,
              ++a->shots);
     uint8_t *px = malloc((size_t)a->w * (size_t)a->h * 4);
-    if (px && SDL_RenderReadPixels(a->g.r, NULL, SDL_PIXELFORMAT_ABGR8888, px, a->w * 4) == 0 &&
-        stbi_write_png(path, a->w, a->h, 4, px, a->w * 4))
-        snprintf(a->view.status, sizeof a->view.status, "wrote %s", path);
-    else
+    if (!px || SDL_RenderReadPixels(a->g.r, NULL, SDL_PIXELFORMAT_ABGR8888, px, a->w * 4) < 0)
         snprintf(a->view.status, sizeof a->view.status, "screenshot failed: %s", SDL_GetError());
+    else if (ui_png_write(path, a->w, a->h, px, a->w * 4) < 0)
+        snprintf(a->view.status, sizeof a->view.status, "cannot write %s (stderr says why)", path);
+    else
+        snprintf(a->view.status, sizeof a->view.status, "wrote %s", path);
     free(px);
 }
 
@@ -8580,13 +8646,13 @@ static int sim_warmup_auto(struct scenario *s, double mser)
 }
 
 /* One replication: both models run on scenario s; their results in res. The first one also
- * writes the trace and the time series (o). Returns 0, 3 for a zero-time loop, 1 on a failed
- * write. */
+ * writes the trace and the time series (o). Returns 0, 2 for a zero-time loop (the scenario
+ * is at fault, as with bad input), 1 on a failed write. */
 static int sim_replication(const struct scenario *s, const struct options *o, int first,
                            int batches, struct trace *tr, struct report *rp,
                            struct result res[MODEL_N], double *mser)
 {
-    struct model ms[MODEL_N];
+    struct model ms[MODEL_N] = {0}; /* a model after a stuck one is never made: s stays NULL */
     int rc = 0;
     for (int k = 0; k < MODEL_N && rc == 0; k++) {
         model_init(&ms[k], s, k);
@@ -8601,7 +8667,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
                 "sim: the %s model cannot advance time at t=%.9f s: requests take no time and\n"
                 "users do not think (a zero-time loop); give the program or `think` some time\n",
                 model_names[k], (double)ms[k].now / SEC);
-            rc = 3;
+            rc = 2;
         }
         rep_result(&ms[k], &res[k]);
         *mser = fmax(*mser, rep_mser5(&ms[k], (double)s->warmup / SEC));
@@ -8618,7 +8684,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
 
 /* The report of *s over its replications (or batches), with tr (its file may be NULL); *s
  * gets the warm-up MSER-5 found when the scenario left it to the default. The events
- * simulated go to *events. Returns 0, 1 on a failed write, 2 on bad flags, 3 when stuck. */
+ * simulated go to *events. Returns 0, 1 on a failed write, 2 on bad flags or when stuck. */
 static int sim_report(struct scenario *s, const struct options *o, struct trace *tr,
                       struct report *rp, double *events)
 {
@@ -8655,9 +8721,9 @@ static int sim_headless(const struct scenario *scn, const struct options *o)
     if (o->trace && trace_open(&tr, o->trace) < 0)
         return 1;
     int rc = sim_report(&s, o, &tr, &rp, &events);
-    if (rc == 3) {
+    if (rc) { /* stuck, or the series not written: no report of a run that did not end */
         trace_close(&tr);
-        return 3;
+        return rc;
     }
     double wall = wall_now() - t0;
     struct rusage ru;

@@ -196,12 +196,12 @@ expect 2 "no data rows of server 'java'" -- --validate "$tmp/fan.csv" --server j
 # S2: a picture too large for memory is refused before SDL is asked for it
 expect_clean 2 "--size 24000x24000: " 20 -- scenarios/default.scn --screenshot "$tmp/big.png" --size 24000x24000
 # S3, S4, S5: files that are not scenario text
-expect_clean 2 "/dev/zero:1: " 10 -- --headless /dev/zero
-expect_clean 2 "/dev/zero:1: " 10 -- --headless scenarios/default.scn --calibration /dev/zero
+expect_clean 2 "/dev/zero: not a regular file (a character device)" 10 -- --headless /dev/zero
+expect_clean 2 "/dev/zero: not a regular file" 10 -- --headless scenarios/default.scn --calibration /dev/zero
 printf 'users = 5\000garbage\n' > "$tmp/nul.scn"
 expect_clean 2 "$tmp/nul.scn:1: " 10 -- --headless "$tmp/nul.scn"
-expect_clean 2 "is a directory" 10 -- --headless "$tmp"
-expect_clean 2 "is a directory" 10 -- --headless scenarios/default.scn --calibration "$tmp"
+expect_clean 2 "$tmp: not a regular file (a directory)" 10 -- --headless "$tmp"
+expect_clean 2 "$tmp: not a regular file (a directory)" 10 -- --headless scenarios/default.scn --calibration "$tmp"
 # S6: in-range values whose product is runaway memory are refused with a reason. The time
 # series is kept only for what draws or writes it (here --series): a report alone keeps none.
 expect_clean 2 "memory" 20 -- --headless scenarios/default.scn --set sample_interval=1ms --set duration=86400s --series "$tmp/day.csv"
@@ -221,6 +221,32 @@ timeout 30 "$sim" --headless scenarios/default.scn --set duration=2s --set warmu
 [ "$got" -ne 0 ] && grep -q "write" "$tmp/err" && ok || bad "report to /dev/full: exit $got, '$(head -c 200 "$tmp/err")'"
 long=$(printf 'x%.0s' $(seq 100))
 expect_clean 2 "service name" 10 -- --headless scenarios/default.scn --set "program=call($long)"
+
+# Hardening, round 3 (issue 26): crashes, hangs and writes that failed silently. Each case
+# ends within a second or two with a clear message: exit 2 for bad input, 1 for a failed write.
+printf 'users = 10\nduration = 2s\nprogram = cpu(100us) call(A) cpu(50us)\n' > "$tmp/T.scn"
+T="$tmp/T.scn"
+# item 1: a zero-time loop is reported, and the model never made is not freed
+expect_clean 2 "zero-time loop" 5 -- --headless --replications 1 "$T" --set 'program=cpu(0)'
+expect_clean 2 "zero-time loop" 5 -- --headless --replications 1 "$T" --sweep 'program=cpu(0),cpu(1ms)'
+# item 5: a FIFO (or any file that is not a regular one) is refused at once, never waited on
+mkfifo "$tmp/fifo"
+expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --headless "$tmp/fifo"
+expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --headless "$T" --calibration "$tmp/fifo"
+expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --validate "$tmp/fifo"
+expect_clean 1 "cannot write $tmp/fifo: a FIFO that nobody reads" 5 -- --headless "$T" --sweep users=1,2 --plot "$tmp/fifo"
+expect_clean 1 "cannot write $tmp/fifo: a FIFO that nobody reads" 5 -- --headless "$T" --series "$tmp/fifo"
+# item 6: a series not written ends the run with exit 1, and no report of a run cut short
+for fmt in "" --json; do
+    expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- --headless "$T" --series /dev/full $fmt
+    [ -s "$tmp/out" ] && bad "--series /dev/full $fmt: a report was printed: $(head -c 200 "$tmp/out")" || ok
+done
+# item 7: every picture's write is checked (stbi_write_png said yes to a full disk)
+expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- "$T" --screenshot /dev/full
+expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- --headless "$T" --sweep users=1,2 --plot /dev/full
+mkdir "$tmp/fr"; ln -s /dev/full "$tmp/fr/frame_00002.png" # the third frame meets a full disk
+expect_clean 1 "cannot write $tmp/fr/frame_00002.png: No space left on device" 10 -- "$T" --frames "$tmp/fr" --fps 2
+grep -q "wrote" "$tmp/err" && bad "--frames onto a full disk says it wrote them" || ok
 
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
