@@ -4835,14 +4835,54 @@ static const char *const val_server_names[VS_N] = {"c", "java"};
     "the JVM's RSS (G1 sizes the heap by its own rules) and its p99 tail (GC pauses) are not "     \
     "modelled"
 
+/* The bench's spread over runs, its failures and the network of the cell (C1), each column
+ * optional: NAN where absent (or -1, the bench's word for unknown). Rows measured in a private
+ * network namespace are predicted with its port range and tcp_tw_reuse. */
+enum {
+    VX_RUNS,
+    VX_CI_LOW,
+    VX_CI_HIGH,
+    VX_MIN,
+    VX_MAX,
+    VX_PORT_LOW,
+    VX_PORT_HIGH,
+    VX_TW_REUSE,
+    VX_FAILED,
+    VX_FAILED_NO_PORT,
+    VX_N
+};
+static const char *const val_extra_cols[VX_N] = {"runs",
+                                                 "throughput_ci95_low",
+                                                 "throughput_ci95_high",
+                                                 "throughput_min",
+                                                 "throughput_max",
+                                                 "port_low",
+                                                 "port_high",
+                                                 "tw_reuse",
+                                                 "failed",
+                                                 "failed_no_port"};
+static const double val_extra_max[VX_N] = {1e6,   1e12,  1e12, 1e12, 1e12,
+                                           65535, 65535, 2,    1e15, 1e15};
+
+/* What a prediction says beyond the metrics: the failures over the window, and the bound. */
+struct val_prediction {
+    double fail_frac, no_port_frac; /* failed (no_port) / (completed + failed) in the window */
+    int binding;                    /* the bound that binds (enum, BOUND_*), -1 if none */
+    double bound_rps;
+    char bound_what[128];
+};
+
 struct val_point {
     int line;   /* in the results CSV, for messages */
     int server; /* enum val_server */
     long users;
     int fanout, pooled, mode;
+    int close_first; /* enum net_closer, -1 unknown or pooled */
     double delay_ms;
     double conditions[VC_OPTIONAL_N]; /* warm-up and window in s, steal in % */
+    double extra[VX_N];               /* NAN where the CSV has no such column */
     double measured[VM_N], predicted[VM_N];
+    struct val_prediction pred;
 };
 
 /* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
@@ -4868,6 +4908,43 @@ static int val_number(const char *text, double *out)
     errno = 0;
     *out = scn_strtod(text, &end);
     return end != text && !*scn_skip_space(end) && !errno && isfinite(*out) ? 0 : -1;
+}
+
+/* The cell's network, when the CSV gives it, over the calibration's (it may be another
+ * namespace's): its port range, tcp_tw_reuse (2, Linux's loopback-only default, is 1 here: every
+ * call is on loopback) and who closes first. */
+static int val_net_keys(struct scenario *s, const struct val_point *pt, const struct scn_src *src)
+{
+    char v[32];
+    static const int cols[] = {VX_PORT_LOW, VX_PORT_HIGH, VX_TW_REUSE};
+    static const char *const keys[] = {"net.port_low", "net.port_high", "net.tw_reuse"};
+    for (int k = 0; k < 3; k++) {
+        double x = pt->extra[cols[k]];
+        if (isnan(x))
+            continue;
+        snprintf(v, sizeof v, "%d", cols[k] == VX_TW_REUSE ? x > 0 : (int)x);
+        if (scn_set(s, keys[k], v, src) < 0)
+            return -1;
+    }
+    if (pt->close_first >= 0 &&
+        scn_set(s, "net.close_first", net_closer_names[pt->close_first], src) < 0)
+        return -1;
+    /* The bench's users send again at once after a failed request; 1 ms stands for the round
+     * trip of a failure where no CPU is calibrated, and keeps the events of a wall bounded. */
+    return scn_set(s, "retry_after", "1ms", src);
+}
+
+/* The window's failure fractions and the binding bound, from one simulated run. */
+static void val_predict_failures(struct val_point *pt, const struct result *r, double done,
+                                 double failed, double no_port)
+{
+    const struct bounds *b = &r->bounds;
+    pt->pred.fail_frac = done + failed > 0 ? failed / (done + failed) : 0;
+    pt->pred.no_port_frac = done + failed > 0 ? no_port / (done + failed) : 0;
+    pt->pred.binding = b->binding;
+    pt->pred.bound_rps = b->binding >= 0 ? b->rps[b->binding] : NAN;
+    snprintf(pt->pred.bound_what, sizeof pt->pred.bound_what, "%s",
+             b->binding >= 0 ? b->what[b->binding] : "no bound applies");
 }
 
 /* Simulate one point: the aggregator with K calls of D ms to one backend, think 0.
@@ -4899,6 +4976,8 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
     if (calibration &&
         scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0)
         return -1;
+    if (val_net_keys(&s, pt, &src) < 0)
+        return -1;
     for (int i = 0; i < nsets; i++) {
         char buf[1024], *key, *val;
         snprintf(buf, sizeof buf, "%s", sets[i]);
@@ -4910,11 +4989,17 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
     struct model m;
     struct result r;
     model_init(&m, &s, pt->mode);
+    model_run(&m, s.warmup);
+    uint64_t done = m.stats.completed, failed = 0, no_port = m.stats.failed[FAIL_NO_PORT];
+    for (int k = 0; k < FAIL_N; k++)
+        failed += m.stats.failed[k];
     model_run(&m, s.duration);
     rep_result(&m, &r);
     model_free(&m);
     for (int k = 0; k < VM_N; k++)
         pt->predicted[k] = *(const double *)((const char *)&r + val_metrics[k].off);
+    val_predict_failures(pt, &r, (double)(r.completed - (double)done), r.failed - (double)failed,
+                         r.failed_by_reason[FAIL_NO_PORT] - (double)no_port);
     return 0;
 }
 
@@ -4927,8 +5012,9 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
 /* Where each column is: col[] for the required ones, opt[] (-1 if absent) for the rest. */
 struct val_columns {
     int n; /* fields in the header: every row has as many */
-    int col[VC_N], opt[VC_OPTIONAL_N];
-    int server; /* the `server` column, -1 if absent */
+    int col[VC_N], opt[VC_OPTIONAL_N], extra[VX_N];
+    int server;      /* the `server` column, -1 if absent */
+    int close_first; /* the `close_first` column, -1 if absent */
 };
 
 /* Is this metric of this point left unmodelled (no prediction, no error)? */
@@ -4953,7 +5039,37 @@ static int val_header(char **field, int n, struct val_columns *c, const struct s
             return scn_fail(src, "no column '%s' in the header", val_cols[k]);
     for (int k = 0; k < VC_OPTIONAL_N; k++)
         c->opt[k] = val_column(field, n, val_optional_cols[k]);
+    for (int k = 0; k < VX_N; k++)
+        c->extra[k] = val_column(field, n, val_extra_cols[k]);
     c->server = val_column(field, n, "server");
+    c->close_first = val_column(field, n, "close_first");
+    return 0;
+}
+
+/* The C1 columns of a row: numbers (-1 and `-` are unknown), close_first a word. */
+static int val_extra(char **field, const struct val_columns *c, struct val_point *pt,
+                     const struct scn_src *src)
+{
+    for (int k = 0; k < VX_N; k++) {
+        const char *v = c->extra[k] >= 0 ? field[c->extra[k]] : "-";
+        pt->extra[k] = NAN;
+        if (!strcmp(v, "-") || !strcmp(v, "-1"))
+            continue;
+        if (val_number(v, &pt->extra[k]) < 0 || pt->extra[k] < 0 || pt->extra[k] > val_extra_max[k])
+            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_extra_cols[k], v,
+                            val_extra_max[k]);
+    }
+    if (pt->extra[VX_PORT_LOW] > pt->extra[VX_PORT_HIGH] ||
+        isnan(pt->extra[VX_PORT_LOW]) != isnan(pt->extra[VX_PORT_HIGH]) ||
+        pt->extra[VX_PORT_LOW] < 1)
+        return scn_fail(src, "port_low %g and port_high %g are not a range of ports",
+                        pt->extra[VX_PORT_LOW], pt->extra[VX_PORT_HIGH]);
+    const char *closer = c->close_first >= 0 ? field[c->close_first] : "-";
+    pt->close_first = -1;
+    for (int k = 0; k < CLOSE_N; k++)
+        pt->close_first = !strcmp(closer, net_closer_names[k]) ? k : pt->close_first;
+    if (pt->close_first < 0 && strcmp(closer, "-"))
+        return scn_fail(src, "close_first '%s' is not client, server or -", closer);
     return 0;
 }
 
@@ -5003,7 +5119,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
         return scn_fail(src, "server '%s' is not c or java", server);
     if (pt->pooled < 0)
         return scn_fail(src, "pool '%s' is not on or off", pool);
-    if (val_shape(field, c, pt, src) < 0)
+    if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0)
         return -1;
     for (int k = 0; k < VM_N; k++) {
         const char *v = field[c->col[val_metrics[k].col]];
@@ -5149,6 +5265,228 @@ static int val_disturbed(const struct val_point *p, int n)
     return 0;
 }
 
+/* ---- The bench's spread, failures and network (C1) beside the prediction ---- */
+
+/* Does the CSV carry any C1 column? Only then are these lines printed (older CSVs keep
+ * their report as it was). */
+static int val_has_extra(const struct val_point *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (p[i].close_first >= 0)
+            return 1;
+        for (int k = 0; k < VX_N; k++)
+            if (!isnan(p[i].extra[k]))
+                return 1;
+    }
+    return 0;
+}
+
+/* The measured mean's 95% interval, when it is one (2 runs or more, both ends given). */
+static int val_has_ci(const struct val_point *p)
+{
+    return p->extra[VX_RUNS] >= 2 && !isnan(p->extra[VX_CI_LOW]) && !isnan(p->extra[VX_CI_HIGH]);
+}
+
+/* The measured failure fraction: failed / (failed + served), served = mean rate x window. */
+static double val_fail_frac(const struct val_point *p, int k)
+{
+    double failed = p->extra[k], served = p->measured[VM_RPS] * p->conditions[VC_WINDOW];
+    return failed + served > 0 ? failed / (failed + served) : NAN;
+}
+
+/* The standard error of a mean from its Student-t 95% interval over `runs` runs. */
+static double val_se(const struct val_point *p)
+{
+    return (p->extra[VX_CI_HIGH] - p->extra[VX_CI_LOW]) / 2 / rep_t975((int)p->extra[VX_RUNS] - 1);
+}
+
+/* The ratio v / pl of two measured means and its 95% interval by the delta method on the log
+ * ratio: Var(ln v - ln pl) = (se_v / v)^2 + (se_pl / pl)^2, with the Welch-Satterthwaite
+ * degrees of freedom for the t quantile. lo = hi = NAN when either mean has no interval. */
+static double val_ratio(const struct val_point *v, const struct val_point *pl, double *lo,
+                        double *hi)
+{
+    double x = v->measured[VM_RPS], y = pl->measured[VM_RPS], r = y > 0 ? x / y : NAN;
+    *lo = *hi = NAN;
+    if (!val_has_ci(v) || !val_has_ci(pl) || !(x > 0) || !(y > 0))
+        return r;
+    double a = val_se(v) / x, b = val_se(pl) / y, var = a * a + b * b;
+    if (var <= 0) {
+        *lo = *hi = r;
+        return r;
+    }
+    double df =
+        var * var / (pow(a, 4) / (v->extra[VX_RUNS] - 1) + pow(b, 4) / (pl->extra[VX_RUNS] - 1));
+    double t = rep_t975((int)floor(df)), half = t * sqrt(var);
+    *lo = r * exp(-half);
+    *hi = r * exp(half);
+    return r;
+}
+
+/* The same cell in the other mode: same server, users, pool, closer, fanout and delay. */
+static int val_other_mode(const struct val_point *p, int n, int i)
+{
+    for (int j = 0; j < n; j++)
+        if (j != i && p[j].mode != p[i].mode && p[j].server == p[i].server &&
+            p[j].users == p[i].users && p[j].pooled == p[i].pooled &&
+            p[j].close_first == p[i].close_first && p[j].fanout == p[i].fanout &&
+            p[j].delay_ms == p[i].delay_ms)
+            return j;
+    return -1;
+}
+
+static const char *val_closer_name(const struct val_point *p)
+{
+    return p->pooled ? "-" : p->close_first >= 0 ? net_closer_names[p->close_first] : "client";
+}
+
+/* "yes", "no" or "-" (no interval): is the prediction inside the measured interval? */
+static const char *val_inside(const struct val_point *p)
+{
+    if (!val_has_ci(p))
+        return "-";
+    double x = p->predicted[VM_RPS];
+    return x >= p->extra[VX_CI_LOW] && x <= p->extra[VX_CI_HIGH] ? "yes" : "no";
+}
+
+static void val_print_pct(FILE *out, double frac)
+{
+    if (isnan(frac))
+        fprintf(out, " %6s", "-");
+    else
+        fprintf(out, " %5.1f%%", 100 * frac);
+}
+
+static void val_print_extra_row(FILE *out, const struct val_point *p)
+{
+    char ports[24] = "-";
+    if (!isnan(p->extra[VX_PORT_LOW]))
+        snprintf(ports, sizeof ports, "%.0f-%.0f", p->extra[VX_PORT_LOW], p->extra[VX_PORT_HIGH]);
+    fprintf(out, "%7ld %-8s %-4s %-6s %-11s %4.0f | %9.1f", p->users, model_names[p->mode],
+            p->pooled ? "on" : "off", val_closer_name(p), ports,
+            isnan(p->extra[VX_RUNS]) ? 1 : p->extra[VX_RUNS], p->measured[VM_RPS]);
+    if (val_has_ci(p))
+        fprintf(out, " [%9.1f, %9.1f]", p->extra[VX_CI_LOW], p->extra[VX_CI_HIGH]);
+    else
+        fprintf(out, " %23s", "(one run)");
+    fprintf(out, " %9.1f %-6s |", p->predicted[VM_RPS], val_inside(p));
+    val_print_pct(out, val_fail_frac(p, VX_FAILED));
+    val_print_pct(out, val_fail_frac(p, VX_FAILED_NO_PORT));
+    fputs(" |", out);
+    val_print_pct(out, p->pred.fail_frac);
+    val_print_pct(out, p->pred.no_port_frac);
+    fprintf(out, " | %s: %s\n", p->pred.binding >= 0 ? bound_keys[p->pred.binding] : "none",
+            p->pred.bound_what);
+}
+
+static void val_print_extra(FILE *out, const struct val_point *p, int n)
+{
+    fputs("\nthroughput: the mean over runs with its Student-t 95% interval; inside: the "
+          "prediction is in it. failed: the share of the window's requests, measured and "
+          "predicted\n",
+          out);
+    fprintf(out, "%7s %-8s %-4s %-6s %-11s %4s | %9s %23s %9s %-6s | %6s %6s | %6s %6s | %s\n",
+            "users", "mode", "pool", "close", "ports", "runs", "req/s", "95% interval", "predicted",
+            "inside", "failed", "noport", "pred.", "noport", "binding bound");
+    for (int i = 0; i < n; i++)
+        val_print_extra_row(out, &p[i]);
+    int header = 0;
+    for (int i = 0; i < n; i++) {
+        int j = val_other_mode(p, n, i);
+        if (p[i].mode != MODEL_VIRTUAL || j < 0)
+            continue;
+        if (!header++)
+            fprintf(out,
+                    "\nvirtual / platform throughput (95%% interval: delta method on the log "
+                    "ratio, Welch-Satterthwaite degrees of freedom)\n%-6s %7s %-4s %-6s %3s "
+                    "%7s | %8s %21s | %9s %7s\n",
+                    "server", "users", "pool", "close", "K", "D ms", "measured", "95% interval",
+                    "predicted", "error");
+        double lo, hi, r = val_ratio(&p[i], &p[j], &lo, &hi);
+        double pr =
+            p[j].predicted[VM_RPS] > 0 ? p[i].predicted[VM_RPS] / p[j].predicted[VM_RPS] : NAN;
+        fprintf(out, "%-6s %7ld %-4s %-6s %3d %7.1f | %8.2f", val_server_names[p[i].server],
+                p[i].users, p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout,
+                p[i].delay_ms, r);
+        if (isnan(lo))
+            fprintf(out, " %21s", "(a single run)");
+        else
+            fprintf(out, " [%8.2f, %8.2f]%s", lo, hi, pr >= lo && pr <= hi ? "*" : " ");
+        fputs(" |", out);
+        if (isfinite(pr))
+            fprintf(out, " %9.2f", pr);
+        else
+            fprintf(out, " %9s", "-");
+        if (isfinite(pr) && isfinite(r))
+            fprintf(out, " %+6.1f%%\n", 100 * val_rel(r, pr));
+        else
+            fprintf(out, " %7s\n", "-");
+    }
+    if (header)
+        fputs("* the predicted ratio is inside the measured interval\n", out);
+}
+
+static void val_json_extra(FILE *out, const struct val_point *p)
+{
+    fprintf(out, ", \"runs\": ");
+    rep_json_number(out, "%g", p->extra[VX_RUNS]);
+    fputs(", \"throughput_ci95\": ", out);
+    if (val_has_ci(p))
+        fprintf(out, "[%.6g, %.6g], \"predicted_in_ci95\": %s", p->extra[VX_CI_LOW],
+                p->extra[VX_CI_HIGH], strcmp(val_inside(p), "yes") ? "false" : "true");
+    else
+        fputs("null, \"predicted_in_ci95\": null", out);
+    fprintf(out, ", \"close_first\": \"%s\", \"port_low\": ", val_closer_name(p));
+    rep_json_number(out, "%g", p->extra[VX_PORT_LOW]);
+    fputs(", \"port_high\": ", out);
+    rep_json_number(out, "%g", p->extra[VX_PORT_HIGH]);
+    fputs(", \"tw_reuse\": ", out);
+    rep_json_number(out, "%g", p->extra[VX_TW_REUSE]);
+    fputs(", \"failure_fraction\": {\"measured\": ", out);
+    rep_json_number(out, "%.6g", val_fail_frac(p, VX_FAILED));
+    fprintf(out,
+            ", \"predicted\": %.6g}, \"no_port_fraction\": {\"measured\": ", p->pred.fail_frac);
+    rep_json_number(out, "%.6g", val_fail_frac(p, VX_FAILED_NO_PORT));
+    fprintf(out, ", \"predicted\": %.6g}, \"binding_bound\": \"%s\", \"binding_bound_rps\": ",
+            p->pred.no_port_frac, p->pred.binding >= 0 ? bound_keys[p->pred.binding] : "none");
+    rep_json_number(out, "%.6g", p->pred.bound_rps);
+    fputs(", \"binding_bound_what\": ", out);
+    rep_json_string(out, p->pred.bound_what);
+}
+
+static void val_json_ratios(FILE *out, const struct val_point *p, int n)
+{
+    int k = 0;
+    fputs(",\n\"throughput_ratios\": [", out);
+    for (int i = 0; i < n; i++) {
+        int j = val_other_mode(p, n, i);
+        if (p[i].mode != MODEL_VIRTUAL || j < 0)
+            continue;
+        double lo, hi, r = val_ratio(&p[i], &p[j], &lo, &hi);
+        double pr =
+            p[j].predicted[VM_RPS] > 0 ? p[i].predicted[VM_RPS] / p[j].predicted[VM_RPS] : NAN;
+        fprintf(out,
+                "%s\n  {\"server\": \"%s\", \"users\": %ld, \"pool\": \"%s\", \"close_first\": "
+                "\"%s\", \"fanout\": %d, \"delay_ms\": %g, \"measured\": ",
+                k++ ? "," : "", val_server_names[p[i].server], p[i].users,
+                p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout, p[i].delay_ms);
+        rep_json_number(out, "%.6g", r);
+        fputs(", \"ci95\": ", out);
+        if (isnan(lo))
+            fputs("null", out);
+        else
+            fprintf(out, "[%.6g, %.6g]", lo, hi);
+        fputs(", \"interval\": \"delta method on the log ratio, Welch-Satterthwaite df\", "
+              "\"predicted\": ",
+              out);
+        rep_json_number(out, "%.6g", pr);
+        fputs(", \"rel_error\": ", out);
+        rep_json_number(out, "%.6g", val_rel(r, pr));
+        fputs("}", out);
+    }
+    fputs("]", out);
+}
+
 static void val_print_text(FILE *out, const struct val_point *p, int n)
 {
     fprintf(out, "%7s %-8s %-4s %2s %6s", "users", "mode", "pool", "K", "D ms");
@@ -5188,6 +5526,8 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
     }
     if (n && p[0].server == VS_JAVA) /* one server a validation (val_keep) */
         fprintf(out, "java: %s: those columns are measured only\n", VAL_JAVA_UNMODELLED);
+    if (val_has_extra(p, n))
+        val_print_extra(out, p, n);
 }
 
 static void val_print_json(FILE *out, const struct val_point *p, int n)
@@ -5213,9 +5553,13 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         fprintf(out, ", \"server\": \"%s\"", val_server_names[p[i].server]);
         if (p[i].conditions[VC_STEAL] >= 0)
             fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
+        if (val_has_extra(p, n))
+            val_json_extra(out, &p[i]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]", out);
+    if (val_has_extra(p, n))
+        val_json_ratios(out, p, n);
     for (int calm = 0; calm <= val_disturbed(p, n); calm++) {
         fprintf(out, ",\n\"%s\": {", calm ? "summary_calm" : "summary");
         for (int k = 0; k < VM_N; k++) {

@@ -1676,6 +1676,124 @@ static void test_validate(void)
     unlink(path);
 }
 
+/* A normal deviate (Box-Muller) from a test's own stream, for the coverage checks. */
+static double normal_draw(unsigned short xs[3])
+{
+    double u = erand48(xs), v = erand48(xs);
+    return sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
+}
+
+/* A point as the bench writes it after n runs: the mean and its Student-t 95% interval. */
+static void measured_runs(struct val_point *p, const double *x, int n)
+{
+    double sum = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    double mean = sum / n;
+    for (int i = 0; i < n; i++)
+        ss += (x[i] - mean) * (x[i] - mean);
+    double half = rep_t975(n - 1) * sqrt(ss / (n - 1) / n);
+    p->measured[VM_RPS] = mean;
+    p->extra[VX_RUNS] = n;
+    p->extra[VX_CI_LOW] = mean - half;
+    p->extra[VX_CI_HIGH] = mean + half;
+}
+
+/* --validate with C1's columns: the cell's ports drive the prediction (a wall in 1000 ports,
+ * none in the host's range or with the server closing first), the failure fraction, the
+ * binding bound named, and the virtual / platform ratio's 95% interval. */
+static void test_validate_c1(void)
+{
+    char path[] = "/tmp/loomlab-valc1-XXXXXX", err[512] = "";
+    /* 10 users, K = 3 x 10 ms: 1000 new connections a second fill 1000 ports in 1 s; the
+     * window [61 s, 121 s) is one TIME_WAIT period after that, in which the 1000 ports come
+     * back once: 1000 / 60 / 3 = 5.56 req/s. A closing server: 333. */
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                   "peak_rss_bytes,warmup_s,window_s,runs,throughput_ci95_low,"
+                   "throughput_ci95_high,close_first,port_low,port_high,tw_reuse,failed,"
+                   "failed_no_port\n"
+                   "10,virtual,off,3,10,5,30,30,3,1000,61,60,3,4,6,client,40000,40999,0,9000,9000\n"
+                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,client,-,-,-,-,-\n"
+                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,server,40000,40999,0,0,0\n");
+    struct val_point *p;
+    int n;
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 3, "C1 rows parse: %s",
+          err);
+    for (int i = 0; i < n; i++)
+        CHECK(val_simulate(&p[i], path, NULL, NULL, 0, err, sizeof err) == 0, "simulates: %s",
+              err);
+    if (n == 3) {
+        CHECK_NEAR(p[0].predicted[VM_RPS], 1000 / 60.0 / 3, 0.03,
+                   "1000 ports, we close first: range / TIME_WAIT / K after the wall");
+        CHECK(p[0].pred.fail_frac > 0.5 && p[0].pred.no_port_frac == p[0].pred.fail_frac &&
+                  p[0].pred.binding == BOUND_PORTS,
+              "the wall: failures all no_port (%g of %g), the ports bound binds (%d)",
+              p[0].pred.no_port_frac, p[0].pred.fail_frac, p[0].pred.binding);
+        CHECK_NEAR(val_fail_frac(&p[0], VX_FAILED), 9000 / (9000 + 5 * 60.0), 1e-9,
+                   "measured failure fraction: failed / (failed + rate x window)");
+        CHECK(!strcmp(val_inside(&p[0]), "yes"), "5.56 is inside [4, 6]");
+        CHECK_NEAR(p[1].predicted[VM_RPS], (60999 - 32768 + 1) / 60.0 / 3, 0.03,
+                   "the host's range (no port columns): its wall at 28 s, then range / 60 / K");
+        CHECK_NEAR(p[2].predicted[VM_RPS], 10 / 0.030, 0.02, "the server closes first: no wall");
+        CHECK(p[2].pred.fail_frac == 0 && p[2].pred.binding != BOUND_PORTS,
+              "the server closes first: no failure predicted (%g)", p[2].pred.fail_frac);
+        CHECK(!strcmp(val_inside(&p[1]), "no"), "157 is outside [320, 340]: %s",
+              val_inside(&p[1]));
+    }
+    free(p);
+    /* The ratio's interval, worked by hand: V 3520 [3400, 3640], P 220 [214, 226], 3 runs
+     * each: se = half / t(2) = 27.888 and 1.3944, relative 0.0079227 and 0.0063380, var of the
+     * log ratio 1.02939e-4, Welch df 3.82 -> t(3) = 3.182, half 0.032284: 16 x e^-+0.032284. */
+    struct val_point v = {.mode = MODEL_VIRTUAL}, pl = {.mode = MODEL_PLATFORM};
+    double lo, hi, r;
+    v.measured[VM_RPS] = 3520, v.extra[VX_RUNS] = 3, v.extra[VX_CI_LOW] = 3400,
+    v.extra[VX_CI_HIGH] = 3640;
+    pl.measured[VM_RPS] = 220, pl.extra[VX_RUNS] = 3, pl.extra[VX_CI_LOW] = 214,
+    pl.extra[VX_CI_HIGH] = 226;
+    r = val_ratio(&v, &pl, &lo, &hi);
+    CHECK(fabs(r - 16) < 1e-12 && fabs(lo - 15.4917) < 1e-3 && fabs(hi - 16.5251) < 1e-3,
+          "ratio 16 [15.4917, 16.5251] by hand: got %g [%g, %g]", r, lo, hi);
+    /* Coverage: 4000 pairs of 5 runs each (true means 1000 and 100, spreads 5% and 8%); the
+     * interval holds the true ratio 10 about 95% of the time (binomial sd 0.34%). */
+    unsigned short xs[3] = {7, 11, 13};
+    int hit = 0, trials = 4000;
+    for (int t = 0; t < trials; t++) {
+        double a[5], b[5];
+        for (int i = 0; i < 5; i++) {
+            a[i] = 1000 * (1 + 0.05 * normal_draw(xs));
+            b[i] = 100 * (1 + 0.08 * normal_draw(xs));
+        }
+        measured_runs(&v, a, 5);
+        measured_runs(&pl, b, 5);
+        val_ratio(&v, &pl, &lo, &hi);
+        hit += lo <= 10 && 10 <= hi;
+    }
+    CHECK(hit >= 0.93 * trials && hit <= 0.975 * trials,
+          "the ratio's 95%% interval covers the true ratio %.1f%% of the time",
+          100.0 * hit / trials);
+    v.extra[VX_RUNS] = 1;
+    val_ratio(&v, &pl, &lo, &hi);
+    CHECK(isnan(lo) && isnan(hi), "one run: no interval");
+    /* bad C1 values are named by line */
+    const char *bad[][2] = {{"both,40000,40999", "close_first 'both'"},
+                            {"client,40999,40000", "port_low 40999 and port_high 40000 are not a range"},
+                            {"client,40000,70000", "port_high: '70000' is not a number"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512], want[160];
+        snprintf(text, sizeof text,
+                 "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                 "peak_rss_bytes,close_first,port_low,port_high\n"
+                 "10,virtual,off,3,10,5,30,30,3,1000,%s\n",
+                 bad[i][0]);
+        put_file(path, text);
+        snprintf(want, sizeof want, "%s:2: %s", path, bad[i][1]);
+        CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+              "bad C1 value by line: %s", err);
+        free(p);
+    }
+    unlink(path);
+}
+
 /* --live: the Prometheus text parser, the histogram quantile, and one real scrape over
  * loopback from a child process that answers like the aggregator's /metrics. */
 static void test_live(void)
@@ -1846,6 +1964,7 @@ int main(void)
     test_command_line();
     test_calibration_file();
     test_validate();
+    test_validate_c1();
     test_live();
     test_live_deadline();
     return check_done("test_sim");
