@@ -3030,6 +3030,7 @@ struct config {
     int max_queue;           /* platform: queued requests before 503 (0: unbounded) */
     int carriers;            /* virtual: carrier threads (0: one per CPU) */
     int pool;                /* 1: keep-alive downstream connection pool; 0: --no-pool */
+    int close_first;         /* --no-pool: CLOSE_CLIENT (we close) or CLOSE_SERVER (it does) */
     int pool_max_idle;       /* idle downstream connections kept per backend */
     int pool_idle_ms;        /* a downstream connection idle this long is closed */
     int pin;                 /* 1: hold the carrier across downstream calls (--pin) */
@@ -3045,6 +3046,17 @@ enum { MODE_PLATFORM, MODE_VIRTUAL };
  * TIME_WAIT for 60 s (C4). */
 enum { CLOSE_CLIENT, CLOSE_SERVER };
 static const char *const close_first_names[] = {"client", "server"};
+
+/* "client" or "server" into *out; -1 for anything else. */
+static int close_first_parse(const char *name, int *out)
+{
+    for (int i = 0; i < (int)ARRAY_LEN(close_first_names); i++)
+        if (!strcmp(name, close_first_names[i])) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
 
 static void config_defaults(struct config *cfg)
 {
@@ -3654,20 +3666,39 @@ static int ds_exchange_reason(long r)
                                           : DS_FAIL_OTHER;
 }
 
+/* --close-first server: after the answer to a `Connection: close` request, wait (until the
+ * call's deadline) for the backend's FIN, so that it closes first and the TIME_WAIT is its.
+ * Bytes after the answer are dropped; a timeout or a reset ends the wait all the same. */
+static void ds_await_fin(struct client *cl, int64_t deadline)
+{
+    char buf[512];
+    while (io_rw(cl->fd, VT_READ, buf, sizeof buf, deadline) > 0)
+        ;
+}
+
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
- * answer) or 504 (timed out), each failure counted by its reason (ds_failed). With --no-pool every call opens a connection and closes it
- * after the answer; we close first, so the TIME_WAIT (60 s) stays on our side and each call
- * holds an ephemeral port for a minute. */
+ * answer) or 504 (timed out), each failure counted by its reason (ds_failed). With --no-pool
+ * every call opens a connection and closes it after the answer. Who closes first keeps the
+ * TIME_WAIT (60 s): with --close-first client (the default) we do, so each call holds one of
+ * our ephemeral ports for a minute, and at more calls a second than the range has ports over
+ * 60 s, connect() fails with EADDRNOTAVAIL (the wall). With --close-first server the request
+ * says `Connection: close` and we wait for the backend's FIN before closing (as the JDK's
+ * HttpURLConnection without keep-alive does): the TIME_WAIT is the backend's, on its listening
+ * port, where Linux lets a new SYN from the same port take it over, so there is no wall. */
 static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline)
 {
     const struct config *cfg = s->cfg;
     struct ds_pool *backend_pool = ds_pool_for(s, backend);
-    static const char head[] = "GET /item/", tail[] = " HTTP/1.1\r\nHost: backend\r\n\r\n";
+    static const char head[] = "GET /item/", keep[] = " HTTP/1.1\r\nHost: backend\r\n\r\n",
+                      close[] = " HTTP/1.1\r\nHost: backend\r\nConnection: close\r\n\r\n";
+    int server_closes = !cfg->pool && cfg->close_first == CLOSE_SERVER;
+    const char *tail = server_closes ? close : keep;
+    size_t nt = server_closes ? sizeof close - 1 : sizeof keep - 1;
     char req[128], d[24], *digits = fmt_ulong(d + sizeof d, (unsigned long)item);
-    size_t nd = (size_t)(d + sizeof d - digits), n = sizeof head - 1 + nd + sizeof tail - 1;
+    size_t nd = (size_t)(d + sizeof d - digits), n = sizeof head - 1 + nd + nt;
     memcpy(req, head, sizeof head - 1);
     memcpy(req + sizeof head - 1, digits, nd);
-    memcpy(req + sizeof head - 1 + nd, tail, sizeof tail - 1);
+    memcpy(req + sizeof head - 1 + nd, tail, nt);
     SHARED_ADD(rt.m->ds_calls, 1);
     struct client *cl = cfg->pool ? ds_take(backend_pool) : NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -3695,6 +3726,8 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         int status = rs.status == 200 ? 200 : ds_failed(DS_FAIL_BAD, 0);
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
+        if (server_closes)
+            ds_await_fin(cl, deadline);
         ds_release(s, ds_pool_home(s, backend, cl->fd), cl, cfg->pool && rs.keep_alive);
         return status;
     }
@@ -4730,22 +4763,23 @@ struct jvm {
 };
 
 struct bench_cfg {
-    const char *users;     /* comma-separated user counts */
-    const char *servers;   /* comma-separated: c, java */
-    const char *modes;     /* comma-separated: platform, virtual */
-    const char *pool;      /* on, off or both */
-    int fanout;            /* K */
-    int delay_ms;          /* D */
-    int think_ms;          /* Z */
-    double duration_s;     /* measured seconds per cell */
-    int runs;              /* runs per cell; the median (by throughput) is kept */
-    int threads;           /* platform pool size */
-    int carriers;          /* virtual carriers (0: one per CPU) */
-    int port;              /* backend port; the aggregator uses port + 1 */
-    const char *out;       /* CSV path */
-    pid_t backend;         /* the backend's pid, for its CPU time */
-    double jit_warmup_s;   /* java: load before each measured window, not counted */
-    const struct jvm *jvm; /* java: how to start it (NULL when no java cell is asked for) */
+    const char *users;       /* comma-separated user counts */
+    const char *servers;     /* comma-separated: c, java */
+    const char *modes;       /* comma-separated: platform, virtual */
+    const char *pool;        /* on, off or both */
+    const char *close_first; /* pool off: client, server or both (C4) */
+    int fanout;              /* K */
+    int delay_ms;            /* D */
+    int think_ms;            /* Z */
+    double duration_s;       /* measured seconds per cell */
+    int runs;                /* runs per cell; the median (by throughput) is kept */
+    int threads;             /* platform pool size */
+    int carriers;            /* virtual carriers (0: one per CPU) */
+    int port;                /* backend port; the aggregator uses port + 1 */
+    const char *out;         /* CSV path */
+    pid_t backend;           /* the backend's pid, for its CPU time */
+    double jit_warmup_s;     /* java: load before each measured window, not counted */
+    const struct jvm *jvm;   /* java: how to start it (NULL when no java cell is asked for) */
 };
 
 /* The load generator's warm-up before its window, s (the CSV says it, for ./sim --validate). */
@@ -4809,7 +4843,7 @@ struct bench_row {
     double failed_no_port; /* of which connect() got EADDRNOTAVAIL */
     double alloc_per_req;  /* bytes the server allocated per request served */
     struct net_ports net;  /* the namespace the cell ran in */
-    int close_first;       /* pool off: CLOSE_CLIENT or CLOSE_SERVER; pool on: -1 */
+    int close_first;       /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
     int runs;                /* runs measured */
     double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
@@ -5162,8 +5196,11 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         argv[n++] = head_java[i];
     for (size_t i = 0; i < ARRAY_LEN(flags); i++)
         argv[n++] = flags[i];
-    if (!row->pool)
+    if (!row->pool) {
         argv[n++] = "--no-pool";
+        argv[n++] = "--close-first";
+        argv[n++] = close_first_names[row->close_first];
+    }
     argv[n] = NULL;
     pid_t pid =
         bench_spawn_exe(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
@@ -5418,16 +5455,17 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                 r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
         fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.1f,%.1f,%.0f,", r->runs, r->rps_lo,
                 r->rps_hi, r->rps_min, r->rps_max,
-                r->close_first < 0 ? "-" : close_first_names[r->close_first], r->net.low,
-                r->net.high, r->net.tw_reuse, r->failed_no_port, r->failed, r->alloc_per_req);
+                r->pool ? "-" : close_first_names[r->close_first], r->net.low, r->net.high,
+                r->net.tw_reuse, r->failed_no_port, r->failed, r->alloc_per_req);
         fprintf(f, "%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
                 r->foreign_pct, jit, server_names[r->server]);
         return;
     }
     char rps[64];
     bench_fmt_rps(rps, sizeof rps, r);
+    pool = r->pool ? "on" : r->close_first == CLOSE_SERVER ? "off/s" : "off/c";
     fprintf(f,
-            "%6d %-8s %-4s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
+            "%6d %-8s %-5s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
             "%5.1f%% %6.1f%% %8.0f %8.0f\n",
             r->users, mode, pool, server_names[r->server], BENCH_RPS_W + 1, rps, r->ideal,
             100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
@@ -5460,7 +5498,10 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
     printf("failed: downstream calls the server counted as failed in the window (mean of the "
            "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown\n");
-    printf("%6s %-8s %-4s %-4s %-*s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s %8s %8s\n", "users",
+    if (strcmp(bc->pool, "on"))
+        printf("pool off/c: the aggregator closes each downstream connection first (the TIME_WAIT "
+               "is its); off/s: the backend does (Connection: close)\n");
+    printf("%6s %-8s %-5s %-4s %-*s %8s %6s %8s %8s %8s %7s %8s %7s %6s %6s %7s %8s %8s\n", "users",
            "mode", "pool", "srv", BENCH_RPS_W + 1, "req/s ± 95% (min-max)", "ideal", "ideal",
            "p50 ms", "p90 ms", "p99 ms", "threads", "RSS MiB", "CPU us", "errors", "steal",
            "others", "failed", "no_port");
@@ -5544,22 +5585,26 @@ static int bench_run(struct bench_cfg *bc)
     pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, BENCH_STDERR_NULL);
     if (bench_wait_port(&kids, be, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
         die("the backend did not start on port %d", bc->port);
-    int rc = 0;
-    for (int pi = 0; pi < npools && !rc; pi++) {
-        char *save = NULL, *list = strdup(bc->users);
-        for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-            for (int mi = 0; mi < nmodes && !rc; mi++)
-                for (int si = 0; si < SERVER_N && !rc; si++) {
-                    struct bench_row point = {.users = atoi(u),
-                                              .pool = pools[pi],
-                                              .mode = modes[mi],
-                                              .server = si,
-                                              .close_first = pools[pi] ? -1 : CLOSE_CLIENT};
-                    if (bench_has_server(bc->servers, si))
-                        rc = bench_point(bc, &kids, &point, csv);
-                }
-        free(list);
-    }
+    int rc = 0, closes[2], ncloses = 0;
+    for (int c = 0; c < 2; c++)
+        if (!strcmp(bc->close_first, "both") || !strcmp(bc->close_first, close_first_names[c]))
+            closes[ncloses++] = c;
+    for (int pi = 0; pi < npools && !rc; pi++)
+        for (int ci = 0; ci < (pools[pi] ? 1 : ncloses) && !rc; ci++) {
+            char *save = NULL, *list = strdup(bc->users);
+            for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
+                for (int mi = 0; mi < nmodes && !rc; mi++)
+                    for (int si = 0; si < SERVER_N && !rc; si++) {
+                        struct bench_row point = {.users = atoi(u),
+                                                  .pool = pools[pi],
+                                                  .mode = modes[mi],
+                                                  .server = si,
+                                                  .close_first = closes[ci]};
+                        if (bench_has_server(bc->servers, si))
+                            rc = bench_point(bc, &kids, &point, csv);
+                    }
+            free(list);
+        }
     bench_kill(&kids, be);
     bench_kill_all(&kids);
     fclose(csv);
@@ -6626,13 +6671,14 @@ static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc
 
 #define SERVE_SYNOPSIS                                                                             \
     "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]"        \
-    " [--threads T] [--carriers C] [--no-pool] [--pin] [--fanout K] [...]"
+    " [--threads T] [--carriers C] [--no-pool [--close-first client|server]] [--pin] [--fanout K]" \
+    " [...]"
 
 static int cmd_serve(int argc, char **argv)
 {
     struct config cfg;
     config_defaults(&cfg);
-    const char *mode = "virtual", *backends = NULL;
+    const char *mode = "virtual", *backends = NULL, *close_first = NULL;
     int no_pool = 0;
     const struct opt o[] = {
         {"--mode", OPT_STR, &mode,
@@ -6652,6 +6698,9 @@ static int cmd_serve(int argc, char **argv)
         {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
         {"--no-pool", OPT_FLAG, &no_pool,
          "a new downstream connection per call (no keep-alive pool)"},
+        {"--close-first", OPT_STR, &close_first,
+         "--no-pool: client (we close each connection: our TIME_WAIT) or server (Connection: "
+         "close, the backend closes); default client"},
         {"--pool-max-idle", OPT_INT, &cfg.pool_max_idle,
          "idle downstream connections kept per backend; default 256"},
         {"--pool-idle-ms", OPT_INT, &cfg.pool_idle_ms,
@@ -6676,6 +6725,8 @@ static int cmd_serve(int argc, char **argv)
         opt_fail(SERVE_SYNOPSIS, "--fanout, --threads, --max-connections, --idle-ms and "
                                  "--pool-idle-ms must be >= 1");
     cfg.pool = !no_pool;
+    if (close_first && (cfg.pool || close_first_parse(close_first, &cfg.close_first) < 0))
+        opt_fail(SERVE_SYNOPSIS, "--close-first takes client or server, with --no-pool");
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);
     return rc;
@@ -6735,7 +6786,7 @@ static int cmd_load(int argc, char **argv)
 
 #define BENCH_SYNOPSIS                                                                             \
     "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] "    \
-    "[--fanout K]"                                                                                 \
+    "[--close-first client|server|both] [--fanout K]"                                              \
     " [--delay-ms D] [--duration S] [--server c|java|c,java] [--jit-warmup S] [--out results.csv]"
 
 static int cmd_bench(int argc, char **argv)
@@ -6745,6 +6796,7 @@ static int cmd_bench(int argc, char **argv)
                            .jit_warmup_s = BENCH_JIT_WARMUP_S,
                            .modes = "platform,virtual",
                            .pool = "on",
+                           .close_first = "client",
                            .fanout = 3,
                            .delay_ms = 50,
                            .duration_s = 10,
@@ -6756,6 +6808,8 @@ static int cmd_bench(int argc, char **argv)
         {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
         {"--modes", OPT_STR, &bc.modes, "platform,virtual (or one of them); default both"},
         {"--pool", OPT_STR, &bc.pool, "downstream pooling: on, off or both; default on"},
+        {"--close-first", OPT_STR, &bc.close_first,
+         "pool off: client (the aggregator closes first), server or both; default client"},
         {"--fanout", OPT_INT, &bc.fanout, "K, downstream calls per request; default 3"},
         {"--delay-ms", OPT_INT, &bc.delay_ms, "D, backend delay; default 50"},
         {"--think-ms", OPT_INT, &bc.think_ms, "Z, users' think time; default 0"},
@@ -6777,8 +6831,12 @@ static int cmd_bench(int argc, char **argv)
     if (!bench_servers_valid(bc.servers) || !(bc.jit_warmup_s >= 0))
         opt_fail(BENCH_SYNOPSIS, "--server takes c, java or c,java, --jit-warmup a number >= 0");
     int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
+    int close_ok =
+        !strcmp(bc.close_first, "both") || close_first_parse(bc.close_first, &(int){0}) == 0;
     if (!some_mode || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
+    if (!close_ok)
+        opt_fail(BENCH_SYNOPSIS, "--close-first takes client, server or both");
     if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1)
         opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
     struct jvm jvm;

@@ -821,6 +821,60 @@ static void test_unasked_bytes(const char *mode)
 
 /* The downstream pool keeps at most --pool-max-idle idle connections per backend, and
  * closes those idle for --pool-idle-ms. */
+/* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp) whose local port (local = 1) or
+ * remote port (local = 0) is `port`. */
+static int count_time_wait(int port, int local)
+{
+    char line[512];
+    int n = 0;
+    FILE *f = fopen("/proc/net/tcp", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned lport, rport, state;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) == 3 && state == 6)
+            n += (int)(local ? lport : rport) == port;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* --no-pool --close-first (C4): who closes a downstream connection first holds its
+ * TIME_WAIT. The backend closes a connection after answering a `Connection: close` request
+ * (the client then reads EOF, not a timeout). With --close-first client every call leaves a
+ * TIME_WAIT on the aggregator's side (its remote port the backend's): 5 requests of K = 3
+ * calls, 15; with server, none there (the backend's side is counted in a private namespace,
+ * test_port_wall: here other programs' sockets may have our backend's port number as theirs).
+ * The count is a difference over the requests: the rig's own calls before are in both. */
+static void test_close_first(const char *mode)
+{
+    enum { REQUESTS = 5, K = 3 };
+    static const char *const sides[] = {"client", "server"};
+    for (int c = 0; c < 2; c++) {
+        const char *const extra[] = {"--no-pool", "--close-first", sides[c], NULL};
+        char title[64], buf[4096];
+        snprintf(title, sizeof title, "--no-pool --close-first %s", sides[c]);
+        struct rig r;
+        if (rig_start(&r, mode, title, 0, extra) < 0)
+            return;
+        int fd = dial(r.bport);
+        int st = request_on(fd, "GET /item/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+                            buf, sizeof buf);
+        ssize_t eof = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+        CHECK(st == 200 && eof == 0, "%s: the backend answers %d to Connection: close, then %s",
+              r.what, st, eof == 0 ? "closes" : "does not close");
+        if (fd >= 0)
+            close(fd);
+        int ours0 = count_time_wait(r.bport, 0), ok = 0;
+        for (int i = 0; i < REQUESTS; i++)
+            ok += get(r.s.port, "/aggregate") == 200;
+        int ours = count_time_wait(r.bport, 0) - ours0, want = c == 0 ? REQUESTS * K : 0;
+        CHECK(ok == REQUESTS && ours == want,
+              "%s: %d of %d answered 200; %d TIME_WAIT on the aggregator's side, want %d", r.what,
+              ok, REQUESTS, ours, want);
+        rig_stop(&r);
+    }
+}
+
 static void test_pool_bounds(const char *mode)
 {
     enum { CAP = 4, POOL_IDLE_MS = 1000, BURST = 16 };
@@ -1164,6 +1218,7 @@ int main(int argc, char **argv)
         test_slowloris(modes[m]);
         test_unasked_bytes(modes[m]);
         test_pool_bounds(modes[m]);
+        test_close_first(modes[m]);
         test_protocol(modes[m]);
     }
     test_gone_clients();
