@@ -131,11 +131,15 @@ tutorial-images: $(O)/sim
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
 # parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
+# The small parsers (--sweep lists) run a quarter of that (at least 1 s): their inputs are a
+# few dozen bytes and their coverage stops growing within seconds, so CI's fuzz time grows
+# by a little, not by FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
+FUZZ_SMALL    = sweep
 FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -O1 -g \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_validate build/fuzz/fuzz_calibration \
-                build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response
+                build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_sweep
 
 build/fuzz/fuzz_scenario: tests/fuzz_scenario.c sim.c
 	@mkdir -p build/fuzz
@@ -146,6 +150,9 @@ build/fuzz/fuzz_validate: tests/fuzz_readers.c sim.c
 build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(SDL_CF) -DFUZZ_CALIBRATION -o $@ tests/fuzz_readers.c $(SDL_LD) -lm
+build/fuzz/fuzz_sweep: tests/fuzz_sweep.c sim.c
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_sweep.c $(SDL_LD) -lm
 build/fuzz/fuzz_http_request: tests/fuzz_http.c aggregator.c
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -o $@ tests/fuzz_http.c -lpthread -lm
@@ -154,10 +161,11 @@ build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
 	$(FUZZ_CC) -DFUZZ_RESPONSE -o $@ tests/fuzz_http.c -lpthread -lm
 
 fuzz: $(FUZZERS)
-	@for f in scenario validate calibration http_request http_response; do \
+	@for f in scenario validate calibration http_request http_response $(FUZZ_SMALL); do \
+	    t=$(FUZZ_SECONDS); case " $(FUZZ_SMALL) " in *" $$f "*) t=$$(( ($$t + 3) / 4 )) ;; esac; \
 	    mkdir -p build/fuzz/corpus_$$f; \
-	    echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
-	    build/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
+	    echo "fuzz: $$f for $$t s"; \
+	    build/fuzz/fuzz_$$f -max_total_time=$$t -max_len=4096 -timeout=10 -print_final_stats=1 \
 	        -artifact_prefix=build/fuzz/$$f- build/fuzz/corpus_$$f tests/corpus/$$f 2>&1 \
 	        | grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written' ; \
 	    ls build/fuzz/$$f-* >/dev/null 2>&1 && { echo "fuzz: $$f found a crash"; exit 1; }; \

@@ -3510,6 +3510,9 @@ static int scn_getline(struct scn_text *t, char *line, size_t cap)
     line[n] = 0;
     if (ferror(t->f))
         return scn_fail(&t->src, "cannot read: %s", strerror(errno));
+    /* a UTF-8 byte order mark, as some editors write, is not part of the first key */
+    if (t->src.line == 1 && !strncmp(line, "\xEF\xBB\xBF", 3))
+        memmove(line, line + 3, n - 2);
     t->total++; /* the newline */
     return c != EOF || n > 0;
 }
@@ -8718,48 +8721,72 @@ static int opt_size(const struct opt_row *row, const char *v, struct options *o)
     return 0;
 }
 
-/* Read one flag's value into *o, typed and checked. Returns 0, or 2 after a message. */
-/* A --sweep LIST into vals: "a,b,c" as written, or "a..b*k", the geometric range a, a*k,
- * a*k^2, ... up to b (k > 1; rounded to whole numbers when a is one), with the unit that
- * follows a (b's must be the same). Returns
- * the count, or -1 with err. */
+/* A --sweep LIST into vals: "a,b,c" as written (no value empty, none twice), or "a..b*k", the
+ * geometric range a, a*k, a*k^2, ... up to b (finite, 0 < a <= b, k > 1, at most
+ * OPT_SWEEP_STEPS steps; rounded to whole numbers when a is one), with the unit that follows
+ * a (b's must be the same). Returns the count (at least 1), or -1 with err. */
+#define OPT_SWEEP_STEPS 1000
 static int opt_sweep_values(const char *list, char vals[SWEEP_MAX][32], char *err, size_t errlen)
 {
     const char *dots = strstr(list, ".."), *star = dots ? strchr(dots, '*') : NULL;
     int n = 0;
     if (!dots) {
-        for (const char *p = list; *p; n++) {
+        for (const char *p = list;; n++) {
             size_t len = strcspn(p, ",");
             if (n == SWEEP_MAX || len == 0 || len >= 32)
-                return snprintf(err, errlen, "want a,b,c: at most %d values of 1 to 31 characters",
+                return snprintf(err, errlen,
+                                "want a,b,c: 1 to %d values of 1 to 31 characters, none empty",
                                 SWEEP_MAX),
                        -1;
             snprintf(vals[n], 32, "%.*s", (int)len, p);
-            p += len + (p[len] == ',');
+            for (int i = 0; i < n; i++)
+                if (!strcmp(vals[i], vals[n]))
+                    return snprintf(err, errlen, "'%.31s' is given twice", vals[n]), -1;
+            if (!p[len])
+                return n + 1;
+            p += len + 1;
         }
-        return n;
     }
-    char as[32], bs[32], *end_a, *end_b, *end_k, unit[16];
+    char as[32], bs[32], *end_a, *end_b, *end_k = NULL, unit[16];
     snprintf(as, sizeof as, "%.*s", (int)(dots - list), list); /* "10." would eat a dot */
     snprintf(bs, sizeof bs, "%.*s", star ? (int)(star - dots - 2) : 0, dots + 2);
     double a = scn_strtod(as, &end_a), b = scn_strtod(bs, &end_b), k;
     snprintf(unit, sizeof unit, "%s", end_a);
     k = star ? scn_strtod(star + 1, &end_k) : NAN;
-    if (!star || end_a == as || strcmp(end_b, unit) || *end_k || !(a > 0 && b >= a && k > 1))
-        return snprintf(err, errlen, "want a..b*k with 0 < a <= b and k > 1, e.g. 10..10000*10"),
+    if (!star || end_a == as || strcmp(end_b, unit) || end_k == star + 1 || *end_k ||
+        !(a > 0 && b >= a && k > 1) || !isfinite(b) || !isfinite(k))
+        return snprintf(err, errlen,
+                        "want a..b*k with finite numbers, 0 < a <= b and k > 1, e.g. 10..10000*10"),
                -1;
-    for (double x = a, last = NAN; x <= b * (1 + 1e-9); x *= k) {
-        double v = a == floor(a) ? round(x) : x; /* whole numbers stay whole (users) */
-        if (v == last)
+    if (log(b / a) / log(k) > OPT_SWEEP_STEPS)
+        return snprintf(err, errlen, "k = %.9g takes more than %d steps from %g to %g", k,
+                        OPT_SWEEP_STEPS, a, b),
+               -1;
+    for (double x = a; x <= b * (1 + 1e-9); x *= k) {
+        char v[32]; /* whole numbers stay whole (users); a value printed as the last is one */
+        snprintf(v, sizeof v, "%.6g%s", a == floor(a) ? round(x) : x, unit);
+        if (n && !strcmp(v, vals[n - 1]))
             continue;
         if (n == SWEEP_MAX)
             return snprintf(err, errlen, "more than %d values", SWEEP_MAX), -1;
-        snprintf(vals[n++], 32, "%.6g%s", v, unit);
-        last = v;
+        memcpy(vals[n++], v, sizeof v);
     }
     return n;
 }
 
+/* One --sweep KEY=LIST: its key (checked for a name, not a known key: sim_load does that)
+ * and values. Returns the count of values, or -1 with err. */
+static int opt_sweep_parse(const char *arg, char key[64], char vals[SWEEP_MAX][32], char *err,
+                           size_t errlen)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || eq - arg >= 64)
+        return snprintf(err, errlen, "want KEY=LIST, e.g. users=10,100,1000"), -1;
+    snprintf(key, 64, "%.*s", (int)(eq - arg), arg);
+    return opt_sweep_values(eq + 1, vals, err, errlen);
+}
+
+/* Read one flag's value into *o, typed and checked. Returns 0, or 2 after a message. */
 static int opt_value(const struct opt_row *row, const char *v, struct options *o)
 {
     void *field = (char *)o + row->off;
@@ -8793,6 +8820,8 @@ static int opt_value(const struct opt_row *row, const char *v, struct options *o
             return opt_fail("--sweep %s: at most two keys (a grid)", v);
         if (!strchr(v, '='))
             return opt_fail("--sweep %s: want KEY=LIST, e.g. users=10,100,1000", v);
+        if (o->nsweep && !strncmp(o->sweep[0], v, (size_t)(strchr(v, '=') - v + 1)))
+            return opt_fail("--sweep %s: the key is swept twice (a grid takes two keys)", v);
         o->sweep[o->nsweep++] = v;
         return 0;
     case OPT_COUNT:
@@ -8865,6 +8894,8 @@ static int opt_parse(int argc, char **argv, struct options *o)
         return opt_fail("%s", "no scenario file given");
     if (o->json && o->csv)
         return opt_fail("%s", "--json or --csv, not both");
+    if (o->plot && !o->nsweep)
+        return opt_fail("--plot %s draws a sweep: give --sweep KEY=LIST too", o->plot);
     return 0;
 }
 
@@ -9097,9 +9128,7 @@ static int sim_sweep_points(const struct options *o, struct sweep *sw, struct op
     int nv[2] = {1, 1};
     sw->nkey = o->nsweep;
     for (int k = 0; k < o->nsweep; k++) {
-        const char *eq = strchr(o->sweep[k], '=');
-        snprintf(sw->key[k], sizeof sw->key[k], "%.*s", (int)(eq - o->sweep[k]), o->sweep[k]);
-        if ((nv[k] = opt_sweep_values(eq + 1, vals[k], err, sizeof err)) < 0) {
+        if ((nv[k] = opt_sweep_parse(o->sweep[k], sw->key[k], vals[k], err, sizeof err)) < 0) {
             fprintf(stderr, "sim: --sweep %s: %s\n", o->sweep[k], err);
             return -1;
         }

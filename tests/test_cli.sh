@@ -247,6 +247,23 @@ expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- --headless
 mkdir "$tmp/fr"; ln -s /dev/full "$tmp/fr/frame_00002.png" # the third frame meets a full disk
 expect_clean 1 "cannot write $tmp/fr/frame_00002.png: No space left on device" 10 -- "$T" --frames "$tmp/fr" --fps 2
 grep -q "wrote" "$tmp/err" && bad "--frames onto a full disk says it wrote them" || ok
+# items 3, 4, 16: --sweep lists are checked before anything runs (they looped forever on an
+# infinite range, indexed point -1 for an empty list, ignored a trailing comma or a key twice)
+expect_clean 2 "want a..b\*k with finite numbers" 2 -- --headless "$T" --sweep 'users=1e400..1e400*2'
+expect_clean 2 "want a..b\*k with finite numbers" 2 -- --headless "$T" --sweep 'users=1..1e400*1e300'
+expect_clean 2 "want a..b\*k with finite numbers" 2 -- --headless "$T" --sweep 'users=1..100*inf'
+expect_clean 2 "takes more than 1000 steps" 2 -- --headless "$T" --sweep 'users=1..2*1.0000001'
+expect_clean 2 "none empty" 2 -- --headless "$T" --sweep 'users=' --plot "$tmp/e.png"
+[ -e "$tmp/e.png" ] && bad "--sweep users= wrote a picture" || ok
+expect_clean 2 "none empty" 2 -- --headless "$T" --sweep 'nosuchkey='
+expect_clean 2 "none empty" 2 -- --headless "$T" --sweep 'users=1,2,'
+expect_clean 2 "'1' is given twice" 2 -- --headless "$T" --sweep 'users=1,2,1'
+expect_clean 2 "--sweep users=3: the key is swept twice" 2 -- --headless "$T" --sweep users=1,2 --sweep users=3
+expect_clean 2 "--plot $tmp/p.png draws a sweep: give --sweep" 2 -- --headless "$T" --plot "$tmp/p.png"
+# item 15: a UTF-8 byte order mark, as some editors write, is not part of the first key
+printf '\357\273\277users = 10\nduration = 2s\n' > "$tmp/bom.scn"
+expect_clean 0 "" 10 -- --headless "$tmp/bom.scn" --replications 1
+grep -q '^  10 users closed loop' "$tmp/out" && ok || bad "a BOM: the users key was not read: $(head -c 300 "$tmp/out")"
 
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
