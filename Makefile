@@ -7,6 +7,7 @@
 #                   otherwise a headless report and a PNG screenshot)
 #   make bench      benchmarks: simulator speed, the window, our two modes beside the Go peer
 #                   under wrk (ratios printed), the pooling grid
+#   make check-verdict the steady-state verdict's false-alarm and detection rates, full size
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
@@ -25,9 +26,9 @@ SDL_LD  := $(shell pkg-config --libs sdl2 stb 2>/dev/null)
 SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
-           $(O)/tests/floor
+           $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-model format-check java blog-jvm clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -42,6 +43,11 @@ $(O)/aggregator: aggregator.c
 $(O)/tests/test_sim: tests/test_sim.c sim.c tests/check.h
 	@mkdir -p $(O)/tests
 	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/test_sim.c $(SDL_LD) -lm
+
+# The steady-state verdict's error rates over a fixed list of seeds (make test: a subset).
+$(O)/tests/test_verdict: tests/test_verdict.c sim.c tests/check.h
+	@mkdir -p $(O)/tests
+	$(CC) $(STD) $(CFLAGS) $(SDL_CF) -I. -o $@ tests/test_verdict.c $(SDL_LD) -lm
 
 $(O)/tests/test_ui: tests/test_ui.c sim.c tests/check.h
 	@mkdir -p $(O)/tests
@@ -73,6 +79,11 @@ tsan:
 # what the programs print now.
 tutorial-check: $(O)/sim $(O)/aggregator
 	@sh tests/tutorial_check.sh $(O)
+
+# The verdict's rates at full size: 200 seeds of both models, and a near-saturation system
+# long enough to be steady (~30 s of CPU; CI runs it).
+check-verdict: $(O)/tests/test_verdict
+	@$(O)/tests/test_verdict --full
 
 # The calibration loop, small: the model against a real run of ./aggregator on this machine.
 check-model: all
@@ -200,4 +211,4 @@ bench: all $(O)/tests/bench_ui $(O)/tests/floor
 	@sh tests/bench $(O)
 
 clean:
-	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/test_faults tests/bench_ui tests/floor build
+	rm -rf sim aggregator tests/test_sim tests/test_ui tests/test_aggregator tests/test_faults tests/test_verdict tests/bench_ui tests/floor build

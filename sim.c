@@ -3644,6 +3644,19 @@ struct bounds {
     int binding;             /* the least that applies; -1 if none does */
 };
 
+/* What the steady-state verdict keeps of one run (rep_steady, rep_verdict). */
+struct steady_run {
+    /* the window's bins: completions, their latencies' sum (ns), their length (s) */
+    double done[STEADY_BINS], lat[STEADY_BINS], secs[STEADY_BINS];
+    int n;             /* bins */
+    double tail;       /* s: the response-time tail, max(p99, in flight / throughput) */
+    int tail_little;   /* 1: the tail is Little's law's, not the p99 */
+    double rho, relax; /* open loop: rate / least bound, relaxation time in s; else 0 */
+    int bound;         /* that bound (bound_id), -1 closed loop */
+    int swings;        /* 1: throughput swings (rep_swings), why in swings_why */
+    char swings_why[200];
+};
+
 /* What a report says of one model. Latencies in ms, memory in bytes. */
 struct result {
     double throughput_rps, mean, p50, p90, p99, p999, max, cpu_util;
@@ -3654,12 +3667,14 @@ struct result {
     double failed_by_reason[FAIL_N];
     double window_s;      /* the statistics window, duration - warmup */
     struct bounds bounds; /* on throughput_rps */
-    int steady;           /* 1: the window looks like a steady state (rep_steady) */
-    char steady_why[240]; /* why, or why not, in one sentence */
+    struct steady_run sr; /* this run's evidence for the verdict */
+    int steady;           /* 1: the window looks like a steady state (rep_verdict) */
+    char steady_why[320]; /* why, or why not, in one sentence */
 };
 
 static void rep_bounds(const struct model *m, struct bounds *b);
 static void rep_steady(const struct model *m, struct result *r);
+static void rep_verdict(struct result *out, const struct result *xs, int n);
 
 static void rep_result(const struct model *m, struct result *r)
 {
@@ -3700,6 +3715,7 @@ static void rep_result(const struct model *m, struct result *r)
     r->window_s = (double)(s->duration - s->warmup) / SEC;
     rep_bounds(m, &r->bounds);
     rep_steady(m, r);
+    rep_verdict(r, r, 1);
 }
 
 /* One row per figure: the text table, JSON and CSV are all generated from this table. */
@@ -3821,11 +3837,7 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
                 sum += rep_get(&xs[i], &rep_rows[j]);
             *(double *)((char *)r + rep_rows[j].off) = sum / n;
         }
-        for (int i = 0; i < n && r->steady; i++)
-            if (!xs[i].steady) { /* a replication that is not steady says why */
-                r->steady = 0;
-                memcpy(r->steady_why, xs[i].steady_why, sizeof r->steady_why);
-            }
+        rep_verdict(r, xs, n); /* the replications' evidence pooled */
         for (int f = 0; f < FAIL_N; f++) {
             r->failed_by_reason[f] = 0;
             for (int i = 0; i < n; i++)
@@ -4153,22 +4165,44 @@ static int rep_at_bound(const struct result *r, double half)
 }
 
 /* STEADY STATE
- *   A report's figures mean something only if the window is a steady state. rep_steady
- *   reads the model's bins (model_bin: completions and latency per stretch of the run) and
- *   declares the window not steady, with the first reason that applies:
- *     short   the window is under STEADY_RESPONSES response times (the response time law,
- *             N/X - Z closed loop; the mean latency open loop): slow requests have not come
- *             back yet, so latency reads low and throughput high or low.
- *     warm-up MSER-5 (White 1997) on the throughput bins from t = 0, in batches of 5: the
- *             truncation d minimising the variance of the rest over (n - d)^2. A warm-up it
- *             ends after the window began is a transient the window still holds.
- *     trend   a straight line through the last half of the window's bins (throughput, then
- *             mean latency) changes by over 5% across it and its slope is 3 standard errors
- *             from 0.
- *     swings  throughput per bin varies far more than counting noise (variance over 5x the
- *             mean count and a coefficient of variation over 0.1): waves, bursts, a
- *             sawtooth; the autocorrelation's peak names a period when there is one. */
-#define STEADY_RESPONSES 5
+ *   A report's figures mean something only if the window is a steady state. Each run keeps
+ *   what the verdict reads (rep_steady: the window's bins, its response-time tail, its load
+ *   against the bounds), and rep_verdict pools the runs of a report (its replications, or
+ *   the one run) and declares the window not steady with the first reason that applies:
+ *     overloaded  open loop at or above the least of the CPU, pool and port bounds
+ *                 (rho = rate / bound >= 1): queues grow without end, no steady state exists.
+ *     no answer   no request completed in the window.
+ *     relaxation  open loop below it: a queue forgets how it started in about its relaxation
+ *                 time, (1 / bound) / (1 - sqrt(rho))^2 (M/M/1's, Abate and Whitt), which has
+ *                 no limit as rho nears 1; the window must hold STEADY_RELAX of them.
+ *     tail        the window must hold STEADY_RESPONSES response-time tails: the larger of
+ *                 the p99 and in flight / throughput at the end (Little's law, which counts
+ *                 the slow requests still out that the completed latencies cannot see; a
+ *                 mean of those is biased low). Never negative.
+ *     swings      throughput per bin varies far more than counting noise in over half of
+ *                 the runs (rep_swings): waves, bursts, a sawtooth.
+ *     memory      the batch means of the window stay correlated (lag-1 autocorrelation of
+ *                 their residuals above its 1% critical value) even at STEADY_MIN_BATCHES
+ *                 batches: the window is short against the system's memory.
+ *     warm-up     the window's first batch differs from the rest of it,
+ *     trend       the batch means lie on a sloping line:
+ *                 each a Student-t test on the batch means of throughput and of mean
+ *                 latency, pooled over the runs (each run's own mean removed, so that
+ *                 evidence adds up across replications instead of any one run deciding),
+ *                 four tests each at STEADY_ALPHA / 4 (Bonferroni): a stationary window whose
+ *                 batch means are independent fails one in at most STEADY_ALPHA of reports.
+ *                 A failed test counts when its change is also over STEADY_CHANGE of the
+ *                 mean: a long run finds trends too small to matter.
+ *                 The batches start at STEADY_BATCHES and halve while the lag-1 check finds
+ *                 them correlated, so that the tests' independence holds. */
+#define STEADY_RESPONSES   5
+#define STEADY_RELAX       20
+#define STEADY_BATCHES     20
+#define STEADY_MIN_BATCHES 5
+#define STEADY_ALPHA       0.01
+/* a warm-up or trend smaller than this moves no printed figure much */
+#define STEADY_CHANGE 0.02
+#define STEADY_LAG1_Z 2.326 /* one-sided 1% of the standard normal */
 
 struct steady_series {
     double x[STEADY_BINS], t[STEADY_BINS]; /* values and bin centres, s */
@@ -4202,7 +4236,8 @@ static double rep_mean_of(const double *x, int n)
 
 /* MSER-5's end of the warm-up, in s, on the throughput bins from 0; 0 when the batches it
  * cuts after `after` s are not 3 standard errors and 2% from the mean of those it keeps (on
- * a stationary series MSER's minimum wanders: a cut must be a transient to count). */
+ * a stationary series MSER's minimum wanders: a cut must be a transient to count). A
+ * scenario that leaves `warmup` to the default starts its window there (sim_warmup_auto). */
 static double rep_mser5(const struct model *m, double after)
 {
     struct steady_series ser = rep_bins(m, 0, 0);
@@ -4234,27 +4269,6 @@ static double rep_mser5(const struct model *m, double after)
         var += (y[j] - kept) * (y[j] - kept) / (nbat - cut - 1);
     double diff = k ? fabs(sum / k - kept) : 0;
     return diff > 3 * sqrt(var / k + var / (nbat - cut)) && diff > 0.02 * kept ? end : 0;
-}
-
-/* The relative change across a least-squares line through ser, if its slope is 3 standard
- * errors from 0; else 0. */
-static double rep_trend(const struct steady_series *ser)
-{
-    int n = ser->n;
-    if (n < 4)
-        return 0;
-    double mt = rep_mean_of(ser->t, n), mx = rep_mean_of(ser->x, n), stt = 0, stx = 0, res = 0;
-    for (int i = 0; i < n; i++) {
-        stt += (ser->t[i] - mt) * (ser->t[i] - mt);
-        stx += (ser->t[i] - mt) * (ser->x[i] - mx);
-    }
-    double b = stx / stt;
-    for (int i = 0; i < n; i++) {
-        double e = ser->x[i] - mx - b * (ser->t[i] - mt);
-        res += e * e;
-    }
-    double se = sqrt(res / (n - 2) / stt), change = b * (ser->t[n - 1] - ser->t[0]) / mx;
-    return mx > 0 && fabs(b) > 3 * se && fabs(change) > 0.05 ? change : 0;
 }
 
 /* Throughput swings: 1 with the sentence in why, else 0. */
@@ -4289,45 +4303,237 @@ static int rep_swings(const struct model *m, const struct steady_series *ser, ch
     return 1;
 }
 
+/* What the verdict needs of one run (r's figures and bounds already made), into r->sr. */
 static void rep_steady(const struct model *m, struct result *r)
 {
     const struct scenario *s = m->s;
-    char why[200];
+    const struct stats *st = &m->stats;
+    struct steady_run *sr = &r->sr;
     int nb = model_nbins(s), from = (int)ceil((double)s->warmup * nb / (double)s->duration);
-    double resp =
-               s->users ? s->users / r->throughput_rps - dist_mean(&s->think) / SEC : r->mean / 1e3,
-           mser = rep_mser5(m, (double)s->warmup / SEC), change;
-    struct steady_series win = rep_bins(m, from, 0), half = rep_bins(m, from + (nb - from) / 2, 0);
-    struct steady_series lat = rep_bins(m, from + (nb - from) / 2, 1);
-    r->steady = 0;
-    if (!(r->throughput_rps > 0))
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "not steady: no request completed in the window");
-    else if (r->window_s < STEADY_RESPONSES * resp)
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "not steady: the %.3g s window is shorter than %d response times (%s %.3g s); "
-                 "slower requests are still out, so latency reads low",
-                 r->window_s, STEADY_RESPONSES, s->users ? "N/X - Z =" : "mean", resp);
-    else if (mser > (double)s->warmup / SEC)
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "not steady: MSER-5 ends the warm-up at %.3g s, after the window begins at "
-                 "%.3g s (set warmup = %.3gs or longer)",
-                 mser, (double)s->warmup / SEC, ceil(mser));
-    else if ((change = rep_trend(&half)) != 0)
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "not steady: throughput trends by %+.0f%% across the last half of the window",
-                 100 * change);
-    else if ((change = rep_trend(&lat)) != 0)
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "not steady: mean latency trends by %+.0f%% across the last half of the window",
-                 100 * change);
-    else if (rep_swings(m, &win, why, sizeof why))
-        snprintf(r->steady_why, sizeof r->steady_why, "not steady: %s", why);
-    else {
-        r->steady = 1;
-        snprintf(r->steady_why, sizeof r->steady_why,
-                 "steady: the %.3g s window is %.0f response times, with no trend or swing",
-                 r->window_s, r->window_s / resp);
+    double iv = (double)s->sample_interval / SEC, least = INFINITY;
+    sr->n = 0;
+    for (int i = from; i < nb; i++)
+        if (st->bin_samples[i]) {
+            sr->done[sr->n] = (double)st->bin_done[i];
+            sr->lat[sr->n] = st->bin_lat[i];
+            sr->secs[sr->n++] = st->bin_samples[i] * iv;
+        }
+    double p99 = r->p99 / 1e3,
+           little = r->throughput_rps > 0 ? r->in_flight / r->throughput_rps : 0;
+    sr->tail = fmax(p99, little);
+    sr->tail_little = little > p99;
+    sr->bound = -1;
+    sr->rho = sr->relax = 0; /* closed loop: a queue is bounded by the users */
+    for (int k = BOUND_CPU; k < BOUND_N && !s->users; k++)
+        if (isfinite(r->bounds.rps[k]) && r->bounds.rps[k] < least) {
+            least = r->bounds.rps[k];
+            sr->bound = k;
+        }
+    if (sr->bound >= 0) {
+        sr->rho = s->rate / least;
+        sr->relax = sr->rho < 1 ? 1 / least / pow(1 - sqrt(sr->rho), 2) : INFINITY;
+    }
+    struct steady_series win = rep_bins(m, from, 0);
+    sr->swings = rep_swings(m, &win, sr->swings_why, sizeof sr->swings_why);
+}
+
+/* P(|T| > t) for Student's t with df degrees of freedom (Abramowitz and Stegun 26.7.3 and
+ * 26.7.4, exact for whole df). */
+static double rep_t_pvalue(double t, int df)
+{
+    double th = atan(fabs(t) / sqrt(df)), c2 = cos(th) * cos(th), term = 1, sum = 1;
+    for (int k = df % 2 ? 3 : 2; k <= df - 2; k += 2) {
+        term *= (k - 1.0) / k * c2;
+        sum += term;
+    }
+    if (df % 2 == 0)
+        return 1 - sin(th) * sum;
+    return 1 - (df == 1 ? 2 * th / M_PI : 2 / M_PI * (th + sin(th) * cos(th) * sum));
+}
+
+/* Run sr's window in b batches of whole bins: throughput (req/s) or mean latency (ms) each,
+ * into y. Returns 0 when the window has fewer bins than batches or a batch has none of it. */
+static int rep_batch_means(const struct steady_run *sr, int b, int lat, double *y)
+{
+    if (sr->n < b)
+        return 0;
+    for (int k = 0; k < b; k++) {
+        double done = 0, sum = 0, secs = 0;
+        for (int i = k * sr->n / b; i < (k + 1) * sr->n / b; i++) {
+            done += sr->done[i];
+            sum += sr->lat[i];
+            secs += sr->secs[i];
+        }
+        if (lat ? !(done > 0) : !(secs > 0))
+            return 0;
+        y[k] = lat ? sum / done / 1e6 : done / secs;
+    }
+    return 1;
+}
+
+/* One pooled test on a series: its statistic, degrees of freedom and two-sided p-value,
+ * and the relative change it found. */
+struct steady_test {
+    double t, p, change;
+    int df;
+};
+
+/* The pooled sums over the runs usable at b batches (see STEADY STATE). */
+struct steady_pool {
+    int k, b;                      /* runs used, batches each */
+    double grand, first, stt, sty; /* sum of run means, of first-batch contrasts, slope sums */
+    double ss0, ssr, lag;          /* squares about run means, about the line; lag-1 products */
+};
+
+static void rep_pool(const struct result *xs, int n, int lat, int b, struct steady_pool *p)
+{
+    double y[STEADY_BATCHES];
+    memset(p, 0, sizeof *p);
+    p->b = b;
+    for (int pass = 0; pass < 2; pass++) /* the slope first, then the residuals about it */
+        for (int i = 0; i < n; i++) {
+            if (!rep_batch_means(&xs[i].sr, b, lat, y))
+                continue;
+            double m = rep_mean_of(y, b), slope = pass ? p->sty / p->stt : 0, prev = 0;
+            for (int j = 0; j < b; j++) {
+                double tc = j - (b - 1) / 2.0, e = y[j] - m, res = e - slope * tc;
+                if (pass == 0) {
+                    p->stt += tc * tc;
+                    p->sty += tc * e;
+                    p->ss0 += e * e;
+                } else {
+                    p->ssr += res * res;
+                    p->lag += j ? res * prev : 0;
+                }
+                prev = res;
+            }
+            if (pass == 0) {
+                p->k++;
+                p->grand += m;
+                p->first += (y[0] - m) * b / (b - 1.0);
+            }
+        }
+}
+
+/* The warm-up and trend tests on throughput (lat = 0) or mean latency over n runs, into
+ * t[0] and t[1], at *b batches. Returns 1 when the batches stay correlated at the fewest,
+ * -1 when no run has enough bins to test, else 0. */
+static int rep_series_tests(const struct result *xs, int n, int lat, struct steady_test t[2],
+                            int *b, double *r1)
+{
+    struct steady_pool p;
+    *b = STEADY_BATCHES;
+    while (*b / 2 >= STEADY_MIN_BATCHES && xs[0].sr.n < *b)
+        *b /= 2;
+    for (;; *b /= 2) {
+        rep_pool(xs, n, lat, *b, &p);
+        if (p.k == 0)
+            return -1;
+        *r1 = p.ssr > 0 ? p.lag / p.ssr : 0;
+        if (*r1 <= STEADY_LAG1_Z / sqrt(p.k * (*b - 1.0)))
+            break;
+        if (*b / 2 < STEADY_MIN_BATCHES)
+            return 1;
+    }
+    double mean = p.grand / p.k, slope = p.sty / p.stt, s2 = p.ssr / (p.k * (*b - 1) - 1),
+           v0 = p.ss0 / (p.k * (*b - 1)) * *b / (*b - 1.0) / p.k;
+    t[0] = (struct steady_test){.t = v0 > 0 ? p.first / p.k / sqrt(v0) : 0,
+                                .df = p.k * (*b - 1),
+                                .change = mean > 0 ? p.first / p.k / mean : 0};
+    t[1] = (struct steady_test){.t = s2 > 0 ? slope / sqrt(s2 / p.stt) : 0,
+                                .df = p.k * (*b - 1) - 1,
+                                .change = mean > 0 ? slope * (*b - 1) / mean : 0};
+    for (int i = 0; i < 2; i++)
+        t[i].p = rep_t_pvalue(t[i].t, t[i].df);
+    return 0;
+}
+
+/* The batch-means tests of STEADY STATE, with the sentence in why: 1 when a warm-up or
+ * trend test fails, 2 when the batches stay correlated (and no test fails), else 0. */
+static int rep_batch_verdict(const struct result *xs, int n, char *why, size_t len)
+{
+    static const char *const series[2] = {"throughput", "mean latency"};
+    struct steady_test t[2][2];
+    int b[2], worst = -1, corr[2];
+    double r1[2];
+    for (int lat = 0; lat < 2; lat++) {
+        corr[lat] = rep_series_tests(xs, n, lat, t[lat], &b[lat], &r1[lat]);
+        for (int k = 0; k < 2 && corr[lat] == 0; k++)
+            if (t[lat][k].p < STEADY_ALPHA / 4 && fabs(t[lat][k].change) > STEADY_CHANGE &&
+                (worst < 0 || t[lat][k].p < t[worst / 2][worst % 2].p))
+                worst = 2 * lat + k;
+    }
+    const struct steady_test *w = worst < 0 ? NULL : &t[worst / 2][worst % 2];
+    if (w && worst % 2 == 0)
+        snprintf(why, len,
+                 "not steady: a warm-up inside the window: %s in its first %d%% is %+.0f%% off "
+                 "the rest (t = %.1f, p = %.1e, %d run%s x %d batch means); set warmup longer",
+                 series[worst / 2], 100 / b[worst / 2], 100 * w->change, w->t, w->p, n,
+                 n > 1 ? "s" : "", b[worst / 2]);
+    else if (w)
+        snprintf(why, len,
+                 "not steady: %s trends by %+.0f%% across the window (t = %.1f, p = %.1e, %d "
+                 "run%s x %d batch means)",
+                 series[worst / 2], 100 * w->change, w->t, w->p, n, n > 1 ? "s" : "", b[worst / 2]);
+    for (int lat = 0; lat < 2 && !w; lat++)
+        if (corr[lat] > 0) {
+            snprintf(why, len,
+                     "not steady: %s batch means stay correlated at %d batches a run (lag-1 "
+                     "r = %.2f): the window is short against the system's memory",
+                     series[lat], b[lat], r1[lat]);
+            return 2;
+        }
+    return w != NULL;
+}
+
+/* The verdict on a window from its n runs' evidence (xs[i].sr), into out (which may be
+ * xs[0]): steady, and why or why not in one sentence. */
+static void rep_verdict(struct result *out, const struct result *xs, int n)
+{
+    const struct steady_run *s0 = &xs[0].sr;
+    double tail = 0, x = 0, w = xs[0].window_s;
+    int swings = 0, swung = -1, tested;
+    char *why = out->steady_why;
+    size_t len = sizeof out->steady_why;
+    for (int i = 0; i < n; i++) {
+        tail += xs[i].sr.tail / n;
+        x += xs[i].throughput_rps / n;
+        if (xs[i].sr.swings && swung < 0)
+            swung = i;
+        swings += xs[i].sr.swings;
+    }
+    char tail_s[48];
+    snprintf(tail_s, sizeof tail_s, tail < 1 ? "%s %.3g ms" : "%s %.3g s",
+             s0->tail_little ? "in flight / throughput" : "p99", tail < 1 ? tail * 1e3 : tail);
+    out->steady = 0;
+    if (s0->rho >= 1)
+        snprintf(why, len,
+                 "not steady: overloaded, no steady state exists: the arrival rate is %.0f%% of "
+                 "the %s bound, so queues grow without end",
+                 100 * s0->rho, bound_keys[s0->bound]);
+    else if (!(x > 0))
+        snprintf(why, len, "not steady: no request completed in the window");
+    else if (w < STEADY_RELAX * s0->relax)
+        snprintf(why, len,
+                 "not steady: at %.1f%% of the %s bound a queue takes about %.3g s to forget its "
+                 "start ((1/bound) / (1 - sqrt(rho))^2); the %.3g s window holds %.2g of them, "
+                 "not %d",
+                 100 * s0->rho, bound_keys[s0->bound], s0->relax, w, w / s0->relax, STEADY_RELAX);
+    else if (w < STEADY_RESPONSES * tail)
+        snprintf(why, len,
+                 "not steady: the %.3g s window is %.2g response-time tails (%s), not %d: slower "
+                 "requests are still out, so latency reads low",
+                 w, w / tail, tail_s, STEADY_RESPONSES);
+    else if ((tested = rep_batch_verdict(xs, n, why, len)) == 1)
+        ; /* a warm-up or a trend */
+    else if (2 * swings > n)
+        snprintf(why, len, "not steady: %s", xs[swung].sr.swings_why);
+    else if (tested == 0) {
+        out->steady = 1;
+        snprintf(why, len,
+                 "steady: the %.3g s window is %.0f response-time tails (%s), with no trend, "
+                 "warm-up or swing",
+                 w, w / tail, tail_s);
     }
 }
 

@@ -674,16 +674,23 @@ static void test_steady_state(void)
     check_steady("users = 1000\nduration = 20s\nwarmup = 5s\nprogram = sync { call(A) call(B) "
                  "call(C) }\nservice.A.latency = exp(50ms)\nservice.B.latency = exp(50ms)\n"
                  "service.C.latency = exp(50ms)\n",
-                 MODEL_VIRTUAL, 0, "shorter than 5 response times");
-    /* open loop above the cores' 2 / 1 ms: the queue and the latency grow without end */
+                 MODEL_VIRTUAL, 0, "response-time tails (in flight / throughput");
+    /* open loop above the cores' 2 / 1 ms: the queue and the latency grow without end (the
+     * report's own CPU bound says so before any test) */
     check_steady("users = 0\nrate = 2200\nduration = 20s\nwarmup = 2s\ncores = 2\n"
                  "program = cpu(exp(1ms))\nplatform.max_connections = 1000000\n"
                  "platform.max_queue = 1000000\n",
-                 MODEL_VIRTUAL, 0, "latency trends by +");
+                 MODEL_VIRTUAL, 0, "overloaded, no steady state exists: the arrival rate is 110% "
+                                   "of the cpu bound");
     /* users start over 30 s of a 40 s run, the window from 2 s: a transient inside it */
     check_steady("users = 300\nrampup = 30s\nduration = 40s\nwarmup = 2s\nthink = exp(100ms)\n"
                  "program = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n",
-                 MODEL_VIRTUAL, 0, "MSER-5 ends the warm-up at");
+                 MODEL_VIRTUAL, 0, "throughput trends by +");
+    /* think time dominates: N/X - Z is noise about 0 and may be negative; the count of
+     * response times in the window never is (issue's blog-100 at 3000 users) */
+    check_steady("users = 3000\nthink = exp(20s)\nduration = 60s\nwarmup = 15s\n"
+                 "program = cpu(100us) call(A)\nservice.A.latency = exp(50ms)\n",
+                 MODEL_VIRTUAL, 1, "steady: the 45 s window is ");
     /* constant times and no think: 200 threads finish in waves every 150 ms */
     check_steady("users = 1000\nduration = 10s\nwarmup = 2s\nprogram = call(A) call(B) call(C)\n"
                  "service.A.latency = 50ms\nservice.B.latency = 50ms\nservice.C.latency = 50ms\n",

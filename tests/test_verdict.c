@@ -1,0 +1,219 @@
+/* test_verdict.c: the steady-state verdict's error rates, on systems with exact answers.
+ *
+ * The shipped sim.c is included with its main() compiled out. Each system runs over a fixed
+ * list of seeds (1000, 1001, ...) at the default 5 replications, as `--replications 5
+ * --seed S` would (rep_seed), so the rates below are deterministic; the truths they are
+ * judged by come from queueing theory computed here (Erlang C, Pollaczek-Khinchine, exact
+ * MVA), never from the simulator:
+ *   stationary  an M/M/5 at rho 0.85, an M/G/1 at rho 0.7, a saturated closed network:
+ *               "not steady" in at most 5% of seeds (the false-alarm rate);
+ *   transient   overload (rho = 1 and 1.05), users starting over most of the run, a queue
+ *               still filling at rho 0.96, a response-time tail as long as the window:
+ *               "not steady" in at least 95% of seeds;
+ *   near        M/M/1 at rho 0.99 and 0.999 on windows of seconds: among the seeds called
+ *               steady, the 95% interval holds the exact mean response time >= 90%. A
+ *               window long enough to be steady this near saturation holds ~20 relaxation
+ *               times, ~800,000 requests whatever the time scale: --full runs one such
+ *               system (rho 0.99, 10 us jobs) over VERDICT_NEAR_SEEDS seeds.
+ * Without arguments (make test) VERDICT_SEEDS seeds of the virtual model run; `test_verdict
+ * --full` (make check-verdict, run by CI) runs VERDICT_FULL_SEEDS of both models and the
+ * expensive near-saturation system. Exit 1 when a rate misses its target. */
+#define SIM_NO_MAIN
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* the command line is not tested here */
+#include "sim.c"
+#pragma GCC diagnostic pop
+#include "tests/check.h"
+
+#define VERDICT_REPS 5
+#if defined(__SANITIZE_ADDRESS__) /* a run is ~10x slower */
+#define VERDICT_SEEDS 40
+#else
+#define VERDICT_SEEDS 200
+#endif
+#define VERDICT_FULL_SEEDS 200
+#define VERDICT_NEAR_SEEDS 20
+
+/* Costs that are not queueing theory's, zeroed; FCFS cores (a slice longer than any job). */
+#define PURE                                                                                       \
+    "os.ctx_switch = 0\nos.timeslice = 10s\nos.wakeup = 0\nos.thread_create = 0\n"                 \
+    "platform.max_threads = 10000\nplatform.min_spare = 10000\n"                                   \
+    "platform.max_connections = 1000000\nvirtual.create = 0\nvirtual.park = 0\n"                   \
+    "virtual.unpark = 0\n"
+
+enum { STATIONARY, TRANSIENT, NEAR };
+
+struct system {
+    const char *name, *text;
+    int kind;
+    double exact_ms; /* the exact mean response time (NEAR and STATIONARY) */
+    int full_only;   /* too many events for make test */
+};
+
+/* Erlang C's mean response time (ms) of M/M/c: arrivals lambda/s, mean service s seconds. */
+static double mmc_w(int c, double lambda, double s)
+{
+    double a = lambda * s, term = 1, sum = 0; /* term = a^k / k! */
+    for (int k = 0; k < c; k++) {
+        sum += term;
+        term *= a / (k + 1);
+    }
+    double last = term * c / (c - a);
+    return (last / (sum + last) / (c / s - lambda) + s) * 1e3;
+}
+
+/* Pollaczek-Khinchine's mean response time (ms) of M/G/1: E[S] s, E[S^2] s^2. */
+static double mg1_w(double lambda, double es, double es2)
+{
+    return (es + lambda * es2 / (2 * (1 - lambda * es))) * 1e3;
+}
+
+/* Exact MVA's mean response time (ms): n users thinking z s, one exponential queue of mean s. */
+static double mva_r(int n, double s, double z)
+{
+    double q = 0, r = 0;
+    for (int k = 1; k <= n; k++) {
+        r = s * (1 + q);
+        q = k / (r + z) * r;
+    }
+    return r * 1e3;
+}
+
+static void load(struct scenario *s, const char *text)
+{
+    char err[512];
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    scn_defaults(s);
+    if (!f || scn_read(s, f, "test", NULL, 0, err, sizeof err) < 0 ||
+        scn_finish(s, "test", err, sizeof err) < 0) {
+        fprintf(stderr, "test scenario does not load: %s\n", err);
+        exit(1);
+    }
+    fclose(f);
+}
+
+/* The report of model mk over VERDICT_REPS replications of seed `seed`. */
+static void report(struct scenario *s, uint64_t seed, int mk, struct report *rp)
+{
+    struct result runs[VERDICT_REPS * MODEL_N];
+    for (int i = 0; i < VERDICT_REPS; i++) {
+        struct model m;
+        s->seed = rep_seed(seed, i);
+        model_init(&m, s, mk);
+        model_run(&m, s->duration);
+        rep_result(&m, &runs[i * MODEL_N + mk]);
+        runs[i * MODEL_N + !mk] = runs[i * MODEL_N + mk]; /* only mk is judged */
+        model_free(&m);
+    }
+    rep_replicated(rp, runs, VERDICT_REPS);
+}
+
+static void check_system(const struct system *sys, int seeds, int mk)
+{
+    struct scenario s;
+    int notst = 0, steady = 0, cover = 0;
+    load(&s, sys->text);
+    for (int i = 0; i < seeds; i++) {
+        struct report rp;
+        report(&s, 1000 + (uint64_t)i, mk, &rp);
+        const struct result *r = &rp.r[mk];
+        notst += !r->steady;
+        steady += r->steady;
+        cover += r->steady && fabs(r->mean - sys->exact_ms) <= rp.ci[mk].mean;
+    }
+    printf("  %-10s %-8s not steady %3d of %d (%.1f%%)", sys->name, model_names[mk], notst, seeds,
+           100.0 * notst / seeds);
+    if (sys->kind != TRANSIENT)
+        printf("; steady %d, interval holds the exact mean %.4g ms in %d", steady, sys->exact_ms,
+               cover);
+    putchar('\n');
+    if (sys->kind == STATIONARY)
+        CHECK(notst * 100 <= 5 * seeds, "%s %s: stationary, 'not steady' in %d of %d seeds",
+              sys->name, model_names[mk], notst, seeds);
+    else if (sys->kind == TRANSIENT)
+        CHECK(notst * 100 >= 95 * seeds, "%s %s: transient, 'not steady' in only %d of %d seeds",
+              sys->name, model_names[mk], notst, seeds);
+    else
+        CHECK(cover * 10 >= 9 * steady,
+              "%s %s: near saturation, among %d steady seeds the interval holds %.4g ms in %d",
+              sys->name, model_names[mk], steady, sys->exact_ms, cover);
+}
+
+/* The tests' p-values against Student's t quantiles from tables (two-sided 5% and 1%). */
+static void test_t_pvalue(void)
+{
+    static const struct {
+        double t;
+        int df;
+        double p;
+    } tab[] = {{12.706, 1, 0.05}, {4.303, 2, 0.05},  {2.776, 4, 0.05},  {2.306, 8, 0.05},
+               {3.355, 8, 0.01},  {2.086, 20, 0.05}, {2.000, 60, 0.05}, {2.660, 60, 0.01}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        CHECK(fabs(rep_t_pvalue(tab[i].t, tab[i].df) - tab[i].p) < 2e-4 * (tab[i].p / 0.01),
+              "P(|T| > %g), %d df = %g: got %g", tab[i].t, tab[i].df, tab[i].p,
+              rep_t_pvalue(tab[i].t, tab[i].df));
+    CHECK(rep_t_pvalue(0, 10) == 1, "P(|T| > 0) = 1");
+}
+
+int main(int argc, char **argv)
+{
+    int full = argc > 1 && !strcmp(argv[1], "--full");
+    const struct system systems[] = {
+        {"M/M/5",
+         "rate = 106.25\nusers = 0\ncores = 5\nprogram = cpu(exp(40ms))\n"
+         "duration = 60s\nwarmup = 5s\n" PURE,
+         STATIONARY, mmc_w(5, 106.25, 0.040), 0},
+        {"M/G/1",
+         "rate = 70\nusers = 0\ncores = 1\nprogram = cpu(uniform(5ms,15ms))\n"
+         "duration = 60s\nwarmup = 5s\n" PURE,
+         STATIONARY, mg1_w(70, 0.010, 1e-4 + 1e-4 / 12), 0},
+        {"closed",
+         "users = 20\nthink = exp(200ms)\ncores = 1\nprogram = cpu(exp(20ms))\n"
+         "duration = 60s\nwarmup = 5s\n" PURE,
+         STATIONARY, mva_r(20, 0.020, 0.200), 0},
+        {"rho=1",
+         "rate = 100\nusers = 0\ncores = 1\nprogram = cpu(exp(10ms))\n"
+         "duration = 40s\nwarmup = 4s\n" PURE,
+         TRANSIENT, 0, 0},
+        {"rho=1.05",
+         "rate = 105\nusers = 0\ncores = 1\nprogram = cpu(exp(10ms))\n"
+         "duration = 40s\nwarmup = 4s\n" PURE,
+         TRANSIENT, 0, 0},
+        {"rampup",
+         "users = 40\nthink = exp(400ms)\nrampup = 30s\ncores = 1\n"
+         "program = cpu(exp(10ms))\nduration = 40s\nwarmup = 5s\n" PURE,
+         TRANSIENT, 0, 0},
+        {"filling",
+         "rate = 96\nusers = 0\ncores = 1\nprogram = cpu(exp(10ms))\n"
+         "duration = 80s\nwarmup = 0\n" PURE,
+         TRANSIENT, 0, 0},
+        {"long tail",
+         "rate = 20\nusers = 0\nprogram = call(A)\n"
+         "service.A.latency = lognormal(2s,20s)\nduration = 20s\nwarmup = 4s\n" PURE,
+         TRANSIENT, 0, 0},
+        {"rho=0.99",
+         "rate = 990\nusers = 0\ncores = 1\nprogram = cpu(exp(1ms))\n"
+         "duration = 10s\nwarmup = 1s\n" PURE,
+         NEAR, 1e3 / (1000 - 990), 0},
+        {"rho=0.999",
+         "rate = 999\nusers = 0\ncores = 1\nprogram = cpu(exp(1ms))\n"
+         "duration = 10s\nwarmup = 1s\n" PURE,
+         NEAR, 1e3 / (1000 - 999), 0},
+        {"rho=0.99f",
+         "rate = 99000\nusers = 0\ncores = 1\nprogram = cpu(exp(10us))\n"
+         "duration = 10s\nwarmup = 1s\n" PURE,
+         NEAR, 1e3 / (100000 - 99000), 1},
+    };
+    printf("test_verdict: %s, %d replications each, seeds from 1000\n",
+           full ? "every system, both models" : "a subset (--full: all, both models)",
+           VERDICT_REPS);
+    test_t_pvalue();
+    for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+        const struct system *sys = &systems[i];
+        if (sys->full_only && full) /* ~4 M requests a seed: the virtual model, fewer seeds */
+            check_system(sys, VERDICT_NEAR_SEEDS, MODEL_VIRTUAL);
+        for (int mk = full ? 0 : MODEL_VIRTUAL; mk < MODEL_N && !sys->full_only; mk++)
+            check_system(sys, full ? VERDICT_FULL_SEEDS : VERDICT_SEEDS, mk);
+    }
+    return check_done("test_verdict");
+}
