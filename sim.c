@@ -209,7 +209,9 @@ struct service_cfg {
                              a program did (scn_finish: a named service must be called) */
 };
 
-/* Everything a scenario file can say. Every field has one row in scn_keys[]. */
+/* Everything a scenario file can say. Every field has one row in scn_keys[] (at most
+ * SCN_MAX_KEYS rows). */
+#define SCN_MAX_KEYS 64
 struct scenario {
     char name[64];
     uint64_t seed;
@@ -264,6 +266,10 @@ struct scenario {
     struct service_cfg svc[MAX_SERVICES];
     int nsvc;
     char calibrated[1024]; /* keys set from a calibration file, comma-separated */
+    /* where each key of scn_keys[] got its value, for the cross-key checks' messages */
+    char key_at[SCN_MAX_KEYS][96]; /* "file:line" or "--set ..."; "" for the default */
+    int key_seq[SCN_MAX_KEYS];     /* the order they were set in (0: the default) */
+    int nset;                      /* keys set so far */
 };
 
 /* Why a request failed. X-macro: the enum and its names stay in step. */
@@ -2887,6 +2893,7 @@ static const struct scn_key scn_keys[] = {
      "its port is held, the port wall) or server (the downstream: a new SYN takes it over)"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
+_Static_assert(SCN_NKEYS <= SCN_MAX_KEYS, "struct scenario's key_at[] has a row per key");
 
 #define SVK(field) offsetof(struct service_cfg, field)
 static const struct scn_key svc_keys[] = {
@@ -3392,6 +3399,15 @@ static const char *scn_nearest(const char *word, const char *const *names)
     return near.best;
 }
 
+/* Where a value comes from, as messages begin: "file:line" or "--set ...". */
+static void scn_src_name(const struct scn_src *src, char *out, size_t len)
+{
+    if (src->line > 0)
+        snprintf(out, len, "%s:%d", src->file, src->line);
+    else
+        snprintf(out, len, "%s", src->file);
+}
+
 /* Set `key` to `value`: the one entry point for files, defaults and --set. */
 static int scn_set(struct scenario *s, const char *key, const char *value,
                    const struct scn_src *src)
@@ -3406,10 +3422,8 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
         int i = scn_service(s, src, name, len);
         if (i < 0)
             return -1;
-        if (!s->svc[i].key_at[0] && src->line > 0)
-            snprintf(s->svc[i].key_at, sizeof s->svc[i].key_at, "%s:%d", src->file, src->line);
-        else if (!s->svc[i].key_at[0])
-            snprintf(s->svc[i].key_at, sizeof s->svc[i].key_at, "%s", src->file);
+        if (!s->svc[i].key_at[0])
+            scn_src_name(src, s->svc[i].key_at, sizeof s->svc[i].key_at);
         struct scn_near near = {dot + 1, NULL, 0};
         for (size_t k = 0; k < SVC_NKEYS; k++) {
             if (strcmp(dot + 1, svc_keys[k].name) == 0)
@@ -3428,6 +3442,8 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
     for (size_t k = 0; k < SCN_NKEYS; k++) {
         if (strcmp(key, scn_keys[k].name) == 0) {
             s->warmup_auto &= strcmp(key, "warmup") != 0;
+            scn_src_name(src, s->key_at[k], sizeof s->key_at[k]);
+            s->key_seq[k] = ++s->nset;
             return scn_value(s, s, &scn_keys[k], value, src);
         }
         scn_near_offer(&near, scn_keys[k].name);
@@ -3581,31 +3597,64 @@ static int scn_check_called(const struct scenario *s, char *err, size_t errlen)
     return 0;
 }
 
+/* The row of scn_keys[] named `name` (a key the code names, so it exists). */
+static size_t scn_key_index(const char *name)
+{
+    size_t k = 0;
+    while (k < SCN_NKEYS - 1 && strcmp(scn_keys[k].name, name))
+        k++;
+    return k;
+}
+
+/* Keys a and b (b may be NULL) contradict each other: the message goes where the later of
+ * them was set, the one that made the contradiction (a calibration file's own line, not the
+ * scenario that loaded it), and names where the other one came from; `where` when neither
+ * was set. Returns -1. */
+static int scn_clash(const struct scenario *s, const char *a, const char *b, const char *where,
+                     char *err, size_t errlen, const char *what)
+{
+    size_t ka = scn_key_index(a), kb = b ? scn_key_index(b) : ka;
+    size_t blamed = s->key_seq[kb] > s->key_seq[ka] ? kb : ka, other = blamed == ka ? kb : ka;
+    struct scn_src src = {s->key_at[blamed][0] ? s->key_at[blamed] : where, 0, err, errlen};
+    if (other == blamed)
+        return scn_fail(&src, "%s", what);
+    if (!s->key_at[other][0])
+        return scn_fail(&src, "%s (%s at its default)", what, scn_keys[other].name);
+    return scn_fail(&src, "%s (%s set at %s)", what, scn_keys[other].name, s->key_at[other]);
+}
+
 /* Cross-key checks and derived values, after every file and --set has been applied. */
 static int scn_finish(struct scenario *s, const char *where, char *err, size_t errlen)
 {
-    struct scn_src src = {where, 0, err, errlen};
+    const char *clash = NULL, *a = NULL, *b = NULL; /* what is wrong, between keys a and b */
     if (s->warmup >= s->duration)
-        return scn_fail(&src, "warmup must be shorter than duration");
-    if (s->users == 0 && s->rate <= 0)
-        return scn_fail(&src, "no load: set users > 0 (closed loop) or rate > 0 (open loop)");
-    if (s->users > 0 && s->rate > 0)
-        return scn_fail(&src, "set users (closed loop) or rate (open loop), not both");
-    if (s->min_spare > s->max_threads)
-        return scn_fail(&src, "platform.min_spare exceeds platform.max_threads");
-    if (s->port_low > s->port_high)
-        return scn_fail(&src, "net.port_low exceeds net.port_high");
-    if (s->rate * (double)s->duration / SEC > 2e9)
-        return scn_fail(&src, "rate x duration exceeds 2e9 requests");
+        clash = "warmup must be shorter than duration", a = "warmup", b = "duration";
+    else if (s->users == 0 && s->rate <= 0)
+        clash = "no load: set users > 0 (closed loop) or rate > 0 (open loop)", a = "users",
+        b = "rate";
+    else if (s->users > 0 && s->rate > 0)
+        clash = "set users (closed loop) or rate (open loop), not both", a = "users", b = "rate";
+    else if (s->min_spare > s->max_threads)
+        clash = "platform.min_spare exceeds platform.max_threads", a = "platform.min_spare",
+        b = "platform.max_threads";
+    else if (s->port_low > s->port_high)
+        clash = "net.port_low exceeds net.port_high", a = "net.port_low", b = "net.port_high";
+    else if (s->rate * (double)s->duration / SEC > 2e9)
+        clash = "rate x duration exceeds 2e9 requests", a = "rate", b = "duration";
+    if (clash)
+        return scn_clash(s, a, b, where, err, errlen, clash);
     if (s->parallelism == 0)
         s->parallelism = s->cores;
     if (s->max_pool_size < s->parallelism)
-        return scn_fail(&src, "virtual.max_pool_size is below virtual.parallelism");
+        return scn_clash(s, "virtual.max_pool_size",
+                         s->key_seq[scn_key_index("virtual.parallelism")] ? "virtual.parallelism"
+                                                                          : "cores",
+                         where, err, errlen, "virtual.max_pool_size is below virtual.parallelism");
     int depth = 0;
     for (int i = 0; i < s->nsteps; i++)
         depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
     if (depth)
-        return scn_fail(&src, "program: unbalanced sync { }");
+        return scn_clash(s, "program", NULL, where, err, errlen, "program: unbalanced sync { }");
     return scn_check_called(s, err, errlen);
 }
 
@@ -5156,35 +5205,68 @@ static void val_predict_failures(struct val_point *pt, const struct result *r, d
              b->binding >= 0 ? b->what[b->binding] : "no bound applies");
 }
 
+/* A calibration holds measured costs; the workload is each point's, from its row. A key of
+ * kv[] that the calibration in *s set would rewrite every point silently (users = 1 made a
+ * 1000-user row predict 6.7 req/s): an error at the calibration's line. Returns 0 or -1. */
+static int val_calibration_owns(const struct scenario *s, const char *const (*kv)[2], size_t n,
+                                char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        char key[64];
+        const char *at = NULL;
+        snprintf(key, sizeof key, "%s", kv[i][0]);
+        if (!strncmp(key, "service.", 8)) { /* service.NAME.KEY: did it name the service? */
+            *strchr(key + 8, '.') = 0;
+            for (int k = 0; k < s->nsvc && !at; k++)
+                if (!strcmp(key + 8, s->svc[k].name))
+                    at = s->svc[k].key_at;
+            strcat(key, ".*");
+        } else {
+            at = s->key_at[scn_key_index(key)];
+        }
+        if (at && at[0]) {
+            struct scn_src src = {at, 0, err, errlen};
+            return scn_fail(&src,
+                            "%s is set by each --validate point from its row; a calibration "
+                            "holds measured costs only",
+                            key);
+        }
+    }
+    return 0;
+}
+
 /* Simulate one point: the aggregator with K calls of D ms to one backend, think 0.
  * Errors are named by the point's line in `path`. */
 static int val_simulate(struct val_point *pt, const char *path, const char *calibration,
                         const char *const *sets, int nsets, char *err, size_t errlen)
 {
     struct scenario s;
-    char program[32], value[64], where[256];
+    char program[32], value[64], latency[64], where[256];
     struct scn_src src = {path, pt->line, err, errlen};
     snprintf(where, sizeof where, "%s:%d", path, pt->line);
     scn_defaults(&s);
+    if (calibration &&
+        scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0)
+        return -1;
     snprintf(program, sizeof program, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
     snprintf(value, sizeof value, "%ld", pt->users);
+    snprintf(latency, sizeof latency, "%.6gms", pt->delay_ms);
     char duration[32], warmup[32];
     snprintf(duration, sizeof duration, "%.6gs",
              pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
     snprintf(warmup, sizeof warmup, "%.6gs", pt->conditions[VC_WARMUP]);
-    const char *kv[][2] = {
-        {"users", value},       {"think", "0"},
-        {"duration", duration}, {"warmup", warmup},
-        {"program", program},   {"service.backend.pool", pt->pooled ? "100000" : "0"}};
+    const char *kv[][2] = {{"users", value},
+                           {"think", "0"},
+                           {"duration", duration},
+                           {"warmup", warmup},
+                           {"program", program},
+                           {"service.backend.pool", pt->pooled ? "100000" : "0"},
+                           {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"}};
+    if (val_calibration_owns(&s, kv, sizeof kv / sizeof kv[0], err, errlen) < 0)
+        return -1;
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0)
             return -1;
-    snprintf(value, sizeof value, "%.6gms", pt->delay_ms);
-    if (scn_set(&s, "service.backend.latency", pt->delay_ms > 0 ? value : "0", &src) < 0)
-        return -1;
-    if (calibration &&
-        scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0)
-        return -1;
     if (val_net_keys(&s, pt, &src) < 0)
         return -1;
     for (int i = 0; i < nsets; i++) {

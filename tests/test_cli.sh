@@ -264,6 +264,23 @@ expect_clean 2 "--plot $tmp/p.png draws a sweep: give --sweep" 2 -- --headless "
 printf '\357\273\277users = 10\nduration = 2s\n' > "$tmp/bom.scn"
 expect_clean 0 "" 10 -- --headless "$tmp/bom.scn" --replications 1
 grep -q '^  10 users closed loop' "$tmp/out" && ok || bad "a BOM: the users key was not read: $(head -c 300 "$tmp/out")"
+# item 15: a contradiction is blamed where it was made (the calibration's line), not on the
+# scenario that loaded it, and names where the other key came from
+printf 'platform.max_threads = 100\nplatform.min_spare = 300\n' > "$tmp/clash.ini"
+expect_clean 2 "$tmp/clash.ini:2: platform.min_spare exceeds platform.max_threads (platform.max_threads set at $tmp/clash.ini:1)" 2 -- --headless "$T" --calibration "$tmp/clash.ini"
+expect_clean 2 "^--set warmup=5s: warmup must be shorter than duration (duration set at $T:2)" 2 -- --headless "$T" --set warmup=5s
+# item 12: a calibration that sets a point's workload is refused at its line (users = 1 made
+# every --validate point a 1-user run, silently)
+printf "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,peak_rss_bytes\n1000,virtual,on,3,50,6000,150,160,6,1000\n" > "$tmp/v1000.csv"
+printf '# costs\nvirtual.create = 2us\nusers = 1\n' > "$tmp/users.ini"
+expect_clean 2 "$tmp/users.ini:3: users is set by each --validate point from its row" 5 -- --validate "$tmp/v1000.csv" --calibration "$tmp/users.ini"
+printf 'duration = 3s\n' > "$tmp/dur.ini"
+expect_clean 2 "$tmp/dur.ini:1: duration is set by each --validate point" 5 -- --validate "$tmp/v1000.csv" --calibration "$tmp/dur.ini"
+printf 'service.backend.latency = 1ms\n' > "$tmp/lat.ini"
+expect_clean 2 "$tmp/lat.ini:1: service.backend.\* is set by each --validate point" 5 -- --validate "$tmp/v1000.csv" --calibration "$tmp/lat.ini"
+printf 'virtual.create = 2us\n' > "$tmp/ok.ini"
+run_bounded 60 --validate "$tmp/v1000.csv" --calibration "$tmp/ok.ini"
+[ "$got" -eq 0 ] && grep -q '^   1000 virtual ' "$tmp/out" && ok || bad "a calibration of costs only: exit $got: $(head -c 300 "$tmp/err")"
 
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
