@@ -5141,6 +5141,7 @@ struct val_point {
     double extra[VX_N];               /* NAN where the CSV has no such column */
     double measured[VM_N], predicted[VM_N];
     struct val_prediction pred;
+    int rep; /* the replication predicted: its seed is rep_seed(seed, rep) (0: the seed) */
 };
 
 /* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
@@ -5277,6 +5278,7 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
     }
     if (scn_finish(&s, where, err, errlen) < 0)
         return -1;
+    s.seed = rep_seed(s.seed, pt->rep);
     struct model m;
     struct result r;
     model_init(&m, &s, pt->mode);
@@ -5776,6 +5778,144 @@ static void val_json_ratios(FILE *out, const struct val_point *p, int n)
         fputs("}", out);
     }
     fputs("]", out);
+}
+
+/* ---- Predicted curves (--plot) ---- */
+
+/* A series of points: one mode and configuration (pool, closer, K, D) over users. Its curve
+ * is predicted at each users value measured and between them (at the geometric mean of two
+ * neighbours on a logarithmic axis, the arithmetic one otherwise), each the mean of
+ * VAL_BAND_REPS replications with its Student-t 95% interval: the band. */
+#define VAL_CURVE_MAX  48
+#define VAL_BAND_REPS  5
+#define VAL_SERIES_MAX 12
+struct val_series {
+    int first; /* its first point, whose configuration it shares */
+    int n;     /* curve points */
+    double users[VAL_CURVE_MAX];
+    double mean[VM_N][VAL_CURVE_MAX], half[VM_N][VAL_CURVE_MAX];
+};
+
+static int val_same_series(const struct val_point *a, const struct val_point *b)
+{
+    return a->mode == b->mode && a->pooled == b->pooled && a->close_first == b->close_first &&
+           a->fanout == b->fanout && a->delay_ms == b->delay_ms;
+}
+
+/* The series of the points, in order of first appearance; returns how many (at most max). */
+static int val_series_find(const struct val_point *p, int n, struct val_series *sr, int max)
+{
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < ns && !val_same_series(&p[sr[k].first], &p[i]))
+            k++;
+        if (k == ns && ns < max)
+            sr[ns++] = (struct val_series){.first = i};
+    }
+    return ns;
+}
+
+/* The users values of series sr's curve: those measured, sorted, with a point between each
+ * two (log: their geometric mean), rounded to whole users and never repeated. */
+static void val_series_users(struct val_series *sr, const struct val_point *p, int n, int log)
+{
+    long u[VAL_CURVE_MAX];
+    int m = 0;
+    for (int i = 0; i < n && m < VAL_CURVE_MAX / 2; i++) {
+        int seen = 0;
+        for (int k = 0; k < m; k++)
+            seen |= u[k] == p[i].users;
+        if (val_same_series(&p[sr->first], &p[i]) && !seen)
+            u[m++] = p[i].users;
+    }
+    for (int a = 1; a < m; a++) /* insertion sort: a few values */
+        for (int b = a; b > 0 && u[b - 1] > u[b]; b--) {
+            long t = u[b];
+            u[b] = u[b - 1], u[b - 1] = t;
+        }
+    sr->n = 0;
+    for (int i = 0; i < m; i++) {
+        if (i > 0) {
+            double mid = log ? sqrt((double)u[i - 1] * (double)u[i]) : (u[i - 1] + u[i]) / 2.0;
+            long w = lround(mid);
+            if (w > u[i - 1] && w < u[i])
+                sr->users[sr->n++] = (double)w;
+        }
+        sr->users[sr->n++] = (double)u[i];
+    }
+}
+
+/* The measured point of the series nearest in users: its window and network are the
+ * predictions' between measured values. */
+static int val_series_template(const struct val_series *sr, const struct val_point *p, int n,
+                               double users)
+{
+    int best = sr->first;
+    for (int i = 0; i < n; i++)
+        if (val_same_series(&p[sr->first], &p[i]) &&
+            fabs(log((double)p[i].users / users)) < fabs(log((double)p[best].users / users)))
+            best = i;
+    return best;
+}
+
+/* Predict series sr's curve: VAL_BAND_REPS replications a point. 0, or -1 with err. */
+static int val_series_predict(struct val_series *sr, const struct val_point *p, int n, int log,
+                              const char *path, const char *calibration, const char *const *sets,
+                              int nsets, char *err, size_t errlen)
+{
+    val_series_users(sr, p, n, log);
+    for (int j = 0; j < sr->n; j++) {
+        double x[VM_N][VAL_BAND_REPS];
+        for (int r = 0; r < VAL_BAND_REPS; r++) {
+            struct val_point pt = p[val_series_template(sr, p, n, sr->users[j])];
+            pt.users = (long)sr->users[j];
+            pt.rep = r;
+            if (val_simulate(&pt, path, calibration, sets, nsets, err, errlen) < 0)
+                return -1;
+            for (int k = 0; k < VM_N; k++)
+                x[k][r] = pt.predicted[k];
+        }
+        for (int k = 0; k < VM_N; k++) {
+            double sum = 0, ss = 0, mean;
+            for (int r = 0; r < VAL_BAND_REPS; r++)
+                sum += x[k][r];
+            mean = sum / VAL_BAND_REPS;
+            for (int r = 0; r < VAL_BAND_REPS; r++)
+                ss += (x[k][r] - mean) * (x[k][r] - mean);
+            sr->mean[k][j] = mean;
+            sr->half[k][j] =
+                rep_t975(VAL_BAND_REPS - 1) * sqrt(ss / (VAL_BAND_REPS - 1) / VAL_BAND_REPS);
+        }
+    }
+    return 0;
+}
+
+/* A point's spread over runs: the 95% interval of its mean, else its min and max, else none
+ * (NAN); the words say which. */
+static const char *val_spread(const struct val_point *p, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (val_has_ci(p)) {
+        *lo = p->extra[VX_CI_LOW], *hi = p->extra[VX_CI_HIGH];
+        return "95% interval of the mean";
+    }
+    if (p->extra[VX_RUNS] >= 2 && !isnan(p->extra[VX_MIN]) && !isnan(p->extra[VX_MAX])) {
+        *lo = p->extra[VX_MIN], *hi = p->extra[VX_MAX];
+        return "min-max";
+    }
+    return NULL;
+}
+
+/* A series' name in a legend: its mode and what sets it apart. */
+static void val_series_name(char *buf, size_t len, const struct val_point *p, int detail)
+{
+    if (!detail)
+        snprintf(buf, len, "%s", model_names[p->mode]);
+    else
+        snprintf(buf, len, "%s, pool %s%s%s, %d x %g ms", model_names[p->mode],
+                 p->pooled ? "on" : "off", p->pooled ? "" : ", closer ",
+                 p->pooled ? "" : val_closer_name(p), p->fanout, p->delay_ms);
 }
 
 static void val_print_text(FILE *out, const struct val_point *p, int n)
@@ -8332,16 +8472,320 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps,
     return rc;
 }
 
-/* --plot: a sweep's figures against its key, on V.7's canvas with the window's fonts and
- * inks, three charts side by side: throughput (each model's binding bound dashed grey, under
- * the lines), p99, OS threads. Platform in the I/O blue, virtual in the running green; a 95% interval is a bar
- * through its point. The points are equally spaced, so a geometric range reads as a log axis. */
+/* Pictures of figures (--plot): the conventions every one of them follows. Both axes carry
+ * value ticks with labels; x is spaced by value, logarithmic when the values span more than
+ * a decade and a bit (UI_LOG_SPAN); a legend names each series in the picture's header; each
+ * chart's title names what it draws against what. */
+
+#define UI_LOG_SPAN    20 /* hi / lo from which an axis is logarithmic */
+#define UI_AXIS_TICKS  32 /* at most, per axis */
+#define UI_AXIS_LINEAR 0
+#define UI_AXIS_LOG    1
+
+/* One axis: values lo..hi onto pixels from..to (y: from is the bottom, so from > to). */
+struct ui_axis {
+    double lo, hi; /* the ends; log: both > 0 */
+    int log;       /* UI_AXIS_LOG: spaced by log10 of the value */
+    float from, to;
+};
+
+static int ui_axis_wants_log(double lo, double hi)
+{
+    return lo > 0 && hi / lo >= UI_LOG_SPAN;
+}
+
+/* The step of about n ticks over a span: 1, 2 or 5 times a power of ten, the nearest. */
+static double ui_tick_step(double span, int n)
+{
+    double raw = span / n, p = pow(10, floor(log10(raw))), f = raw / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+/* An axis over the values lo..hi: a linear one from 0 (or lo when below 0) up to a whole
+ * tick step at or above hi; a logarithmic one a twentieth of its span wider at each end,
+ * so the first and last points are not on the frame. */
+static struct ui_axis ui_axis_fit(double lo, double hi, int log, float from, float to)
+{
+    struct ui_axis a = {.log = log, .from = from, .to = to};
+    if (log) {
+        double pad = pow(hi / lo, 0.05);
+        a.lo = lo / pad;
+        a.hi = hi * pad;
+        return a;
+    }
+    a.lo = lo < 0 ? lo : 0;
+    double step = ui_tick_step(hi > a.lo ? hi - a.lo : 1, 5);
+    a.hi = hi > a.lo ? ceil(hi / step) * step : a.lo + step;
+    if (a.hi <= hi * 1.001) /* room above the highest point for its bar */
+        a.hi += step;
+    return a;
+}
+
+/* The pixel of value v (a log axis puts v <= 0 at its low end). */
+static float ui_axis_at(const struct ui_axis *a, double v)
+{
+    double f = a->log ? (v > 0 ? log10(v / a->lo) / log10(a->hi / a->lo) : 0)
+                      : (v - a->lo) / (a->hi - a->lo);
+    return a->from + (float)f * (a->to - a->from);
+}
+
+/* The tick values inside the axis, ascending; returns how many (at most max). Linear: every
+ * step of ui_tick_step. Log: 1, 2 and 5 times each power of ten over up to 3 decades, the
+ * powers of ten alone beyond. */
+static int ui_axis_ticks(const struct ui_axis *a, double *t, int max)
+{
+    int n = 0;
+    if (!a->log) {
+        double step = ui_tick_step(a->hi - a->lo, 5);
+        for (double v = ceil(a->lo / step) * step; v <= a->hi * (1 + 1e-9) && n < max; v += step)
+            t[n++] = fabs(v) < step * 1e-9 ? 0 : v;
+        return n;
+    }
+    static const double mant[] = {1, 2, 5};
+    int few = log10(a->hi / a->lo) <= 3;
+    for (double p = pow(10, floor(log10(a->lo))); p <= a->hi && n < max; p *= 10)
+        for (int k = 0; k < (few ? 3 : 1) && n < max; k++)
+            if (mant[k] * p >= a->lo * (1 - 1e-9) && mant[k] * p <= a->hi * (1 + 1e-9))
+                t[n++] = mant[k] * p;
+    return n;
+}
+
+/* A tick's label: 3 significant digits, thousands as k and millions as M (2000 -> 2k). */
+static void ui_tick_label(char *buf, size_t len, double v)
+{
+    double a = fabs(v);
+    if (a >= 1e6)
+        snprintf(buf, len, "%gM", v / 1e6);
+    else if (a >= 1e4 || (a >= 1e3 && fmod(a, 100) == 0))
+        snprintf(buf, len, "%gk", v / 1e3);
+    else
+        snprintf(buf, len, "%.3g", v);
+}
+
+/* A chart: its panel, its plot area and axes. */
+struct ui_chart_frame {
+    SDL_FRect panel, plot;
+    struct ui_axis x, y;
+    const char *const *xnames; /* categories at 0, 1, ... instead of x's values, or NULL */
+    int nxnames;
+};
+
+/* The plot area of a panel: room for the title above, the y labels left (as wide as the
+ * widest of ylabel_w), the x labels and the axis name below. */
+static SDL_FRect ui_chart_plot(const struct ui_gfx *g, SDL_FRect r, float ylabel_w)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    return (SDL_FRect){r.x + ylabel_w + 10 * S, r.y + small + 10 * S,
+                       r.w - ylabel_w - 10 * S - 14 * S, r.h - 3 * small - 18 * S};
+}
+
+/* The widest label of a y axis over 0..hi, to size the plot area before the axis exists. */
+static float ui_chart_ylabel_w(const struct ui_gfx *g, double lo, double hi)
+{
+    struct ui_axis y = ui_axis_fit(lo, hi, UI_AXIS_LINEAR, 0, 1);
+    double t[UI_AXIS_TICKS];
+    float w = 0;
+    char buf[32];
+    for (int i = 0, n = ui_axis_ticks(&y, t, UI_AXIS_TICKS); i < n; i++) {
+        ui_tick_label(buf, sizeof buf, t[i]);
+        w = fmaxf(w, ui_text_w(g, UI_SMALL, buf));
+    }
+    return w;
+}
+
+/* A chart from its data ranges: x over xlo..xhi (log when they span decades, or categories
+ * when names are given), y linear over ylo..yhi. */
+static struct ui_chart_frame ui_chart_make(const struct ui_gfx *g, SDL_FRect r, double xlo,
+                                           double xhi, double ylo, double yhi,
+                                           const char *const *xnames, int nxnames)
+{
+    struct ui_chart_frame f = {.panel = r, .xnames = xnames, .nxnames = nxnames};
+    f.plot = ui_chart_plot(g, r, ui_chart_ylabel_w(g, ylo, yhi));
+    if (xnames) { /* categories: evenly spaced, half a step in from each side */
+        f.x = (struct ui_axis){-0.5, nxnames - 0.5, UI_AXIS_LINEAR, f.plot.x, f.plot.x + f.plot.w};
+        if (nxnames == 1)
+            f.x.lo = -1, f.x.hi = 1;
+    } else if (xhi <= xlo) { /* one value: in the middle */
+        double d = xlo ? fabs(xlo) / 2 : 1;
+        f.x = (struct ui_axis){xlo - d, xlo + d, UI_AXIS_LINEAR, f.plot.x, f.plot.x + f.plot.w};
+    } else {
+        int log = ui_axis_wants_log(xlo, xhi);
+        f.x = log ? ui_axis_fit(xlo, xhi, UI_AXIS_LOG, f.plot.x, f.plot.x + f.plot.w)
+                  : (struct ui_axis){xlo - (xhi - xlo) / 20, xhi + (xhi - xlo) / 20, UI_AXIS_LINEAR,
+                                     f.plot.x, f.plot.x + f.plot.w};
+    }
+    f.y =
+        ui_axis_fit(ylo, yhi > ylo ? yhi : ylo + 1, UI_AXIS_LINEAR, f.plot.y + f.plot.h, f.plot.y);
+    return f;
+}
+
+/* The panel, grid lines and ticks with their labels, the title above and the x axis's name
+ * below. Labels that would overlap the one before are left out. */
+static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f, const char *title,
+                               const char *xname)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line;
+    SDL_FRect p = f->plot, r = f->panel;
+    SDL_Color dim = ui_color(g, UI_DIM, 255), grid = ui_color(g, UI_LINE, 255);
+    double t[UI_AXIS_TICKS];
+    char buf[40];
+    ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_PANEL, 255));
+    ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), title,
+                r.w - 12 * S);
+    for (int i = 0, n = ui_axis_ticks(&f->y, t, UI_AXIS_TICKS); i < n; i++) {
+        float y = ui_axis_at(&f->y, t[i]);
+        ui_rect(g, p.x, y, p.w, S, grid);
+        ui_rect(g, p.x - 4 * S, y, 4 * S, S, dim);
+        ui_tick_label(buf, sizeof buf, t[i]);
+        ui_text(g, UI_SMALL, p.x - 6 * S - ui_text_w(g, UI_SMALL, buf), y - small / 2, dim, buf);
+    }
+    int n = f->xnames ? f->nxnames : ui_axis_ticks(&f->x, t, UI_AXIS_TICKS);
+    float next = -1e9f;
+    for (int i = 0; i < n; i++) {
+        double v = f->xnames ? i : t[i];
+        float x = ui_axis_at(&f->x, v);
+        if (f->xnames)
+            snprintf(buf, sizeof buf, "%s", f->xnames[i]);
+        else
+            ui_tick_label(buf, sizeof buf, v);
+        float w = ui_text_w(g, UI_SMALL, buf), lx = x - w / 2;
+        ui_rect(g, x, p.y + p.h, S, 4 * S, dim);
+        if (lx >= next) {
+            ui_text(g, UI_SMALL, lx, p.y + p.h + 5 * S, dim, buf);
+            next = lx + w + g->font[UI_SMALL].adv;
+        }
+    }
+    ui_rect(g, p.x, p.y + p.h, p.w, S, ui_color(g, UI_DIM, 255)); /* the axes */
+    ui_rect(g, p.x, p.y, S, p.h, ui_color(g, UI_DIM, 255));
+    char name[160];
+    snprintf(name, sizeof name, "%s%s", xname, f->x.log ? " (log scale)" : "");
+    ui_text(g, UI_SMALL, p.x + (p.w - ui_text_w(g, UI_SMALL, name)) / 2, p.y + p.h + small + 8 * S,
+            ui_color(g, UI_TEXT, 255), name);
+}
+
+/* A series' marks, named in a legend. */
+enum ui_key_style { UI_KEY_LINE, UI_KEY_DASH, UI_KEY_POINT, UI_KEY_BAND };
+struct ui_series_key {
+    const char *label;
+    int ink; /* enum ui_ink */
+    int style;
+};
+
+/* The legend in one row from (x, y): each series' mark, then its name. Returns the x after. */
+static float ui_series_legend(struct ui_gfx *g, float x, float y, const struct ui_series_key *k,
+                              int n)
+{
+    float S = g->scale, small = g->font[UI_SMALL].line, mid = y + small / 2;
+    for (int i = 0; i < n; i++) {
+        SDL_Color ink = ui_color(g, k[i].ink, 255);
+        if (k[i].style == UI_KEY_LINE)
+            ui_line(g, x, mid, x + 22 * S, mid, 2 * S, ink);
+        else if (k[i].style == UI_KEY_DASH)
+            ui_dash(g, x, mid, x + 22 * S, mid, 6 * S, 0, ink);
+        else if (k[i].style == UI_KEY_BAND)
+            ui_rect(g, x, mid - 5 * S, 22 * S, 10 * S, ui_color(g, k[i].ink, 70));
+        else {
+            ui_line(g, x + 11 * S, mid - 6 * S, x + 11 * S, mid + 6 * S, 1.6f * S, ink);
+            ui_rect(g, x + 8 * S, mid - 3 * S, 6 * S, 6 * S, ink);
+        }
+        x = ui_text(g, UI_SMALL, x + 26 * S, y, ui_color(g, UI_TEXT, 255), k[i].label) + 14 * S;
+    }
+    return x;
+}
+
+/* A polyline through (x[i], y[i]) in chart f, solid or dashed; NAN values break it. */
+static void ui_chart_line(struct ui_gfx *g, const struct ui_chart_frame *f, const double *x,
+                          const double *y, int n, int ink, int dashed)
+{
+    SDL_Color c = ui_color(g, ink, 255);
+    float S = g->scale, px = 0, py = 0, run = 0;
+    int have = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(y[i])) {
+            have = 0;
+            continue;
+        }
+        float X = ui_axis_at(&f->x, x[i]), Y = ui_axis_at(&f->y, y[i]);
+        if (have && dashed)
+            ui_dash(g, px, py, X, Y, 6 * S, run, c);
+        else if (have)
+            ui_line(g, px, py, X, Y, 2 * S, c);
+        run += have ? sqrtf((X - px) * (X - px) + (Y - py) * (Y - py)) : 0;
+        px = X, py = Y, have = 1;
+    }
+}
+
+/* A band between lo[i] and hi[i], translucent, under what is drawn on it. */
+static void ui_chart_band(struct ui_gfx *g, const struct ui_chart_frame *f, const double *x,
+                          const double *lo, const double *hi, int n, int ink)
+{
+    SDL_Color c = ui_color(g, ink, 60);
+    for (int i = 0; i + 1 < n; i++) {
+        if (!isfinite(lo[i]) || !isfinite(hi[i]) || !isfinite(lo[i + 1]) || !isfinite(hi[i + 1]))
+            continue;
+        float x0 = ui_axis_at(&f->x, x[i]), x1 = ui_axis_at(&f->x, x[i + 1]);
+        SDL_FPoint p[4] = {{x0, ui_axis_at(&f->y, hi[i])},
+                           {x1, ui_axis_at(&f->y, hi[i + 1])},
+                           {x1, ui_axis_at(&f->y, lo[i + 1])},
+                           {x0, ui_axis_at(&f->y, lo[i])}};
+        ui_batch_quad(&g->shade, p, NULL, c);
+    }
+}
+
+/* A point with its bar from lo to hi (NAN: no bar). */
+static void ui_chart_point(struct ui_gfx *g, const struct ui_chart_frame *f, double x, double y,
+                           double lo, double hi, int ink)
+{
+    SDL_Color c = ui_color(g, ink, 255);
+    float S = g->scale, X = ui_axis_at(&f->x, x), Y = ui_axis_at(&f->y, y);
+    if (isfinite(lo) && isfinite(hi)) {
+        float y0 = ui_axis_at(&f->y, lo), y1 = ui_axis_at(&f->y, hi);
+        ui_line(g, X, y0, X, y1, 1.6f * S, c);
+        ui_line(g, X - 3 * S, y0, X + 3 * S, y0, 1.6f * S, c);
+        ui_line(g, X - 3 * S, y1, X + 3 * S, y1, 1.6f * S, c);
+    }
+    ui_line(g, X - 4.5f * S, Y, X + 4.5f * S, Y, 9 * S, ui_color(g, UI_TEXT, 255)); /* an edge */
+    ui_line(g, X - 3 * S, Y, X + 3 * S, Y, 6 * S, c);
+}
+
+/* A figure's canvas with its background, title and legend drawn; returns the y below them. */
+static float ui_figure_open(struct ui_canvas *c, const char *title, const struct ui_series_key *k,
+                            int nk, const char *note)
+{
+    struct ui_gfx *g = &c->g;
+    float S = g->scale, m = 12 * S, big = g->font[UI_BIG].line, small = g->font[UI_SMALL].line;
+    SDL_Color bg = ui_color(g, UI_BG, 255);
+    SDL_SetRenderDrawColor(c->r, bg.r, bg.g, bg.b, 255);
+    SDL_RenderClear(c->r);
+    ui_text_fit(g, UI_BIG, m, m, ui_color(g, UI_TEXT, 255), title, (float)c->w - 2 * m);
+    float x = ui_series_legend(g, m, m + big + 4 * S, k, nk);
+    if (note)
+        ui_text_fit(g, UI_SMALL, x, m + big + 4 * S, ui_color(g, UI_DIM, 255), note,
+                    (float)c->w - m - x);
+    return m + big + small + 12 * S;
+}
+
+/* Draw what the figure's layers hold and write the PNG. 0, or -1 after a message. */
+static int ui_figure_close(struct ui_canvas *c, const char *path)
+{
+    ui_flush(&c->g);
+    SDL_RenderFlush(c->r);
+    int rc = ui_canvas_png(c, path);
+    ui_canvas_close(c);
+    return rc;
+}
+
+/* --plot of a sweep: its figures against its key, three charts side by side: throughput
+ * (each model's binding bound dashed in its colour, under the lines), p99, OS threads.
+ * Platform in the I/O blue, virtual in the running green; a 95% interval is a bar through
+ * its point. The key's values are x's values when they are numbers (a unit after them, as
+ * in 50ms, is the axis's), else evenly spaced names. */
 static const struct ui_sweep_chart {
     const char *title;
     size_t off; /* the figure in struct result */
     int bound;  /* 1: the binding bound, dashed */
 } ui_sweep_charts[] = {
-    {"throughput (req/s); dashed: each model's binding bound", RR(throughput_rps), 1},
+    {"throughput (req/s)", RR(throughput_rps), 1},
     {"latency p99 (ms)", RR(p99), 0},
     {"peak OS threads", RR(peak_os_threads), 0},
 };
@@ -8353,77 +8797,56 @@ static double ui_sweep_get(const struct sweep *sw, int i, int mk, size_t off, in
     return isfinite(v) ? v : 0;
 }
 
-/* The y of value v in plot r scaled to ymax, clipped to the plot. */
-static float ui_sweep_y(SDL_FRect r, double v, double ymax)
+/* The sweep's values as numbers with one unit (x[i], unit), or -1 when they are not. */
+static int ui_sweep_x(const struct sweep *sw, double *x, char *unit, size_t len)
 {
-    double f = v / ymax;
-    return r.y + r.h - (float)(f < 0 ? 0 : f > 1 ? 1 : f) * r.h;
-}
-
-/* One model's line in a chart: its points joined, an interval bar at each; or, with bound,
- * its binding bound dashed. */
-static void ui_sweep_line(struct ui_gfx *g, const struct sweep *sw, int mk, SDL_FRect r,
-                          const struct ui_sweep_chart *c, double ymax, int bound)
-{
-    SDL_Color ink = ui_color(g, bound ? UI_DIM : mk ? UI_RUN : UI_IO, 255);
-    float S = g->scale, px = 0, py = 0, run = 0;
     for (int i = 0; i < sw->n; i++) {
-        const struct bounds *b = &sw->rp[i].r[mk].bounds;
-        double v =
-            bound ? (b->binding >= 0 ? b->rps[b->binding] : 0) : ui_sweep_get(sw, i, mk, c->off, 0);
-        float x = r.x + (sw->n > 1 ? r.w * i / (sw->n - 1) : r.w / 2), y = ui_sweep_y(r, v, ymax);
-        if (!bound) {
-            double h = ui_sweep_get(sw, i, mk, c->off, 1);
-            ui_line(g, x, ui_sweep_y(r, v - h, ymax), x, ui_sweep_y(r, v + h, ymax), 1.6f * S, ink);
-            ui_rect(g, x - 2 * S, y - 2 * S, 4 * S, 4 * S, ink);
-        }
-        if (i > 0 && bound)
-            ui_dash(g, px, py, x, y, 6 * S, run, ink);
-        else if (i > 0)
-            ui_line(g, px, py, x, y, 2 * S, ink);
-        run += sqrtf((x - px) * (x - px) + (y - py) * (y - py));
-        px = x;
-        py = y;
+        char *end;
+        errno = 0;
+        x[i] = strtod(sw->val[i][0], &end);
+        if (end == sw->val[i][0] || errno || !isfinite(x[i]) || (i && strcmp(end, unit)))
+            return -1;
+        if (!i)
+            snprintf(unit, len, "%s", end);
     }
+    return 0;
 }
 
 static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struct ui_sweep_chart *c,
-                           SDL_FRect r)
+                           SDL_FRect r, const double *xv, const char *xname)
 {
-    float S = g->scale, small = g->font[UI_SMALL].line;
-    SDL_FRect plot = {r.x + 8 * S, r.y + small + 6 * S, r.w - 16 * S, r.h - 3 * small - 12 * S};
-    double ymax = 0;
-    for (int i = 0; i < sw->n; i++)
+    double ymax = 0, y[SWEEP_MAX], lo[SWEEP_MAX], hi[SWEEP_MAX], xi[SWEEP_MAX] = {0};
+    const char *names[SWEEP_MAX];
+    char title[128];
+    for (int i = 0; i < sw->n; i++) {
+        names[i] = sw->val[i][0];
+        xi[i] = xv ? xv[i] : i;
         for (int mk = 0; mk < MODEL_N; mk++)
             ymax =
                 fmax(ymax, ui_sweep_get(sw, i, mk, c->off, 0) + ui_sweep_get(sw, i, mk, c->off, 1));
-    ymax = ui_nice(ymax * 1.1);
-    char top[32], key[80];
-    rep_human(top, sizeof top, ymax, ymax < 10 ? R_RATE : R_INT);
-    ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_PANEL, 255));
-    ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
-    ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
-    ui_text(g, UI_SMALL, plot.x, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
-    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, top), plot.y + 2 * S,
-            ui_color(g, UI_DIM, 255), top);
-    for (int mk = 0; mk < MODEL_N && c->bound; mk++) /* under the lines: seen where above */
-        ui_sweep_line(g, sw, mk, plot, c, ymax, 1);
-    for (int mk = 0; mk < MODEL_N; mk++)
-        ui_sweep_line(g, sw, mk, plot, c, ymax, 0);
-    float next = plot.x - 1e9f; /* labels left to right, each where the last one ended */
-    for (int i = 0; i < sw->n; i++) {
-        float x = plot.x + (sw->n > 1 ? plot.w * i / (sw->n - 1) : plot.w / 2),
-              w = ui_text_w(g, UI_SMALL, sw->val[i][0]),
-              lx = fminf(fmaxf(x - w / 2, plot.x), plot.x + plot.w - w);
-        if (lx >= next) {
-            ui_text(g, UI_SMALL, lx, plot.y + plot.h + 3 * S, ui_color(g, UI_DIM, 255),
-                    sw->val[i][0]);
-            next = lx + w + g->font[UI_SMALL].adv;
-        }
     }
-    snprintf(key, sizeof key, "%s", sw->key[0]);
-    ui_text(g, UI_SMALL, plot.x + (plot.w - ui_text_w(g, UI_SMALL, key)) / 2,
-            plot.y + plot.h + small + 6 * S, ui_color(g, UI_TEXT, 255), key);
+    struct ui_chart_frame f =
+        ui_chart_make(g, r, xi[0], xi[sw->n - 1], 0, ymax, xv ? NULL : names, sw->n);
+    snprintf(title, sizeof title, "%s against %s", c->title, sw->key[0]);
+    ui_chart_draw_axes(g, &f, title, xname);
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        for (int i = 0; i < sw->n; i++) {
+            const struct bounds *b = &sw->rp[i].r[mk].bounds;
+            y[i] = b->binding >= 0 ? fmin(b->rps[b->binding], f.y.hi) : NAN;
+        }
+        if (c->bound) /* under the lines: seen where above */
+            ui_chart_line(g, &f, xi, y, sw->n, mk ? UI_RUN : UI_IO, 1);
+    }
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        for (int i = 0; i < sw->n; i++) {
+            double h = ui_sweep_get(sw, i, mk, c->off, 1);
+            y[i] = ui_sweep_get(sw, i, mk, c->off, 0);
+            lo[i] = h > 0 ? y[i] - h : NAN;
+            hi[i] = h > 0 ? y[i] + h : NAN;
+            ui_chart_point(g, &f, xi[i], y[i], lo[i], hi[i], mk ? UI_RUN : UI_IO);
+        }
+        ui_chart_line(g, &f, xi, y, sw->n, mk ? UI_RUN : UI_IO, 0);
+    }
 }
 
 /* The picture of a one-key sweep, written to path. 0, or -1 after a message. */
@@ -8433,27 +8856,120 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
     if (ui_canvas_open(&c, uo) < 0)
         return -1;
     struct ui_gfx *g = &c.g;
-    float S = g->scale, m = 12 * S, big = g->font[UI_BIG].line, small = g->font[UI_SMALL].line;
-    int nc = (int)(sizeof ui_sweep_charts / sizeof ui_sweep_charts[0]);
-    SDL_Color bg = ui_color(g, UI_BG, 255);
-    SDL_SetRenderDrawColor(c.r, bg.r, bg.g, bg.b, 255);
-    SDL_RenderClear(c.r);
-    ui_textf(g, UI_BIG, m, m, ui_color(g, UI_TEXT, 255), "%s: %s from %s to %s", sw->s[0].name,
-             sw->key[0], sw->val[0][0], sw->val[sw->n - 1][0]);
-    float x = ui_text(g, UI_SMALL, m, m + big + 2 * S, ui_color(g, UI_IO, 255), "platform");
-    x = ui_text(g, UI_SMALL, x + 2 * small, m + big + 2 * S, ui_color(g, UI_RUN, 255), "virtual");
-    ui_textf(g, UI_SMALL, x + 2 * small, m + big + 2 * S, ui_color(g, UI_DIM, 255),
-             "bars: 95%% intervals (%s of %d)", sw->rp[0].batches ? "batch means" : "replications",
+    static const struct ui_series_key keys[] = {{"platform", UI_IO, UI_KEY_LINE},
+                                                {"virtual", UI_RUN, UI_KEY_LINE},
+                                                {"platform's binding bound", UI_IO, UI_KEY_DASH},
+                                                {"virtual's", UI_RUN, UI_KEY_DASH},
+                                                {"95% interval", UI_DIM, UI_KEY_POINT}};
+    char title[256], note[96], unit[16] = "", xname[96];
+    double x[SWEEP_MAX];
+    int numeric = ui_sweep_x(sw, x, unit, sizeof unit) == 0;
+    snprintf(title, sizeof title, "%s: %s swept from %s to %s", sw->s[0].name, sw->key[0],
+             sw->val[0][0], sw->val[sw->n - 1][0]);
+    snprintf(note, sizeof note, "(%s of %d)", sw->rp[0].batches ? "batch means" : "replications",
              sw->rp[0].n);
-    float top = m + big + small + 10 * S, w = ((float)c.w - (nc + 1) * m) / nc;
+    snprintf(xname, sizeof xname, "%s%s%s%s", sw->key[0], numeric && *unit ? " (" : "",
+             numeric ? unit : "", numeric && *unit ? ")" : "");
+    float S = g->scale, m = 12 * S, top = ui_figure_open(&c, title, keys, 5, note);
+    int nc = (int)(sizeof ui_sweep_charts / sizeof ui_sweep_charts[0]);
+    float w = ((float)c.w - (nc + 1) * m) / nc;
     for (int i = 0; i < nc; i++)
         ui_sweep_chart(g, sw, &ui_sweep_charts[i],
-                       (SDL_FRect){m + i * (w + m), top, w, (float)c.h - top - m});
-    ui_flush(g);
-    SDL_RenderFlush(c.r);
-    int rc = ui_canvas_png(&c, path);
-    ui_canvas_close(&c);
-    return rc;
+                       (SDL_FRect){m + i * (w + m), top, w, (float)c.h - top - m},
+                       numeric ? x : NULL, xname);
+    return ui_figure_close(&c, path);
+}
+
+/* --validate --plot: prediction against measurement over users, two charts (throughput, peak
+ * OS threads). Each series (a mode and configuration) in its colour: its predicted curve
+ * (the mean of replications) in a translucent band of its 95% interval, each measured point
+ * with its spread over runs as a bar. */
+static const int ui_series_inks[] = {UI_IO, UI_RUN, UI_QUEUED, UI_CREATED, UI_PINNED, UI_READY};
+#define UI_NSERIES_INKS (int)(sizeof ui_series_inks / sizeof ui_series_inks[0])
+
+static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const char *title,
+                              const struct val_point *p, int n, const struct val_series *sr, int ns)
+{
+    double xlo = INFINITY, xhi = 0, yhi = 0, lo, hi;
+    double scale = metric == VM_RSS ? 1.0 / 1048576 : 1;
+    for (int i = 0; i < n; i++) {
+        xlo = fmin(xlo, (double)p[i].users), xhi = fmax(xhi, (double)p[i].users);
+        val_spread(&p[i], &lo, &hi);
+        yhi = fmax(yhi, fmax(p[i].measured[metric], metric == VM_RPS && isfinite(hi) ? hi : 0));
+    }
+    for (int k = 0; k < ns; k++)
+        for (int j = 0; j < sr[k].n; j++)
+            yhi = fmax(yhi, sr[k].mean[metric][j] + sr[k].half[metric][j]);
+    struct ui_chart_frame f = ui_chart_make(g, r, xlo, xhi, 0, yhi * scale, NULL, 0);
+    ui_chart_draw_axes(g, &f, title, "users");
+    for (int k = 0; k < ns; k++) {
+        int ink = ui_series_inks[k % UI_NSERIES_INKS];
+        double y[VAL_CURVE_MAX], l[VAL_CURVE_MAX], h[VAL_CURVE_MAX];
+        for (int j = 0; j < sr[k].n; j++) {
+            y[j] = sr[k].mean[metric][j] * scale;
+            l[j] = (sr[k].mean[metric][j] - sr[k].half[metric][j]) * scale;
+            h[j] = (sr[k].mean[metric][j] + sr[k].half[metric][j]) * scale;
+        }
+        ui_chart_band(g, &f, sr[k].users, l, h, sr[k].n, ink);
+        ui_chart_line(g, &f, sr[k].users, y, sr[k].n, ink, 0);
+        for (int i = 0; i < n; i++) {
+            if (!val_same_series(&p[sr[k].first], &p[i]))
+                continue;
+            if (metric != VM_RPS || !val_spread(&p[i], &lo, &hi))
+                lo = hi = NAN;
+            ui_chart_point(g, &f, (double)p[i].users, p[i].measured[metric] * scale, lo, hi, ink);
+        }
+    }
+}
+
+/* The picture of a validation, written to path. 0, or -1 after a message. */
+static int ui_validate_png(const struct val_point *p, int n, const struct val_series *sr, int ns,
+                           const char *csv, const char *path, const struct ui_options *uo)
+{
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, uo) < 0)
+        return -1;
+    struct ui_gfx *g = &c.g;
+    struct ui_series_key keys[VAL_SERIES_MAX + 3];
+    char names[VAL_SERIES_MAX][96], title[256], note[160];
+    int detail = 0, nk = 0;
+    for (int k = 1; k < ns; k++)
+        detail |= !val_same_series(&p[sr[k].first], &p[sr[0].first]) &&
+                  p[sr[k].first].mode == p[sr[0].first].mode;
+    for (int k = 1; k < ns && !detail; k++) /* two modes of one configuration: name the modes */
+        detail |= p[sr[k].first].pooled != p[sr[0].first].pooled ||
+                  p[sr[k].first].fanout != p[sr[0].first].fanout ||
+                  p[sr[k].first].delay_ms != p[sr[0].first].delay_ms;
+    for (int k = 0; k < ns; k++) {
+        val_series_name(names[k], sizeof names[k], &p[sr[k].first], detail);
+        keys[nk++] =
+            (struct ui_series_key){names[k], ui_series_inks[k % UI_NSERIES_INKS], UI_KEY_LINE};
+    }
+    char band[64];
+    snprintf(band, sizeof band, "predicted: 95%% band of %d replications", VAL_BAND_REPS);
+    keys[nk++] = (struct ui_series_key){band, UI_DIM, UI_KEY_BAND};
+    double lo, hi;
+    const char *spread = NULL;
+    for (int i = 0; i < n && !spread; i++)
+        spread = val_spread(&p[i], &lo, &hi);
+    snprintf(note, sizeof note, "measured%s%s", spread ? ", bar: " : "", spread ? spread : "");
+    keys[nk++] = (struct ui_series_key){note, UI_DIM, UI_KEY_POINT};
+    const struct val_point *q = &p[sr[0].first];
+    snprintf(title, sizeof title, "Predicted against measured: the %s aggregator over users (%s)",
+             q->server == VS_JAVA ? "JVM (Tomcat)" : "C", csv);
+    if (!detail)
+        snprintf(title, sizeof title,
+                 "Predicted against measured: the %s aggregator over users, %d calls of %g ms, "
+                 "pool %s (%s)",
+                 q->server == VS_JAVA ? "JVM (Tomcat)" : "C", q->fanout, q->delay_ms,
+                 q->pooled ? "on" : "off", csv);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(&c, title, keys, nk, NULL);
+    float w = ((float)c.w - 3 * m) / 2;
+    ui_validate_chart(g, (SDL_FRect){m, top, w, (float)c.h - top - m}, VM_RPS,
+                      "throughput (req/s) against users", p, n, sr, ns);
+    ui_validate_chart(g, (SDL_FRect){2 * m + w, top, w, (float)c.h - top - m}, VM_THREADS,
+                      "peak OS threads against users", p, n, sr, ns);
+    return ui_figure_close(&c, path);
 }
 
 /* ---- V.8 Interactive window ---- */
@@ -8906,7 +9422,8 @@ static const struct opt_row opt_rows[] = {
      "intervals; --csv, --json for machines"},
     {"--plot", "PNG", OPT_STRING, OO(plot),
      "with --sweep (one key): throughput, p99 and OS threads against the key, both models, "
-     "their bounds dashed, drawn without a display"},
+     "their bounds dashed; with --validate: each series' predicted curve over users with its "
+     "95% band, the measured points with their spread; drawn without a display"},
     {"--batches", "K", OPT_COUNT, OO(batches),
      "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
@@ -9480,6 +9997,31 @@ static int sim_sweep(const struct options *o)
     return rc;
 }
 
+/* --validate --plot: each series' predicted curve, then the picture. */
+static int sim_validate_plot(const struct options *o, const struct val_point *p, int n)
+{
+    struct val_series *sr = xrealloc(NULL, VAL_SERIES_MAX, sizeof *sr);
+    int ns = val_series_find(p, n, sr, VAL_SERIES_MAX), rc = 0;
+    long ulo = LONG_MAX, uhi = 0;
+    char err[512];
+    for (int i = 0; i < n; i++)
+        ulo = p[i].users < ulo ? p[i].users : ulo, uhi = p[i].users > uhi ? p[i].users : uhi;
+    for (int k = 0; k < ns && rc == 0; k++)
+        if (val_series_predict(&sr[k], p, n, ui_axis_wants_log((double)ulo, (double)uhi),
+                               o->validate, o->calibration, o->sets, o->nsets, err,
+                               sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            rc = 2;
+        }
+    const char *base = strrchr(o->validate, '/');
+    struct ui_options uo = {
+        .font = o->font, .light = o->light, .width = o->width, .height = o->height};
+    if (rc == 0)
+        rc = ui_validate_png(p, n, sr, ns, base ? base + 1 : o->validate, o->plot, &uo) < 0;
+    free(sr);
+    return rc;
+}
+
 static int sim_validate(const struct options *o)
 {
     struct val_point *points = NULL;
@@ -9505,8 +10047,11 @@ static int sim_validate(const struct options *o)
         val_print_json(stdout, points, n);
     else
         val_print_text(stdout, points, n);
+    int rc = rep_close(stdout, "the results to stdout") < 0;
+    if (rc == 0 && o->plot)
+        rc = sim_validate_plot(o, points, n);
     free(points);
-    return rep_close(stdout, "the results to stdout") < 0;
+    return rc;
 }
 
 /* --at TIME, or the scenario's duration. */

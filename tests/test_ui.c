@@ -520,6 +520,69 @@ static void test_carrier_queues(void)
     }
 }
 
+/* Plot geometry (--plot): a logarithmic axis's ticks and pixels against log10 worked here,
+ * a linear axis's ticks, and a point drawn at the pixel of its value. */
+static void test_plot_axes(void)
+{
+    /* users 10 .. 10000 span 3 decades: log; padded by (hi/lo)^0.05 at each end */
+    CHECK(ui_axis_wants_log(10, 10000) && ui_axis_wants_log(100, 3200) &&
+              !ui_axis_wants_log(100, 1000) && !ui_axis_wants_log(0, 1000),
+          "log when the values span decades");
+    struct ui_axis a = ui_axis_fit(10, 10000, UI_AXIS_LOG, 100, 1100);
+    double lo = 10 / pow(1000, 0.05), hi = 10000 * pow(1000, 0.05), t[UI_AXIS_TICKS];
+    int n = ui_axis_ticks(&a, t, UI_AXIS_TICKS);
+    /* 3.3 decades shown: the powers of ten only, 10 .. 10000 */
+    CHECK(n == 4 && t[0] == 10 && t[1] == 100 && t[2] == 1000 && t[3] == 10000,
+          "log ticks at the powers of ten: %d ticks, first %g", n, n ? t[0] : 0);
+    for (int i = 0; i < n; i++) {
+        double want = 100 + (log10(t[i]) - log10(lo)) / (log10(hi) - log10(lo)) * 1000;
+        CHECK(fabs(ui_axis_at(&a, t[i]) - want) < 0.01, "tick %g at pixel %.2f, want %.2f", t[i],
+              ui_axis_at(&a, t[i]), want);
+    }
+    /* equal ratios are equal distances on a log axis */
+    CHECK(fabs((ui_axis_at(&a, 300) - ui_axis_at(&a, 30)) -
+               (ui_axis_at(&a, 1000) - ui_axis_at(&a, 100))) < 0.01,
+          "30 -> 300 as long as 100 -> 1000");
+    /* 100 .. 3200: under 3 decades, so 1, 2 and 5 times each power of ten inside */
+    a = ui_axis_fit(100, 3200, UI_AXIS_LOG, 0, 1000);
+    n = ui_axis_ticks(&a, t, UI_AXIS_TICKS);
+    CHECK(n == 5 && t[0] == 100 && t[1] == 200 && t[2] == 500 && t[3] == 1000 && t[4] == 2000,
+          "ticks 100 200 500 1000 2000 (%d)", n);
+    /* linear 0 .. 1290: 5 ticks of 200 wanted, the axis to 1400, ticks 0, 200, ... 1400 */
+    a = ui_axis_fit(0, 1290, UI_AXIS_LINEAR, 700, 100);
+    n = ui_axis_ticks(&a, t, UI_AXIS_TICKS);
+    CHECK(n == 8 && t[0] == 0 && t[7] == 1400 && a.hi == 1400, "linear ticks 0..1400 by 200 (%d)",
+          n);
+    CHECK(fabs(ui_axis_at(&a, 700) - 400) < 0.01, "700 of 0..1400 is half way up (y %.2f)",
+          ui_axis_at(&a, 700));
+    char buf[16];
+    ui_tick_label(buf, sizeof buf, 2000);
+    CHECK(!strcmp(buf, "2k"), "2000 reads 2k (%s)", buf);
+    ui_tick_label(buf, sizeof buf, 250);
+    CHECK(!strcmp(buf, "250"), "250 reads 250 (%s)", buf);
+    /* a point drawn at the pixel of its value: x = 1000 users on a 10..10000 log axis, y = 700
+     * of 0..1400, in the running green (Okabe-Ito #009E73) */
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
+    SDL_FRect r = {40, 40, 600, 500};
+    struct ui_chart_frame f = ui_chart_make(&c.g, r, 10, 10000, 0, 1290, NULL, 0);
+    double xl = 10 / pow(1000, 0.05), xh = 10000 * pow(1000, 0.05);
+    float px = f.plot.x + (float)((log10(1000) - log10(xl)) / (log10(xh) - log10(xl))) * f.plot.w,
+          py = f.plot.y + f.plot.h - 700.0f / 1400 * f.plot.h;
+    ui_chart_draw_axes(&c.g, &f, "test", "users");
+    ui_chart_point(&c.g, &f, 1000, 700, NAN, NAN, UI_RUN);
+    ui_flush(&c.g);
+    SDL_RenderFlush(c.r);
+    CHECK(tu_pixel(&c, px, py) == 0x009E73, "the point's centre at (%.1f, %.1f) is green: %06x",
+          px, py, tu_pixel(&c, px, py));
+    CHECK(tu_pixel(&c, px + 8, py) != 0x009E73 && tu_pixel(&c, px - 8, py) != 0x009E73,
+          "and only there");
+    ui_canvas_close(&c);
+}
+
 int main(void)
 {
     test_carrier_queues();
@@ -534,5 +597,6 @@ int main(void)
     test_step_and_rewind();
     test_frames();
     test_sizes_and_font();
+    test_plot_axes();
     return check_done("test_ui");
 }
