@@ -41,7 +41,8 @@
  *   Part III. Lab tools
  *     III.1 Latency histogram    hist_ log-linear, the same text as in sim.c
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
- *     III.3 Bench                bench_ jvm_ the grid of child processes (C or JVM), CSV
+ *     III.3 Bench                bench_ jvm_ netns_ the grid of child processes (C or JVM),
+ *                                CSV, timeline, private network namespaces (the port wall)
  *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
  *     III.5 Calibrate            cal_ the simulator's costs, measured, as scenario keys
  *   Part IV. The command line
@@ -65,6 +66,7 @@
 #include <malloc.h>
 #endif
 #include <math.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -78,6 +80,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -323,6 +326,21 @@ static long proc_count_time_wait(void)
             n++;
     fclose(f);
     return n;
+}
+
+/* TCP sockets in TIME_WAIT in the calling thread's network namespace, from
+ * /proc/net/sockstat's `tw` (cheaper than a walk of /proc/net/tcp), or -1. */
+static long proc_sockstat_tw(void)
+{
+    FILE *f = fopen("/proc/net/sockstat", "r");
+    char line[256];
+    long tw = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "TCP: inuse %*d orphan %*d tw %ld", &tw) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return tw;
 }
 
 /* The ephemeral port range and tcp_tw_reuse of the calling thread's network namespace
@@ -4486,6 +4504,7 @@ struct load_cfg {
     int timeout_ms;  /* per request */
     int carriers;    /* carrier threads of the generator */
     int json;        /* print JSON instead of the wrk-like text */
+    int per_second;  /* JSON: add per_s, the answers and errors of each second since the start */
 };
 
 /* Counters of one carrier's users: no sharing while the test runs, merged at the end. */
@@ -4493,6 +4512,10 @@ struct load_stats {
     struct hist h;      /* latencies in µs */
     uint64_t completed; /* answers received inside the window */
     uint64_t errors[LOAD_NERR];
+    /* --per-second: [s] for each whole second since the users started, warm-up included */
+    uint32_t *sec_ok;  /* 2xx answers received in that second */
+    uint32_t *sec_err; /* errors of every kind in that second */
+    int nsec;          /* the merged stats' length of both (0: not asked) */
 };
 
 struct load {
@@ -4500,6 +4523,8 @@ struct load {
     char req[256]; /* the request bytes, the same for every call */
     size_t req_len;
     int64_t t0, t_end;              /* window [t0, t_end), ns */
+    int64_t t_begin;                /* when the users started (the warm-up's start), ns */
+    int nsec;                       /* --per-second: seconds in [t_begin, t_end), rounded up */
     struct load_stats *per_carrier; /* one per carrier */
     int stop;                       /* atomic: stop early (Ctrl-C) */
     pthread_mutex_t mu;             /* guards done */
@@ -4515,6 +4540,16 @@ struct load_user {
 static int load_over(struct load *L)
 {
     return now_ns() >= L->t_end || LOAD(L->stop);
+}
+
+/* --per-second: count an answer (ok) or an error in the second it came, on the calling
+ * carrier's counters (written by that carrier only, as the rest of its stats). */
+static void load_tick(struct load *L, int ok)
+{
+    int64_t i = (now_ns() - L->t_begin) / NS_PER_S;
+    if (L->nsec && i >= 0 && i < L->nsec)
+        (ok ? L->per_carrier[carrier_self->id].sec_ok
+            : L->per_carrier[carrier_self->id].sec_err)[i]++;
 }
 
 /* One request on the user's connection (opened if needed). Returns the error kind, or -1
@@ -4563,6 +4598,8 @@ static void load_user_main(void *arg)
     struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS);
     if (!cl && now_ns() >= L->t0 && !load_over(L))
         LOAD_STATS->errors[LOAD_ERR_CONNECT]++;
+    if (!cl)
+        load_tick(L, 0);
     /* Closed-loop users send from the start and count only the answers inside the window,
      * so it opens on a steady state; an open-loop schedule starts at the window. */
     if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
@@ -4577,7 +4614,8 @@ static void load_user_main(void *arg)
             int64_t lat = 0;
             int err = load_one(L, &cl, intended, &lat);
             if (now_ns() > L->t_end || LOAD(L->stop))
-                break;                       /* after the window: not counted */
+                break; /* after the window: not counted */
+            load_tick(L, err < 0);
             int counted = now_ns() >= L->t0; /* warm-up: not counted either */
             if (err >= 0) {
                 LOAD_STATS->errors[err] += (uint64_t)counted;
@@ -4612,8 +4650,14 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->per_carrier = xcalloc((size_t)rt.ncarriers, sizeof *L->per_carrier);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
-    L->t0 = now_ns() + (int64_t)(cfg->warmup_s * NS_PER_S);
+    L->t_begin = now_ns();
+    L->t0 = L->t_begin + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
+    L->nsec = cfg->per_second ? (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S) : 0;
+    for (int i = 0; i < rt.ncarriers && L->nsec; i++) {
+        L->per_carrier[i].sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
+        L->per_carrier[i].sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
+    }
     for (int i = 0; i < cfg->users; i++) {
         struct load_user *u = xcalloc(1, sizeof *u);
         u->L = L;
@@ -4636,6 +4680,19 @@ static struct load_stats *load_wait(struct load *L)
         all->completed += L->per_carrier[i].completed;
         for (int e = 0; e < LOAD_NERR; e++)
             all->errors[e] += L->per_carrier[i].errors[e];
+    }
+    all->nsec = L->nsec;
+    if (L->nsec) {
+        all->sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
+        all->sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
+    }
+    for (int i = 0; i < rt.ncarriers; i++) {
+        for (int k = 0; k < L->nsec; k++) {
+            all->sec_ok[k] += L->per_carrier[i].sec_ok[k];
+            all->sec_err[k] += L->per_carrier[i].sec_err[k];
+        }
+        free(L->per_carrier[i].sec_ok);
+        free(L->per_carrier[i].sec_err);
     }
     free(L->per_carrier);
     pthread_cond_destroy(&L->cv);
@@ -4669,7 +4726,12 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         for (int e = 0; e < LOAD_NERR; e++)
             fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e],
                     (unsigned long long)stats->errors[e]);
-        fprintf(f, "},\"users\":%d,\"duration_s\":%.3f}\n", cfg->users, secs);
+        fprintf(f, "},\"users\":%d,\"duration_s\":%.3f", cfg->users, secs);
+        if (stats->nsec) /* [answers, errors] of second 1, 2, ... since the users started */
+            fprintf(f, ",\"per_s\":[");
+        for (int k = 0; k < stats->nsec; k++)
+            fprintf(f, "%s[%u,%u]", k ? "," : "", stats->sec_ok[k], stats->sec_err[k]);
+        fprintf(f, "%s}\n", stats->nsec ? "]" : "");
         return;
     }
     fprintf(f, "Running %.1fs test @ %s\n  %d users, %s\n", secs, cfg->url, cfg->users,
@@ -4737,6 +4799,8 @@ static int load_run_cli(struct load_cfg *cfg)
     rt_join();
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
+    free(stats->sec_ok);
+    free(stats->sec_err);
     free(stats);
     return interrupted;
 }
@@ -4745,11 +4809,96 @@ static int load_run_cli(struct load_cfg *cfg)
 
 /* The grid: for each pooling setting, mode, user count and server, a fresh aggregator (and
  * the load generator) run as child processes of this one, next to one backend, all on
- * loopback. The aggregator is this binary's `serve`, or java/Aggregator.java on the JVM
+ * loopback (with --netns-ports, each cell in a namespace of its own with its own backend). The aggregator is this binary's `serve`, or java/Aggregator.java on the JVM
  * (--server java), which is loaded for a while first so that its JIT has compiled the hot
  * code before the window. Children get their own process group and PR_SET_PDEATHSIG, so
  * nothing outlives the bench, even when it is killed; Ctrl-C stops the grid and the
  * children cleanly. */
+
+/* The port wall (--netns-ports, and `aggregator netns`) needs a private network namespace: a
+ * namespace's TCP state is its own (its sockets, its TIME_WAIT, and the sysctls
+ * ip_local_port_range and tcp_tw_reuse), so a narrow range can be set without touching the
+ * machine's. The calling process enters it; the children it starts afterwards (the backend,
+ * the aggregator, the JVM, the load generator) inherit it. Each cell gets a new one, because
+ * a namespace's ports stay in TIME_WAIT for 60 s after a wall. */
+#define NETNS_PORT_LOW 40000 /* the first ephemeral port: above any --port of the bench */
+
+static int netns_write(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Without root: a user namespace where we are root (uid and gid mapped to ours), which owns
+ * the network namespaces made afterwards. The kernel allows it to a single-threaded process
+ * where unprivileged user namespaces are enabled. */
+static int netns_become_root(void)
+{
+    char map[64];
+    unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
+    if (unshare(CLONE_NEWUSER) < 0)
+        return -1;
+    snprintf(map, sizeof map, "0 %u 1\n", uid);
+    if (netns_write("/proc/self/uid_map", map) < 0)
+        return -1;
+    netns_write("/proc/self/setgroups", "deny\n"); /* needed before gid_map where it exists */
+    snprintf(map, sizeof map, "0 %u 1\n", gid);
+    return netns_write("/proc/self/gid_map", map);
+}
+
+/* Bring lo up (SIOCSIFFLAGS): a new namespace's loopback is down. */
+static int netns_lo_up(void)
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+    if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+    }
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Enter a new network namespace with lo up, nports ephemeral ports (NETNS_PORT_LOW and up)
+ * and tcp_tw_reuse 0 (no reuse of a TIME_WAIT port by connect()). Returns 0, or -1 with
+ * the reason in why. */
+static int netns_enter(int nports, char *why, size_t n)
+{
+    static int in_userns; /* netns_become_root has been done: no second try */
+    char range[32];
+    if (unshare(CLONE_NEWNET) < 0) {
+        int e = errno;
+        if (e != EPERM || in_userns || netns_become_root() < 0 || unshare(CLONE_NEWNET) < 0) {
+            snprintf(why, n, "unshare(CLONE_NEWNET): %s%s", strerror(e),
+                     e == EPERM ? " (not root, and no unprivileged user namespaces)" : "");
+            return -1;
+        }
+        in_userns = 1;
+    }
+    snprintf(range, sizeof range, "%d %d\n", NETNS_PORT_LOW, NETNS_PORT_LOW + nports - 1);
+    const char *step = "bring lo up";
+    if (netns_lo_up() < 0 ||
+        (step = "/proc/sys/net/ipv4/ip_local_port_range",
+         netns_write("/proc/sys/net/ipv4/ip_local_port_range", range) < 0) ||
+        (step = "/proc/sys/net/ipv4/tcp_tw_reuse",
+         netns_write("/proc/sys/net/ipv4/tcp_tw_reuse", "0\n") < 0)) {
+        snprintf(why, n, "%s: %s", step, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* The servers the bench measures: this file's, or java/Aggregator.java on the JVM (embedded
  * Tomcat), started as it is documented there and given the same flags. */
 enum { SERVER_C, SERVER_JAVA, SERVER_N };
@@ -4760,6 +4909,14 @@ static const char *const server_names[SERVER_N] = {"c", "java"};
  * single-file launcher when build/java is missing or older than the source. */
 struct jvm {
     char java[PATH_MAX], classpath[2 * PATH_MAX + 64], main[PATH_MAX + 64];
+};
+
+/* How far the grid is, for the progress line before each cell. */
+struct bench_progress {
+    int cells, done;       /* cells of the grid (points x runs), cells measured */
+    double planned_s;      /* planned seconds of all cells (bench_plan_s) */
+    double planned_done_s; /* of the cells measured */
+    int64_t t0;            /* when the first cell started, ns */
 };
 
 struct bench_cfg {
@@ -4780,6 +4937,10 @@ struct bench_cfg {
     pid_t backend;           /* the backend's pid, for its CPU time */
     double jit_warmup_s;     /* java: load before each measured window, not counted */
     const struct jvm *jvm;   /* java: how to start it (NULL when no java cell is asked for) */
+    int netns_ports;         /* > 0: each cell in a new network namespace with this many ports */
+    FILE *timeline;          /* --timeline: one row per second of each run (C2), or NULL */
+    const char *timeline_path;
+    struct bench_progress progress; /* for the estimate of the time left (stderr) */
 };
 
 /* The load generator's warm-up before its window, s (the CSV says it, for ./sim --validate). */
@@ -4828,6 +4989,13 @@ static struct bench_ci bench_ci95(const double *x, int n)
     return c;
 }
 
+/* One second of a run for --timeline, since its load started (C2). */
+struct bench_tick {
+    uint32_t served, failed; /* the load generator's answers and errors in that second */
+    double no_port;          /* the server's no_port counter at the second's end (-1: none) */
+    long time_wait;          /* TIME_WAIT sockets in the namespace at the second's end */
+};
+
 /* One cell's figures. */
 struct bench_row {
     int users, pool, mode, server;
@@ -4839,11 +5007,13 @@ struct bench_row {
     long base_rss;     /* the aggregator's RSS before the load, bytes */
     long base_threads; /* its OS threads once it listens, before any load */
     /* From the server's /metrics, the window's difference (-1: the server does not say). */
-    double failed;         /* downstream calls failed, every reason */
-    double failed_no_port; /* of which connect() got EADDRNOTAVAIL */
-    double alloc_per_req;  /* bytes the server allocated per request served */
-    struct net_ports net;  /* the namespace the cell ran in */
-    int close_first;       /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
+    double failed;            /* downstream calls failed, every reason */
+    double failed_no_port;    /* of which connect() got EADDRNOTAVAIL */
+    double alloc_per_req;     /* bytes the server allocated per request served */
+    struct net_ports net;     /* the namespace the cell ran in */
+    int close_first;          /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
+    struct bench_tick *ticks; /* --timeline: the run's seconds (heap; the row's owner frees) */
+    int nticks;
     /* Over the point's --runs (bench_point): rps becomes their mean. */
     int runs;                /* runs measured */
     double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
@@ -5167,6 +5337,25 @@ static int bench_setup_jvm(struct bench_cfg *bc, struct jvm *j)
  * JVM gets longer to start: the source launcher compiles the file first. */
 enum { BENCH_START_C_S = 5, BENCH_START_JAVA_S = 60 };
 
+/* What a JVM's start (its source launcher's compile, Tomcat's) is guessed to take, s: only
+ * for the first estimate of the time left; measured cells correct it. */
+#define BENCH_JAVA_START_GUESS_S 5
+
+/* A backend that answers after delay_ms, on bc->port; the previous one is stopped first. */
+static void bench_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay_ms)
+{
+    char bport[16], delay[16];
+    snprintf(bport, sizeof bport, "%d", bc->port);
+    snprintf(delay, sizeof delay, "%d", delay_ms);
+    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
+    if (bc->backend > 0)
+        bench_kill(kids, bc->backend);
+    bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
+    bc->delay_ms = delay_ms;
+    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
+        die("the backend did not start on port %d", bc->port);
+}
+
 static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *kids,
                                 const struct bench_row *row)
 {
@@ -5224,8 +5413,14 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
     snprintf(dur, sizeof dur, "%g", duration_s);
     snprintf(think, sizeof think, "%d", bc->think_ms);
     snprintf(warm, sizeof warm, "%g", warmup_s);
-    char *largv[] = {"aggregator", "load", "--url",    url,  "--users", users, "--duration", dur,
-                     "--think-ms", think,  "--warmup", warm, "--json",  NULL};
+    char *largv[] = {"aggregator", "load",
+                     "--url",      url,
+                     "--users",    users,
+                     "--duration", dur,
+                     "--think-ms", think,
+                     "--warmup",   warm,
+                     "--json",     bc->timeline && warmup_s > 0 ? "--per-second" : NULL,
+                     NULL};
     return bench_spawn(kids, largv, out_fd, BENCH_STDERR_KEEP);
 }
 
@@ -5316,10 +5511,71 @@ static double bench_delta(double a, double b)
     return a >= 0 && b >= 0 ? b - a : -1;
 }
 
+/* --netns-ports: the cell gets a new network namespace and its own backend there (the last
+ * cell's namespace keeps its ports in TIME_WAIT for a minute). */
+static void bench_cell_netns(struct bench_cfg *bc, struct bench_kids *kids)
+{
+    char why[256];
+    if (bc->netns_ports <= 0)
+        return;
+    if (netns_enter(bc->netns_ports, why, sizeof why) < 0) {
+        bench_kill_all(kids);
+        die("cannot make a private network namespace: %s", why);
+    }
+    bench_backend(bc, kids, bc->delay_ms);
+}
+
+/* The load generator's JSON report, read to its end (the child has exited). */
+static void bench_read_all(int fd, struct sbuf *out)
+{
+    char buf[4096];
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;)
+        sbuf_add(out, buf, (size_t)got);
+    if (!out->p)
+        sbuf_add(out, "", 0);
+}
+
+/* --timeline: the load's per_s pairs ([answers, errors] of each second) into the ticks. */
+static void bench_ticks_from_json(struct bench_row *row, const char *json)
+{
+    const char *p = strstr(json, "\"per_s\":["); /* then p + 1 at each inner pair's '[' */
+    p = p ? p + strlen("\"per_s\":") : NULL;
+    for (int k = 0; p && k < row->nticks; k++) {
+        p = strchr(p + 1, '[');
+        char *end;
+        if (!p || (row->ticks[k].served = (uint32_t)strtoul(p + 1, &end, 10), *end != ','))
+            break;
+        row->ticks[k].failed = (uint32_t)strtoul(end + 1, NULL, 10);
+    }
+}
+
+/* Where a cell's samples are taken, ns: the CPU and /metrics at the window's two ends, and
+ * with --timeline the end of every whole second since the load started. */
+struct bench_clock {
+    int64_t t_load, t_start, t_end;
+    int tick; /* the next second to sample, 0-based */
+};
+
+/* The soonest of the samples still to take after `now`, at most 50 ms away (the peaks). */
+static int64_t bench_next_sample(const struct bench_clock *k, const struct bench_row *row,
+                                 int c0_done, int c1_done, int64_t now)
+{
+    int64_t next = now + 50 * NS_PER_MS;
+    if (!c0_done && k->t_start < next)
+        next = k->t_start;
+    else if (!c1_done && k->t_end < next)
+        next = k->t_end;
+    int64_t tick_at = k->t_load + (int64_t)(k->tick + 1) * NS_PER_S;
+    if (k->tick < row->nticks && tick_at < next)
+        next = tick_at;
+    return next;
+}
+
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
  * Returns 0, or -1 if interrupted (Ctrl-C). */
-static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
+static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
+    bench_cell_netns(bc, kids);
     pid_t agg = bench_start_server(bc, kids, row);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
     row->base_threads = proc_status_field(agg, "Threads");
@@ -5330,12 +5586,16 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
         die("pipe: %s", strerror(errno));
+    row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
+    row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
+    double no_port_before = row->nticks ? bench_scrape(bc->port + 1).no_port : -1;
     pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, pfd[1]);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
      * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
-    int64_t t_start = now_ns() + BENCH_WARMUP_S * NS_PER_S,
-            t_end = t_start + (int64_t)(bc->duration_s * NS_PER_S);
+    struct bench_clock k = {.t_load = now_ns()};
+    k.t_start = k.t_load + BENCH_WARMUP_S * NS_PER_S;
+    k.t_end = k.t_start + (int64_t)(bc->duration_s * NS_PER_S);
     struct bench_cpu c0 = {.agg_us = -1}, c1 = {.agg_us = -1};
     struct bench_scrape m0 = {-1, -1, -1}, m1 = {-1, -1, -1};
     int interrupted = 0, status;
@@ -5345,20 +5605,19 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
         if (th > row->peak_threads)
             row->peak_threads = th;
         int64_t now = now_ns();
-        if (c0.agg_us < 0 && now >= t_start) {
+        if (c0.agg_us < 0 && now >= k.t_start) {
             c0 = bench_cpu_now(bc, agg, load);
             m0 = bench_scrape(bc->port + 1);
         }
-        if (c1.agg_us < 0 && now >= t_end) {
+        if (c1.agg_us < 0 && now >= k.t_end) {
             c1 = bench_cpu_now(bc, agg, load);
             m1 = bench_scrape(bc->port + 1);
         }
-        int64_t next = now + 50 * NS_PER_MS;
-        if (c0.agg_us < 0 && t_start < next)
-            next = t_start;
-        else if (c1.agg_us < 0 && t_end < next)
-            next = t_end;
-        if (signals_wait_until(next)) {
+        if (k.tick < row->nticks && now >= k.t_load + (int64_t)(k.tick + 1) * NS_PER_S) {
+            row->ticks[k.tick].no_port = bench_scrape(bc->port + 1).no_port;
+            row->ticks[k.tick++].time_wait = proc_sockstat_tw();
+        }
+        if (signals_wait_until(bench_next_sample(&k, row, c0.agg_us >= 0, c1.agg_us >= 0, now))) {
             interrupted = 1;
             break;
         }
@@ -5369,23 +5628,37 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
     }
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
-    char json[2048];
-    ssize_t n = interrupted ? 0 : read(pfd[0], json, sizeof json - 1);
-    json[n > 0 ? n : 0] = '\0';
+    struct sbuf out = {0};
+    if (!interrupted)
+        bench_read_all(pfd[0], &out);
     close(pfd[0]);
     if (interrupted)
         bench_kill(kids, load);
     else
         bench_forget(kids, load); /* reaped by waitpid above */
     bench_kill(kids, agg);
-    if (interrupted)
+    if (bc->netns_ports > 0) {
+        bench_kill(kids, bc->backend);
+        bc->backend = 0;
+    }
+    if (interrupted) {
+        sbuf_free(&out);
+        free(row->ticks);
+        row->ticks = NULL;
         return -1;
+    }
+    const char *json = out.p;
     row->rps = bench_json_num(json, "throughput_rps");
     row->p50 = bench_json_num(json, "p50");
     row->p90 = bench_json_num(json, "p90");
     row->p99 = bench_json_num(json, "p99");
     row->errors = (long)bench_json_num(json, "errors");
     double completed = bench_json_num(json, "completed");
+    bench_ticks_from_json(row, json);
+    for (int i = row->nticks - 1; i >= 0; i--) /* the counter's increase in each second */
+        row->ticks[i].no_port =
+            bench_delta(i ? row->ticks[i - 1].no_port : no_port_before, row->ticks[i].no_port);
+    sbuf_free(&out);
     int sampled = c0.all.work_us >= 0 && c1.all.work_us >= 0,
         counted = completed > 0 && c0.agg_us >= 0;
     double machine = sampled ? c1.all.work_us - c0.all.work_us : 0,
@@ -5411,8 +5684,7 @@ static int bench_cell(const struct bench_cfg *bc, struct bench_kids *kids, struc
  * someone else on the machine. */
 #define BENCH_FOREIGN_RETRY_PCT 10.0
 
-static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
-                           struct bench_row *row)
+static int bench_cell_calm(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     struct bench_row first = *row;
     if (bench_cell(bc, kids, row) < 0)
@@ -5426,10 +5698,16 @@ static int bench_cell_calm(const struct bench_cfg *bc, struct bench_kids *kids,
             server_names[row->server], row->steal_pct, row->foreign_pct);
     struct bench_row disturbed = *row;
     *row = first;
-    if (bench_cell(bc, kids, row) < 0)
+    if (bench_cell(bc, kids, row) < 0) {
+        free(disturbed.ticks);
         return -1;
-    if (row->steal_pct + row->foreign_pct > disturbed.steal_pct + disturbed.foreign_pct)
+    }
+    if (row->steal_pct + row->foreign_pct > disturbed.steal_pct + disturbed.foreign_pct) {
+        free(row->ticks);
         *row = disturbed; /* the calmer of the two */
+    } else {
+        free(disturbed.ticks);
+    }
     return 0;
 }
 
@@ -5507,11 +5785,52 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
            "others", "failed", "no_port");
 }
 
+/* The seconds a cell is planned to take: the load's warm-up and window, the JVM's start and
+ * JIT warm-up, and about a second to start and stop the processes. */
+static double bench_plan_s(const struct bench_cfg *bc, int server)
+{
+    return BENCH_WARMUP_S + bc->duration_s + 1 +
+           (server == SERVER_JAVA ? bc->jit_warmup_s + BENCH_JAVA_START_GUESS_S : 0);
+}
+
+/* One line on stderr before each cell: which one, and the time left, estimated from the
+ * plan scaled by how long the cells so far took against theirs (a cell measured again for
+ * steal, a slow JVM start). */
+static void bench_progress(struct bench_cfg *bc, const struct bench_row *point, int run, int runs)
+{
+    struct bench_progress *p = &bc->progress;
+    if (!p->done)
+        p->t0 = now_ns();
+    double spent = (double)(now_ns() - p->t0) / NS_PER_S,
+           scale = p->planned_done_s > 0 ? spent / p->planned_done_s : 1,
+           left = (p->planned_s - p->planned_done_s) * scale;
+    fprintf(stderr,
+            "bench: cell %d of %d: %s %s, %d users, pool %s, run %d of %d; about %.0f min %02.0f "
+            "s left\n",
+            p->done + 1, p->cells, server_names[point->server],
+            point->mode == MODE_VIRTUAL ? "virtual" : "platform", point->users,
+            point->pool                          ? "on"
+            : point->close_first == CLOSE_SERVER ? "off (server closes first)"
+                                                 : "off (client closes first)",
+            run + 1, runs, floor(left / 60), fmod(left, 60));
+}
+
+/* --timeline: the run's rows (C2), one per second since its load started. */
+static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_row *r, int run)
+{
+    for (int k = 0; bc->timeline && k < r->nticks; k++)
+        fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
+                server_names[r->server], r->mode == MODE_VIRTUAL ? "virtual" : "platform",
+                r->pool ? "on" : "off", r->pool ? "-" : close_first_names[r->close_first], r->users,
+                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, run, k + 1,
+                r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port, r->ticks[k].time_wait);
+}
+
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
  * throughput is their mean with its interval and extremes; the other figures are the median
  * run's (by throughput). Returns 0, or -1 if interrupted. */
-static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
-                       const struct bench_row *point, FILE *csv)
+static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const struct bench_row *point,
+                       FILE *csv)
 {
     struct bench_row runs[16];
     double rps[16];
@@ -5522,9 +5841,21 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
                                      .mode = point->mode,
                                      .server = point->server,
                                      .close_first = point->close_first};
-        if (bench_cell_calm(bc, kids, &runs[r]) < 0)
+        bench_progress(bc, point, r, n);
+        int rc = bench_cell_calm(bc, kids, &runs[r]);
+        bc->progress.done++;
+        bc->progress.planned_done_s += bench_plan_s(bc, point->server);
+        if (rc < 0) {
+            for (int i = 0; i < r; i++)
+                free(runs[i].ticks);
             return -1;
+        }
         rps[r] = runs[r].rps;
+    }
+    for (int r = 0; r < n; r++) { /* in the order measured, before the sort */
+        bench_write_timeline(bc, &runs[r], r + 1);
+        free(runs[r].ticks);
+        runs[r].ticks = NULL;
     }
     double failed = 0, no_port = 0, alloc = 0; /* means per run; -1 if a run did not say */
     for (int r = 0; r < n; r++) {
@@ -5552,11 +5883,12 @@ static int bench_point(const struct bench_cfg *bc, struct bench_kids *kids,
     return 0;
 }
 
-/* The grid cmd_bench asked for: a backend, then every point, pooling on and off, each user
- * count, each mode, each server. Returns 0, or 130 if interrupted (Ctrl-C). */
-static int bench_run(struct bench_cfg *bc)
+/* The points of the grid cmd_bench asked for, in the order measured: pooling on, then off
+ * with each --close-first; each user count, each mode, each server. Returns how many (the
+ * caller frees *out). */
+static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
 {
-    int pools[2], npools = 0, modes[2], nmodes = 0;
+    int pools[2], npools = 0, modes[2], nmodes = 0, closes[2], ncloses = 0, n = 0, cap = 16;
     if (strcmp(bc->pool, "off"))
         pools[npools++] = 1;
     if (strcmp(bc->pool, "on"))
@@ -5565,6 +5897,49 @@ static int bench_run(struct bench_cfg *bc)
         modes[nmodes++] = MODE_PLATFORM;
     if (strstr(bc->modes, "virtual"))
         modes[nmodes++] = MODE_VIRTUAL;
+    for (int c = 0; c < 2; c++)
+        if (!strcmp(bc->close_first, "both") || !strcmp(bc->close_first, close_first_names[c]))
+            closes[ncloses++] = c;
+    struct bench_row *g = xcalloc((size_t)cap, sizeof *g);
+    for (int pi = 0; pi < npools; pi++)
+        for (int ci = 0; ci < (pools[pi] ? 1 : ncloses); ci++) {
+            char *save = NULL, *list = strdup(bc->users);
+            for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save))
+                for (int mi = 0; mi < nmodes; mi++)
+                    for (int si = 0; si < SERVER_N; si++) {
+                        if (!bench_has_server(bc->servers, si))
+                            continue;
+                        if (n == cap)
+                            g = xrealloc(g, (size_t)(cap *= 2) * sizeof *g);
+                        g[n++] = (struct bench_row){.users = atoi(u),
+                                                    .pool = pools[pi],
+                                                    .mode = modes[mi],
+                                                    .server = si,
+                                                    .close_first = closes[ci]};
+                    }
+            free(list);
+        }
+    *out = g;
+    return n;
+}
+
+/* fclose, and exit 1 naming the file if any write to it failed. */
+static void bench_close_checked(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        die("cannot write %s: %s", path, bad ? "a write failed" : strerror(errno));
+}
+
+/* The grid cmd_bench asked for: a backend (one per cell, in the cell's namespace, with
+ * --netns-ports), then every point. Returns 0, or 130 if interrupted (Ctrl-C). */
+static int bench_run(struct bench_cfg *bc)
+{
+    char why[256];
+    if (bc->netns_ports > 0 && netns_enter(bc->netns_ports, why, sizeof why) < 0) {
+        printf("bench: skipped: cannot make a private network namespace: %s\n", why);
+        return 0;
+    }
     for (int port = bc->port; port <= bc->port + 1; port++) { /* never measure a stranger */
         int fd = io_listen("127.0.0.1", port, 1, NULL, 0);
         if (fd < 0)
@@ -5576,42 +5951,34 @@ static int bench_run(struct bench_cfg *bc)
     FILE *csv = fopen(bc->out, "w");
     if (!csv)
         die("cannot write %s: %s", bc->out, strerror(errno));
+    if (bc->timeline_path && !(bc->timeline = fopen(bc->timeline_path, "w")))
+        die("cannot write %s: %s", bc->timeline_path, strerror(errno));
+    if (bc->timeline)
+        fprintf(bc->timeline,
+                "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
+                "port_high,tw_reuse,run,t_s,served,failed,failed_no_port,time_wait\n");
     bench_headers(bc, csv);
-    char bport[16], delay[16];
-    snprintf(bport, sizeof bport, "%d", bc->port);
-    snprintf(delay, sizeof delay, "%d", bc->delay_ms);
-    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     struct bench_kids kids = {{0}};
-    pid_t be = bc->backend = bench_spawn(&kids, bargv, -1, BENCH_STDERR_NULL);
-    if (bench_wait_port(&kids, be, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
-        die("the backend did not start on port %d", bc->port);
-    int rc = 0, closes[2], ncloses = 0;
-    for (int c = 0; c < 2; c++)
-        if (!strcmp(bc->close_first, "both") || !strcmp(bc->close_first, close_first_names[c]))
-            closes[ncloses++] = c;
-    for (int pi = 0; pi < npools && !rc; pi++)
-        for (int ci = 0; ci < (pools[pi] ? 1 : ncloses) && !rc; ci++) {
-            char *save = NULL, *list = strdup(bc->users);
-            for (char *u = strtok_r(list, ",", &save); u && !rc; u = strtok_r(NULL, ",", &save))
-                for (int mi = 0; mi < nmodes && !rc; mi++)
-                    for (int si = 0; si < SERVER_N && !rc; si++) {
-                        struct bench_row point = {.users = atoi(u),
-                                                  .pool = pools[pi],
-                                                  .mode = modes[mi],
-                                                  .server = si,
-                                                  .close_first = closes[ci]};
-                        if (bench_has_server(bc->servers, si))
-                            rc = bench_point(bc, &kids, &point, csv);
-                    }
-            free(list);
-        }
-    bench_kill(&kids, be);
+    if (bc->netns_ports <= 0)
+        bench_backend(bc, &kids, bc->delay_ms);
+    struct bench_row *grid;
+    int npoints = bench_grid(bc, &grid), rc = 0;
+    bc->progress.cells = npoints * bc->runs;
+    for (int i = 0; i < npoints; i++)
+        bc->progress.planned_s += bc->runs * bench_plan_s(bc, grid[i].server);
+    for (int i = 0; i < npoints && !rc; i++)
+        rc = bench_point(bc, &kids, &grid[i], csv);
+    free(grid);
+    bench_kill(&kids, bc->backend);
     bench_kill_all(&kids);
-    fclose(csv);
+    bench_close_checked(csv, bc->out);
+    if (bc->timeline)
+        bench_close_checked(bc->timeline, bc->timeline_path);
     if (rc)
         fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
     else
-        printf("wrote %s\n", bc->out);
+        printf("wrote %s%s%s\n", bc->out, bc->timeline ? " and " : "",
+               bc->timeline ? bc->timeline_path : "");
     return rc ? 130 : 0;
 }
 
@@ -6161,21 +6528,6 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
     return 0;
 }
 
-/* A backend that answers after delay_ms, on bc->port; the previous one is stopped first. */
-static void cal_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay_ms)
-{
-    char bport[16], delay[16];
-    snprintf(bport, sizeof bport, "%d", bc->port);
-    snprintf(delay, sizeof delay, "%d", delay_ms);
-    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
-    if (bc->backend > 0)
-        bench_kill(kids, bc->backend);
-    bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
-    bc->delay_ms = delay_ms;
-    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
-        die("the backend did not start on port %d", bc->port);
-}
-
 /* The backend's latency as a client sees it over loopback: the load generator, 20 users,
  * on /item/0?delay_ms=5 (short, so that the histogram's buckets are fine). */
 static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50,
@@ -6526,7 +6878,7 @@ static int cal_measure(struct cal_cfg *cc)
     int server = cal_server(bc);
     int rc = 0;
     /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
-    cal_backend(bc, &kids, 50);
+    bench_backend(bc, &kids, 50);
     struct cal_latency lat = cal_call_latency(bc, &kids);
     struct cal_point light = {
         .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
@@ -6542,7 +6894,7 @@ static int cal_measure(struct cal_cfg *cc)
         rc = cal_run(bc, &kids, &queue, &queued);
     }
     if (!rc)
-        cal_backend(bc, &kids, cpu_delay_ms);
+        bench_backend(bc, &kids, cpu_delay_ms);
     for (int mode = 0; mode < 2 && !rc; mode++)
         for (int k = 0; k < 2 && !rc; k++) {
             struct cal_point cpu = {
@@ -6775,6 +7127,8 @@ static int cmd_load(int argc, char **argv)
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "per-request timeout; default 30000"},
         {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
         {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
+        {"--per-second", OPT_FLAG, &cfg.per_second,
+         "--json: add per_s, [answers, errors] of each second since the users started"},
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!url || load_parse_url(&cfg, url) < 0)
@@ -6787,7 +7141,8 @@ static int cmd_load(int argc, char **argv)
 #define BENCH_SYNOPSIS                                                                             \
     "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] "    \
     "[--close-first client|server|both] [--fanout K]"                                              \
-    " [--delay-ms D] [--duration S] [--server c|java|c,java] [--jit-warmup S] [--out results.csv]"
+    " [--delay-ms D] [--duration S] [--runs N] [--server c|java|c,java] [--jit-warmup S]"          \
+    " [--netns-ports N] [--timeline FILE] [--out results.csv]"
 
 static int cmd_bench(int argc, char **argv)
 {
@@ -6821,6 +7176,10 @@ static int cmd_bench(int argc, char **argv)
         {"--port", OPT_INT, &bc.port,
          "backend port (the aggregator uses the next one); default 19300"},
         {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
+        {"--timeline", OPT_STR, &bc.timeline_path,
+         "FILE: per second of each run, served, failed, failed_no_port, TIME_WAIT (CSV)"},
+        {"--netns-ports", OPT_INT, &bc.netns_ports,
+         "N: each cell in a private network namespace, N ephemeral ports, tcp_tw_reuse 0"},
         {"--server", OPT_STR, &bc.servers,
          "c (this file), java (java/Aggregator.java on Tomcat) or c,java; default c"},
         {"--jit-warmup", OPT_DOUBLE, &bc.jit_warmup_s,
@@ -6839,6 +7198,8 @@ static int cmd_bench(int argc, char **argv)
         opt_fail(BENCH_SYNOPSIS, "--close-first takes client, server or both");
     if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1)
         opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
+    if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
+        opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
     struct jvm jvm;
     if (bench_setup_jvm(&bc, &jvm))
         return 2;
