@@ -3774,43 +3774,53 @@ struct rep_row {
     const char *key;   /* JSON / CSV name; a '.' puts it in a sub-object (latency_ms.p50) */
     size_t off;
     uint8_t fmt;
-    uint8_t ci; /* a headline figure: it gets a 95% confidence interval */
+    uint8_t ci;  /* a headline figure: it gets a 95% confidence interval */
+    uint8_t sum; /* a count of requests: summed over replications, not averaged, so that
+                    arrived = completed + failed + in flight holds in whole numbers */
 };
 #define RR(field) offsetof(struct result, field)
 static const struct rep_row rep_rows[] = {
-    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, 1},
-    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, 1},
-    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, 1},
-    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, 1},
-    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, 1},
-    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, 1},
-    {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0},
-    {"requests arrived", "arrived", RR(arrived), R_INT, 0},
-    {"requests completed", "completed", RR(completed), R_INT, 0},
-    {"requests failed", "failed", RR(failed), R_INT, 0},
-    {"requests in flight at end", "in_flight", RR(in_flight), R_INT, 0},
-    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT, 0},
-    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT, 0},
-    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT, 0},
-    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT, 0},
-    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT, 0},
-    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT, 0},
-    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT, 0},
-    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB, 0},
-    {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB, 0},
-    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0},
-    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, 1},
-    {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0},
-    {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0},
-    {"virtual thread parks", "parks", RR(parks), R_INT, 0},
-    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT, 0},
-    {"events simulated", "events", RR(events), R_INT, 0},
+    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, 1, 0},
+    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, 1, 0},
+    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, 1, 0},
+    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, 1, 0},
+    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, 1, 0},
+    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, 1, 0},
+    {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0, 0},
+    {"requests arrived", "arrived", RR(arrived), R_INT, 0, 1},
+    {"requests completed", "completed", RR(completed), R_INT, 0, 1},
+    {"requests failed", "failed", RR(failed), R_INT, 0, 1},
+    {"requests in flight at end", "in_flight", RR(in_flight), R_INT, 0, 1},
+    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT, 0, 0},
+    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT, 0, 0},
+    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT, 0, 0},
+    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT, 0, 0},
+    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT, 0, 0},
+    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT, 0, 0},
+    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT, 0, 0},
+    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB, 0, 0},
+    {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB, 0,
+     0},
+    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0, 0},
+    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, 1, 0},
+    {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0, 0},
+    {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0, 0},
+    {"virtual thread parks", "parks", RR(parks), R_INT, 0, 0},
+    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT, 0, 0},
+    {"events simulated", "events", RR(events), R_INT, 0, 0},
 };
 #define REP_NROWS (sizeof rep_rows / sizeof rep_rows[0])
 
 static double rep_get(const struct result *r, const struct rep_row *row)
 {
     return *(const double *)((const char *)r + row->off);
+}
+
+/* How JSON and CSV print a row's figure: whole numbers whole (a count rounded to 6 digits
+ * would no longer add up), the rest to 6 significant digits. */
+static const char *rep_row_fmt(const struct rep_row *row)
+{
+    return row->fmt == R_INT || row->fmt == R_MIB ? "%.0f" : "%.6g";
 }
 
 /* CONFIDENCE INTERVALS
@@ -3824,7 +3834,9 @@ static double rep_get(const struct result *r, const struct rep_row *row)
  *                   the whole run's, the interval the batches' spread. Batches of a long run
  *                   are nearly independent; short ones are correlated and the interval is
  *                   too narrow: keep a batch many response times long.
- *   The other rows are means over the replications (or the one run's). */
+ *   The request counts (rep_row.sum) are sums over the replications: whole numbers, for
+ *   which arrived = completed + failed + in flight holds in every format; the other rows
+ *   are means over the replications (or the one run's). */
 struct report {
     struct result r[MODEL_N];  /* the figures */
     struct result ci[MODEL_N]; /* half-widths of the 95% intervals; NAN where there is none */
@@ -3884,13 +3896,13 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
             double sum = 0;
             for (int i = 0; i < n; i++)
                 sum += rep_get(&xs[i], &rep_rows[j]);
-            *(double *)((char *)r + rep_rows[j].off) = sum / n;
+            *(double *)((char *)r + rep_rows[j].off) = rep_rows[j].sum ? sum : sum / n;
         }
         rep_verdict(r, xs, n); /* the replications' evidence pooled */
         for (int f = 0; f < FAIL_N; f++) {
             r->failed_by_reason[f] = 0;
             for (int i = 0; i < n; i++)
-                r->failed_by_reason[f] += xs[i].failed_by_reason[f] / n;
+                r->failed_by_reason[f] += xs[i].failed_by_reason[f]; /* they sum to failed */
         }
         rep_ci_rows(xs, n, &rp->ci[mk]);
         free(xs);
@@ -4642,7 +4654,7 @@ static void rep_text_intervals(FILE *out, const struct scenario *s, const struct
     else
         fprintf(out,
                 "  \u00b1 95%% interval over %d replications (seeds derived from %" PRIu64
-                "); figures are their means\n",
+                "); figures are their means, request counts their sums\n",
                 rp->n, s->seed);
 }
 
@@ -4758,8 +4770,7 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
             open = key;
         }
         fprintf(out, "\"%s\": ", dot ? dot + 1 : key);
-        rep_json_number(out, rep_rows[i].fmt == R_INT || rep_rows[i].fmt == R_MIB ? "%.0f" : "%.6g",
-                        rep_get(r, &rep_rows[i]));
+        rep_json_number(out, rep_row_fmt(&rep_rows[i]), rep_get(r, &rep_rows[i]));
         if (rep_rows[i].ci) { /* "KEY_ci95": the half-width, null without an interval */
             fprintf(out, ", \"%s_ci95\": ", dot ? dot + 1 : key);
             rep_json_number(out, "%.4g", rep_get(ci, &rep_rows[i]));
@@ -4830,7 +4841,8 @@ static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
         for (size_t i = 0; i < REP_NROWS; i++) {
             double half = rep_get(&rp->ci[mk], &rep_rows[i]);
-            fprintf(out, ",%.6g", rep_get(&rp->r[mk], &rep_rows[i]));
+            fputc(',', out);
+            fprintf(out, rep_row_fmt(&rep_rows[i]), rep_get(&rp->r[mk], &rep_rows[i]));
             if (rep_rows[i].ci && isfinite(half))
                 fprintf(out, ",%.4g", half);
             else if (rep_rows[i].ci)
@@ -4905,7 +4917,8 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
             fputs(model_names[mk], out);
             for (size_t j = 0; j < REP_NROWS; j++) {
                 double half = rep_get(&rp->ci[mk], &rep_rows[j]);
-                fprintf(out, ",%.6g", rep_get(&rp->r[mk], &rep_rows[j]));
+                fputc(',', out);
+                fprintf(out, rep_row_fmt(&rep_rows[j]), rep_get(&rp->r[mk], &rep_rows[j]));
                 if (rep_rows[j].ci && isfinite(half))
                     fprintf(out, ",%.4g", half);
                 else if (rep_rows[j].ci)

@@ -1127,6 +1127,105 @@ static void test_conservation(void)
     }
 }
 
+/* The count after `key` in text (JSON's "arrived": N, or a text row's label and its first
+ * column: digits with thousands separators); -1 when absent. */
+static double count_after(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    if (!p)
+        return -1;
+    p += strcspn(p + strlen(key), "0123456789") + strlen(key);
+    double v = 0;
+    for (; isdigit((unsigned char)*p) || *p == ','; p++)
+        v = *p == ',' ? v : v * 10 + (*p - '0');
+    return v;
+}
+
+/* The CSV field named `col` in the row starting with `model,`; -1 when absent. */
+static double csv_field(const char *csv, const char *model, const char *col)
+{
+    const char *row = strstr(csv, model);
+    int want = -1, i = 0;
+    for (const char *p = csv; want < 0 && *p && *p != '\n'; i++) { /* the header's fields */
+        size_t n = strcspn(p, ",\n");
+        if (n == strlen(col) && !strncmp(p, col, n))
+            want = i;
+        p += n + (p[n] == ',');
+    }
+    for (i = 0; row && want >= 0 && i < want; i++)
+        row = strchr(row, ',') + 1;
+    return row && want >= 0 ? strtod(row, NULL) : -1;
+}
+
+/* Conservation in every format of a report over replications: arrived = completed + failed
+ * + in flight in whole numbers (the counts are sums over the 5 replications), and the
+ * failures by reason add up to the failed (issue's blog-100: 26,253 against 26,178 + 0 + 76
+ * when each count was a rounded mean). */
+static void test_report_conservation(void)
+{
+    struct scenario s;
+    struct result runs[5 * MODEL_N];
+    struct report rp;
+    must_load(
+        &s,
+        "users = 400\nduration = 3s\nwarmup = 1s\nprogram = cpu(200us) call(A) call(B)\n"
+        "service.A.latency = exp(30ms)\nservice.B.latency = exp(30ms)\nservice.B.timeout = 60ms\n"
+        "platform.max_connections = 100\nplatform.accept_count = 20\n");
+    double arrived[MODEL_N] = {0};
+    for (int i = 0; i < 5; i++) {
+        s.seed = rep_seed(7, i);
+        for (int k = 0; k < MODEL_N; k++) {
+            run_one(&s, k, &runs[i * MODEL_N + k]);
+            arrived[k] += runs[i * MODEL_N + k].arrived;
+        }
+    }
+    rep_replicated(&rp, runs, 5);
+    char *out[3] = {NULL, NULL, NULL};
+    size_t len;
+    for (int f = 0; f < 3; f++) {
+        FILE *mf = open_memstream(&out[f], &len);
+        if (f == 0)
+            rep_text(mf, &s, "test", &rp);
+        else if (f == 1)
+            rep_json(mf, &s, "test", &rp, 1, 0);
+        else
+            rep_csv(mf, &s, &rp);
+        fclose(mf);
+    }
+    for (int k = 0; k < MODEL_N; k++) {
+        const struct result *r = &rp.r[k];
+        double reasons = 0;
+        for (int f = 0; f < FAIL_N; f++)
+            reasons += r->failed_by_reason[f];
+        CHECK(r->arrived == arrived[k] && r->arrived == r->completed + r->failed + r->in_flight &&
+                  r->failed > 0 && reasons == r->failed,
+              "%s: arrived %.0f (sum %.0f) = completed %.0f + failed %.0f (reasons %.0f) + in "
+              "flight %.0f",
+              model_names[k], r->arrived, arrived[k], r->completed, r->failed, reasons,
+              r->in_flight);
+        const char *json = strstr(out[1], k ? "\"virtual\"" : "\"platform\"");
+        double ja = count_after(json, "\"arrived\""), jc = count_after(json, "\"completed\""),
+               jf = count_after(json, "\"failed\""), ji = count_after(json, "\"in_flight\"");
+        CHECK(ja == r->arrived && ja == jc + jf + ji, "%s JSON: %.0f = %.0f + %.0f + %.0f",
+              model_names[k], ja, jc, jf, ji);
+        const char *m = k ? "\nvirtual," : "\nplatform,";
+        double ca = csv_field(out[2], m, "arrived"), cc = csv_field(out[2], m, "completed"),
+               cf = csv_field(out[2], m, "failed"), ci = csv_field(out[2], m, "in_flight");
+        CHECK(ca == r->arrived && ca == cc + cf + ci, "%s CSV: %.0f = %.0f + %.0f + %.0f",
+              model_names[k], ca, cc, cf, ci);
+    }
+    /* the text table: platform's column (the first number after each label) */
+    double ta = count_after(out[0], "requests arrived"),
+           tc = count_after(out[0], "requests completed"),
+           tf = count_after(out[0], "requests failed"),
+           ti = count_after(out[0], "in flight at end");
+    CHECK(ta == rp.r[0].arrived && ta == tc + tf + ti, "text: %.0f = %.0f + %.0f + %.0f", ta, tc,
+          tf, ti);
+    CHECK(strstr(out[0], "request counts their sums"), "the text says the counts are sums");
+    for (int f = 0; f < 3; f++)
+        free(out[f]);
+}
+
 /* A scenario where time cannot advance is stopped and reported, not run forever. */
 static void test_zero_time_loop(void)
 {
@@ -1956,6 +2055,7 @@ int main(void)
     test_port_exhaustion();
     test_close_first();
     test_conservation();
+    test_report_conservation();
     test_pool_grows_and_shrinks();
     test_pool_release_race();
     test_idle_retirement_exact();
