@@ -6032,8 +6032,9 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
  * addresses are accepted: this is a teaching tool, not a network scraper. */
 
 #define LIVE_MAX_LE      64
-#define LIVE_MAX_BODY    (256 * 1024)
-#define LIVE_DEADLINE_MS 2000 /* a whole scrape: connect, request, answer */
+#define LIVE_MAX_BODY    (256 * 1024) /* a longer answer is an error, not cut short */
+#define LIVE_MAX_VALUE   1e15         /* a count or a byte size beyond this is not believed */
+#define LIVE_DEADLINE_MS 2000         /* a whole scrape: connect, request, answer */
 
 /* One scrape: counters and gauges as the aggregator reports them. */
 struct live_scrape {
@@ -6199,40 +6200,91 @@ static ssize_t live_receive(int fd, char *buf, size_t cap, double deadline)
     return (ssize_t)len;
 }
 
+/* An HTTP answer of len bytes in buf (NUL-terminated): its body if the status line says
+ * exactly 200 ("HTTP/1.1 2000" is not 200), else NULL with err. */
+static const char *live_answer(const char *buf, size_t len, char *err, size_t errlen)
+{
+    const char *body = strstr(buf, "\r\n\r\n");
+    if (strlen(buf) != len) {
+        snprintf(err, errlen, "live: /metrics answered a NUL byte (not a metrics page)");
+        return NULL;
+    }
+    if (!body || strncmp(buf, "HTTP/1.", 7) || !isdigit((unsigned char)buf[7]) ||
+        strncmp(buf + 8, " 200", 4) || (buf[12] != ' ' && buf[12] != '\r')) {
+        snprintf(err, errlen, "live: /metrics did not answer 200 with a body ('%.*s')",
+                 (int)strcspn(buf, "\r\n") < 40 ? (int)strcspn(buf, "\r\n") : 40, buf);
+        return NULL;
+    }
+    return body + 4;
+}
+
 /* GET /metrics; the body goes to a malloc'd NUL-terminated string. The whole scrape
  * (connect, request, answer) has lv->deadline_ms: a read timeout alone let an endpoint that
- * sends a byte a second hold --live for as long as it liked. */
+ * sends a byte a second hold --live for as long as it liked. An answer of more than
+ * LIVE_MAX_BODY bytes is an error (cut short, its last metrics would be lost silently). */
 static char *live_fetch(const struct live *lv, char *err, size_t errlen)
 {
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: loomlab\r\nConnection: close\r\n\r\n";
     double deadline = wall_now() + lv->deadline_ms / 1e3;
-    char *buf = xrealloc(NULL, LIVE_MAX_BODY + 1, 1);
+    char *buf = xrealloc(NULL, LIVE_MAX_BODY + 2, 1);
     ssize_t len = -1;
     int fd = live_connect(lv, deadline);
     if (fd >= 0 && live_send(fd, req, sizeof req - 1, deadline) == 0)
-        len = live_receive(fd, buf, LIVE_MAX_BODY, deadline);
+        len = live_receive(fd, buf, LIVE_MAX_BODY + 1, deadline);
     if (len < 0 && errno == ETIMEDOUT)
         snprintf(err, errlen, "live: %s port %d: no whole answer within %d ms", lv->host, lv->port,
                  lv->deadline_ms);
     else if (len < 0)
         snprintf(err, errlen, "live: %s port %d: %s", lv->host, lv->port, strerror(errno));
+    else if (len > LIVE_MAX_BODY)
+        snprintf(err, errlen, "live: /metrics answered more than %d KiB", LIVE_MAX_BODY / 1024);
     if (fd >= 0)
         close(fd);
-    if (len >= 0)
+    const char *body = NULL;
+    if (len >= 0 && len <= LIVE_MAX_BODY) {
         buf[len] = 0;
-    char *body = len > 0 ? strstr(buf, "\r\n\r\n") : NULL;
-    if (len < 0 || !body || strncmp(buf, "HTTP/1.", 7) || strncmp(buf + 8, " 200", 4)) {
-        if (len >= 0)
-            snprintf(err, errlen, "live: /metrics did not answer 200 with a body");
+        body = live_answer(buf, (size_t)len, err, errlen);
+    }
+    if (!body) {
         free(buf);
         return NULL;
     }
-    memmove(buf, body + 4, strlen(body + 4) + 1);
+    memmove(buf, body, strlen(body) + 1);
     return buf;
 }
 
+/* A value read into *sc: a count or a size, finite, from 0 to LIVE_MAX_VALUE (a NaN or a
+ * 300-digit number would fill the table with nan and digits). Returns 0 or -1 with err. */
+static int live_value(double v, const char *name, int line, char *err, size_t errlen)
+{
+    if (v >= 0 && v <= LIVE_MAX_VALUE)
+        return 0;
+    snprintf(err, errlen, "/metrics:%d: %.60s: %g is not a count from 0 to %g", line, name, v,
+             LIVE_MAX_VALUE);
+    return -1;
+}
+
+/* A histogram bucket `agg_request_seconds_bucket{le="X"} v`: its bounds rise, to +Inf, and
+ * its cumulative counts never fall. Returns 0 or -1 with err. */
+static int live_bucket(struct live_scrape *sc, const char *le, double v, int line, char *err,
+                       size_t errlen)
+{
+    char *end;
+    double x = strncmp(le, "+Inf\"", 5) ? strtod(le, &end) : INFINITY;
+    if (sc->nle == LIVE_MAX_LE)
+        return 0; /* the rest of a long histogram is not read */
+    if (isnan(x) || (isfinite(x) && (end == le || *end != '"' || x < 0 || x > 1e9)))
+        return snprintf(err, errlen, "/metrics:%d: bad bucket bound", line), -1;
+    if (sc->nle && (x <= sc->le[sc->nle - 1] || v < sc->cum[sc->nle - 1]))
+        return snprintf(err, errlen, "/metrics:%d: buckets out of order", line), -1;
+    sc->le[sc->nle] = x;
+    sc->cum[sc->nle++] = v;
+    return 0;
+}
+
 /* Parse the Prometheus text format: `name{labels} value` lines, `#` comments. Unknown names
- * are skipped; a line that is not of that shape is an error with its line number. */
+ * are skipped; a line that is not of that shape, or a value of a metric read that is not a
+ * count (live_value), is an error with its line number. */
 static int live_parse(const char *text, struct live_scrape *sc, char *err, size_t errlen)
 {
     memset(sc, 0, sizeof *sc);
@@ -6244,6 +6296,9 @@ static int live_parse(const char *text, struct live_scrape *sc, char *err, size_
         line++;
         snprintf(l, sizeof l, "%.*s", (int)(n < sizeof l - 1 ? n : sizeof l - 1), p);
         p += n + (eol != NULL);
+        size_t m = strlen(l);
+        if (m && l[m - 1] == '\r')
+            l[m - 1] = 0; /* CRLF line ends */
         if (!l[0] || l[0] == '#')
             continue;
         char *sp = strrchr(l, ' '), *end;
@@ -6254,23 +6309,31 @@ static int live_parse(const char *text, struct live_scrape *sc, char *err, size_
         *sp = 0;
         double v = strtod(sp + 1, &end);
         if (end == sp + 1 || *end) {
-            snprintf(err, errlen, "/metrics:%d: bad value '%s'", line, sp + 1);
+            snprintf(err, errlen, "/metrics:%d: bad value '%.40s'", line, sp + 1);
             return -1;
         }
+        int rc = 0;
         if (!strncmp(l, "agg_requests_total{", 19)) {
             const char *status = strstr(l, "status=\"");
-            sc->requests += v;
-            if (status && status[8] != '2')
-                sc->errors += v;
-        } else if (!strncmp(l, "agg_request_seconds_bucket{le=\"", 31) && sc->nle < LIVE_MAX_LE) {
-            sc->le[sc->nle] = strncmp(l + 31, "+Inf", 4) ? strtod(l + 31, NULL) : INFINITY;
-            sc->cum[sc->nle++] = v;
+            if (!(rc = live_value(v, l, line, err, errlen))) {
+                sc->requests += v;
+                if (status && status[8] != '2')
+                    sc->errors += v;
+            }
+        } else if (!strncmp(l, "agg_request_seconds_bucket{le=\"", 31)) {
+            if (!(rc = live_value(v, l, line, err, errlen)))
+                rc = live_bucket(sc, l + 31, v, line, err, errlen);
         } else {
-            for (size_t g = 0; g < sizeof live_gauges / sizeof live_gauges[0]; g++)
-                if (!strcmp(l, live_gauges[g].name))
+            for (size_t g = 0; g < sizeof live_gauges / sizeof live_gauges[0] && !rc; g++)
+                if (!strcmp(l, live_gauges[g].name) && !(rc = live_value(v, l, line, err, errlen)))
                     *(double *)((char *)sc + live_gauges[g].off) = v;
         }
+        if (rc < 0)
+            return -1;
     }
+    if (sc->requests > LIVE_MAX_VALUE)
+        return snprintf(err, errlen, "/metrics: agg_requests_total: more than %g", LIVE_MAX_VALUE),
+               -1;
     return 0;
 }
 
@@ -6296,6 +6359,37 @@ static double live_quantile(const struct live_scrape *a, const struct live_scrap
     return 1e3 * lo;
 }
 
+/* Did the counters go back between scrapes a and b? The aggregator restarted: as
+ * Prometheus's rate() does, b's counts are then the increase since a (a rate is never
+ * negative). So are they when the histograms' buckets differ. */
+static int live_reset(const struct live_scrape *a, const struct live_scrape *b)
+{
+    int reset = b->requests < a->requests || b->errors < a->errors || a->nle != b->nle;
+    for (int i = 0; i < a->nle && !reset; i++)
+        reset = b->cum[i] < a->cum[i] || b->le[i] != a->le[i];
+    return reset;
+}
+
+/* The sample of the dt seconds (> 0) between scrapes a and b, at t s since the first. */
+static struct live_sample live_delta(const struct live_scrape *a, const struct live_scrape *b,
+                                     double t, double dt)
+{
+    struct live_scrape zero = {.nle = b->nle};
+    memcpy(zero.le, b->le, sizeof zero.le);
+    const struct live_scrape *from = live_reset(a, b) ? &zero : a;
+    return (struct live_sample){.t = t,
+                                .rps = (b->requests - from->requests) / dt,
+                                .errors_per_s = (b->errors - from->errors) / dt,
+                                .p50_ms = live_quantile(from, b, 0.50),
+                                .p99_ms = live_quantile(from, b, 0.99),
+                                .os_threads = b->os_threads,
+                                .rss = b->rss,
+                                .vt_parked = b->vt_parked,
+                                .carriers_busy = b->carriers_busy,
+                                .connections = b->connections,
+                                .pool_queue = b->pool_queue};
+}
+
 /* Scrape once at wall time `now` (s) and append a sample; the first scrape only sets t0. */
 static int live_poll(struct live *lv, double now, char *err, size_t errlen)
 {
@@ -6311,20 +6405,9 @@ static int live_poll(struct live *lv, double now, char *err, size_t errlen)
         lv->t0 = now;
     double dt = lv->have_last ? now - lv->last_t : 0;
     if (dt > 0) {
-        struct live_sample x = {.t = now - lv->t0,
-                                .rps = (sc.requests - lv->last.requests) / dt,
-                                .errors_per_s = (sc.errors - lv->last.errors) / dt,
-                                .p50_ms = live_quantile(&lv->last, &sc, 0.50),
-                                .p99_ms = live_quantile(&lv->last, &sc, 0.99),
-                                .os_threads = sc.os_threads,
-                                .rss = sc.rss,
-                                .vt_parked = sc.vt_parked,
-                                .carriers_busy = sc.carriers_busy,
-                                .connections = sc.connections,
-                                .pool_queue = sc.pool_queue};
         if (lv->n == lv->cap)
             lv->v = xrealloc(lv->v, (size_t)(lv->cap = lv->cap ? 2 * lv->cap : 64), sizeof *lv->v);
-        lv->v[lv->n++] = x;
+        lv->v[lv->n++] = live_delta(&lv->last, &sc, now - lv->t0, dt);
     }
     lv->last = sc;
     lv->last_t = now;
@@ -10134,7 +10217,61 @@ static simtime sim_live_collect(struct live *lv, simtime at)
     return (simtime)(lv->v[lv->n - 1].t * SEC);
 }
 
-/* --live without a window: one row a second, measured beside predicted. */
+/* --live's columns after the time: measured, then predicted, of each figure. The table's
+ * width and decimals; the CSV and JSON name. */
+static const struct {
+    const char *head, *name;
+    int width, decimals;
+} live_cols[] = {
+    {"req/s", "rps", 9, 1},          {"predicted", "rps_predicted", 9, 1},
+    {"p99 ms", "p99_ms", 9, 1},      {"predicted", "p99_ms_predicted", 9, 1},
+    {"threads", "os_threads", 7, 0}, {"pred", "os_threads_predicted", 7, 0},
+    {"parked", "vt_parked", 8, 0},   {"pred", "vt_parked_predicted", 8, 0},
+    {"RSS MiB", "rss_mib", 8, 1},    {"pred", "rss_mib_predicted", 8, 1},
+};
+#define LIVE_NCOLS (sizeof live_cols / sizeof live_cols[0])
+
+/* One row of --live: t and the columns' values, as a table row, CSV or a JSON line. A
+ * table cell too wide for its column is printed in 3 significant digits. */
+static void live_row(FILE *out, const struct options *o, double t, const double v[LIVE_NCOLS])
+{
+    fprintf(out, o->json ? "{\"t_s\": %.6g" : o->csv ? "%.6g" : "%6.1f", t);
+    for (size_t i = 0; i < LIVE_NCOLS; i++) {
+        int w = live_cols[i].width, d = live_cols[i].decimals;
+        if (o->json)
+            fprintf(out, ", \"%s\": %.6g", live_cols[i].name, v[i]);
+        else if (o->csv)
+            fprintf(out, ",%.6g", v[i]);
+        else if (fabs(v[i]) < pow(10, w - d - 2))
+            fprintf(out, "%s%*.*f", i % 2 ? " " : " | ", w, d, v[i]);
+        else
+            fprintf(out, "%s%*.3g", i % 2 ? " " : " | ", w, v[i]);
+    }
+    fputs(o->json ? "}\n" : "\n", out);
+}
+
+/* The header: a title and the columns' names (the table), or the names (CSV), or nothing
+ * (JSON lines: every row names its fields). */
+static void live_head(FILE *out, const struct options *o, int mode)
+{
+    if (o->json)
+        return;
+    if (o->csv) {
+        fputs("t_s", out);
+        for (size_t i = 0; i < LIVE_NCOLS; i++)
+            fprintf(out, ",%s", live_cols[i].name);
+        fputc('\n', out);
+        return;
+    }
+    fprintf(out, "live %s (%s mode) beside %s, predicted by the %s model\n", o->live,
+            model_names[mode], o->scenario, model_names[mode]);
+    fprintf(out, "%6s", "t s");
+    for (size_t i = 0; i < LIVE_NCOLS; i++)
+        fprintf(out, "%s%*s", i % 2 ? " " : " | ", live_cols[i].width, live_cols[i].head);
+    fputc('\n', out);
+}
+
+/* --live without a window: one row a second, measured beside predicted (--csv, --json). */
 static int sim_live_text(const struct scenario *s, const struct options *o)
 {
     struct live lv = {0};
@@ -10152,10 +10289,7 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
     int mode = live_mode(&lv);
     model_init(&m, s, mode);
     m.keep_series = 1; /* model_mean_sample reads it */
-    printf("live %s (%s mode) beside %s, predicted by the %s model\n", o->live, model_names[mode],
-           o->scenario, model_names[mode]);
-    printf("%6s | %9s %9s | %9s %9s | %7s %7s | %8s %8s | %8s %8s\n", "t s", "req/s", "predicted",
-           "p99 ms", "predicted", "threads", "pred", "parked", "pred", "RSS MiB", "pred");
+    live_head(stdout, o, mode);
     int rc = 0;
     while (lv.n == 0 || lv.v[lv.n - 1].t * SEC < (double)until) {
         if (live_next(&lv, wall_now, err, sizeof err) < 0) {
@@ -10167,9 +10301,10 @@ static int sim_live_text(const struct scenario *s, const struct options *o)
         simtime t = (simtime)(x->t * SEC), from = lv.n > 1 ? (simtime)(lv.v[lv.n - 2].t * SEC) : 0;
         model_run(&m, t);
         struct sample p = model_mean_sample(&m, from, t);
-        printf("%6.1f | %9.1f %9.1f | %9.1f %9.1f | %7.0f %7d | %8.0f %8d | %8.1f %8.1f\n", x->t,
-               x->rps, p.rps, x->p99_ms, p.p99_ms, x->os_threads, p.os_threads, x->vt_parked,
-               p.vt_parked, x->rss / 1048576, (double)p.rss / 1048576);
+        double v[LIVE_NCOLS] = {
+            x->rps,       p.rps,        x->p99_ms,   p.p99_ms,         x->os_threads,
+            p.os_threads, x->vt_parked, p.vt_parked, x->rss / 1048576, (double)p.rss / 1048576};
+        live_row(stdout, o, x->t, v);
         if (rep_close(stdout, "the rows to stdout") < 0) { /* only flushes stdout */
             rc = 1;
             break;

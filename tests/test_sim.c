@@ -1969,6 +1969,115 @@ static void test_live(void)
     free(lv.v);
 }
 
+/* A child process that answers n connections on an ephemeral loopback port, the i-th with
+ * answers[i] (its first lens[i] bytes), then exits. The port goes to *port; returns its pid. */
+static pid_t serve_answers(const char *const *answers, const size_t *lens, int n, int *port)
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 4) < 0 ||
+        getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+        return -1;
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < n; i++) {
+            int c = accept(ls, NULL, NULL);
+            char req[512];
+            if (c < 0 || read(c, req, sizeof req) <= 0)
+                _exit(1);
+            for (size_t off = 0; off < lens[i];) { /* the client may close early: fine */
+                ssize_t k = send(c, answers[i] + off, lens[i] - off, MSG_NOSIGNAL);
+                if (k <= 0)
+                    break;
+                off += (size_t)k;
+            }
+            close(c);
+        }
+        _exit(0);
+    }
+    close(ls);
+    return pid;
+}
+
+/* --live against hostile or odd pages (issue 26 item 14): values that are not counts, a
+ * status that is not 200, an answer beyond LIVE_MAX_BODY, a counter reset, and the rows in
+ * CSV and JSON. */
+static void test_live_hostile(void)
+{
+    struct live_scrape sc;
+    char err[256] = "";
+    static const char *const bad[] = {"agg_os_threads nan\n", "agg_os_threads inf\n",
+                                      "agg_rss_bytes -5\n", "agg_vthreads_parked 1e300\n",
+                                      "agg_requests_total{status=\"200\"} -nan\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(live_parse(bad[i], &sc, err, sizeof err) < 0 && strstr(err, "/metrics:1: agg_") &&
+                  strstr(err, "is not a count"),
+              "'%.30s' refused: '%s'", bad[i], err);
+    CHECK(live_parse("agg_request_seconds_bucket{le=\"0.2\"} 5\n"
+                     "agg_request_seconds_bucket{le=\"0.1\"} 9\n",
+                     &sc, err, sizeof err) < 0 &&
+              strstr(err, "/metrics:2: buckets out of order"),
+          "buckets out of order: '%s'", err);
+    /* three scrapes: a status of 2000, then 1000 requests, then 300 after a restart */
+    static const char p1000[] = "HTTP/1.1 200 OK\r\n\r\nagg_requests_total{status=\"200\"} 1000\n"
+                                "agg_request_seconds_bucket{le=\"0.1\"} 1000\n"
+                                "agg_request_seconds_bucket{le=\"+Inf\"} 1000\n",
+                      p300[] = "HTTP/1.1 200 OK\r\n\r\nagg_requests_total{status=\"200\"} 300\n"
+                               "agg_request_seconds_bucket{le=\"0.1\"} 300\n"
+                               "agg_request_seconds_bucket{le=\"+Inf\"} 300\n",
+                      p2000[] = "HTTP/1.1 2000 OK\r\n\r\nagg_os_threads 1\n";
+    size_t big_len = LIVE_MAX_BODY + 4096;
+    char *big = malloc(big_len);
+    memset(big, '#', big_len);
+    memcpy(big, "HTTP/1.1 200 OK\r\n\r\n", 19);
+    big[big_len - 1] = '\n';
+    const char *answers[] = {p2000, big, p1000, p300};
+    size_t lens[] = {sizeof p2000 - 1, big_len, sizeof p1000 - 1, sizeof p300 - 1};
+    int port = 0;
+    pid_t pid = serve_answers(answers, lens, 4, &port);
+    struct live lv = {0};
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    CHECK(pid > 0 && live_parse_url(&lv, url, err, sizeof err) == 0, "server: %s", err);
+    char *body = live_fetch(&lv, err, sizeof err);
+    CHECK(!body && strstr(err, "did not answer 200"), "HTTP/1.1 2000 is not 200: '%s'", err);
+    free(body);
+    body = live_fetch(&lv, err, sizeof err);
+    CHECK(!body && strstr(err, "more than 256 KiB"), "an answer beyond 256 KiB: '%s'", err);
+    free(body);
+    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 && live_poll(&lv, 102.0, err, sizeof err) == 0,
+          "two scrapes: %s", err);
+    /* the counters went back from 1000 to 300: a restart, so 300 requests in those 2 s */
+    CHECK(lv.n == 1 && lv.v[0].rps == 150 && lv.v[0].p99_ms >= 0 && lv.v[0].p99_ms <= 100,
+          "a counter reset: %g req/s (want 150), p99 %g ms", lv.n ? lv.v[0].rps : -1,
+          lv.n ? lv.v[0].p99_ms : -1);
+    int status;
+    waitpid(pid, &status, 0);
+    free(big);
+    free(lv.v);
+    /* a row as CSV, as a JSON line, and as a table whose cells keep their width */
+    struct options o = {.live = "http://127.0.0.1:1", .scenario = "x.scn"};
+    double v[LIVE_NCOLS] = {1e12, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    o.csv = 1;
+    live_head(f, &o, 0);
+    live_row(f, &o, 1, v);
+    o.csv = 0, o.json = 1;
+    live_row(f, &o, 1, v);
+    o.json = 0;
+    live_row(f, &o, 1, v);
+    fclose(f);
+    CHECK(!strncmp(text, "t_s,rps,rps_predicted,p99_ms,", 29) && strstr(text, "\n1,1e+12,2,3,") &&
+              strstr(text, "{\"t_s\": 1, \"rps\": 1e+12, \"rps_predicted\": 2, ") &&
+              strstr(text, "\n   1.0 |     1e+12       2.0 |"),
+          "--live rows as CSV, JSON and a table: '%s'", text);
+    free(text);
+}
+
 /* An endpoint that answers one byte every 200 ms, for at most 40 bytes (8 s). */
 struct drip {
     int listener;
@@ -2073,6 +2182,7 @@ int main(void)
     test_validate();
     test_validate_c1();
     test_live();
+    test_live_hostile();
     test_live_deadline();
     return check_done("test_sim");
 }
