@@ -13,6 +13,7 @@
  *                                                  --server java: java/Aggregator.java)
  *   ./aggregator microbench                       (switch, park, create, RSS per thread)
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
+ *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
  * Reading path. First evening: the "life of a request" that opens Part II, then the sections
  * it names. Second evening: Part I, the runtime under the virtual model, from the register
@@ -47,7 +48,7 @@
  *     III.5 Calibrate            cal_ the simulator's costs, measured, as scenario keys
  *   Part IV. The command line
  *     IV.1 Options               opt_ flag tables, typed at parse time, --help from them
- *     IV.2 Subcommands           cmd_ serve, backend, load, bench, microbench, calibrate
+ *     IV.2 Subcommands           cmd_ serve, backend, load, bench, microbench, calibrate, netns
  *     IV.3 main                  the command table
  *
  * Conventions. Everything but main is static; one prefix per subsystem. The only global
@@ -7311,6 +7312,44 @@ static int cmd_calibrate(int argc, char **argv)
     return cal_measure(&cfg);
 }
 
+#define NETNS_SYNOPSIS "aggregator netns [--ports N] [--] COMMAND [ARGS...]"
+
+/* COMMAND in a private network namespace with lo up, N ephemeral ports and tcp_tw_reuse 0,
+ * as each cell of bench --netns-ports runs: the port wall by hand, for any program (the JVM
+ * server, a test). Exit 3, with one line, where no namespace can be made. */
+static int cmd_netns(int argc, char **argv)
+{
+    int ports = 1000, a = 0;
+    if (a < argc && (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h"))) {
+        printf("usage: %s\n  --ports N  ephemeral ports %d..%d+N-1; default 1000\n"
+               "exit status: COMMAND's, or 3 if no private network namespace can be made\n",
+               NETNS_SYNOPSIS, NETNS_PORT_LOW, NETNS_PORT_LOW);
+        return 0;
+    }
+    if (a + 1 < argc && !strcmp(argv[a], "--ports")) {
+        char *end;
+        long n = strtol(argv[a + 1], &end, 10);
+        if (*end || n < 16 || n > 65536 - NETNS_PORT_LOW)
+            opt_fail(NETNS_SYNOPSIS, "--ports takes 16 to %d, not '%s'", 65536 - NETNS_PORT_LOW,
+                     argv[a + 1]);
+        ports = (int)n;
+        a += 2;
+    }
+    if (a < argc && !strcmp(argv[a], "--"))
+        a++;
+    if (a >= argc)
+        opt_fail(NETNS_SYNOPSIS, "no COMMAND to run");
+    char why[256];
+    if (netns_enter(ports, why, sizeof why) < 0) {
+        printf("aggregator netns: skipped: cannot make a private network namespace: %s\n", why);
+        return 3;
+    }
+    signal(SIGPIPE, SIG_DFL); /* agg_main ignores it; COMMAND gets the usual disposition */
+    fflush(NULL);
+    execvp(argv[a], argv + a);
+    die("cannot run %s: %s", argv[a], strerror(errno));
+}
+
 /* ---- IV.3 main ---- */
 
 struct command {
@@ -7326,6 +7365,7 @@ static const struct command commands[] = {
     {"bench", cmd_bench, "run the grid of users x modes x pooling, write a CSV"},
     {"microbench", cmd_microbench, "switch, park/unpark, create costs; RSS per parked thread"},
     {"calibrate", cmd_calibrate, "measure the simulator's cost parameters, write scenario keys"},
+    {"netns", cmd_netns, "run a command in a private network namespace with N ephemeral ports"},
 };
 
 static void usage(FILE *f)

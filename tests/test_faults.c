@@ -1171,6 +1171,121 @@ static int json_fields(const char *s, const char *const *fields, int nfields)
     return *s ? -1 : found;
 }
 
+/* ---- the port wall, in a private network namespace ---- */
+
+/* The namespace's ephemeral ports (`aggregator netns --ports`), and the calls per request. */
+enum { WALL_PORTS = 300, WALL_K = 3 };
+
+/* One setting of the wall test, in the namespace: REQUESTS /aggregate requests one after the
+ * other (each on a new connection) to `serve --no-pool --close-first client` and the backend
+ * (D = 0). The aggregator closes each downstream connection first, so each call leaves one
+ * of its ports in TIME_WAIT for 60 s: after WALL_PORTS calls none is left, connect() fails
+ * with EADDRNOTAVAIL, and every later request must be answered 502 and its failed call
+ * counted as no_port (C3), none as another reason. At most WALL_PORTS / K requests can be
+ * served (the test's own connections to the aggregator may share those port numbers: their
+ * remote port differs). With --close-first server (the backend closes first, its TIME_WAIT a
+ * new SYN may take over) and with pooling, the same requests, three times the ports' worth of
+ * calls, must all be served, with no failure and, for server, no TIME_WAIT on the
+ * aggregator's side. */
+enum { WALL_CLIENT, WALL_SERVER, WALL_POOLED }; /* wall_case: what the flags are */
+
+static void wall_case(const char *mode, const char *const *flags, int kind)
+{
+    int client_closes = kind == WALL_CLIENT;
+    enum { REQUESTS = 2 * WALL_PORTS / WALL_K };
+    static const char *const reasons[] = {"no_port", "timeout", "refused", "bad_response",
+                                          "other"};
+    char *bargs[] = {"backend", "--port", "0", "--delay-ms", "0", NULL}, what[128];
+    snprintf(what, sizeof what, "%s, port wall (%d ports), %s", mode, WALL_PORTS,
+             kind == WALL_POOLED   ? "pooled"
+             : kind == WALL_SERVER ? "the backend closes first"
+                                   : "the aggregator closes first");
+    int bport, ok = 0, bad = 0, other = 0;
+    pid_t be = spawn(bargs, 0, &bport);
+    struct server s;
+    if (be < 0 || server_start_with(&s, mode, bport, 0, kind == WALL_POOLED, flags) < 0) {
+        CHECK(0, "%s: setup", what);
+        stop(be);
+        return;
+    }
+    for (int i = 0; i < REQUESTS; i++) {
+        int st = get(s.port, "/aggregate");
+        ok += st == 200;
+        bad += st == 502;
+        other += st != 200 && st != 502;
+    }
+    long by[5], all = 0;
+    for (int r = 0; r < 5; r++) {
+        char name[96];
+        snprintf(name, sizeof name, "agg_downstream_failures_total{reason=\"%s\"}", reasons[r]);
+        all += by[r] = metric(s.port, name);
+    }
+    int ours = count_time_wait(bport, 0), theirs = count_time_wait(bport, 1);
+    printf("test_faults: %s: %d served, %d answered 502, %d other; no_port %ld of %ld "
+           "failures; TIME_WAIT %d on the aggregator's side, %d on the backend's\n",
+           what, ok, bad, other, by[0], all, ours, theirs);
+    if (client_closes) {
+        CHECK(ok > 0 && ok <= WALL_PORTS / WALL_K && bad == REQUESTS - ok,
+              "%s: %d served (0 < served <= %d), %d answered 502 (want the other %d)", what, ok,
+              WALL_PORTS / WALL_K, bad, REQUESTS - ok);
+        CHECK(by[0] == bad && all == by[0],
+              "%s: %ld failures counted as no_port, %ld in all; want each of the %d 502s as "
+              "no_port",
+              what, by[0], all, bad);
+    } else {
+        CHECK(ok == REQUESTS && all == 0, "%s: %d of %d served, %ld failures; want all, none",
+              what, ok, REQUESTS, all);
+    }
+    if (kind == WALL_SERVER)
+        CHECK(ours == 0 && theirs > 0,
+              "%s: TIME_WAIT %d on the aggregator's side, %d on the backend's: want 0 and some",
+              what, ours, theirs);
+    server_check_and_stop(&s, what);
+    stop(be);
+}
+
+/* One case of the port wall inside `aggregator netns` (test_port_wall): MODE and KIND from
+ * the command line. */
+static void wall_in_netns(const char *mode, int kind)
+{
+    static const char *const flags[][4] = {{"--no-pool", "--close-first", "client", NULL},
+                                           {"--no-pool", "--close-first", "server", NULL},
+                                           {"--pool-max-idle", "256", NULL, NULL}};
+    if (kind >= 0 && kind <= WALL_POOLED)
+        wall_case(mode, flags[kind], kind);
+    else
+        CHECK(0, "port wall: no case %d", kind);
+}
+
+/* Each case of the wall, each mode: this binary again, in a new private namespace of
+ * WALL_PORTS ports with tcp_tw_reuse 0 made by `aggregator netns` (each case its own: the
+ * TIME_WAIT a wall leaves would be the next case's); skipped with one line where no
+ * namespace can be made (not root, and no unprivileged user namespaces). */
+static void test_port_wall(const char *dir)
+{
+    char self[512], cmd[2048], out[2048];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    for (int m = 0; m < 2; m++)
+        for (int kind = WALL_CLIENT; kind <= WALL_POOLED; kind++) {
+            snprintf(cmd, sizeof cmd, "'%s' netns --ports %d -- '%s' --netns '%s' %s %d",
+                     agg_path, WALL_PORTS, self, dir, modes[m], kind);
+            fflush(NULL);
+            FILE *p = popen(cmd, "r");
+            size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+            out[len] = 0;
+            int st = p ? pclose(p) : -1;
+            if (strstr(out, "skipped")) {
+                printf("test_faults: port wall: %s", out);
+                return;
+            }
+            fputs(out, stdout);
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "port wall, %s, case %d: failed in the namespace (above), status %d", modes[m],
+                  kind, st);
+        }
+}
+
 /* `aggregator microbench --json` prints one object with every field issue 15 names (the
  * values are timings: not checked here). */
 static void test_microbench_json(void)
@@ -1199,12 +1314,17 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     char self[512];
     snprintf(self, sizeof self, "%s", argv[0]);
-    const char *dir = argc > 1 ? argv[1] : dirname(dirname(self)); /* dirname edits self */
+    int in_netns = argc > 4 && !strcmp(argv[1], "--netns"); /* --netns DIR MODE KIND */
+    const char *dir = in_netns ? argv[2] : argc > 1 ? argv[1] : dirname(dirname(self));
     snprintf(agg_path, sizeof agg_path, "%s/aggregator", dir);
     snprintf(floor_path, sizeof floor_path, "%s/tests/floor", dir);
     if (access(agg_path, X_OK) < 0) {
         fprintf(stderr, "test_faults: no %s (make aggregator)\n", agg_path);
         return check_done("test_faults") | 1;
+    }
+    if (in_netns) { /* test_port_wall's second half */
+        wall_in_netns(argv[3], atoi(argv[4]));
+        return check_done("test_faults (a private network namespace)");
     }
     test_microbench_json();
     test_floor_same_answers();
@@ -1222,5 +1342,6 @@ int main(int argc, char **argv)
         test_protocol(modes[m]);
     }
     test_gone_clients();
+    test_port_wall(dir);
     return check_done("test_faults");
 }
