@@ -754,6 +754,34 @@ static void t_http_fuzz(void)
           mismatch, found);
 }
 
+/* ---- the allocation counter ---- */
+
+static void *alloc_elsewhere(void *arg)
+{
+    free(xmalloc(12345));
+    return arg;
+}
+
+/* agg_alloc_bytes_total's counter: the bytes asked of xmalloc, xcalloc and xrealloc (its new
+ * size), from this thread and from another (a stripe of its own), summed. Nothing else runs. */
+static void t_alloc(void)
+{
+    uint64_t a = alloc_total();
+    void *p = xmalloc(1000), *q = xcalloc(10, 100);
+    p = xrealloc(p, 5000);
+    uint64_t b = alloc_total();
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_elsewhere, NULL);
+    pthread_join(t, NULL);
+    uint64_t c = alloc_total();
+    free(p);
+    free(q);
+    CHECK(b - a == 1000 + 1000 + 5000, "xmalloc 1000, xcalloc 10x100, xrealloc to 5000: %llu "
+          "bytes counted, want 7000", (unsigned long long)(b - a));
+    CHECK(c - b == 12345, "another thread's xmalloc(12345): %llu counted",
+          (unsigned long long)(c - b));
+}
+
 /* ---- bench's interval of a mean ---- */
 
 /* Student's t density with df degrees of freedom. */
@@ -1063,6 +1091,7 @@ int main(void)
     t_http_fuzz();
     t_hist();
     t_ci95();
+    t_alloc();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
