@@ -6530,10 +6530,13 @@ struct cal_point {
 };
 
 /* Its measurement: bc->runs runs; row is the run with the median machine CPU per request,
- * [lo, hi] the spread of that figure over the runs. */
+ * [lo, hi] the spread of that figure over the runs; its noise, the largest share of the
+ * cores' time (%) the hypervisor stole and other processes took during a run (each run
+ * already the calmer of two when disturbed: bench_cell_calm). */
 struct cal_result {
     struct bench_row row;
     double lo, hi;
+    double steal, foreign;
 };
 
 /* The server calibrate measures: the one its bench.servers names. */
@@ -6561,8 +6564,14 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
     *res = (struct cal_result){
         .row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
-    fprintf(stderr, "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f)\n", res->row.rps,
-            cal_cpu(&res->row), res->lo, res->hi);
+    for (int i = 0; i < n; i++) {
+        res->steal = fmax(res->steal, runs[i].steal_pct);
+        res->foreign = fmax(res->foreign, runs[i].foreign_pct);
+    }
+    fprintf(stderr,
+            "%.0f req/s, machine CPU %.1f us per request (%.1f..%.1f); noise: other processes "
+            "%.1f%%, hypervisor %.1f%% of the CPU (worst run)\n",
+            res->row.rps, cal_cpu(&res->row), res->lo, res->hi, res->foreign, res->steal);
     return 0;
 }
 
@@ -6710,6 +6719,74 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
             "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without "
             "pooling (%.1f..%.1f) - %.1f with) / 3\n",
             fit->connect, cal_cpu(&nopool->row), nopool->lo, nopool->hi, cal_cpu(&v3->row));
+}
+
+/* TRUST
+ *   calibrate writes no figure it cannot trust. Each CPU figure comes from saturated runs
+ *   whose machine CPU per request counts every process, so another user's build running
+ *   beside them, or a hypervisor taking the cores, moves it; and the fit (cal_fit) turns
+ *   differences of those figures into costs, clamped at 0, so a disturbed run can make a
+ *   cost 0 ("virtual.cpu_per_request = 0.0us"), and the simulator then predicts half the
+ *   throughput. cal_trust refuses, saying which figure and why, when
+ *     noise   other processes and the hypervisor together took over CAL_NOISE_MAX_PCT of
+ *             the cores during a run of a CPU point (exit 3: measure again, quieter);
+ *     spread  a CPU point's runs spread over CAL_SPREAD_MAX of their median;
+ *     cost    a fitted per-request or per-call cost is under CAL_CPU_MIN_US or over
+ *             CAL_CPU_MAX_US (exit 1: a loopback request and a downstream call each cost
+ *             syscalls and TCP processing, microseconds at least, never 0). */
+#define CAL_NOISE_MAX_PCT 20.0
+#define CAL_SPREAD_MAX    0.5
+#define CAL_CPU_MIN_US    0.5
+#define CAL_CPU_MAX_US    10000.0
+
+enum { CAL_TRUSTED = 0, CAL_IMPLAUSIBLE = 1, CAL_NOISY = 3 }; /* cal_trust, exit statuses */
+
+/* Whether the CPU figures can be written: CAL_TRUSTED, or the status with the reason in
+ * why. saturated[mode][k] at fan-out 1 + 2k, big and nopool as cal_fit takes them. */
+static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result saturated[2][2],
+                     const struct cal_result *big, const struct cal_result *nopool, char *why,
+                     size_t len)
+{
+    static const char *const prefix[2] = {"platform", "virtual"};
+    const struct {
+        const char *name;
+        const struct cal_result *r;
+    } pts[] = {{"platform K=1", &saturated[0][0]}, {"platform K=3", &saturated[0][1]},
+               {"virtual K=1", &saturated[1][0]},  {"virtual K=3", &saturated[1][1]},
+               {"virtual K=3, 4x users", big},     {"virtual K=3 without pooling", nopool}};
+    for (size_t i = 0; i < ARRAY_LEN(pts); i++) {
+        const struct cal_result *r = pts[i].r;
+        double med = cal_cpu(&r->row);
+        if (r->steal + r->foreign > CAL_NOISE_MAX_PCT) {
+            snprintf(why, len,
+                     "during the %s runs other processes took %.0f%% of the CPU and the "
+                     "hypervisor %.0f%% (over %.0f%% together): the CPU per request measured "
+                     "there, %.1f us, is theirs as much as ours",
+                     pts[i].name, r->foreign, r->steal, CAL_NOISE_MAX_PCT, med);
+            return CAL_NOISY;
+        }
+        if (!(med > 0) || r->hi - r->lo > CAL_SPREAD_MAX * med) {
+            snprintf(why, len,
+                     "the %s runs spread from %.1f to %.1f us of CPU per request (median %.1f, "
+                     "over %.0f%% of it)",
+                     pts[i].name, r->lo, r->hi, med, 100 * CAL_SPREAD_MAX);
+            return CAL_NOISY;
+        }
+    }
+    for (int mode = 0; mode < 2; mode++) {
+        static const char *const what[2] = {"cpu_per_request", "cpu_per_call"};
+        double v[2] = {fit->per_request[mode], fit->per_call[mode]};
+        for (int k = 0; k < 2; k++)
+            if (!(v[k] >= CAL_CPU_MIN_US && v[k] <= CAL_CPU_MAX_US)) {
+                snprintf(why, len,
+                         "%s.%s came out %.1f us, not a cost (%g..%g us): its K=1 and K=3 "
+                         "runs measured %.1f and %.1f us per request",
+                         prefix[mode], what[k], v[k], CAL_CPU_MIN_US, CAL_CPU_MAX_US,
+                         cal_cpu(&saturated[mode][0].row), cal_cpu(&saturated[mode][1].row));
+                return CAL_IMPLAUSIBLE;
+            }
+    }
+    return CAL_TRUSTED;
 }
 
 /* The micro-figures as scenario keys: which figure, scaled to the unit, and how measured. */
@@ -6902,9 +6979,11 @@ static int cal_measure(struct cal_cfg *cc)
     const char *out = cc->out;
     struct bench_cfg *bc = &cc->bench;
     int users = cc->users, cpu_users = cc->cpu_users, cpu_delay_ms = cc->cpu_delay_ms;
-    FILE *f = fopen(out, "w");
+    char part[PATH_MAX]; /* written there, renamed over out only when trusted (cal_trust) */
+    snprintf(part, sizeof part, "%s.part", out);
+    FILE *f = fopen(part, "w");
     if (!f)
-        die("cannot write %s: %s", out, strerror(errno));
+        die("cannot write %s: %s", part, strerror(errno));
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
     fprintf(stderr, "calibrate: microbench (median of 3)...\n");
     mb_measure(1000000, 3, mb, mb_lo, mb_hi);
@@ -6950,9 +7029,24 @@ static int cal_measure(struct cal_cfg *cc)
         rc = cal_run(bc, &kids, &no_pool, &nopool);
     }
     bench_kill_all(&kids);
-    if (rc) {
+    struct cal_cpu_fit fit = {0};
+    char why[512];
+    if (!rc)
+        fit = cal_fit(saturated, &big, &nopool, cpu_users, bc->threads);
+    int trust = rc ? CAL_TRUSTED : cal_trust(&fit, saturated, &big, &nopool, why, sizeof why);
+    if (rc || trust != CAL_TRUSTED) {
         fclose(f);
-        return 130;
+        unlink(part);
+        if (rc)
+            return 130;
+        fprintf(stderr,
+                "calibrate: refused, %s not written: %s.\n"
+                "  Measure again %s, with more and longer runs (--runs 5 --duration 5).\n",
+                out, why,
+                trust == CAL_NOISY ? "when the machine is quiet (stop other jobs; top shows them)"
+                                   : "on a quiet machine; if it persists, raise --cpu-users "
+                                     "until the CPU runs are saturated");
+        return trust;
     }
     time_t now = time(NULL);
     char host[64] = "?", when[32];
@@ -6971,7 +7065,6 @@ static int cal_measure(struct cal_cfg *cc)
         bc->runs, bc->duration_s, cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     cal_write_micro(f, server, mb, mb_lo, mb_hi);
-    struct cal_cpu_fit fit = cal_fit(saturated, &big, &nopool, cpu_users, bc->threads);
     cal_write_cpu(f, &fit, saturated, &big, &nopool, cpu_delay_ms);
     double stack_rss = server == SERVER_JAVA ? cal_jvm_stack_rss(&threaded.row, &served.row) : 0;
     if (!(stack_rss > 0))
@@ -6980,7 +7073,12 @@ static int cal_measure(struct cal_cfg *cc)
     cal_write_machine(f);
     cal_write_memory(f, &served, &queued, stack_rss, users);
     cal_write_latency(f, lat);
-    fclose(f);
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed || rename(part, out) < 0) {
+        fprintf(stderr, "calibrate: cannot write %s: %s\n", out, strerror(errno));
+        unlink(part);
+        return 1;
+    }
     printf("wrote %s\n", out);
     return 0;
 }

@@ -14,8 +14,14 @@ pass=0; fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "check_model: FAIL: $*" >&2; }
 
-"$agg" calibrate --out "$tmp/cal.ini" --duration 1 --runs 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err" \
-    && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
+"$agg" calibrate --out "$tmp/cal.ini" --duration 1 --runs 1 --cpu-users 500 --port 27400 > /dev/null 2> "$tmp/cal.err"
+rc=$?
+if [ $rc -eq 3 ]; then  # calibrate refused: the machine was too busy to measure (not a model fault)
+    echo "check_model: skipped: $(grep -A1 'calibrate: refused' "$tmp/cal.err")"
+    echo "check_model: 0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+[ $rc -eq 0 ] && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
 keys=$(grep -v '^#' "$tmp/cal.ini" | sed -E 's/ *=.*//' | grep -c .)
 "$sim" --headless scenarios/default.scn --calibration "$tmp/cal.ini" --json --quiet \
     --set duration=2s --set warmup=1s > "$tmp/cal.json" && ok || bad "sim rejects the calibration file"

@@ -795,6 +795,52 @@ static double t_density(double x, int df)
 /* bench_ci95 against intervals worked by hand, and its t table against the t density: the
  * area between -t(0.975, df) and t(0.975, df), integrated here (Simpson, 20,000 steps), must
  * be 95% for every df the table holds (its 3 decimals allow an error of a few 1e-5). */
+/* calibrate refuses a CPU figure it cannot trust (cal_trust): a quiet, consistent set of
+ * saturated runs is written; a run with other processes at 60% of the CPU, runs spread over
+ * half their median, and a K=3 run no dearer than K=1 (the fit's 0.0 us per call) are not. */
+static void cal_point_set(struct cal_result *r, double cpu_us, int users)
+{
+    *r = (struct cal_result){.row = {.users = users, .cpu_us_per_req = cpu_us * 0.6,
+                                     .other_cpu_us_per_req = cpu_us * 0.4},
+                             .lo = cpu_us * 0.95,
+                             .hi = cpu_us * 1.05,
+                             .steal = 1,
+                             .foreign = 2};
+}
+
+static void t_cal_trust(void)
+{
+    struct cal_result sat[2][2], big, nopool;
+    struct cal_cpu_fit fit;
+    char why[512] = "";
+    for (int mode = 0; mode < 2; mode++) { /* 50 us a request and 10 us a call, both modes */
+        cal_point_set(&sat[mode][0], 60, 500);
+        cal_point_set(&sat[mode][1], 80, 500);
+    }
+    cal_point_set(&big, 80, 2000);
+    cal_point_set(&nopool, 95, 500);
+    fit = cal_fit(sat, &big, &nopool, 500, 200);
+    CHECK(fabs(fit.per_request[1] - 50) < 1e-9 && fabs(fit.per_call[1] - 10) < 1e-9,
+          "the fit: %.2f us a request, %.2f a call (want 50, 10)", fit.per_request[1],
+          fit.per_call[1]);
+    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_TRUSTED, "quiet: %s", why);
+    sat[1][0].foreign = 60; /* a neighbour's build during virtual K=1 */
+    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_NOISY &&
+              strstr(why, "virtual K=1 runs other processes took 60%"),
+          "noise refused: %s", why);
+    sat[1][0].foreign = 2;
+    sat[0][1].lo = 30; /* platform K=3 between 30 and 80 us */
+    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_NOISY &&
+              strstr(why, "platform K=3 runs spread from 30.0 to 84.0 us"),
+          "spread refused: %s", why);
+    sat[0][1].lo = 76;
+    cal_point_set(&sat[1][0], 85, 500); /* K=1 dearer than K=3: no cost left for a call */
+    fit = cal_fit(sat, &big, &nopool, 500, 200);
+    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_IMPLAUSIBLE &&
+              strstr(why, "virtual.cpu_per_call came out 0.0 us"),
+          "a zero cost refused: %s", why);
+}
+
 static void t_ci95(void)
 {
     double one[] = {5}, three[] = {100, 110, 120}, ten[10];
@@ -1092,6 +1138,7 @@ int main(void)
     t_hist();
     t_ci95();
     t_alloc();
+    t_cal_trust();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
