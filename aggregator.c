@@ -205,6 +205,52 @@ static uint64_t alloc_total(void)
     return sum;
 }
 
+/* Outputs. Every byte written is checked: a file that cannot take it (a full disk, /dev/full)
+ * ends the program with exit 1, its path and the reason, never a "wrote". out_open tries the
+ * file at once (a first byte flushed by out_check), so a long run does not end in a failed
+ * write; a FIFO or a directory is refused (exit 2) before anything waits on it. */
+static FILE *out_open(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "aggregator: %s: is a %s, not a file to write\n", path,
+                S_ISDIR(st.st_mode) ? "directory" : "FIFO");
+        exit(2);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+/* Everything written to f so far has reached path, or exit 1 with the reason. */
+static void out_check(FILE *f, const char *path)
+{
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f))
+        die("cannot write %s: %s", path, strerror(errno ? errno : EIO));
+}
+
+/* out_check, then close f (the close's own failure counts too: NFS reports there). */
+static void out_close(FILE *f, const char *path)
+{
+    out_check(f, path);
+    if (fclose(f) != 0)
+        die("cannot write %s: %s", path, strerror(errno));
+}
+
+/* A command's exit status once its report on stdout has been written: rc, or 1 if stdout
+ * could not take it (stdout on a full disk or /dev/full). */
+static int out_stdout(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "aggregator: cannot write standard output: %s\n",
+            strerror(errno ? errno : EIO));
+    return 1;
+}
+
 /* Out of memory is not a recoverable condition here: abort loudly (like smallchat). */
 static void *xmalloc(size_t n)
 {
@@ -2759,13 +2805,27 @@ static const char *http_find_blank_line(const char *buf, size_t n)
     return NULL;
 }
 
+/* Whether buf[0, n) holds a line feed without its carriage return. */
+static int http_bare_lf(const char *buf, size_t n)
+{
+    for (const char *p = buf; (p = memchr(p, '\n', n - (size_t)(p - buf))); p++)
+        if (p == buf || p[-1] != '\r')
+            return 1;
+    return 0;
+}
+
 /* Find the end of the head (the blank line). Returns its length including CRLF CRLF, 0 if
- * not there yet, or -1 if it cannot fit in max bytes. */
+ * not there yet, -1 if it cannot fit in max bytes, or -2 if a line of it ends in a bare LF:
+ * such a head would never end in CRLF CRLF, and waiting for one would turn a peer that
+ * speaks the wrong line ends into a timeout (RFC 9112 2.2 lets a recipient refuse it). */
 static long http_head_end(const char *buf, size_t len, size_t max)
 {
     const char *e = http_find_blank_line(buf, len < max ? len : max);
+    size_t n = e ? (size_t)(e - buf) + 4 : len < max ? len : max;
+    if (http_bare_lf(buf, n))
+        return -2;
     if (e)
-        return (long)(e - buf) + 4;
+        return (long)n;
     return len >= max ? -1 : 0;
 }
 
@@ -2782,7 +2842,7 @@ static long http_parse_from_request_line(const char *buf, size_t len, struct htt
     }
     long head = http_head_end(buf, len, HTTP_MAX_HEAD);
     if (head < 0)
-        return -431;
+        return head == -2 ? -400 : -431;
     const char *p = buf, *sp1, *sp2;
     sp1 = p;
     while (sp1 < eol && http_is_tchar((unsigned char)*sp1))
@@ -2887,6 +2947,22 @@ static long http_parse_response(const char *buf, size_t len, struct http_respons
     return len >= out->head_len + out->body_len ? (long)(out->head_len + out->body_len) : 0;
 }
 
+/* The final response at the start of buf, after any interim 1xx ones (100 Continue, 103
+ * Early Hints): RFC 9110 15.2 has a client accept them even unasked, and skip them. Returns
+ * as http_parse_response, the interim responses' bytes included in the length; out is the
+ * final response. A 101 (Switching Protocols) was not asked for: -502. */
+static long http_parse_final_response(const char *buf, size_t len, struct http_response *out)
+{
+    for (size_t off = 0;;) {
+        long r = http_parse_response(buf + off, len - off, out);
+        if (r <= 0 || out->status >= 200)
+            return r > 0 ? r + (long)off : r;
+        if (out->status == 101)
+            return -502;
+        off += (size_t)r;
+    }
+}
+
 /* Append a response head for a body of n bytes to out; the caller appends the body. */
 static void http_write_head(struct sbuf *out, int status, const char *ctype, size_t n,
                             int keep_alive)
@@ -2911,23 +2987,42 @@ static void http_write_response(struct sbuf *out, int status, const char *ctype,
     sbuf_add(out, body, n);
 }
 
-/* The value of a query parameter as a non-negative integer, or def if absent or invalid. */
-static long http_query_int(const char *query, size_t n, const char *key, long def)
+/* p[0, n) as a non-negative decimal number: 1 to 18 digits and nothing else (so it fits in
+ * a long). Returns 0 with *v set, or -1. */
+static int http_digits(const char *p, size_t n, long *v)
+{
+    if (n < 1 || n > 18)
+        return -1;
+    *v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        *v = *v * 10 + (p[i] - '0');
+    }
+    return 0;
+}
+
+/* A query parameter key=DIGITS: 1 with *v set, 0 if key is absent, -1 if its value is not a
+ * number (a handler refuses that with 400 rather than guess). */
+static int http_query_get(const char *query, size_t n, const char *key, long *v)
 {
     size_t kl = strlen(key);
     for (size_t i = 0; query && i + kl < n; i++) {
         if ((i == 0 || query[i - 1] == '&') && !strncmp(query + i, key, kl) &&
             query[i + kl] == '=') {
-            long v = 0;
-            size_t j = i + kl + 1;
-            if (j >= n || query[j] < '0' || query[j] > '9')
-                return def;
-            for (; j < n && query[j] >= '0' && query[j] <= '9' && v < 100000000; j++)
-                v = v * 10 + (query[j] - '0');
-            return v;
+            const char *val = query + i + kl + 1, *amp = memchr(val, '&', n - i - kl - 1);
+            size_t vl = amp ? (size_t)(amp - val) : n - i - kl - 1;
+            return http_digits(val, vl, v) == 0 ? 1 : -1;
         }
     }
-    return def;
+    return 0;
+}
+
+/* The value of a query parameter as a non-negative integer, or def if absent or invalid. */
+static long http_query_int(const char *query, size_t n, const char *key, long def)
+{
+    long v;
+    return http_query_get(query, n, key, &v) == 1 ? v : def;
 }
 
 /* ---- II.2 Metrics ---- */
@@ -3290,6 +3385,11 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
 
 /* ---- II.4 Aggregate ---- */
 
+/* The most downstream calls per request (--fanout). Each call holds a connection, a buffer
+ * of CLIENT_BUF bytes and, fanned out, a thread: a bound keeps one request from asking for
+ * more than a server can give, and no aggregate in the lab calls anywhere near it. */
+#define AGG_MAX_FANOUT 1000
+
 /* One downstream call of an /aggregate request. Heap-allocated: with ?parallel=1 a child
  * virtual thread fills it in while the parent is parked (and its stack copied away). */
 struct agg_call {
@@ -3484,7 +3584,7 @@ static long client_exchange(struct client *cl, const char *req, size_t n, int64_
     if (io_write_all(cl->fd, req, n, deadline) < 0)
         return errno == EPIPE || errno == ECONNRESET ? CX_STALE : client_errno_kind();
     for (;;) {
-        long r = http_parse_response(cl->buf, cl->len, rs);
+        long r = http_parse_final_response(cl->buf, cl->len, rs);
         if (r > 0)
             return r;
         if (r < 0 || cl->len == CLIENT_BUF)
@@ -3796,6 +3896,14 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
  * uniform random 0..--jitter-ms). The wait is a timed park: no thread is held, but the
  * connection is, so a client may not ask for more than BACKEND_MAX_DELAY_MS (400). */
 #define BACKEND_MAX_DELAY_MS 60000
+
+/* 400 with the reason as its body: a request the backend will not guess at. */
+static int backend_refuse(struct sbuf *out, const char *why, int keep)
+{
+    http_write_response(out, 400, "text/plain", why, strlen(why), keep);
+    return 400;
+}
+
 static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
     if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
@@ -3803,16 +3911,15 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
             return route_metrics(out, keep);
         return route_not_found(out, keep);
     }
-    long id = 0;
-    for (size_t i = 6; i < rq->path_len && rq->path[i] >= '0' && rq->path[i] <= '9' && id < 1000000;
-         i++)
-        id = id * 10 + (rq->path[i] - '0');
-    long delay = http_query_int(rq->query, rq->query_len, "delay_ms", -1);
-    if (delay > BACKEND_MAX_DELAY_MS) {
-        http_write_response(out, 400, "text/plain", "delay_ms too large", 18, keep);
-        return 400;
-    }
-    if (delay < 0)
+    long id, delay;
+    if (http_digits(rq->path + 6, rq->path_len - 6, &id) < 0 || id > INT_MAX)
+        return backend_refuse(out, "bad item id: want /item/0 .. /item/2147483647", keep);
+    int has_delay = http_query_get(rq->query, rq->query_len, "delay_ms", &delay);
+    if (has_delay < 0)
+        return backend_refuse(out, "bad delay_ms: want a whole number of ms", keep);
+    if (has_delay && delay > BACKEND_MAX_DELAY_MS)
+        return backend_refuse(out, "delay_ms too large", keep);
+    if (!has_delay)
         delay = s->cfg->delay_ms;
     if (s->cfg->jitter_ms > 0) {
         uint64_t x = s->seed; /* xorshift64; racy updates only make it more random */
@@ -4837,9 +4944,14 @@ static int load_run_cli(struct load_cfg *cfg)
     rt_join();
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
+    unsigned long long errors = load_errors_total(stats), completed = stats->completed;
     free(stats->sec_ok);
     free(stats->sec_err);
     free(stats);
+    if (!interrupted && !completed && errors) {
+        fprintf(stderr, "aggregator: load: no request succeeded (%llu errors)\n", errors);
+        return 1;
+    }
     return interrupted;
 }
 
@@ -5917,8 +6029,20 @@ static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const stru
     bench_print_row(stdout, bc, &row, BENCH_ROW_TEXT);
     bench_print_row(csv, bc, &row, BENCH_ROW_CSV);
     fflush(stdout);
-    fflush(csv);
+    out_check(csv, bc->out);
     return 0;
+}
+
+/* The backend's port and the aggregator's, the next one, are free: a server already there
+ * would answer the load in ours' place (never measure a stranger). Exit 1 otherwise. */
+static void bench_ports_free(const struct bench_cfg *bc)
+{
+    for (int port = bc->port; port <= bc->port + 1; port++) {
+        int fd = io_listen("127.0.0.1", port, 1, NULL, 0);
+        if (fd < 0)
+            die("port %d is in use (%s); choose others with --port", port, strerror(errno));
+        close(fd);
+    }
 }
 
 /* The points of the grid cmd_bench asked for, in the order measured: pooling on, then off
@@ -5961,14 +6085,6 @@ static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
     return n;
 }
 
-/* fclose, and exit 1 naming the file if any write to it failed. */
-static void bench_close_checked(FILE *f, const char *path)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        die("cannot write %s: %s", path, bad ? "a write failed" : strerror(errno));
-}
-
 /* The grid cmd_bench asked for: a backend (one per cell, in the cell's namespace, with
  * --netns-ports), then every point. Returns 0, or 130 if interrupted (Ctrl-C). */
 static int bench_run(struct bench_cfg *bc)
@@ -5978,24 +6094,20 @@ static int bench_run(struct bench_cfg *bc)
         printf("bench: skipped: cannot make a private network namespace: %s\n", why);
         return 0;
     }
-    for (int port = bc->port; port <= bc->port + 1; port++) { /* never measure a stranger */
-        int fd = io_listen("127.0.0.1", port, 1, NULL, 0);
-        if (fd < 0)
-            die("port %d is in use (%s); choose others with --port", port, strerror(errno));
-        close(fd);
-    }
+    bench_ports_free(bc);
     raise_fd_limit();
     signals_block();
-    FILE *csv = fopen(bc->out, "w");
-    if (!csv)
-        die("cannot write %s: %s", bc->out, strerror(errno));
-    if (bc->timeline_path && !(bc->timeline = fopen(bc->timeline_path, "w")))
-        die("cannot write %s: %s", bc->timeline_path, strerror(errno));
-    if (bc->timeline)
+    FILE *csv = out_open(bc->out);
+    if (bc->timeline_path)
+        bc->timeline = out_open(bc->timeline_path);
+    if (bc->timeline) {
         fprintf(bc->timeline,
                 "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
                 "port_high,tw_reuse,run,t_s,served,failed,failed_no_port,time_wait\n");
+        out_check(bc->timeline, bc->timeline_path);
+    }
     bench_headers(bc, csv);
+    out_check(csv, bc->out);
     struct bench_kids kids = {{0}};
     if (bc->netns_ports <= 0)
         bench_backend(bc, &kids, bc->delay_ms);
@@ -6009,9 +6121,9 @@ static int bench_run(struct bench_cfg *bc)
     free(grid);
     bench_kill(&kids, bc->backend);
     bench_kill_all(&kids);
-    bench_close_checked(csv, bc->out);
+    out_close(csv, bc->out);
     if (bc->timeline)
-        bench_close_checked(bc->timeline, bc->timeline_path);
+        out_close(bc->timeline, bc->timeline_path);
     if (rc)
         fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
     else
@@ -6961,6 +7073,20 @@ struct cal_cfg {
     struct bench_cfg bench; /* duration_s, runs and port from the command line; the rest per run */
 };
 
+/* The file's first lines: who measured, where and when (the start of the run), and the JVM. */
+static void cal_write_header(FILE *f, const char *out, int server, const struct bench_cfg *bc)
+{
+    time_t now = time(NULL);
+    char host[64] = "?", when[32];
+    gethostname(host, sizeof host - 1);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(f, "# %s: costs measured by ./aggregator calibrate --server %s on %s, %s.\n", out,
+            server_names[server], host, when);
+    if (bc->jvm)
+        fprintf(f, "# The JVM: %s -cp %s %s, after %g s of load before each window (the JIT).\n",
+                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
+}
+
 /* Measure the costs the simulator takes as parameters and write them as scenario keys
  * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
  *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
@@ -6978,12 +7104,18 @@ static int cal_measure(struct cal_cfg *cc)
 {
     const char *out = cc->out;
     struct bench_cfg *bc = &cc->bench;
+    bench_ports_free(bc);
     int users = cc->users, cpu_users = cc->cpu_users, cpu_delay_ms = cc->cpu_delay_ms;
-    char part[PATH_MAX]; /* written there, renamed over out only when trusted (cal_trust) */
-    snprintf(part, sizeof part, "%s.part", out);
-    FILE *f = fopen(part, "w");
-    if (!f)
-        die("cannot write %s: %s", part, strerror(errno));
+    /* Written to out.part, renamed over out only when trusted (cal_trust); a device such as
+     * /dev/null is written in place, never renamed over. The header goes first, so a file
+     * that cannot be written fails now, not after the runs. */
+    struct stat st;
+    int in_place = stat(out, &st) == 0 && !S_ISREG(st.st_mode);
+    char part[PATH_MAX];
+    snprintf(part, sizeof part, in_place ? "%s" : "%s.part", out);
+    FILE *f = out_open(part);
+    cal_write_header(f, out, cal_server(bc), bc);
+    out_check(f, part);
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
     fprintf(stderr, "calibrate: microbench (median of 3)...\n");
     mb_measure(1000000, 3, mb, mb_lo, mb_hi);
@@ -7036,7 +7168,8 @@ static int cal_measure(struct cal_cfg *cc)
     int trust = rc ? CAL_TRUSTED : cal_trust(&fit, saturated, &big, &nopool, why, sizeof why);
     if (rc || trust != CAL_TRUSTED) {
         fclose(f);
-        unlink(part);
+        if (!in_place)
+            unlink(part);
         if (rc)
             return 130;
         fprintf(stderr,
@@ -7048,15 +7181,6 @@ static int cal_measure(struct cal_cfg *cc)
                                      "until the CPU runs are saturated");
         return trust;
     }
-    time_t now = time(NULL);
-    char host[64] = "?", when[32];
-    gethostname(host, sizeof host - 1);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    fprintf(f, "# %s: costs measured by ./aggregator calibrate --server %s on %s, %s.\n", out,
-            server_names[server], host, when);
-    if (bc->jvm)
-        fprintf(f, "# The JVM: %s -cp %s %s, after %g s of load before each window (the JIT).\n",
-                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
     fprintf(
         f,
         "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs "
@@ -7073,11 +7197,11 @@ static int cal_measure(struct cal_cfg *cc)
     cal_write_machine(f);
     cal_write_memory(f, &served, &queued, stack_rss, users);
     cal_write_latency(f, lat);
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed || rename(part, out) < 0) {
-        fprintf(stderr, "calibrate: cannot write %s: %s\n", out, strerror(errno));
+    out_close(f, part);
+    if (!in_place && rename(part, out) < 0) {
+        int e = errno;
         unlink(part);
-        return 1;
+        die("cannot write %s: %s", out, strerror(e));
     }
     printf("wrote %s\n", out);
     return 0;
@@ -7124,7 +7248,7 @@ static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc
     for (int a = 0; a < argc; a++) {
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
             opt_usage(stdout, synopsis, o, n);
-            exit(0);
+            exit(out_stdout(0));
         }
         int i = 0;
         while (i < n && strcmp(argv[a], o[i].name))
@@ -7153,6 +7277,24 @@ static void opt_parse(const char *synopsis, const struct opt *o, int n, int argc
             *(double *)o[i].dst = x;
         }
     }
+}
+
+/* A port to listen on: 0 (any free one) to 65535. */
+static void opt_check_port(const char *synopsis, int port)
+{
+    if (port > 65535)
+        opt_fail(synopsis, "--port must be 0..65535 (0: any free port), not %d", port);
+}
+
+/* bench's and calibrate's --port: the backend's, and the aggregator takes the next one; both
+ * fixed, because a child's port must be known before it starts (no 0). */
+static void opt_check_port_pair(const char *synopsis, int port)
+{
+    if (port < 1 || port > 65534)
+        opt_fail(synopsis,
+                 "--port must be 1..65534 (the backend's; the aggregator takes the next one), "
+                 "not %d",
+                 port);
 }
 
 /* ---- IV.2 Subcommands ---- */
@@ -7202,6 +7344,7 @@ static int cmd_serve(int argc, char **argv)
          "platform: idle pool threads exit, down to --min-spare; default 60000"},
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    opt_check_port(SERVE_SYNOPSIS, cfg.port);
     if (!strcmp(mode, "platform"))
         cfg.mode = MODE_PLATFORM;
     else if (strcmp(mode, "virtual"))
@@ -7212,6 +7355,8 @@ static int cmd_serve(int argc, char **argv)
         cfg.pool_idle_ms < 1)
         opt_fail(SERVE_SYNOPSIS, "--fanout, --threads, --max-connections, --idle-ms and "
                                  "--pool-idle-ms must be >= 1");
+    if (cfg.fanout > AGG_MAX_FANOUT)
+        opt_fail(SERVE_SYNOPSIS, "--fanout must be at most %d, not %d", AGG_MAX_FANOUT, cfg.fanout);
     cfg.pool = !no_pool;
     if (close_first && (cfg.pool || close_first_parse(close_first, &cfg.close_first) < 0))
         opt_fail(SERVE_SYNOPSIS, "--close-first takes client or server, with --no-pool");
@@ -7238,6 +7383,7 @@ static int cmd_backend(int argc, char **argv)
         {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
     };
     opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    opt_check_port(BACKEND_SYNOPSIS, cfg.port);
     return serve_until_signal(&cfg, backend_route, "backend");
 }
 
@@ -7271,6 +7417,11 @@ static int cmd_load(int argc, char **argv)
         opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
     if (cfg.users < 1)
         opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
+    /* one connection first: a server that is not there is said at once, not after the run */
+    int fd = io_connect(&cfg.addr, now_ns() + (int64_t)cfg.timeout_ms * NS_PER_MS);
+    if (fd < 0)
+        die("load: cannot connect to %s: %s", url, strerror(errno));
+    close(fd);
     return load_run_cli(&cfg);
 }
 
@@ -7332,10 +7483,11 @@ static int cmd_bench(int argc, char **argv)
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
     if (!close_ok)
         opt_fail(BENCH_SYNOPSIS, "--close-first takes client, server or both");
-    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1)
-        opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and --fanout >= 1");
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1 || bc.fanout > AGG_MAX_FANOUT)
+        opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and 1 <= --fanout <= %d", AGG_MAX_FANOUT);
     if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
+    opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
     struct jvm jvm;
     if (bench_setup_jvm(&bc, &jvm))
         return 2;
@@ -7441,6 +7593,7 @@ static int cmd_calibrate(int argc, char **argv)
         opt_fail(CALIBRATE_SYNOPSIS,
                  "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
                  "1 <= --runs <= 16, --duration > 0");
+    opt_check_port_pair(CALIBRATE_SYNOPSIS, cfg.bench.port);
     struct jvm jvm;
     if (bench_setup_jvm(&cfg.bench, &jvm))
         return 2;
@@ -7516,11 +7669,11 @@ static int agg_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a peer that closes early is an error code, not a death */
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
-        return 0;
+        return out_stdout(0);
     }
     for (size_t i = 0; argc >= 2 && i < ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 2, argv + 2);
+            return out_stdout(commands[i].fn(argc - 2, argv + 2));
     if (argc >= 2)
         fprintf(stderr, "aggregator: unknown command '%s'\n", argv[1]);
     usage(stderr);

@@ -578,6 +578,20 @@ static void t_http_request(void)
     CHECK(http_query_int(rq.query, rq.query_len, "parallel", 0) == 1, "query parallel");
     CHECK(http_query_int(rq.query, rq.query_len, "x", 0) == 2, "query x");
     CHECK(http_query_int(rq.query, rq.query_len, "y", 7) == 7, "query default");
+    static const struct {
+        const char *q;
+        int got;
+        long v;
+    } queries[] = {{"d=12", 1, 12},  {"a=1&d=0&b", 1, 0}, {"d=-1", -1, 0},
+                   {"d=abc", -1, 0}, {"d=", -1, 0},       {"d=5x", -1, 0},
+                   {"dd=5", 0, 0},   {"x&d=7", 1, 7},     {"d=9999999999999999999", -1, 0}};
+    for (size_t i = 0; i < ARRAY_LEN(queries); i++) {
+        long v = 0;
+        int got = http_query_get(queries[i].q, strlen(queries[i].q), "d", &v);
+        CHECK(got == queries[i].got && (got != 1 || v == queries[i].v),
+              "query '%s': got %d (%ld), want %d (%ld)", queries[i].q, got, v, queries[i].got,
+              queries[i].v);
+    }
     CHECK(rq.keep_alive && rq.minor == 1 && rq.h.nheaders == 2, "keep-alive by default in 1.1");
     /* every proper prefix is incomplete, never an error */
     int prefix_ok = 1;
@@ -641,6 +655,8 @@ static void t_http_request(void)
         {"GET / HTTP/1.1\r\nContent-Length: 99999\r\n\r\n", -413},
         {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", -501},
         {"GET / HTTP/1.1\r\nA: \x01\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\n\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\n", -400},
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         long r = parse_req(bad[i].in, &rq);
@@ -689,6 +705,27 @@ static void t_http_response(void)
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++)
         CHECK(http_parse_response(bad[i], strlen(bad[i]), &rs) == -502, "bad response %zu", i);
+    /* a line ended by a bare LF is refused at once: its head would never end in CRLF CRLF */
+    static const char *lf[] = {"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+                               "HTTP/1.1 200 OK\r\nContent-Length: 2\n", "HTTP/1.1 200 OK\n"};
+    for (size_t i = 0; i < ARRAY_LEN(lf); i++)
+        CHECK(http_parse_response(lf[i], strlen(lf[i]), &rs) == -502, "bare LF response %zu", i);
+    const char *lf_body = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\na\nb";
+    CHECK(http_parse_response(lf_body, strlen(lf_body), &rs) == (long)strlen(lf_body),
+          "a bare LF in the body is data");
+    /* interim 1xx answers are skipped, their bytes counted; the final one is returned */
+    const char *interim = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n"
+                          "Link: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    long r = http_parse_final_response(interim, strlen(interim), &rs);
+    CHECK(r == (long)strlen(interim) && rs.status == 200 && rs.body_len == 2 &&
+              !memcmp(rs.body, "ok", 2),
+          "interim answers skipped: %ld, status %d", r, rs.status);
+    prefix_ok = 1;
+    for (size_t n = 0; n < strlen(interim); n++)
+        prefix_ok &= http_parse_final_response(interim, n, &rs) == 0;
+    CHECK(prefix_ok, "a prefix of interim answers and a final one is incomplete");
+    const char *sw = "HTTP/1.1 101 Switching Protocols\r\n\r\n";
+    CHECK(http_parse_final_response(sw, strlen(sw), &rs) == -502, "an unasked 101 is refused");
     struct sbuf w = {0};
     http_write_response(&w, 503, "text/plain", "busy", 4, 0);
     CHECK(http_parse_response(w.p, w.len, &rs) == (long)w.len && rs.status == 503 && !rs.keep_alive,
@@ -1079,6 +1116,19 @@ static void t_integration(void)
           "backend: delay_ms above BACKEND_MAX_DELAY_MS is refused");
     CHECK(fetch(be.port, "GET /item/1?delay_ms=99999999999999 HTTP/1.1\r\n\r\n", NULL) == 400,
           "backend: a delay_ms past any int is refused");
+    static const char *const refused[] = {"/item/1?delay_ms=-1", "/item/1?delay_ms=abc",
+                                          "/item/3000000000",    "/item/2147483648",
+                                          "/item/12x",           "/item/"};
+    for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+        char raw[128];
+        snprintf(raw, sizeof raw, "GET %s HTTP/1.1\r\n\r\n", refused[i]);
+        CHECK(fetch(be.port, raw, NULL) == 400, "backend: %s is refused (400)", refused[i]);
+    }
+    struct sbuf item = {0};
+    CHECK(fetch(be.port, "GET /item/2147483647?delay_ms=0 HTTP/1.1\r\n\r\n", &item) == 200 &&
+              item.p && strstr(item.p, "\"id\":2147483647,"),
+          "backend: the largest id answered as itself: %.80s", item.p ? item.p : "");
+    sbuf_free(&item);
     CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n", NULL) == 400, "400 over the wire");
     CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400,
           "400 over the wire (platform)");

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -323,6 +324,8 @@ enum fake_kind {
     FAKE_DRIP,    /* a byte of its body every DRIP_MS, longer than --timeout-ms in all */
     FAKE_EXTRA,   /* keep-alive; after each answer, in the same write, an answer nobody asked */
     FAKE_LATE,    /* the same, the unasked answer in a second write (counted in f->extra) */
+    FAKE_INTERIM, /* interim answers (100, 103) before its 200, which HTTP/1.1 clients accept */
+    FAKE_BARE_LF, /* a whole answer with LF line ends, not CRLF, then holds the connection */
 };
 enum { DRIP_MS = 50, DRIP_BYTES = 20 }; /* 1 s of drip, each gap far below --timeout-ms */
 struct fake {
@@ -370,6 +373,11 @@ static void *fake_main(void *arg)
     struct fake *f = arg;
     static const char garbage[] = "this is not HTTP\r\n\r\n";
     static const char half[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"item\": ";
+    static const char interim[] =
+        "HTTP/1.1 100 Continue\r\n\r\n"
+        "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n\"ok\"";
+    static const char bare_lf[] = "HTTP/1.1 200 OK\nContent-Length: 4\n\n\"ok\"";
     for (int c; (c = accept(f->lfd, NULL, NULL)) >= 0;) {
         char buf[1024];
         struct timeval tv = {2, 0}; /* a keep-alive peer that never closes ends it too */
@@ -379,7 +387,9 @@ static void *fake_main(void *arg)
             close(c);
             continue;
         }
-        if (f->kind == FAKE_SILENT && f->nheld < 64) {
+        if (f->kind == FAKE_BARE_LF && write(c, bare_lf, strlen(bare_lf)) < 0) {
+        }
+        if ((f->kind == FAKE_SILENT || f->kind == FAKE_BARE_LF) && f->nheld < 64) {
             f->held[f->nheld++] = c;
             continue;
         }
@@ -388,7 +398,9 @@ static void *fake_main(void *arg)
         } else if (f->kind == FAKE_EXTRA || f->kind == FAKE_LATE) {
             fake_keep_alive(f, c, buf, n);
         } else {
-            const char *out = f->kind == FAKE_GARBAGE ? garbage : half;
+            const char *out = f->kind == FAKE_GARBAGE ? garbage
+                              : f->kind == FAKE_HALF  ? half
+                                                      : interim;
             if (write(c, out, strlen(out)) < 0) {
             }
         }
@@ -486,10 +498,13 @@ static void test_bad_backends(const char *mode)
     static const struct {
         int kind, want;
         const char *name, *reason;
-    } cases[] = {{FAKE_GARBAGE, 502, "garbage answer", "bad_response"},
-                 {FAKE_HALF, 502, "closed half-way", "bad_response"},
-                 {FAKE_SILENT, 504, "never answers", "timeout"},
-                 {FAKE_DRIP, 504, "drips its body", "timeout"}};
+    } cases[] = {
+        {FAKE_GARBAGE, 502, "garbage answer", "bad_response"},
+        {FAKE_HALF, 502, "closed half-way", "bad_response"},
+        {FAKE_SILENT, 504, "never answers", "timeout"},
+        {FAKE_DRIP, 504, "drips its body", "timeout"},
+        {FAKE_INTERIM, 200, "answers 100 and 103 before its 200", "bad_response"},
+        {FAKE_BARE_LF, 502, "ends its lines in a bare LF (502 at once, not 504)", "bad_response"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         struct server s;
@@ -500,6 +515,11 @@ static void test_bad_backends(const char *mode)
             continue;
         }
         int got[4];
+        char body[512] = "";
+        if (cases[i].kind == FAKE_INTERIM) /* the final answer's body, every call's */
+            get_into(s.port, "/aggregate", body, sizeof body);
+        CHECK(cases[i].kind != FAKE_INTERIM || strstr(body, "[\"ok\",\"ok\",\"ok\"]"),
+              "%s: the 200's bodies, got '%.200s'", what, body);
         double t0 = now_ms(), first_ms = 0;
         for (int k = 0; k < 4; k++) {
             got[k] = get(s.port, "/aggregate");
@@ -522,8 +542,9 @@ static void test_bad_backends(const char *mode)
                    metric(s.port, "agg_downstream_failures_total{reason=\"refused\"}") +
                    metric(s.port, "agg_downstream_failures_total{reason=\"bad_response\"}") +
                    metric(s.port, "agg_downstream_failures_total{reason=\"other\"}");
-        CHECK(n == 4 && all == 4, "%s: %ld failures counted as %s, %ld in all; want 4 and 4", what,
-              n, cases[i].reason, all);
+        long want = cases[i].want == 200 ? 0 : 4; /* a 200 is no failure */
+        CHECK(n == want && all == want, "%s: %ld failures counted as %s, %ld in all; want %ld",
+              what, n, cases[i].reason, all, want);
         fake_stop(&f);
         server_check_and_stop(&s, what);
     }
@@ -857,8 +878,8 @@ static void test_close_first(const char *mode)
         if (rig_start(&r, mode, title, 0, extra) < 0)
             return;
         int fd = dial(r.bport);
-        int st = request_on(fd, "GET /item/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-                            buf, sizeof buf);
+        int st = request_on(fd, "GET /item/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", buf,
+                            sizeof buf);
         ssize_t eof = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
         CHECK(st == 200 && eof == 0, "%s: the backend answers %d to Connection: close, then %s",
               r.what, st, eof == 0 ? "closes" : "does not close");
@@ -1193,8 +1214,7 @@ static void wall_case(const char *mode, const char *const *flags, int kind)
 {
     int client_closes = kind == WALL_CLIENT;
     enum { REQUESTS = 2 * WALL_PORTS / WALL_K };
-    static const char *const reasons[] = {"no_port", "timeout", "refused", "bad_response",
-                                          "other"};
+    static const char *const reasons[] = {"no_port", "timeout", "refused", "bad_response", "other"};
     char *bargs[] = {"backend", "--port", "0", "--delay-ms", "0", NULL}, what[128];
     snprintf(what, sizeof what, "%s, port wall (%d ports), %s", mode, WALL_PORTS,
              kind == WALL_POOLED   ? "pooled"
@@ -1233,8 +1253,8 @@ static void wall_case(const char *mode, const char *const *flags, int kind)
               "no_port",
               what, by[0], all, bad);
     } else {
-        CHECK(ok == REQUESTS && all == 0, "%s: %d of %d served, %ld failures; want all, none",
-              what, ok, REQUESTS, all);
+        CHECK(ok == REQUESTS && all == 0, "%s: %d of %d served, %ld failures; want all, none", what,
+              ok, REQUESTS, all);
     }
     if (kind == WALL_SERVER)
         CHECK(ours == 0 && theirs > 0,
@@ -1268,8 +1288,8 @@ static void test_port_wall(const char *dir)
     self[n > 0 ? n : 0] = 0;
     for (int m = 0; m < 2; m++)
         for (int kind = WALL_CLIENT; kind <= WALL_POOLED; kind++) {
-            snprintf(cmd, sizeof cmd, "'%s' netns --ports %d -- '%s' --netns '%s' %s %d",
-                     agg_path, WALL_PORTS, self, dir, modes[m], kind);
+            snprintf(cmd, sizeof cmd, "'%s' netns --ports %d -- '%s' --netns '%s' %s %d", agg_path,
+                     WALL_PORTS, self, dir, modes[m], kind);
             fflush(NULL);
             FILE *p = popen(cmd, "r");
             size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
@@ -1309,6 +1329,95 @@ static void test_microbench_json(void)
           "the JSON check refuses broken objects");
 }
 
+/* ---- the command line: refusals and failed writes ---- */
+
+/* `timeout 5 ./aggregator ARGS` through sh (ARGS may redirect), stdout discarded unless ARGS
+ * sends it elsewhere; its stderr in err. Returns its exit status (124: it was still running
+ * after 5 s, i.e. it did not refuse at once), or -1. */
+static int run_agg(const char *args, char *err, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout -k 1 5 %s 2>&1 >/dev/null </dev/null %s", agg_path, args);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(err, 1, cap - 1, p) : 0;
+    err[len] = 0;
+    int st = p ? pclose(p) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Two consecutive free loopback ports (bench and calibrate use --port and the next), or 0. */
+static int free_port_pair(void)
+{
+    for (int tries = 0; tries < 20; tries++) {
+        int port = 0, lfd = listen_any(&port);
+        if (lfd < 0)
+            return 0;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)(port + 1)),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = port < 65535 && fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        close(lfd);
+        if (ok)
+            return port;
+    }
+    return 0;
+}
+
+/* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
+ * or a refused resource) and a message naming the cause, at once (within `timeout 5`). */
+static void test_cli(void)
+{
+    char fifo[64], taken_args[256], free_args[256], err[1024];
+    int port = 0, lfd = listen_any(&port), pair = free_port_pair();
+    snprintf(fifo, sizeof fifo, "/tmp/test_faults_fifo.%d", (int)getpid());
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) < 0 || lfd < 0 || !pair) {
+        CHECK(0, "cli: cannot set up: fifo %s (%s), a taken port %d, a free pair %d", fifo,
+              strerror(errno), lfd, pair);
+        return;
+    }
+    static const struct {
+        const char *args; /* %d: a free port pair; %s: a FIFO */
+        int want;
+        const char *says;
+    } cases[] = {
+        {"bench --out /dev/full --port %d --users 1 --duration 1", 1, "cannot write /dev/full"},
+        {"calibrate --out /dev/full --port %d", 1, "cannot write /dev/full"},
+        {"bench --out %s --port %d --users 1 --duration 1", 2, "is a FIFO"},
+        {"--help >/dev/full", 1, "cannot write standard output"},
+        {"serve --help >/dev/full", 1, "cannot write standard output"},
+        {"bench --port 65535", 2, "--port must be 1..65534"},
+        {"bench --port 0", 2, "--port must be 1..65534"},
+        {"calibrate --port 65535", 2, "--port must be 1..65534"},
+        {"serve --port 65536 --backends 127.0.0.1:9", 2, "--port must be 0..65535"},
+        {"serve --fanout 2147483647 --backends 127.0.0.1:9", 2, "--fanout must be at most"},
+        {"bench --fanout 100000", 2, "--fanout <="},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[256];
+        if (strstr(cases[i].args, "%s"))
+            snprintf(args, sizeof args, cases[i].args, fifo, pair);
+        else
+            snprintf(args, sizeof args, cases[i].args, pair);
+        int st = run_agg(args, err, sizeof err);
+        CHECK(st == cases[i].want && strstr(err, cases[i].says),
+              "cli: aggregator %s: exit %d (want %d; 124 = still running), '%.300s'", args, st,
+              cases[i].want, err);
+    }
+    /* a port already taken (lfd listens on it), and a load against a port nobody serves */
+    snprintf(taken_args, sizeof taken_args, "calibrate --out /dev/null --port %d", port);
+    int st = run_agg(taken_args, err, sizeof err);
+    CHECK(st == 1 && strstr(err, "is in use"), "cli: %s: exit %d, '%.300s'", taken_args, st, err);
+    close(lfd); /* now nobody listens on port (a stale connect is refused) */
+    snprintf(free_args, sizeof free_args, "load --url http://127.0.0.1:%d/ --duration 3", port);
+    st = run_agg(free_args, err, sizeof err);
+    CHECK(st == 1 && strstr(err, "cannot connect"), "cli: %s: exit %d, '%.300s'", free_args, st,
+          err);
+    unlink(fifo);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1326,6 +1435,7 @@ int main(int argc, char **argv)
         wall_in_netns(argv[3], atoi(argv[4]));
         return check_done("test_faults (a private network namespace)");
     }
+    test_cli();
     test_microbench_json();
     test_floor_same_answers();
     test_listeners();
