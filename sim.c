@@ -5249,18 +5249,18 @@ static int val_calibration_owns(const struct scenario *s, const char *const (*kv
     return 0;
 }
 
-/* Simulate one point: the aggregator with K calls of D ms to one backend, think 0.
+/* The scenario of one point: the aggregator with K calls of D ms to one backend, think 0.
  * Errors are named by the point's line in `path`. */
-static int val_simulate(struct val_point *pt, const char *path, const char *calibration,
-                        const char *const *sets, int nsets, char *err, size_t errlen)
+static int val_scenario(struct scenario *sp, const struct val_point *pt, const char *path,
+                        const char *calibration, const char *const *sets, int nsets, char *err,
+                        size_t errlen)
 {
-    struct scenario s;
     char program[32], value[64], latency[64], where[256];
     struct scn_src src = {path, pt->line, err, errlen};
     snprintf(where, sizeof where, "%s:%d", path, pt->line);
-    scn_defaults(&s);
+    scn_defaults(sp);
     if (calibration &&
-        scn_load_keys(&s, calibration, s.calibrated, sizeof s.calibrated, err, errlen) < 0)
+        scn_load_keys(sp, calibration, sp->calibrated, sizeof sp->calibrated, err, errlen) < 0)
         return -1;
     snprintf(program, sizeof program, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
     snprintf(value, sizeof value, "%ld", pt->users);
@@ -5276,22 +5276,31 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
                            {"program", program},
                            {"service.backend.pool", pt->pooled ? "100000" : "0"},
                            {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"}};
-    if (val_calibration_owns(&s, kv, sizeof kv / sizeof kv[0], err, errlen) < 0)
+    if (val_calibration_owns(sp, kv, sizeof kv / sizeof kv[0], err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        if (scn_set(&s, kv[i][0], kv[i][1], &src) < 0)
+        if (scn_set(sp, kv[i][0], kv[i][1], &src) < 0)
             return -1;
-    if (val_net_keys(&s, pt, &src) < 0)
+    if (val_net_keys(sp, pt, &src) < 0)
         return -1;
     for (int i = 0; i < nsets; i++) {
         char buf[1024], *key, *val;
         snprintf(buf, sizeof buf, "%s", sets[i]);
-        if (scn_split(buf, &key, &val) < 0 || scn_set(&s, key, val, &src) < 0)
+        if (scn_split(buf, &key, &val) < 0 || scn_set(sp, key, val, &src) < 0)
             return scn_fail(&src, "bad --set %s", sets[i]);
     }
-    if (scn_finish(&s, where, err, errlen) < 0)
+    if (scn_finish(sp, where, err, errlen) < 0)
         return -1;
-    s.seed = rep_seed(s.seed, pt->rep);
+    sp->seed = rep_seed(sp->seed, pt->rep);
+    return 0;
+}
+
+static int val_simulate(struct val_point *pt, const char *path, const char *calibration,
+                        const char *const *sets, int nsets, char *err, size_t errlen)
+{
+    struct scenario s;
+    if (val_scenario(&s, pt, path, calibration, sets, nsets, err, errlen) < 0)
+        return -1;
     struct model m;
     struct result r;
     model_init(&m, &s, pt->mode);
@@ -6022,6 +6031,335 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         fputs("}", out);
     }
     fputs("}\n", out);
+}
+
+/* ---- The port wall over time: a timeline CSV (C2) ----
+ *
+ * `aggregator bench --timeline` writes a row per whole second of a cell's measured run
+ * (t_s = 1, 2, ... since its load started): requests served and failed in that second,
+ * failed_no_port among them, and the sockets in TIME_WAIT in the cell's network namespace at
+ * its end. ./sim --validate of such a file (found by its t_s column) simulates each cell
+ * (server, mode, pool, closer, users, K, D, its ports and tcp_tw_reuse; TIME_WAIT 60 s, Linux's
+ * fixed value) over the same seconds from a cold start, and puts the seconds side by side:
+ * the time to the first no_port, the throughput after the wall over one TIME_WAIT period,
+ * the failure fraction. Runs of one cell are averaged second by second. */
+
+enum tl_series { TL_SERVED, TL_FAILED, TL_NO_PORT, TL_TIME_WAIT, TL_N };
+static const char *const tl_cols[] = {
+    "server",   "mode",     "pool",           "close_first", "users", "fanout",
+    "delay_ms", "port_low", "port_high",      "tw_reuse",    "run",   "t_s",
+    "served",   "failed",   "failed_no_port", "time_wait"};
+enum {
+    TC_SERVER,
+    TC_MODE,
+    TC_POOL,
+    TC_CLOSE,
+    TC_USERS,
+    TC_FANOUT,
+    TC_DELAY,
+    TC_PORT_LOW,
+    TC_PORT_HIGH,
+    TC_TW_REUSE,
+    TC_RUN,
+    TC_T,
+    TC_SERVED, /* the four series, in enum tl_series order */
+    TC_N = TC_SERVED + TL_N
+};
+#define TL_MAX_S     3600 /* seconds of one cell */
+#define TL_MAX_CELLS 16
+#define TL_STEP      (10 * MS) /* the prediction's look for its first no_port */
+#define TL_TW_S      60        /* s: Linux's TIME_WAIT, hard-coded (TCP_TIMEWAIT_LEN) */
+
+/* One cell: its conditions (as a point, to build the scenario), its seconds measured (the
+ * mean over runs) and predicted. Index t - 1 holds second t, the interval (t - 1, t] s. */
+struct tl_cell {
+    struct val_point pt; /* server, mode, pooled, close_first, users, K, D, ports */
+    int n;               /* seconds: the longest run's */
+    int runs;            /* runs seen */
+    double *meas[TL_N], *pred[TL_N];
+    int *seen;                   /* runs that measured second t */
+    double wall_meas, wall_pred; /* s: the first no_port, NAN if none */
+};
+
+static void tl_free(struct tl_cell *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < TL_N; k++) {
+            free(c[i].meas[k]);
+            free(c[i].pred[k]);
+        }
+        free(c[i].seen);
+    }
+}
+
+/* Is this file a timeline? Its header names a t_s column. */
+static int tl_is_timeline(const char *path)
+{
+    char line[VAL_MAX_LINE], *field[VAL_MAX_FIELDS], err[8];
+    FILE *f = io_open_in(path, err, sizeof err); /* a FIFO or a directory: not one */
+    if (!f)
+        return 0;
+    int yes = fgets(line, sizeof line, f) &&
+              val_column(field, val_split(line, field, VAL_MAX_FIELDS), "t_s") >= 0;
+    fclose(f);
+    return yes;
+}
+
+/* A whole number from lo to hi, or -1 after a message naming the column. */
+static int tl_whole(const char *v, const char *col, double lo, double hi, double *out,
+                    const struct scn_src *src)
+{
+    if (val_number(v, out) < 0 || *out < lo || *out > hi || *out != floor(*out))
+        return scn_fail(src, "%s: '%s' is not a whole number from %g to %g", col, v, lo, hi);
+    return 0;
+}
+
+/* The conditions of a row, as a point (what val_scenario builds from). */
+static int tl_conditions(char **f, const int *col, struct val_point *pt, const struct scn_src *src)
+{
+    double x, lo, hi, reuse;
+    *pt = (struct val_point){.line = src->line, .close_first = -1};
+    for (int k = 0; k < VX_N; k++)
+        pt->extra[k] = NAN;
+    const char *mode = f[col[TC_MODE]], *pool = f[col[TC_POOL]], *srv = f[col[TC_SERVER]];
+    pt->mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
+               : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
+                                          : -1;
+    pt->pooled = !strcmp(pool, "on") ? 1 : !strcmp(pool, "off") ? 0 : -1;
+    pt->server = !strcmp(srv, "c") ? VS_C : !strcmp(srv, "java") ? VS_JAVA : -1;
+    if (pt->mode < 0 || pt->pooled < 0 || pt->server < 0)
+        return scn_fail(src,
+                        "mode '%s', pool '%s', server '%s': want platform|virtual, on|off, c|java",
+                        mode, pool, srv);
+    for (int k = 0; k < CLOSE_N; k++)
+        pt->close_first = !strcmp(f[col[TC_CLOSE]], net_closer_names[k]) ? k : pt->close_first;
+    if (pt->close_first < 0 && strcmp(f[col[TC_CLOSE]], "-"))
+        return scn_fail(src, "close_first '%s' is not client, server or -", f[col[TC_CLOSE]]);
+    if (tl_whole(f[col[TC_USERS]], "users", 1, 1e7, &x, src) < 0)
+        return -1;
+    pt->users = (long)x;
+    if (tl_whole(f[col[TC_FANOUT]], "fanout", 1, MAX_STEPS, &x, src) < 0)
+        return -1;
+    pt->fanout = (int)x;
+    if (val_number(f[col[TC_DELAY]], &pt->delay_ms) < 0 || pt->delay_ms < 0 || pt->delay_ms > 3.6e6)
+        return scn_fail(src, "delay_ms '%s' is not a number from 0 to 3600000", f[col[TC_DELAY]]);
+    if (tl_whole(f[col[TC_PORT_LOW]], "port_low", 1, 65535, &lo, src) < 0 ||
+        tl_whole(f[col[TC_PORT_HIGH]], "port_high", lo, 65535, &hi, src) < 0 ||
+        tl_whole(f[col[TC_TW_REUSE]], "tw_reuse", 0, 2, &reuse, src) < 0)
+        return -1;
+    pt->extra[VX_PORT_LOW] = lo, pt->extra[VX_PORT_HIGH] = hi, pt->extra[VX_TW_REUSE] = reuse;
+    pt->conditions[VC_STEAL] = -1;
+    return 0;
+}
+
+/* The cell of a row's conditions, made when new; NULL after a message when there are too many. */
+static struct tl_cell *tl_cell_of(struct tl_cell *c, int *n, const struct val_point *pt,
+                                  const struct scn_src *src)
+{
+    for (int i = 0; i < *n; i++)
+        if (c[i].pt.server == pt->server && val_same_series(&c[i].pt, pt) &&
+            c[i].pt.users == pt->users && c[i].pt.extra[VX_PORT_LOW] == pt->extra[VX_PORT_LOW] &&
+            c[i].pt.extra[VX_PORT_HIGH] == pt->extra[VX_PORT_HIGH] &&
+            c[i].pt.extra[VX_TW_REUSE] == pt->extra[VX_TW_REUSE])
+            return &c[i];
+    if (*n == TL_MAX_CELLS) {
+        scn_fail(src, "more than %d cells in one timeline", TL_MAX_CELLS);
+        return NULL;
+    }
+    struct tl_cell *x = &c[(*n)++];
+    *x = (struct tl_cell){.pt = *pt, .wall_meas = NAN, .wall_pred = NAN};
+    for (int k = 0; k < TL_N; k++) {
+        x->meas[k] = calloc(TL_MAX_S, sizeof *x->meas[k]);
+        x->pred[k] = calloc(TL_MAX_S, sizeof *x->pred[k]);
+    }
+    x->seen = calloc(TL_MAX_S, sizeof *x->seen);
+    for (int k = 0; k < TL_N; k++)
+        if (!x->meas[k] || !x->pred[k] || !x->seen) {
+            fprintf(stderr, "sim: out of memory\n");
+            exit(1);
+        }
+    return x;
+}
+
+/* One data row into its cell's sums. */
+static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c, int *nc,
+                  const struct scn_src *src)
+{
+    struct val_point pt;
+    double run, t, v[TL_N];
+    if (n != nhead)
+        return scn_fail(src, "%d fields, the header has %d", n, nhead);
+    if (tl_conditions(f, col, &pt, src) < 0 ||
+        tl_whole(f[col[TC_RUN]], "run", 1, 1e6, &run, src) < 0 ||
+        tl_whole(f[col[TC_T]], "t_s", 1, TL_MAX_S, &t, src) < 0)
+        return -1;
+    for (int k = 0; k < TL_N; k++)
+        if (val_number(f[col[TC_SERVED + k]], &v[k]) < 0 || v[k] < 0 || v[k] > 1e12)
+            return scn_fail(src, "%s: '%s' is not a number from 0 to 1e12", tl_cols[TC_SERVED + k],
+                            f[col[TC_SERVED + k]]);
+    struct tl_cell *x = tl_cell_of(c, nc, &pt, src);
+    if (!x)
+        return -1;
+    int i = (int)t - 1;
+    for (int k = 0; k < TL_N; k++)
+        x->meas[k][i] += v[k];
+    x->seen[i]++;
+    x->n = i + 1 > x->n ? i + 1 : x->n;
+    x->runs = (int)run > x->runs ? (int)run : x->runs;
+    return 0;
+}
+
+/* Read a timeline CSV into cells (their sums made means). 0, or -1 after a message. */
+static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
+{
+    FILE *fp = io_open_in(path, err, errlen);
+    if (!fp)
+        return -1;
+    struct scn_text text = {fp, {path, 0, err, errlen}, 0, VAL_MAX_FILE};
+    char line[VAL_MAX_LINE], *f[VAL_MAX_FIELDS];
+    int col[TC_N], nhead = 0, rc;
+    *nc = 0;
+    while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
+        int n = val_split(line, f, VAL_MAX_FIELDS);
+        if (text.src.line == 1) {
+            nhead = n;
+            for (int k = 0; k < TC_N && rc > 0; k++)
+                if ((col[k] = val_column(f, n, tl_cols[k])) < 0)
+                    rc = scn_fail(&text.src, "no column '%s' in the timeline's header", tl_cols[k]);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        if (n == 1 && !*f[0])
+            continue;
+        if ((rc = tl_row(f, n, nhead, col, c, nc, &text.src)) < 0)
+            break;
+    }
+    fclose(fp);
+    if (rc == 0 && *nc == 0)
+        rc = scn_fail(&text.src, "no data rows");
+    for (int i = 0; i < *nc && rc == 0; i++)
+        for (int t = 0; t < c[i].n; t++) {
+            if (!c[i].seen[t])
+                rc = scn_fail(&text.src, "%s %s: no row for second %d of %d",
+                              model_names[c[i].pt.mode], c[i].pt.pooled ? "pooled" : "unpooled",
+                              t + 1, c[i].n);
+            for (int k = 0; k < TL_N && rc == 0; k++)
+                c[i].meas[k][t] /= c[i].seen[t];
+            if (rc == 0 && isnan(c[i].wall_meas) && c[i].meas[TL_NO_PORT][t] > 0)
+                c[i].wall_meas = t + 1;
+        }
+    return rc;
+}
+
+/* The cell simulated from a cold start over its seconds: each second's served, failed,
+ * no_port and TIME_WAIT sockets (ours and the services'), and the first no_port to TL_STEP. */
+static int tl_predict(struct tl_cell *c, const char *path, const char *calibration,
+                      const char *const *sets, int nsets, char *err, size_t errlen)
+{
+    struct scenario s;
+    struct val_point pt = c->pt;
+    pt.conditions[VC_WARMUP] = 0;
+    pt.conditions[VC_WINDOW] = c->n;
+    if (val_scenario(&s, &pt, path, calibration, sets, nsets, err, errlen) < 0)
+        return -1;
+    struct model m;
+    uint64_t last[TL_N] = {0};
+    model_init(&m, &s, pt.mode);
+    for (simtime t = TL_STEP; t <= (simtime)c->n * SEC; t += TL_STEP) {
+        model_run(&m, t);
+        if (isnan(c->wall_pred) && m.stats.failed[FAIL_NO_PORT])
+            c->wall_pred = (double)t / SEC;
+        if (t % SEC)
+            continue;
+        uint64_t now[TL_N] = {m.stats.completed, 0, m.stats.failed[FAIL_NO_PORT], 0};
+        for (int k = 0; k < FAIL_N; k++)
+            now[TL_FAILED] += m.stats.failed[k];
+        for (int i = 0; i < s.nsvc; i++)
+            svc_expire(&m, &m.svc[i]);
+        int i = (int)(t / SEC) - 1; /* the counters: this second's share */
+        for (int k = 0; k < TL_N; k++)
+            if (k != TL_TIME_WAIT) {
+                c->pred[k][i] = (double)(now[k] - last[k]);
+                last[k] = now[k];
+            }
+        c->pred[TL_TIME_WAIT][i] = m.ports_tw + m.peer_tw;
+    }
+    model_free(&m);
+    return 0;
+}
+
+/* The window after the wall that the throughput is averaged over: one TIME_WAIT period
+ * from the second of the first no_port (the measured one, else the predicted one), cut at
+ * the run's end. [from, to) in seconds indices; returns 0 when there is no wall. */
+static int tl_after_window(const struct tl_cell *c, int *from, int *to)
+{
+    double wall = !isnan(c->wall_meas) ? c->wall_meas : ceil(c->wall_pred);
+    if (isnan(wall))
+        return 0;
+    *from = (int)wall; /* the seconds after the one the wall came in */
+    *to = *from + TL_TW_S < c->n ? *from + TL_TW_S : c->n;
+    return *to > *from;
+}
+
+static double tl_mean(const double *x, int from, int to)
+{
+    double sum = 0;
+    for (int i = from; i < to; i++)
+        sum += x[i];
+    return to > from ? sum / (to - from) : NAN;
+}
+
+/* failed / (served + failed) over the whole run. */
+static double tl_fail_frac(double *const *x, int n)
+{
+    double f = tl_mean(x[TL_FAILED], 0, n), d = tl_mean(x[TL_SERVED], 0, n);
+    return f + d > 0 ? f / (f + d) : 0;
+}
+
+static void tl_print_cell(FILE *out, const struct tl_cell *c)
+{
+    const struct val_point *p = &c->pt;
+    fprintf(out,
+            "\n%s %s, pool %s, closer %s, %ld users, %d x %g ms, ports %.0f-%.0f, tw_reuse %.0f, "
+            "TIME_WAIT %d s, %d run%s averaged\n",
+            val_server_names[p->server], model_names[p->mode], p->pooled ? "on" : "off",
+            val_closer_name(p), p->users, p->fanout, p->delay_ms, p->extra[VX_PORT_LOW],
+            p->extra[VX_PORT_HIGH], p->extra[VX_TW_REUSE], TL_TW_S, c->runs,
+            c->runs > 1 ? "s" : "");
+    fprintf(out, "%5s | %9s %9s | %9s %9s | %9s %9s | %9s %9s\n", "t_s", "served", "predicted",
+            "failed", "predicted", "no_port", "predicted", "TIME_WAIT", "predicted");
+    for (int t = 0; t < c->n; t++) {
+        fprintf(out, "%5d", t + 1);
+        for (int k = 0; k < TL_N; k++)
+            fprintf(out, " | %9.0f %9.0f", c->meas[k][t], c->pred[k][t]);
+        fputc('\n', out);
+    }
+    fputs("time to the first no_port: measured ", out);
+    if (isnan(c->wall_meas))
+        fputs("none", out);
+    else
+        fprintf(out, "in second %.0f", c->wall_meas);
+    fputs(", predicted ", out);
+    if (isnan(c->wall_pred))
+        fputs("none", out);
+    else
+        fprintf(out, "%.2f s (in second %.0f)", c->wall_pred, ceil(c->wall_pred));
+    int from, to;
+    if (tl_after_window(c, &from, &to))
+        fprintf(out,
+                "\nthroughput after the wall, seconds %d-%d (%d s%s): measured %.1f req/s, "
+                "predicted %.1f (%+.1f%%)",
+                from + 1, to, to - from,
+                to - from >= TL_TW_S ? ": one TIME_WAIT period" : ", less than TIME_WAIT",
+                tl_mean(c->meas[TL_SERVED], from, to), tl_mean(c->pred[TL_SERVED], from, to),
+                100 * val_rel(tl_mean(c->meas[TL_SERVED], from, to),
+                              tl_mean(c->pred[TL_SERVED], from, to)));
+    else
+        fprintf(out, "\nno wall: throughput over the run measured %.1f req/s, predicted %.1f",
+                tl_mean(c->meas[TL_SERVED], 0, c->n), tl_mean(c->pred[TL_SERVED], 0, c->n));
+    fprintf(out, "\nfailure fraction over the run: measured %.1f%%, predicted %.1f%%\n",
+            100 * tl_fail_frac(c->meas, c->n), 100 * tl_fail_frac(c->pred, c->n));
 }
 
 /* ---- IV.4 Live telemetry ---- */
@@ -9068,6 +9406,75 @@ static int ui_validate_png(const struct val_point *p, int n, const struct val_se
     return ui_figure_close(&c, path);
 }
 
+/* --validate timeline.csv --plot: the port wall over time. A column per cell (at most 4
+ * drawn), a row per series on one clock (served a second, failed a second, sockets in
+ * TIME_WAIT): measured solid, predicted dashed, the first no_port of each marked. */
+static void ui_timeline_chart(struct ui_gfx *g, SDL_FRect r, const struct tl_cell *c, int k,
+                              const char *title)
+{
+    double x[TL_MAX_S], ymax = 1;
+    for (int t = 0; t < c->n; t++) {
+        x[t] = t + 1;
+        ymax = fmax(ymax, fmax(c->meas[k][t], c->pred[k][t]));
+    }
+    struct ui_chart_frame f = ui_chart_make(g, r, 0, c->n, 0, ymax, NULL, 0);
+    f.x = (struct ui_axis){0, c->n, UI_AXIS_LINEAR, f.plot.x, f.plot.x + f.plot.w};
+    ui_chart_draw_axes(g, &f, title, "seconds since the load started");
+    const double wall[2] = {c->wall_meas, c->wall_pred};
+    for (int w = 0; w < 2; w++) /* where the first no_port came: a thin red line */
+        if (!isnan(wall[w])) {
+            float X = ui_axis_at(&f.x, wall[w]);
+            if (w)
+                ui_dash(g, X, f.plot.y, X, f.plot.y + f.plot.h, 6 * g->scale, 0,
+                        ui_color(g, UI_ALERT, 200));
+            else
+                ui_line(g, X, f.plot.y, X, f.plot.y + f.plot.h, g->scale,
+                        ui_color(g, UI_ALERT, 200));
+        }
+    ui_chart_line(g, &f, x, c->pred[k], c->n, k == TL_TIME_WAIT ? UI_PINNED : UI_RUN, 1);
+    ui_chart_line(g, &f, x, c->meas[k], c->n, k == TL_TIME_WAIT ? UI_PINNED : UI_IO, 0);
+}
+
+static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, const char *path,
+                           const struct ui_options *uo)
+{
+    struct ui_canvas cv;
+    if (ui_canvas_open(&cv, uo) < 0)
+        return -1;
+    struct ui_gfx *g = &cv.g;
+    static const struct ui_series_key keys[] = {{"measured", UI_IO, UI_KEY_LINE},
+                                                {"predicted", UI_RUN, UI_KEY_DASH},
+                                                {"TIME_WAIT measured", UI_PINNED, UI_KEY_LINE},
+                                                {"predicted", UI_PINNED, UI_KEY_DASH},
+                                                {"first no_port: measured", UI_ALERT, UI_KEY_LINE},
+                                                {"predicted", UI_ALERT, UI_KEY_DASH}};
+    char title[256];
+    snprintf(title, sizeof title,
+             "The port wall over time: served, failed and TIME_WAIT, measured against "
+             "predicted (%s)",
+             csv);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(&cv, title, keys, 6, NULL);
+    int cols = n < 4 ? n : 4;
+    float w = ((float)cv.w - (cols + 1) * m) / cols, h = ((float)cv.h - top - 3 * m) / 3;
+    static const char *const what[TL_N] = {"served a second", "failed a second", NULL,
+                                           "sockets in TIME_WAIT"};
+    static const int rows[3] = {TL_SERVED, TL_FAILED, TL_TIME_WAIT};
+    for (int i = 0; i < cols; i++) {
+        const struct val_point *p = &c[i].pt;
+        for (int j = 0; j < 3; j++) {
+            char t[160];
+            snprintf(t, sizeof t, "%s: %s %s, pool %s%s%s, %ld users", what[rows[j]],
+                     val_server_names[p->server], model_names[p->mode], p->pooled ? "on" : "off",
+                     p->pooled ? "" : ", closer ", p->pooled ? "" : val_closer_name(p), p->users);
+            ui_timeline_chart(g, (SDL_FRect){m + i * (w + m), top + j * (h + m), w, h}, &c[i],
+                              rows[j], t);
+        }
+    }
+    if (n > cols)
+        fprintf(stderr, "sim: %s draws the first %d of %d cells\n", path, cols, n);
+    return ui_figure_close(&cv, path);
+}
+
 /* ---- V.8 Interactive window ---- */
 
 typedef int (*ui_load_fn)(struct scenario *, const char *path, void *ctx, char *err, size_t errlen);
@@ -9795,8 +10202,9 @@ static int opt_parse(int argc, char **argv, struct options *o)
         return opt_fail("%s", "no scenario file given");
     if (o->json && o->csv)
         return opt_fail("%s", "--json or --csv, not both");
-    if (o->plot && !o->nsweep)
-        return opt_fail("--plot %s draws a sweep: give --sweep KEY=LIST too", o->plot);
+    if (o->plot && !o->nsweep && !o->validate)
+        return opt_fail("--plot %s draws a sweep: give --sweep KEY=LIST too (or --validate FILE)",
+                        o->plot);
     return 0;
 }
 
@@ -10118,6 +10526,40 @@ static int sim_validate_plot(const struct options *o, const struct val_point *p,
     return rc;
 }
 
+/* --validate of a timeline (C2): each cell predicted second by second, then --plot's picture. */
+static int sim_timeline(const struct options *o)
+{
+    struct tl_cell *c = calloc(TL_MAX_CELLS, sizeof *c);
+    int n = 0, rc = 0;
+    char err[512];
+    if (!c || tl_read(o->validate, c, &n, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", c ? err : "sim: out of memory");
+        rc = 2;
+    }
+    for (int i = 0; i < n && rc == 0; i++)
+        if (tl_predict(&c[i], o->validate, o->calibration, o->sets, o->nsets, err, sizeof err) <
+            0) {
+            fprintf(stderr, "%s\n", err);
+            rc = 2;
+        }
+    if (rc == 0) {
+        fprintf(stdout, "%s: measured against predicted, second by second\n", o->validate);
+        for (int i = 0; i < n; i++)
+            tl_print_cell(stdout, &c[i]);
+        rc = rep_close(stdout, "the timeline to stdout") < 0;
+    }
+    if (rc == 0 && o->plot) {
+        const char *base = strrchr(o->validate, '/');
+        struct ui_options uo = {
+            .font = o->font, .light = o->light, .width = o->width, .height = o->height};
+        rc = ui_timeline_png(c, n, base ? base + 1 : o->validate, o->plot, &uo) < 0;
+    }
+    if (c)
+        tl_free(c, n);
+    free(c);
+    return rc;
+}
+
 static int sim_validate(const struct options *o)
 {
     struct val_point *points = NULL;
@@ -10128,6 +10570,8 @@ static int sim_validate(const struct options *o)
         server = !strcmp(o->server, val_server_names[k]) ? k : server;
     if (o->server && server < 0)
         return opt_fail("--server %s: want c or java", o->server);
+    if (tl_is_timeline(o->validate))
+        return sim_timeline(o);
     if (val_read_server(o->validate, server, &points, &n, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;

@@ -1820,7 +1820,8 @@ static void test_validate_c1(void)
                    "failed_no_port\n"
                    "10,virtual,off,3,10,5,30,30,3,1000,61,60,3,4,6,client,40000,40999,0,9000,9000\n"
                    "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,client,-,-,-,-,-\n"
-                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,server,40000,40999,0,0,0\n");
+                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,server,40000,40999,0,0,"
+                   "0\n");
     struct val_point *p;
     int n;
     CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 3, "C1 rows parse: %s",
@@ -1882,7 +1883,7 @@ static void test_validate_c1(void)
     CHECK(isnan(lo) && isnan(hi), "one run: no interval");
     /* bad C1 values are named by line */
     const char *bad[][2] = {{"both,40000,40999", "close_first 'both'"},
-                            {"client,40999,40000", "port_low 40999 and port_high 40000 are not a range"},
+                            {"client,40999,40000", "port_low 40999 and port_high 40000 are not"},
                             {"client,40000,70000", "port_high: '70000' is not a number"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512], want[160];
@@ -1897,6 +1898,85 @@ static void test_validate_c1(void)
               "bad C1 value by line: %s", err);
         free(p);
     }
+    unlink(path);
+}
+
+/* --validate of a timeline (C2). 10 users, K = 3 calls of 10 ms, 1000 ports, TIME_WAIT 60 s:
+ * 1000 new connections a second. We close first: the first no_port at range / 1000 a second =
+ * 1.0 s, the range full of TIME_WAIT after it, and over the TIME_WAIT period after the wall
+ * the ports come back once: 1000 / 3 / 60 = 5.56 req/s. The server closes first: no failure,
+ * 333 req/s, its TIME_WAITs at most half the range (one parity of our ports). The measured
+ * figures are made up here; only how they are read is checked against them. */
+static void test_timeline(void)
+{
+    char path[] = "/tmp/loomlab-tl-XXXXXX", err[512] = "";
+    size_t cap = 1 << 20, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
+                            "port_high,tw_reuse,run,t_s,served,failed,failed_no_port,time_wait\n");
+    for (int run = 1; run <= 2; run++)
+        for (int t = 1; t <= 80; t++) /* run 1 meets the wall in second 3, run 2 in second 2 */
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "c,platform,off,client,10,3,10,40000,40999,0,%d,%d,%d,%d,%d,"
+                                    "%d\n",
+                                    run, t, t == 1 ? 300 : 0, t >= 4 - run ? 100 * run : 0,
+                                    t >= 4 - run ? 100 * run : 0, 1000);
+    for (int t = 1; t <= 80; t++)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "c,platform,off,server,10,3,10,40000,40999,0,1,%d,330,0,0,500\n",
+                                t);
+    put_file(path, text);
+    CHECK(tl_is_timeline(path), "a t_s column: a timeline");
+    struct tl_cell c[TL_MAX_CELLS];
+    int n = 0;
+    CHECK(tl_read(path, c, &n, err, sizeof err) == 0 && n == 2, "two cells: %s", err);
+    for (int i = 0; i < n; i++)
+        CHECK(tl_predict(&c[i], path, NULL, NULL, 0, err, sizeof err) == 0, "predicts: %s", err);
+    if (n == 2) {
+        CHECK(c[0].runs == 2 && c[0].n == 80 && c[0].meas[TL_FAILED][2] == 150 &&
+                  c[0].meas[TL_FAILED][1] == 100 && c[0].meas[TL_SERVED][0] == 300,
+              "the runs averaged second by second (%g %g)", c[0].meas[TL_FAILED][1],
+              c[0].meas[TL_FAILED][2]);
+        CHECK(c[0].wall_meas == 2, "measured wall: the first second with a no_port (%g)",
+              c[0].wall_meas);
+        CHECK_NEAR(c[0].wall_pred, 1000 / 1000.0, 0.03, "predicted wall: range / connections a s");
+        int from = 0, to = 0;
+        CHECK(tl_after_window(&c[0], &from, &to) && from == 2 && to == 62,
+              "after the wall: one TIME_WAIT period from the measured wall (%d..%d)", from, to);
+        CHECK_NEAR(tl_mean(c[0].pred[TL_SERVED], from, to), 1000 / 3.0 / 60, 0.03,
+                   "predicted throughput after the wall: range / K / TIME_WAIT");
+        CHECK(c[0].pred[TL_TIME_WAIT][29] == 1000, "our TIME_WAITs fill the range (%g)",
+              c[0].pred[TL_TIME_WAIT][29]);
+        CHECK(isnan(c[1].wall_pred) && tl_fail_frac(c[1].pred, c[1].n) == 0,
+              "the server closes first: no failure predicted");
+        CHECK_NEAR(tl_mean(c[1].pred[TL_SERVED], 0, 80), 10 / 0.030, 0.02,
+                   "the server closes first: the users' 333 req/s");
+        CHECK(c[1].pred[TL_TIME_WAIT][29] == 500, "the service's TIME_WAITs: half the range (%g)",
+              c[1].pred[TL_TIME_WAIT][29]);
+    }
+    tl_free(c, n);
+    /* bad timelines, named by line */
+    const char *bad[][2] = {
+        {"c,platform,off,client,10,3,10,40000,40999,0,1,0,1,0,0,0\n", ":2: t_s: '0' is not"},
+        {"c,platform,off,client,10,3,10,40000,40999,0,1,2,1,0,0,0\n", "no row for second 1 of 2"},
+        {"c,platform,off,closer,10,3,10,40000,40999,0,1,1,1,0,0,0\n", ":2: close_first 'closer'"},
+        {"c,platform,off,client,10,3,10,40999,40000,0,1,1,1,0,0,0\n", ":2: port_high: '40000'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, cap,
+                 "server,mode,pool,close_first,users,fanout,delay_ms,port_low,port_high,tw_reuse,"
+                 "run,t_s,served,failed,failed_no_port,time_wait\n%s",
+                 bad[i][0]);
+        put_file(path, text);
+        n = 0;
+        CHECK(tl_read(path, c, &n, err, sizeof err) < 0 && strstr(err, bad[i][1]),
+              "bad timeline: %s", err);
+        tl_free(c, n);
+    }
+    put_file(path, "t_s,served\n1,2\n");
+    CHECK(tl_read(path, c, &n, err, sizeof err) < 0 && strstr(err, "no column 'server'"),
+          "a column missing: %s", err);
+    free(text);
     unlink(path);
 }
 
@@ -2181,6 +2261,7 @@ int main(void)
     test_calibration_file();
     test_validate();
     test_validate_c1();
+    test_timeline();
     test_live();
     test_live_hostile();
     test_live_deadline();
