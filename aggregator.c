@@ -6838,11 +6838,11 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
  *   whose machine CPU per request counts every process, so another user's build running
  *   beside them, or a hypervisor taking the cores, moves it; and the fit (cal_fit) turns
  *   differences of those figures into costs, clamped at 0, so a disturbed run can make a
- *   cost 0 ("virtual.cpu_per_request = 0.0us"), and the simulator then predicts half the
- *   throughput. cal_trust refuses, saying which figure and why, when
+ *   cost 0, with which the simulator's CPU bound is far from the machine's. cal_trust
+ *   refuses, saying which figure and why, when
  *     noise   other processes and the hypervisor together took over CAL_NOISE_MAX_PCT of
  *             the cores during a run of a CPU point (exit 3: measure again, quieter);
- *     spread  a CPU point's runs spread over CAL_SPREAD_MAX of their median;
+ *     spread  a CPU point's runs spread over CAL_SPREAD_MAX of their median (exit 3 too);
  *     cost    a fitted per-request or per-call cost is under CAL_CPU_MIN_US or over
  *             CAL_CPU_MAX_US (exit 1: a loopback request and a downstream call each cost
  *             syscalls and TCP processing, microseconds at least, never 0). */

@@ -687,7 +687,7 @@ static void test_steady_state(void)
                  "program = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n",
                  MODEL_VIRTUAL, 0, "throughput trends by +");
     /* think time dominates: N/X - Z is noise about 0 and may be negative; the count of
-     * response times in the window never is (issue's blog-100 at 3000 users) */
+     * response times in the window never is (blog-100 at 3000 users) */
     check_steady("users = 3000\nthink = exp(20s)\nduration = 60s\nwarmup = 15s\n"
                  "program = cpu(100us) call(A)\nservice.A.latency = exp(50ms)\n",
                  MODEL_VIRTUAL, 1, "steady: the 45 s window is ");
@@ -1159,8 +1159,7 @@ static double csv_field(const char *csv, const char *model, const char *col)
 
 /* Conservation in every format of a report over replications: arrived = completed + failed
  * + in flight in whole numbers (the counts are sums over the 5 replications), and the
- * failures by reason add up to the failed (issue's blog-100: 26,253 against 26,178 + 0 + 76
- * when each count was a rounded mean). */
+ * failures by reason add up to the failed (rounded means of each count did not). */
 static void test_report_conservation(void)
 {
     struct scenario s;
