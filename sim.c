@@ -6362,6 +6362,57 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
             100 * tl_fail_frac(c->meas, c->n), 100 * tl_fail_frac(c->pred, c->n));
 }
 
+/* --json: a cell's conditions, its summary and its seconds, measured and predicted. */
+static void tl_json_cell(FILE *out, const struct tl_cell *c)
+{
+    static const char *const names[TL_N] = {"served", "failed", "failed_no_port", "time_wait"};
+    const struct val_point *p = &c->pt;
+    int from, to, wall = tl_after_window(c, &from, &to);
+    fprintf(out,
+            "  {\"server\": \"%s\", \"mode\": \"%s\", \"pool\": \"%s\", \"close_first\": \"%s\", "
+            "\"users\": %ld, \"fanout\": %d, \"delay_ms\": %g, \"port_low\": %.0f, \"port_high\": "
+            "%.0f, \"tw_reuse\": %.0f, \"runs\": %d, \"time_wait_s\": %d,\n   \"first_no_port_s\": "
+            "{\"measured_second\": ",
+            val_server_names[p->server], model_names[p->mode], p->pooled ? "on" : "off",
+            val_closer_name(p), p->users, p->fanout, p->delay_ms, p->extra[VX_PORT_LOW],
+            p->extra[VX_PORT_HIGH], p->extra[VX_TW_REUSE], c->runs, TL_TW_S);
+    rep_json_number(out, "%g", c->wall_meas);
+    fputs(", \"predicted\": ", out);
+    rep_json_number(out, "%.6g", c->wall_pred);
+    fputs("},\n   \"after_wall\": ", out);
+    if (wall)
+        fprintf(out,
+                "{\"from_second\": %d, \"to_second\": %d, \"measured_rps\": %.6g, "
+                "\"predicted_rps\": %.6g}",
+                from + 1, to, tl_mean(c->meas[TL_SERVED], from, to),
+                tl_mean(c->pred[TL_SERVED], from, to));
+    else
+        fputs("null", out);
+    fprintf(out,
+            ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": %.6g},\n   \"seconds\": {",
+            tl_fail_frac(c->meas, c->n), tl_fail_frac(c->pred, c->n));
+    for (int k = 0; k < TL_N; k++)
+        for (int w = 0; w < 2; w++) {
+            const double *x = w ? c->pred[k] : c->meas[k];
+            fprintf(out, "%s\"%s_%s\": [", k || w ? ", " : "", names[k],
+                    w ? "predicted" : "measured");
+            for (int t = 0; t < c->n; t++)
+                fprintf(out, "%s%.6g", t ? "," : "", x[t]);
+            fputc(']', out);
+        }
+    fputs("}}", out);
+}
+
+static void tl_print_json(FILE *out, const struct tl_cell *c, int n)
+{
+    fputs("{\"cells\": [\n", out);
+    for (int i = 0; i < n; i++) {
+        tl_json_cell(out, &c[i]);
+        fputs(i + 1 < n ? ",\n" : "\n", out);
+    }
+    fputs("]}\n", out);
+}
+
 /* ---- IV.4 Live telemetry ---- */
 
 /* ./sim --live http://127.0.0.1:PORT polls a running ./aggregator's /metrics (Prometheus
@@ -9105,13 +9156,19 @@ struct ui_series_key {
     int style;
 };
 
-/* The legend in one row from (x, y): each series' mark, then its name. Returns the x after. */
-static float ui_series_legend(struct ui_gfx *g, float x, float y, const struct ui_series_key *k,
-                              int n)
+/* The legend from (x, *y): each series' mark, then its name, in rows that wrap before
+ * `right`. Returns the x after the last; *y is then its row's. */
+static float ui_series_legend(struct ui_gfx *g, float x, float *y, const struct ui_series_key *k,
+                              int n, float right)
 {
-    float S = g->scale, small = g->font[UI_SMALL].line, mid = y + small / 2;
+    float S = g->scale, small = g->font[UI_SMALL].line, left = x;
     for (int i = 0; i < n; i++) {
         SDL_Color ink = ui_color(g, k[i].ink, 255);
+        if (x > left && x + 26 * S + ui_text_w(g, UI_SMALL, k[i].label) > right) {
+            x = left;
+            *y += small + 4 * S;
+        }
+        float mid = *y + small / 2;
         if (k[i].style == UI_KEY_LINE)
             ui_line(g, x, mid, x + 22 * S, mid, 2 * S, ink);
         else if (k[i].style == UI_KEY_DASH)
@@ -9122,7 +9179,7 @@ static float ui_series_legend(struct ui_gfx *g, float x, float y, const struct u
             ui_line(g, x + 11 * S, mid - 6 * S, x + 11 * S, mid + 6 * S, 1.6f * S, ink);
             ui_rect(g, x + 8 * S, mid - 3 * S, 6 * S, 6 * S, ink);
         }
-        x = ui_text(g, UI_SMALL, x + 26 * S, y, ui_color(g, UI_TEXT, 255), k[i].label) + 14 * S;
+        x = ui_text(g, UI_SMALL, x + 26 * S, *y, ui_color(g, UI_TEXT, 255), k[i].label) + 14 * S;
     }
     return x;
 }
@@ -9192,11 +9249,14 @@ static float ui_figure_open(struct ui_canvas *c, const char *title, const struct
     SDL_SetRenderDrawColor(c->r, bg.r, bg.g, bg.b, 255);
     SDL_RenderClear(c->r);
     ui_text_fit(g, UI_BIG, m, m, ui_color(g, UI_TEXT, 255), title, (float)c->w - 2 * m);
-    float x = ui_series_legend(g, m, m + big + 4 * S, k, nk);
+    float y = m + big + 4 * S, x = ui_series_legend(g, m, &y, k, nk, (float)c->w - m);
+    if (note && x + ui_text_w(g, UI_SMALL, note) > (float)c->w - m) {
+        x = m;
+        y += small + 4 * S;
+    }
     if (note)
-        ui_text_fit(g, UI_SMALL, x, m + big + 4 * S, ui_color(g, UI_DIM, 255), note,
-                    (float)c->w - m - x);
-    return m + big + small + 12 * S;
+        ui_text_fit(g, UI_SMALL, x, y, ui_color(g, UI_DIM, 255), note, (float)c->w - m - x);
+    return y + small + 8 * S;
 }
 
 /* Draw what the figure's layers hold and write the PNG. 0, or -1 after a message. */
@@ -9346,6 +9406,11 @@ static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const c
         }
         ui_chart_band(g, &f, sr[k].users, l, h, sr[k].n, ink);
         ui_chart_line(g, &f, sr[k].users, y, sr[k].n, ink, 0);
+        for (int j = 0; j < sr[k].n; j++) { /* each prediction a tick: one alone is seen too */
+            float X = ui_axis_at(&f.x, sr[k].users[j]), Y = ui_axis_at(&f.y, y[j]);
+            ui_line(g, X - 7 * g->scale, Y, X + 7 * g->scale, Y, 2 * g->scale,
+                    ui_color(g, ink, 255));
+        }
         for (int i = 0; i < n; i++) {
             if (!val_same_series(&p[sr[k].first], &p[i]))
                 continue;
@@ -10542,12 +10607,15 @@ static int sim_timeline(const struct options *o)
             fprintf(stderr, "%s\n", err);
             rc = 2;
         }
-    if (rc == 0) {
+    if (rc == 0 && o->json)
+        tl_print_json(stdout, c, n);
+    else if (rc == 0) {
         fprintf(stdout, "%s: measured against predicted, second by second\n", o->validate);
         for (int i = 0; i < n; i++)
             tl_print_cell(stdout, &c[i]);
-        rc = rep_close(stdout, "the timeline to stdout") < 0;
     }
+    if (rc == 0)
+        rc = rep_close(stdout, "the timeline to stdout") < 0;
     if (rc == 0 && o->plot) {
         const char *base = strrchr(o->validate, '/');
         struct ui_options uo = {

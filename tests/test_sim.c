@@ -1953,6 +1953,16 @@ static void test_timeline(void)
                    "the server closes first: the users' 333 req/s");
         CHECK(c[1].pred[TL_TIME_WAIT][29] == 500, "the service's TIME_WAITs: half the range (%g)",
               c[1].pred[TL_TIME_WAIT][29]);
+        char *json = NULL;
+        size_t jlen = 0;
+        FILE *f = open_memstream(&json, &jlen);
+        tl_print_json(f, c, n);
+        fclose(f);
+        CHECK(strstr(json, "\"first_no_port_s\": {\"measured_second\": 2, \"predicted\": 1") &&
+                  strstr(json, "\"after_wall\": {\"from_second\": 3, \"to_second\": 62,") &&
+                  strstr(json, "\"close_first\": \"server\""),
+              "--json: the wall, the window, the closer");
+        free(json);
     }
     tl_free(c, n);
     /* bad timelines, named by line */
