@@ -5881,10 +5881,12 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
         fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
                 pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
                 r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
-        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.1f,%.1f,%.0f,", r->runs, r->rps_lo,
+        /* unknown is written -1 exactly (not -1.0), as ./sim --validate reads it */
+        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.*f,%.*f,%.0f,", r->runs, r->rps_lo,
                 r->rps_hi, r->rps_min, r->rps_max,
                 r->pool ? "-" : close_first_names[r->close_first], r->net.low, r->net.high,
-                r->net.tw_reuse, r->failed_no_port, r->failed, r->alloc_per_req);
+                r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1, r->failed_no_port,
+                r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
         fprintf(f, "%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
                 r->foreign_pct, jit, server_names[r->server]);
         return;
