@@ -6855,20 +6855,34 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
 
 enum { CAL_TRUSTED = 0, CAL_IMPLAUSIBLE = 1, CAL_NOISY = 3 }; /* cal_trust, exit statuses */
 
+/* The CPU points by name: saturated[mode][k] at fan-out 1 + 2k, big and nopool as cal_fit
+ * takes them. */
+#define CAL_CPU_POINTS 6
+struct cal_named {
+    const char *name;
+    const struct cal_result *r;
+};
+
+static void cal_cpu_points(const struct cal_result saturated[2][2], const struct cal_result *big,
+                           const struct cal_result *nopool, struct cal_named pts[CAL_CPU_POINTS])
+{
+    const struct cal_named all[CAL_CPU_POINTS] = {
+        {"platform K=1", &saturated[0][0]}, {"platform K=3", &saturated[0][1]},
+        {"virtual K=1", &saturated[1][0]},  {"virtual K=3", &saturated[1][1]},
+        {"virtual K=3, 4x users", big},     {"virtual K=3 without pooling", nopool}};
+    memcpy(pts, all, sizeof all);
+}
+
 /* Whether the CPU figures can be written: CAL_TRUSTED, or the status with the reason in
- * why. saturated[mode][k] at fan-out 1 + 2k, big and nopool as cal_fit takes them. */
+ * why (the points as cal_cpu_points takes them). */
 static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result saturated[2][2],
                      const struct cal_result *big, const struct cal_result *nopool, char *why,
                      size_t len)
 {
     static const char *const prefix[2] = {"platform", "virtual"};
-    const struct {
-        const char *name;
-        const struct cal_result *r;
-    } pts[] = {{"platform K=1", &saturated[0][0]}, {"platform K=3", &saturated[0][1]},
-               {"virtual K=1", &saturated[1][0]},  {"virtual K=3", &saturated[1][1]},
-               {"virtual K=3, 4x users", big},     {"virtual K=3 without pooling", nopool}};
-    for (size_t i = 0; i < ARRAY_LEN(pts); i++) {
+    struct cal_named pts[CAL_CPU_POINTS];
+    cal_cpu_points(saturated, big, nopool, pts);
+    for (size_t i = 0; i < CAL_CPU_POINTS; i++) {
         const struct cal_result *r = pts[i].r;
         double med = cal_cpu(&r->row);
         if (r->steal + r->foreign > CAL_NOISE_MAX_PCT) {
@@ -6901,6 +6915,20 @@ static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result satu
             }
     }
     return CAL_TRUSTED;
+}
+
+/* The noise the CPU figures were measured in, as a comment: each point's worst run. */
+static void cal_write_noise(FILE *f, const struct cal_result saturated[2][2],
+                            const struct cal_result *big, const struct cal_result *nopool)
+{
+    struct cal_named pts[CAL_CPU_POINTS];
+    cal_cpu_points(saturated, big, nopool, pts);
+    fprintf(f, "# noise in the CPU runs (worst run; %% of the cores: other processes, "
+               "hypervisor):");
+    for (int i = 0; i < CAL_CPU_POINTS; i++)
+        fprintf(f, "%s %s %.0f, %.0f", i ? ";" : "", pts[i].name, pts[i].r->foreign,
+                pts[i].r->steal);
+    fputc('\n', f);
 }
 
 /* The micro-figures as scenario keys: which figure, scaled to the unit, and how measured. */
@@ -7192,6 +7220,7 @@ static int cal_measure(struct cal_cfg *cc)
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     cal_write_micro(f, server, mb, mb_lo, mb_hi);
     cal_write_cpu(f, &fit, saturated, &big, &nopool, cpu_delay_ms);
+    cal_write_noise(f, saturated, &big, &nopool);
     double stack_rss = server == SERVER_JAVA ? cal_jvm_stack_rss(&threaded.row, &served.row) : 0;
     if (!(stack_rss > 0))
         stack_rss = mb[MB_PT_RSS];

@@ -861,6 +861,14 @@ static void t_cal_trust(void)
           "the fit: %.2f us a request, %.2f a call (want 50, 10)", fit.per_request[1],
           fit.per_call[1]);
     CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_TRUSTED, "quiet: %s", why);
+    char *note = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&note, &len);
+    cal_write_noise(mf, sat, &big, &nopool);
+    fclose(mf);
+    CHECK(note[0] == '#' && strstr(note, "; virtual K=1 2, 1;") && strlen(note) < 1000,
+          "the file notes each point's noise in a comment: %s", note);
+    free(note);
     sat[1][0].foreign = 60; /* a neighbour's build during virtual K=1 */
     CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_NOISY &&
               strstr(why, "virtual K=1 runs other processes took 60%"),
