@@ -6289,16 +6289,19 @@ static int tl_predict(struct tl_cell *c, const char *path, const char *calibrati
     return 0;
 }
 
-/* The window after the wall that the throughput is averaged over: one TIME_WAIT period
- * from the second of the first no_port (the measured one, else the predicted one), cut at
- * the run's end. [from, to) in seconds indices; returns 0 when there is no wall. */
+/* The window after the wall that the throughput is averaged over: from the second after
+ * the first no_port's (the measured one, else the predicted one) to the run's end. Ports
+ * come back in a burst one TIME_WAIT after they were taken, and Linux's TIME_WAIT timer
+ * fires up to a second or two late, so a window of exactly one period could cut the burst
+ * off; to the end, it holds a whole period when the run lasts 60 s beyond the wall. [from,
+ * to) in second indices; returns 0 when there is no wall. */
 static int tl_after_window(const struct tl_cell *c, int *from, int *to)
 {
     double wall = !isnan(c->wall_meas) ? c->wall_meas : ceil(c->wall_pred);
     if (isnan(wall))
         return 0;
     *from = (int)wall; /* the seconds after the one the wall came in */
-    *to = *from + TL_TW_S < c->n ? *from + TL_TW_S : c->n;
+    *to = c->n;
     return *to > *from;
 }
 
@@ -6351,7 +6354,7 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
                 "\nthroughput after the wall, seconds %d-%d (%d s%s): measured %.1f req/s, "
                 "predicted %.1f (%+.1f%%)",
                 from + 1, to, to - from,
-                to - from >= TL_TW_S ? ": one TIME_WAIT period" : ", less than TIME_WAIT",
+                to - from >= TL_TW_S ? ": at least one TIME_WAIT period" : ", less than TIME_WAIT",
                 tl_mean(c->meas[TL_SERVED], from, to), tl_mean(c->pred[TL_SERVED], from, to),
                 100 * val_rel(tl_mean(c->meas[TL_SERVED], from, to),
                               tl_mean(c->pred[TL_SERVED], from, to)));
