@@ -8,7 +8,6 @@
  * time is an integer number of nanoseconds (simtime); memory is in bytes.
  *
  *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
- *
  * READING PATH  Evening 1: Part I (struct model_ops is every difference between the models).
  *   Evening 2: Part II to IV as you need them. Skip Part V unless you change the picture.
  * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
@@ -2674,7 +2673,7 @@ static void call_free(struct model *m, int32_t c)
  * path, never a silent empty file. */
 
 /* What a file that is not a regular one is, for the message. */
-static const char *io_kind(mode_t m)
+static const char *io_file_type(mode_t m)
 {
     return S_ISDIR(m)    ? "a directory"
            : S_ISFIFO(m) ? "a FIFO"
@@ -2696,7 +2695,7 @@ static FILE *io_open_in(const char *path, char *err, size_t errlen)
         return NULL;
     }
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file (%s)", path, io_kind(st.st_mode));
+        snprintf(err, errlen, "%s: not a regular file (%s)", path, io_file_type(st.st_mode));
         close(fd);
         return NULL;
     }
@@ -5368,11 +5367,14 @@ static int val_extra(char **field, const struct val_columns *c, struct val_point
     for (int k = 0; k < VX_N; k++) {
         const char *v = c->extra[k] >= 0 ? field[c->extra[k]] : "-";
         pt->extra[k] = NAN;
-        if (!strcmp(v, "-") || !strcmp(v, "-1"))
+        if (!strcmp(v, "-"))
             continue;
-        if (val_number(v, &pt->extra[k]) < 0 || pt->extra[k] < 0 || pt->extra[k] > val_extra_max[k])
-            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_extra_cols[k], v,
-                            val_extra_max[k]);
+        if (val_number(v, &pt->extra[k]) < 0 || (pt->extra[k] < 0 && pt->extra[k] != -1) ||
+            pt->extra[k] > val_extra_max[k])
+            return scn_fail(src, "%s: '%s' is not a number from 0 to %g (or -1, unknown)",
+                            val_extra_cols[k], v, val_extra_max[k]);
+        if (pt->extra[k] == -1) /* the bench's word for unknown, as -1 or -1.0 */
+            pt->extra[k] = NAN;
     }
     if (pt->extra[VX_PORT_LOW] > pt->extra[VX_PORT_HIGH] ||
         isnan(pt->extra[VX_PORT_LOW]) != isnan(pt->extra[VX_PORT_HIGH]) ||

@@ -1818,7 +1818,7 @@ static void test_validate_c1(void)
                    "throughput_ci95_high,close_first,port_low,port_high,tw_reuse,failed,"
                    "failed_no_port\n"
                    "10,virtual,off,3,10,5,30,30,3,1000,61,60,3,4,6,client,40000,40999,0,9000,9000\n"
-                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,client,-,-,-,-,-\n"
+                   "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,client,-,-,-,-1.0,-1\n"
                    "10,virtual,off,3,10,330,30,30,3,1000,61,60,3,320,340,server,40000,40999,0,0,"
                    "0\n");
     struct val_point *p;
