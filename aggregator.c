@@ -2316,9 +2316,9 @@ static void rt_run(void (*fn)(void *), void *arg)
  * close, edge-triggered (an event per change, as Go's netpoller registers). */
 #define IO_EPOLL_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
-/* Register fd (non-blocking) with the calling carrier's epoll, edge-triggered, once for its
+/* Register fd (non-blocking) with the calling carrier's epoll for events, once for its
  * lifetime. Returns 0 or -1. */
-static int io_register(int fd)
+static int io_register_events(int fd, uint32_t events)
 {
     struct carrier *c = carrier_self;
     if (fd >= rt.io_cap) {
@@ -2336,12 +2336,18 @@ static int io_register(int fd)
         io->final[d] = 0;
     }
     __atomic_store_n(&io->owner, c, __ATOMIC_RELEASE); /* vt_wait on other carriers reads it */
-    struct epoll_event ev = {.events = IO_EPOLL_EVENTS, .data.u64 = (uint64_t)fd};
+    struct epoll_event ev = {.events = events, .data.u64 = (uint64_t)fd};
     if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         io->owner = NULL;
         return -1;
     }
     return 0;
+}
+
+/* Register fd with the calling carrier's epoll, edge-triggered, once for its lifetime. */
+static int io_register(int fd)
+{
+    return io_register_events(fd, IO_EPOLL_EVENTS);
 }
 
 static int io_wait(int fd, int dir, int64_t deadline)
@@ -2543,10 +2549,9 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
     return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
-/* A listening socket on host:port (port 0: any free port; *port_out gets the real one).
- * reuseport: join the port's SO_REUSEPORT group (the kernel spreads new connections over its
- * listeners), which any other listener of ours on that port must also have joined. */
-static int io_listen(const char *host, int port, int backlog, int *port_out, int reuseport)
+/* A listening socket on host:port (port 0: any free port; *port_out gets the real one). No
+ * SO_REUSEPORT: the port is this process's alone, so a second server on it is refused. */
+static int io_listen(const char *host, int port, int backlog, int *port_out)
 {
     struct sockaddr_in sa;
     char hp[96];
@@ -2560,8 +2565,6 @@ static int io_listen(const char *host, int port, int backlog, int *port_out, int
     if (fd < 0)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (reuseport)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     socklen_t sl = sizeof sa;
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, backlog) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
@@ -4401,15 +4404,17 @@ static void vconn_main(void *arg)
     conn_free(conn);
 }
 
-/* One listener per carrier, all on the port (SO_REUSEPORT), each with its own acceptor: the
- * kernel spreads new connections over them, as nginx's `reuseport` and Netty's epoll
- * transport do. With one listener the accept queue (--accept-count, 100 by default as
- * Tomcat's acceptCount) overflowed during wrk's burst of 5000 connects while the one
- * acceptor waited its turn behind the request threads it had spawned; a connection whose
- * handshake ACK is dropped waits 1-3 s for a retransmission, and wrk counts the wait as
- * latency. Measured here (wrk -c5000, 10 s, K = 3 x 50 ms, 2 carriers, 2 runs each): one
- * listener 12,233 and 11,336 overflows (ListenOverflows), p99 2.05 and 1.96 s; one per
- * carrier 32 and 6,552, p99 0.74 and 1.23 s. */
+/* One listening socket, an acceptor on every carrier. Each carrier's epoll watches the
+ * socket, through a dup of its fd of its own (the runtime's per-fd state belongs to one
+ * carrier), with EPOLLEXCLUSIVE: a new connection wakes one carrier waiting in epoll, not
+ * all of them, and a carrier busy running threads does not hold the accept queue back, an
+ * idle one accepts in its place. A burst of connects needs that: an acceptor stuck behind
+ * the threads it spawned let the accept queue (--accept-count) overflow, and a client whose
+ * handshake is dropped waits 1-3 s for a retransmission (README has the measurements), so
+ * the queue holds --accept-count per carrier, what a listener each used to give. A
+ * listener per carrier in one SO_REUSEPORT group, as nginx's `reuseport` does, spreads the
+ * queue too, but any process of the same user may join such a group and take a share of
+ * the connections; one socket keeps the port the server's alone. */
 struct vserver_listener {
     struct server *s;
     int lfd;
@@ -4425,7 +4430,8 @@ static void vserver_acceptor(void *arg)
     struct server *s = l->s;
     int lfd = l->lfd;
     free(l);
-    if (fcntl(lfd, F_SETFL, O_NONBLOCK) < 0 || io_register(lfd) < 0)
+    if (fcntl(lfd, F_SETFL, O_NONBLOCK) < 0 ||
+        io_register_events(lfd, EPOLLIN | EPOLLET | EPOLLEXCLUSIVE) < 0)
         die("listener: %s", strerror(errno));
     for (;;) {
         while (LOAD(s->vconns) >= s->cfg->max_connections)
@@ -4446,12 +4452,12 @@ cancelled:
     io_close(lfd);
 }
 
-/* Start an acceptor on each carrier: carrier 0's on s->lfd, the others' on listeners of their
- * own joined to its port (while one cannot be made, the ones made serve). */
+/* Start an acceptor on each carrier: carrier 0's on s->lfd, the others' on dups of it (while
+ * one cannot be made, the ones made serve). */
 static void vserver_listen(struct server *s)
 {
     for (int i = 0; i < rt.ncarriers; i++) {
-        int lfd = i == 0 ? s->lfd : io_listen(s->cfg->host, s->port, s->cfg->accept_count, NULL, 1);
+        int lfd = i == 0 ? s->lfd : fcntl(s->lfd, F_DUPFD_CLOEXEC, 0);
         if (lfd < 0)
             break;
         struct vserver_listener *l = xmalloc(sizeof *l);
@@ -4470,14 +4476,10 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     s->cfg = cfg;
     s->route = route;
     s->seed = 0x9E3779B97F4A7C15ULL;
-    int group = cfg->mode == MODE_VIRTUAL && rt.ncarriers > 1; /* see vserver_listener */
-    if (group && cfg->port) { /* in use? (a listener of another group would be joined) */
-        int probe = io_listen(cfg->host, cfg->port, 1, NULL, 0);
-        if (probe < 0)
-            return -1;
-        close(probe);
-    }
-    s->lfd = io_listen(cfg->host, cfg->port, cfg->accept_count, &s->port, group);
+    /* virtual: --accept-count per carrier, as when each had a listener (see vserver_listener) */
+    int carriers = cfg->mode == MODE_VIRTUAL && rt.ncarriers > 1 ? rt.ncarriers : 1;
+    int backlog = cfg->accept_count > INT_MAX / carriers ? INT_MAX : cfg->accept_count * carriers;
+    s->lfd = io_listen(cfg->host, cfg->port, backlog, &s->port);
     if (s->lfd < 0)
         return -1;
     if (cfg->nbackends)
@@ -6040,7 +6042,7 @@ static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const stru
 static void bench_ports_free(const struct bench_cfg *bc)
 {
     for (int port = bc->port; port <= bc->port + 1; port++) {
-        int fd = io_listen("127.0.0.1", port, 1, NULL, 0);
+        int fd = io_listen("127.0.0.1", port, 1, NULL);
         if (fd < 0)
             die("port %d is in use (%s); choose others with --port", port, strerror(errno));
         close(fd);
@@ -7353,7 +7355,8 @@ static int cmd_serve(int argc, char **argv)
         {"--min-spare", OPT_INT, &cfg.min_spare, "platform: threads started up front; default 10"},
         {"--max-connections", OPT_INT, &cfg.max_connections,
          "connections held at most (both modes); default 8192"},
-        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 100"},
+        {"--accept-count", OPT_INT, &cfg.accept_count,
+         "listen backlog (virtual: per carrier); default 100"},
         {"--max-queue", OPT_INT, &cfg.max_queue,
          "platform: queued requests before 503; default 0 = unbounded"},
         {"--carriers", OPT_INT, &cfg.carriers, "virtual: carrier threads; default one per CPU"},
@@ -7411,7 +7414,7 @@ static int cmd_backend(int argc, char **argv)
          "D, answer delay (a ?delay_ms= query overrides); default 0"},
         {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
         {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
-        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog; default 4096"},
+        {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog per carrier; default 4096"},
     };
     opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     opt_check_port(BACKEND_SYNOPSIS, cfg.port);

@@ -1035,52 +1035,103 @@ static void test_protocol(const char *mode)
 
 /* ---- listeners ---- */
 
-/* Sockets listening on 127.0.0.1:port (state 0A in /proc/net/tcp), of any process. */
-static int count_listeners(int port)
+/* The inode of the socket listening on 127.0.0.1:port (state 0A in /proc/net/tcp), and how
+ * many there are, of any process. */
+static int count_listeners(int port, unsigned long *inode)
 {
     char line[512];
     int count = 0;
     FILE *f = fopen("/proc/net/tcp", "r");
     while (f && fgets(line, sizeof line, f)) {
         unsigned lport, st;
-        count += sscanf(line, " %*d: %*x:%x %*x:%*x %x", &lport, &st) == 2 && (int)lport == port &&
-                 st == 0x0A;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &lport, &st,
+                   &ino) == 3 &&
+            (int)lport == port && st == 0x0A) {
+            count++;
+            *inode = ino;
+        }
     }
     if (f)
         fclose(f);
     return count;
 }
 
-/* Virtual mode listens with one socket per carrier on the port (SO_REUSEPORT), so that a
- * burst of connects fits in their accept queues; a second server on that port must still be
- * refused, not silently join the group and take half the connections. */
+/* The process's fds on the socket with that inode (dups of one listener count apiece). */
+static int count_fds_on(pid_t pid, unsigned long inode)
+{
+    char path[64], entry[320], link[64], want[64];
+    int n = 0;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        snprintf(entry, sizeof entry, "%s/%s", path, e->d_name);
+        ssize_t len = readlink(entry, link, sizeof link - 1);
+        link[len > 0 ? len : 0] = 0;
+        n += !strcmp(link, want);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Whether another socket of this user can bind port with SO_REUSEPORT (and so take a share
+ * of its connections): 0 if refused (EADDRINUSE), 1 if it could. */
+static int reuseport_joins(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    int joined = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 16) == 0;
+    close(fd);
+    return joined;
+}
+
+/* Virtual mode accepts on every carrier, so that a burst of connects does not wait behind one
+ * busy carrier, yet the port is the server's alone: one listening socket (a dup of its fd per
+ * carrier), which a process of the same user cannot join with SO_REUSEPORT, and which a
+ * second server on the port is refused. The same for the backend. */
 static void test_listeners(void)
 {
-    int port = 0;
-    pid_t a = spawn((char *[]){"serve", "--mode", "virtual", "--carriers", "2", "--port", "0",
-                               "--backends", "127.0.0.1:9", NULL},
-                    0, &port);
-    if (a < 0) {
-        CHECK(0, "listeners: the server did not start");
-        return;
+    static const char *const kinds[] = {"serve", "backend"};
+    char *args[2][10] = {{"serve", "--mode", "virtual", "--carriers", "2", "--port", "0",
+                          "--backends", "127.0.0.1:9", NULL},
+                         {"backend", "--carriers", "2", "--port", "0", NULL}};
+    for (int k = 0; k < 2; k++) {
+        int port = 0;
+        pid_t a = spawn(args[k], 0, &port);
+        if (a < 0) {
+            CHECK(0, "listeners: the %s did not start", kinds[k]);
+            continue;
+        }
+        unsigned long inode = 0;
+        int n = count_listeners(port, &inode), fds = count_fds_on(a, inode);
+        CHECK(n == 1 && fds == 2,
+              "listeners: %s: %d sockets listen on port %d, the server holds %d fds on it; want "
+              "1 socket and one fd per carrier (2)",
+              kinds[k], n, port, fds);
+        int joins = reuseport_joins(port);
+        CHECK(!joins, "listeners: %s: another socket joined port %d with SO_REUSEPORT", kinds[k],
+              port);
+        CHECK(get(port, "/metrics") == 200, "listeners: %s answers", kinds[k]);
+        char cmd[1024], err[512] = "";
+        snprintf(cmd, sizeof cmd, "timeout 5 %s %s --carriers 2 --port %d %s 2>&1 >/dev/null",
+                 agg_path, kinds[k], port, k ? "" : "--mode virtual --backends 127.0.0.1:9");
+        FILE *p = popen(cmd, "r");
+        size_t len = p ? fread(err, 1, sizeof err - 1, p) : 0;
+        err[len] = 0;
+        int st = p ? pclose(p) : -1;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, "in use"),
+              "listeners: a second %s on port %d: exit %d (want 1, 124 = it ran), '%.200s'",
+              kinds[k], port, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+        printf("test_faults: virtual %s, 2 carriers: %d listening socket, %d fds on it; "
+               "SO_REUSEPORT bind by another socket: %s; a second server: %s",
+               kinds[k], n, fds, joins ? "joined" : "refused", err);
+        stop(a);
     }
-    int n = count_listeners(port);
-    CHECK(n == 2, "listeners: %d sockets listen on port %d, want one per carrier (2)", n, port);
-    char cmd[1024], err[512] = "";
-    snprintf(cmd, sizeof cmd,
-             "timeout 5 %s serve --mode virtual --carriers 2 --port %d --backends "
-             "127.0.0.1:9 2>&1 >/dev/null",
-             agg_path, port);
-    FILE *p = popen(cmd, "r");
-    size_t len = p ? fread(err, 1, sizeof err - 1, p) : 0;
-    err[len] = 0;
-    int st = p ? pclose(p) : -1;
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, "in use"),
-          "listeners: a second server on port %d: exit %d (want 1, 124 = it ran), '%.200s'", port,
-          WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
-    printf("test_faults: virtual, 2 carriers: %d listeners on the port; a second server: %s", n,
-           err);
-    stop(a);
 }
 
 /* ---- tests/floor: the same work as ./aggregator ---- */
