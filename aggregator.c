@@ -311,8 +311,8 @@ static void sbuf_add_str(struct sbuf *b, const char *str)
 }
 
 /* v in decimal, its digits ending at end; returns where they start (at most 20 digits).
- * The per-request paths format their few numbers so: vsnprintf costs about two thousand
- * instructions a call (callgrind: the response head's two were a fifth of the server's). */
+ * The per-request paths format their few numbers so: vsnprintf parses its format at every
+ * call, many times the work of the digits (callgrind found it in the response head). */
 static char *fmt_ulong(char *end, unsigned long v)
 {
     do
@@ -496,8 +496,8 @@ static int signals_wait_until(int64_t deadline)
  * virtual threads of a carrier share it, as libaco does by default (its
  * ACO_CONFIG_SHARE_FPU_MXCSR_ENV) and libdill always does. Invariant: no virtual thread changes
  * the rounding mode or the exception masks (nothing in this program calls fesetround); one
- * that must, restores them before it parks. ldmxcsr and fldcw cost 4.5 ns per switch here, a
- * third of it.
+ * that must, restores them before it parks. Switching them (ldmxcsr, fldcw) would cost a
+ * large share of a switch.
  *
  * x86-64 frame, from to_sp upwards (48 bytes, then the return address):
  *     +0  r15   +8  r14   +16 r13   +24 r12   +32 rbx   +40 rbp   +48 return address
@@ -942,7 +942,7 @@ static struct vt *vt_current(void)
 /* The deadlines (ns) of the timed parks guarded by a carrier's plock, a binary min-heap:
  * O(log n) insert and remove. Every function here runs with c->plock held. The deadline
  * sits in the entry, beside the thread: a sift compares without touching the threads (with
- * a thousand parked, each was a cache miss, and the sift 14% of the server's user CPU), and
+ * many parked, each was a cache miss, and the sift showed in the server's profile), and
  * moves entries into a hole instead of swapping them. */
 static void timer_place(struct carrier *c, int i, struct timer_ent e)
 {
@@ -1004,9 +1004,9 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * thief with a CAS, then the list's head under the lock. It is Go's run queue (a ring its
  * owner pushes to with plain stores, which consumers take by CAS) reduced to one entry:
  * the case it serves is a thread queued on an idle queue and taken at once, as a spawn and
- * its join, or a wake-up. Other pushes (a full slot, other OS threads) take the lock. On
- * this machine an uncontended exchange and a store take 2.5 ns in a loop, two plain stores
- * 1.0 ns; create + run + exit + join makes 2 locked instructions (the slot, the child's run
+ * its join, or a wake-up. Other pushes (a full slot, other OS threads) take the lock. A
+ * locked instruction costs several plain stores even uncontended, so they are counted:
+ * create + run + exit + join makes 2 locked instructions (the slot, the child's run
  * stack) and a fence (the spawn's push, see vt_enqueue), 6 locked instructions before the
  * slot and the kept joiner stack (carrier_after_join).
  *
@@ -1178,8 +1178,8 @@ static struct vt *runq_swap(struct carrier *c, struct vt *back)
  * running thread (a spawn, an unpark) must be seen by a carrier going to sleep, or it waits
  * behind the running thread however long that runs: so the push, a full fence, then the
  * look at nsleeping, the pusher's half of I.5's protocol (without the fence x86's store
- * buffer let the sleeper miss the slot's store while we missed its nsleeping: a review's
- * stress test stranded 109 children in 240,000 rounds, 0 with it). From the scheduler loop
+ * buffer lets the sleeper miss the slot's store while we miss its nsleeping: a stress test
+ * stranded children so). From the scheduler loop
  * (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there. */
 static void vt_enqueue(struct vt *v)
 {
@@ -1972,9 +1972,9 @@ static void carrier_harvest(struct carrier *c)
 /* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
  * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
  * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
- * epoll_wait per handful of yields (at every 8th batch, it was half the cost of a yield),
- * and with events gathered in batches: at 100 us the server made 3x the epoll_wait calls
- * per request of the old rule, each a syscall. */
+ * epoll_wait per handful of yields (a syscall that would cost as much as the yields), and
+ * with events gathered in batches: a shorter interval multiplies the epoll_wait calls per
+ * request. */
 static int carrier_poll_due(struct carrier *c, long ran)
 {
     c->unpolled_runs += (unsigned)ran;
@@ -2309,7 +2309,7 @@ static void rt_run(void (*fn)(void *), void *arg)
  * a platform thread, and on a pinned virtual thread, the OS thread blocks in poll(), which is
  * Tomcat's blocking I/O with one difference that matters: the deadline is absolute, for the
  * whole operation. A socket timeout (SO_RCVTIMEO) restarts at every byte, so a peer sending
- * one byte a second would hold a thread forever (issue 14, F2 and F3). Deadlines are absolute
+ * one byte a second would hold a thread forever. Deadlines are absolute
  * ns, -1 for none, 0 for "do not wait" (the platform poller's non-blocking reads). */
 
 /* The events an fd is registered for, once for its lifetime: both directions and the peer's
@@ -2787,8 +2787,8 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
 }
 
 /* The first CRLF in buf[0, n), or NULL. A memchr per CR: glibc's memmem prepares a search
- * at every call, and its three calls per message were 2,491 instructions per /aggregate
- * request in callgrind (15% of the server's user-space instructions). */
+ * at every call, and its three calls per message were a large share of the server's
+ * user-space instructions in callgrind. */
 static const char *http_find_crlf(const char *buf, size_t n)
 {
     const char *end = buf + n;
@@ -3417,7 +3417,8 @@ static void *agg_call_pthread(void *arg)
 
 /* Run the k calls concurrently and return when all are done: structured concurrency, like
  * Java's StructuredTaskScope. Children are virtual threads on this carrier, or, on a
- * platform thread, one pthread each (what a fixed pool would have to do, at ~20 µs each). */
+ * platform thread, one pthread each (what a fixed pool would have to do, a pthread_create
+ * and a join per call). */
 static void agg_fan_out(struct agg_call *calls, int k)
 {
     if (vt_current()) {
@@ -3671,7 +3672,7 @@ static void ds_free(struct server *s)
 #endif
 
 /* Whether nothing has come on an idle connection since its last answer. Bytes would be read
- * as the next call's answer (issue 14, F5), and EOF means the backend closed it; either way
+ * as the next call's answer, and EOF means the backend closed it; either way
  * it must not be reused. Apache HttpClient's stale connection check peeks (one MSG_PEEK
  * syscall per reuse); a virtual thread on the fd's own carrier asks the readiness first,
  * which Go's pollDesc keeps for the same purpose. A clear ready[VT_READ] says the last read
@@ -4126,11 +4127,9 @@ static void pool_submit(struct pool *p, struct conn *conn)
  * stops watching it (as Tomcat's NIO Poller does once a SocketProcessor has it), so nothing
  * else notices the close, and serving it anyway would hold a pool thread for K downstream
  * calls whose answer nobody reads. A load generator that stops with N connections open
- * leaves up to N - threads such requests in the queue: at 5000 wrk connections 4800 of
- * them, 4800 x 150 ms of pool time (3.6 s of 200 threads) spent before the next client's
- * first request: a second 10 s wrk run on the same server reached 65% of the ceiling at
- * 5000 connections and 93% at 1000 (98% on a fresh one), its CPU per request 1.7 times a
- * fresh server's (issue 15: 44% and 90-94%). One MSG_PEEK recv per request, like nginx's
+ * leaves up to N - threads such requests in the queue, K * D of pool time each spent
+ * before the next client's first request: a second run on the same server reached a
+ * fraction of the ceiling (README has the figures). One MSG_PEEK recv per request, like nginx's
  * check for a client that closed early (recv returning 0: "client prematurely closed
  * connection"); as there, a client that half-closes after its request is taken as gone. The
  * request's bytes are already in conn->buf, so a byte waiting here is a pipelined request:
@@ -5099,9 +5098,8 @@ struct bench_cfg {
 #define BENCH_WARMUP_S 1
 
 /* The JVM's load before each measured window, s (--jit-warmup): C2 compiles the hot paths and
- * G1 grows the heap to the load, and until both settle a request costs more CPU. Measured on
- * the 2-core VM (JDK 25, virtual, K=3, D=20 ms, bench median of 3), machine CPU per request at
- * 1000 and 4000 users: 479 and 945 us after 5 s, 310 and 387 after 15 s. */
+ * G1 grows the heap to the load, and until both settle a request costs more CPU (README
+ * has the CPU per request after 5 s and after 15 s). */
 #define BENCH_JIT_WARMUP_S 15
 
 /* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
@@ -6517,7 +6515,7 @@ enum {
     MB_N
 };
 
-/* Each figure's line, its JSON field, and issue 15's target on this machine (0: none; the
+/* Each figure's line, its JSON field, and the target the runtime is held to (0: none; the
  * switch's is relative: 1.1 x the bare swap measured in the same run). */
 static const struct mb_figure {
     const char *name, *json;
@@ -7530,7 +7528,7 @@ static int cmd_bench(int argc, char **argv)
 
 #define MICROBENCH_SYNOPSIS "aggregator microbench [--n N] [--runs R] [--json]"
 
-/* One line per figure with issue 15's target beside it. */
+/* One line per figure with its target beside it. */
 static void mb_print_text(const double med[MB_N], int runs)
 {
     printf("median of %d runs, one carrier%*s target\n", runs, 42, "");

@@ -5,17 +5,21 @@
  * its status (502 bad answer, 504 timeout), that the server keeps answering others, and that
  * its open fds and threads come back to their baseline afterwards:
  *   - a backend that answers garbage, one that closes half-way through its body, one that
- *     accepts and never answers, one killed mid-run and started again;
+ *     accepts and never answers, one killed mid-run and started again, one that sends
+ *     interim 1xx answers first (200) and one whose lines end in a bare LF (502 at once);
  *   - slow clients (a header byte at a time, slowloris style) and clients that disconnect
  *     half-way through a request, while a normal client is served;
  *   - more connections than the server's fd limit allows;
  *   - platform mode: clients that close while their request waits for a pool thread.
- * And issue 14's hardening, each in both modes with figures bounded by the flags: idle and
+ * And the hardening, each in both modes with figures bounded by the flags: idle and
  * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
  * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
  * --timeout-ms (F3), no busy loop at the fd limit (F4), bytes a backend sends after its answer
  * never read as the next answer (F5), the downstream pool's cap and idle expiry, the
  * protocol details (empty line before a request, Connection tokens, Expect).
+ * And the command line: bad flags and unwritable outputs refused at once with their exit
+ * status (test_cli), and virtual mode's one listening socket, which no other socket can
+ * join with SO_REUSEPORT (test_listeners).
  * Every wait is bounded: sockets have receive timeouts, conditions are polled up to a
  * deadline, and the server's own timeouts are short. Usage: tests/test_faults [DIR], DIR
  * holding ./aggregator (default: this binary's ../). */
@@ -1357,7 +1361,7 @@ static void test_port_wall(const char *dir)
         }
 }
 
-/* `aggregator microbench --json` prints one object with every field issue 15 names (the
+/* `aggregator microbench --json` prints one object with every field README names (the
  * values are timings: not checked here). */
 static void test_microbench_json(void)
 {
