@@ -4960,9 +4960,10 @@ static int load_run_cli(struct load_cfg *cfg)
 
 /* The grid: for each pooling setting, mode, user count and server, a fresh aggregator (and
  * the load generator) run as child processes of this one, next to one backend, all on
- * loopback (with --netns-ports, each cell in a namespace of its own with its own backend). The aggregator is this binary's `serve`, or java/Aggregator.java on the JVM
- * (--server java), which is loaded for a while first so that its JIT has compiled the hot
- * code before the window. Children get their own process group and PR_SET_PDEATHSIG, so
+ * loopback (with --netns-ports, each cell in a namespace of its own with its own backend).
+ * The aggregator is this binary's `serve`, or java/Aggregator.java on the JVM (--server
+ * java), which is loaded for a while first so that its JIT has compiled the hot code before
+ * the window. Children get their own process group and PR_SET_PDEATHSIG, so
  * nothing outlives the bench, even when it is killed; Ctrl-C stops the grid and the
  * children cleanly. */
 
@@ -5866,7 +5867,8 @@ enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format *
 /* The throughput column of the table: "mean ± half-width (min-max)", req/s. */
 static void bench_fmt_rps(char *buf, size_t n, const struct bench_row *r)
 {
-    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, r->rps_hi - r->rps, r->rps_min, r->rps_max);
+    double half = r->rps_hi - r->rps;
+    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, half, r->rps_min, r->rps_max);
 }
 
 /* printf's width counts bytes: the "±" of a column is 2 bytes for 1 column on the screen. */

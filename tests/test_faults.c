@@ -1361,6 +1361,110 @@ static void test_port_wall(const char *dir)
         }
 }
 
+/* The value in `row` of the column named `name` in `header` (both CSV lines), into out
+ * (at most n bytes); -1 if there is no such column. */
+static int csv_field(const char *header, const char *row, const char *name, char *out, size_t n)
+{
+    size_t len = strlen(name);
+    int col = 0;
+    const char *h = header;
+    while (strncmp(h, name, len) || (h[len] != ',' && h[len] != '\n' && h[len])) {
+        if (!(h = strchr(h, ',')))
+            return -1;
+        h++, col++;
+    }
+    while (col-- > 0 && row)
+        row = strchr(row, ',') ? strchr(row, ',') + 1 : NULL;
+    if (!row)
+        return -1;
+    snprintf(out, n, "%.*s", (int)strcspn(row, ",\n"), row);
+    return 0;
+}
+
+/* `bench --netns-ports 300 --pool off --close-first client --timeline`: one cell behind the
+ * wall, its CSV row (C1) and its timeline (C2). The cell's namespace has 300 ports: the row
+ * says so (40000..40299, tcp_tw_reuse 0, client closes first); every failure the server
+ * counted is no_port, and some are; the timeline has the C2 header, a row per second of
+ * the load (1 s warm-up + 1 s window), no_port failures in them, and at the end of the last
+ * second the namespace's 300 ports in TIME_WAIT (less those the bench's own connections to
+ * the server left in time, and at most a few more: those connections' TIME_WAIT). */
+static void test_bench_wall(void)
+{
+    char dir[] = "/tmp/test_faults.XXXXXX", cmd[2048], out[4096], csv[600], tl[600];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "bench wall: mkdtemp");
+        return;
+    }
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    snprintf(tl, sizeof tl, "%s/t.csv", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench --netns-ports %d --pool off --close-first client --modes virtual "
+             "--users 5 --delay-ms 1 --duration 1 --port 30500 --out '%s' --timeline '%s' "
+             "2>/dev/null",
+             agg_path, WALL_PORTS, csv, tl);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[len] = 0;
+    int st = p ? pclose(p) : -1;
+    if (strstr(out, "skipped")) {
+        printf("test_faults: bench wall: %s", out);
+    } else {
+        char head[1024] = "", row[1024] = "", f[8][64];
+        FILE *c = fopen(csv, "r");
+        if (c && fgets(head, sizeof head, c))
+            (void)!fgets(row, sizeof row, c);
+        if (c)
+            fclose(c);
+        static const char *const cols[] = {"close_first", "port_low", "port_high", "tw_reuse",
+                                           "failed_no_port", "failed", "runs",
+                                           "throughput_ci95_low"};
+        int have = 0;
+        for (int i = 0; i < 8; i++)
+            have += csv_field(head, row, cols[i], f[i], sizeof f[i]) == 0;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && have == 8,
+              "bench wall: status %d, %d of 8 columns (%s)", st, have, out);
+        if (have == 8) {
+            double no_port = atof(f[4]), failed = atof(f[5]);
+            CHECK(!strcmp(f[0], "client") && atoi(f[1]) == 40000 &&
+                      atoi(f[2]) == 40000 + WALL_PORTS - 1 && atoi(f[3]) == 0,
+                  "bench wall: close_first %s, ports %s..%s, tw_reuse %s", f[0], f[1], f[2], f[3]);
+            CHECK(no_port > 0 && failed == no_port,
+                  "bench wall: failed %g, of which no_port %g: want all no_port, some", failed,
+                  no_port);
+        }
+        FILE *t = fopen(tl, "r");
+        char line[512];
+        int rows = 0;
+        long tw = -1;
+        double sum_no_port = 0;
+        int header_ok = t && fgets(line, sizeof line, t) &&
+                        !strcmp(line, "server,mode,pool,close_first,users,fanout,delay_ms,"
+                                      "port_low,port_high,tw_reuse,run,t_s,served,failed,"
+                                      "failed_no_port,time_wait\n");
+        while (t && fgets(line, sizeof line, t)) { /* ...,failed_no_port,time_wait */
+            char *last = strrchr(line, ','), *prev;
+            rows++;
+            if (!last)
+                continue;
+            *last = 0;
+            prev = strrchr(line, ',');
+            sum_no_port += prev ? atof(prev + 1) : 0;
+            tw = atol(last + 1);
+        }
+        if (t)
+            fclose(t);
+        CHECK(header_ok && rows == 2 && sum_no_port > 0 && tw >= WALL_PORTS - 10 &&
+                  tw <= WALL_PORTS + 50,
+              "bench wall timeline: header %s, %d rows (want 2), %g no_port, %ld TIME_WAIT at "
+              "the end (want about %d)",
+              header_ok ? "ok" : "wrong", rows, sum_no_port, tw, WALL_PORTS);
+    }
+    unlink(csv);
+    unlink(tl);
+    rmdir(dir);
+}
+
 /* `aggregator microbench --json` prints one object with every field README names (the
  * values are timings: not checked here). */
 static void test_microbench_json(void)
@@ -1508,5 +1612,6 @@ int main(int argc, char **argv)
     }
     test_gone_clients();
     test_port_wall(dir);
+    test_bench_wall();
     return check_done("test_faults");
 }
