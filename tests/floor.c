@@ -1,13 +1,14 @@
 /* tests/floor.c: the leanest aggregator we can write, to measure the kernel's floor of CPU
  * per request on a machine; `make bench` runs it beside ./aggregator.
  * It serves what `./aggregator serve` serves for GET /aggregate: K downstream calls GET
- * /item/0 .. /item/K-1 over keep-alive connections to one backend, answered with the K bodies as a JSON array, the calls one after the other (or
- * all at once with ?parallel=1). It has no runtime at all: one thread per core, each an
- * edge-triggered epoll loop over per-connection state machines (a callback per connection),
- * each with its own listener (SO_REUSEPORT: the kernel spreads the connections) and its own
- * pool of downstream connections, so no lock, no hand-off between threads and no wake-up
- * but the kernel's. The gap between this and the aggregator's virtual mode is what our runtime
- * costs; what this costs is the kernel's loopback TCP and epoll, i.e. physics here.
+ * /item/0 .. /item/K-1 over keep-alive connections to one backend, answered with the K
+ * bodies as a JSON array, the calls one after the other (or all at once with ?parallel=1).
+ * It has no runtime at all: one thread per core, each an edge-triggered epoll loop over
+ * per-connection state machines (a callback per connection), each with its own listener
+ * (SO_REUSEPORT: the kernel spreads the connections) and its own pool of downstream
+ * connections, so no lock, no hand-off between threads and no wake-up but the kernel's.
+ * The gap between this and the aggregator's virtual mode is what our runtime costs; what
+ * this costs is the kernel's loopback TCP and epoll, i.e. physics here.
  *
  *   make tests/floor
  *   tests/floor --port 9101 --backend 127.0.0.1:9100 [--threads 2] [--fanout 3] [--coalesce-us 0]
