@@ -1319,6 +1319,16 @@ static void wall_case(const char *mode, const char *const *flags, int kind)
     stop(be);
 }
 
+/* Run a shell command; its stdout (at most cap - 1 bytes) into out, its wait status back. */
+static int run_capture(const char *cmd, char *out, size_t cap)
+{
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(out, 1, cap - 1, p) : 0;
+    out[len] = 0;
+    return p ? pclose(p) : -1;
+}
+
 /* One case of the port wall inside `aggregator netns` (test_port_wall): MODE and KIND from
  * the command line. */
 static void wall_in_netns(const char *mode, int kind)
@@ -1345,11 +1355,7 @@ static void test_port_wall(const char *dir)
         for (int kind = WALL_CLIENT; kind <= WALL_POOLED; kind++) {
             snprintf(cmd, sizeof cmd, "'%s' netns --ports %d -- '%s' --netns '%s' %s %d", agg_path,
                      WALL_PORTS, self, dir, modes[m], kind);
-            fflush(NULL);
-            FILE *p = popen(cmd, "r");
-            size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
-            out[len] = 0;
-            int st = p ? pclose(p) : -1;
+            int st = run_capture(cmd, out, sizeof out);
             if (strstr(out, "skipped")) {
                 printf("test_faults: port wall: %s", out);
                 return;
@@ -1402,11 +1408,7 @@ static void test_bench_wall(void)
              "--users 5 --delay-ms 1 --duration 1 --port 30500 --out '%s' --timeline '%s' "
              "2>/dev/null",
              agg_path, WALL_PORTS, csv, tl);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[len] = 0;
-    int st = p ? pclose(p) : -1;
+    int st = run_capture(cmd, out, sizeof out);
     if (strstr(out, "skipped")) {
         printf("test_faults: bench wall: %s", out);
     } else {
