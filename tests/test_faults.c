@@ -109,6 +109,20 @@ static pid_t spawn(char *const *args, int nofile, int *port)
     return spawn_prog(agg_path, args, nofile, port);
 }
 
+/* `timeout 5 ./aggregator ARGS` through sh (ARGS may redirect), stdout discarded unless ARGS
+ * sends it elsewhere; its stderr in err. Returns its exit status (124: it was still running
+ * after 5 s, i.e. it did not refuse at once), or -1. */
+static int run_agg(const char *args, char *err, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout -k 1 5 %s 2>&1 >/dev/null </dev/null %s", agg_path, args);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(err, 1, cap - 1, p) : 0;
+    err[len] = 0;
+    int st = p ? pclose(p) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static int stop(pid_t pid)
 {
     int status = 0;
@@ -1121,16 +1135,13 @@ static void test_listeners(void)
         CHECK(!joins, "listeners: %s: another socket joined port %d with SO_REUSEPORT", kinds[k],
               port);
         CHECK(get(port, "/metrics") == 200, "listeners: %s answers", kinds[k]);
-        char cmd[1024], err[512] = "";
-        snprintf(cmd, sizeof cmd, "timeout 5 %s %s --carriers 2 --port %d %s 2>&1 >/dev/null",
-                 agg_path, kinds[k], port, k ? "" : "--mode virtual --backends 127.0.0.1:9");
-        FILE *p = popen(cmd, "r");
-        size_t len = p ? fread(err, 1, sizeof err - 1, p) : 0;
-        err[len] = 0;
-        int st = p ? pclose(p) : -1;
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(err, "in use"),
+        char again[128], err[512] = "";
+        snprintf(again, sizeof again, "%s --carriers 2 --port %d %s", kinds[k], port,
+                 k ? "" : "--mode virtual --backends 127.0.0.1:9");
+        int st = run_agg(again, err, sizeof err);
+        CHECK(st == 1 && strstr(err, "in use"),
               "listeners: a second %s on port %d: exit %d (want 1, 124 = it ran), '%.200s'",
-              kinds[k], port, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
+              kinds[k], port, st, err);
         printf("test_faults: virtual %s, 2 carriers: %d listening socket, %d fds on it; "
                "SO_REUSEPORT bind by another socket: %s; a second server: %s",
                kinds[k], n, fds, joins ? "joined" : "refused", err);
@@ -1491,20 +1502,6 @@ static void test_microbench_json(void)
 }
 
 /* ---- the command line: refusals and failed writes ---- */
-
-/* `timeout 5 ./aggregator ARGS` through sh (ARGS may redirect), stdout discarded unless ARGS
- * sends it elsewhere; its stderr in err. Returns its exit status (124: it was still running
- * after 5 s, i.e. it did not refuse at once), or -1. */
-static int run_agg(const char *args, char *err, size_t cap)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "timeout -k 1 5 %s 2>&1 >/dev/null </dev/null %s", agg_path, args);
-    FILE *p = popen(cmd, "r");
-    size_t len = p ? fread(err, 1, cap - 1, p) : 0;
-    err[len] = 0;
-    int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Two consecutive free loopback ports (bench and calibrate use --port and the next), or 0. */
 static int free_port_pair(void)
