@@ -9,9 +9,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_check(const struct live_sample *x)
 {
-    const double v[] = {x->rps,       x->errors_per_s, x->p50_ms,        x->p99_ms,
-                        x->os_threads, x->rss,          x->vt_parked,     x->carriers_busy,
-                        x->connections, x->pool_queue};
+    const double v[] = {x->rps, x->errors_per_s, x->p50_ms,        x->p99_ms,      x->os_threads,
+                        x->rss, x->vt_parked,    x->carriers_busy, x->connections, x->pool_queue};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0)
             abort();

@@ -161,7 +161,7 @@ expect 2 "users: 'lots' is not a number" -- --sweep 'users=10,lots' scenarios/de
 # screenshots: drawn without a display, deterministic, and the committed ones are current
 "$sim" scenarios/default.scn --screenshot "$tmp/d.png" --at 5s && ok || bad "--screenshot fails"
 cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale: run make tutorial-images"
-expect 1 "cannot read font" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
+expect 2 "--font /nonexistent.ttf: cannot open" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
 expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blue
 
 # Hostile and careless input (issue 14): every case ends by itself with a clear message,
@@ -229,11 +229,20 @@ T="$tmp/T.scn"
 # item 1: a zero-time loop is reported, and the model never made is not freed
 expect_clean 2 "zero-time loop" 5 -- --headless --replications 1 "$T" --set 'program=cpu(0)'
 expect_clean 2 "zero-time loop" 5 -- --headless --replications 1 "$T" --sweep 'program=cpu(0),cpu(1ms)'
+# item 2: --font with what is not a font (SIGSEGV in stb_truetype, or 'out of memory
+# (9223372036854775807 bytes)' for a directory), or a real font cut short, is refused first
+expect_clean 2 "--font /etc/passwd: not a TrueType font" 2 -- "$T" --screenshot "$tmp/f.png" --font /etc/passwd
+expect_clean 2 "--font /etc/passwd: not a TrueType font" 2 -- --headless "$T" --sweep users=1,2 --plot "$tmp/f.png" --font /etc/passwd
+expect_clean 2 "--font $tmp: not a regular file (a directory)" 2 -- "$T" --screenshot "$tmp/f.png" --font "$tmp"
+head -c 20000 /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf > "$tmp/cut.ttf"
+expect_clean 2 "--font $tmp/cut.ttf: not a TrueType font stb_truetype can read safely" 2 -- "$T" --screenshot "$tmp/f.png" --font "$tmp/cut.ttf"
+[ -e "$tmp/f.png" ] && bad "a picture was written with a font refused" || ok
 # item 5: a FIFO (or any file that is not a regular one) is refused at once, never waited on
 mkfifo "$tmp/fifo"
 expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --headless "$tmp/fifo"
 expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --headless "$T" --calibration "$tmp/fifo"
 expect_clean 2 "$tmp/fifo: not a regular file (a FIFO)" 5 -- --validate "$tmp/fifo"
+expect_clean 2 "--font $tmp/fifo: not a regular file (a FIFO)" 5 -- "$T" --screenshot "$tmp/f.png" --font "$tmp/fifo"
 expect_clean 1 "cannot write $tmp/fifo: a FIFO that nobody reads" 5 -- --headless "$T" --sweep users=1,2 --plot "$tmp/fifo"
 expect_clean 1 "cannot write $tmp/fifo: a FIFO that nobody reads" 5 -- --headless "$T" --series "$tmp/fifo"
 # item 6: a series not written ends the run with exit 1, and no report of a run cut short

@@ -1658,7 +1658,7 @@ static void test_command_line(void)
     }
     (void)sim_headless, (void)sim_validate, (void)sim_live_text, (void)sim_sweep;
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window,
-        (void)sim_live_open, (void)sim_live_collect;
+        (void)sim_live_open, (void)sim_live_collect, (void)sim_font_check;
     (void)sim_screenshot;
     (void)sim_frames;
     (void)sim_window;
