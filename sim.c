@@ -10363,9 +10363,11 @@ static const struct opt_row opt_rows[] = {
      "may follow the numbers); twice for a grid. One row per point, both models, with their "
      "intervals; --csv, --json for machines"},
     {"--plot", "PNG", OPT_STRING, OO(plot),
-     "with --sweep (one key): throughput, p99 and OS threads against the key, both models, "
-     "their bounds dashed; with --validate: each series' predicted curve over users with its "
-     "95% band, the measured points with their spread; drawn without a display"},
+     "with --sweep (one key): throughput, p99 and OS threads\n"
+     "against the key, both models, their bounds dashed; with\n"
+     "--validate: each series' predicted curve over users in its\n"
+     "95% band, the measured points with their spread, or a\n"
+     "timeline's served, failed and TIME_WAIT over time"},
     {"--batches", "K", OPT_COUNT, OO(batches),
      "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
@@ -10384,7 +10386,8 @@ static const struct opt_row opt_rows[] = {
      "(default: the scenario's duration)"},
     {"--validate", "FILE.csv", OPT_STRING, OO(validate),
      "simulate each point of ./aggregator bench's results and compare\n"
-     "(with --calibration; --json for machines; no scenario needed)"},
+     "(with --calibration; --json for machines; no scenario needed); a timeline\n"
+     "(bench --timeline, a t_s column): each cell second by second, the port wall"},
     {"--server", "c|java", OPT_STRING, OO(server),
      "with --validate: only the rows of this server (a CSV mixing them needs it)"},
     {"--screenshot", "F.png", OPT_STRING, OO(screenshot),
@@ -10407,7 +10410,8 @@ static const struct opt_row opt_rows[] = {
 static void opt_usage(FILE *out)
 {
     fputs("usage: ./sim [--headless] SCENARIO.scn [options]\n"
-          "       ./sim --validate FILE.csv [--calibration FILE] [--server c|java] [--json]\n"
+          "       ./sim --validate FILE.csv [--calibration FILE] [--server c|java] [--json] "
+          "[--plot PNG]\n"
           "\n"
           "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and virtual\n"
           "threads (M:N, Loom) on the same workload, and reports them side by side.\n"
