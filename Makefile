@@ -11,7 +11,8 @@
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
-#   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now
+#   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now, and every
+#                   command in their sh blocks runs (those marked long are listed, not run)
 #   make java       compile java/Aggregator.java into build/java/ (skips without a JDK 21+)
 #   make clean
 #
@@ -76,7 +77,8 @@ tsan:
 	build/tsan/tests/test_aggregator
 
 # Every output quoted in README.md and TUTORIAL.md (blocks marked <!-- check: CMD -->) is
-# what the programs print now.
+# what the programs print now, and every command of their sh blocks exits as the text says
+# (tests/tutorial_check.sh's header has the markers).
 tutorial-check: $(O)/sim $(O)/aggregator
 	@sh tests/tutorial_check.sh $(O)
 
