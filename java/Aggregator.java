@@ -37,6 +37,9 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.management.ManagementFactory;
 import java.net.HttpURLConnection;
 import java.net.InetAddress;
@@ -66,6 +69,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -94,7 +98,8 @@ public final class Aggregator {
 
     static final String SYNOPSIS = "Aggregator [serve] --mode platform|virtual --port P"
             + " --backends HOST:PORT[,HOST:PORT...] [--threads T] [--client urlconnection|httpclient]"
-            + " [--no-pool] [--pin] [--fanout K] [...]";
+            + " [--no-pool [--close-first client|server]] [--pin [synchronized|native]]"
+            + " [--permits N [--permit-wait-ms W]] [--fanout K] [...]";
 
     /** Everything the command line sets; read-only once serving. Defaults as in aggregator.c. */
     static final class Config {
@@ -110,14 +115,27 @@ public final class Aggregator {
         int threadIdleMs = 60000;           // platform.idle_timeout    (Tomcat threadsMaxIdleTime)
         int carriers = 0;                   // virtual.parallelism      (0: one per CPU, the JDK's default)
         boolean pool = true;                // service.NAME.pool (--no-pool: 0, a connection per call)
-        boolean pin = false;                // the program's sync { ... } around the calls;
-                                            // virtual.jep491 = 1 on JDK 24+, 0 before
+        boolean serverClosesFirst = false;  // net.close_first = server (--close-first; default client)
+        Pin pin = Pin.NONE;                 // the program's sync { ... } around the calls
+        int permits = 0;                    // service.NAME.limit (--permits; 0: no limit)
+        int permitWaitMs = 0;               // the limit's queue timeout (--permit-wait-ms), then 503
         int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
         int idleMs = 20000;                 // keep-alive idle timeout of client connections
         boolean httpClient = false;         // --client httpclient (else HttpURLConnection)
         boolean clientOwnPool = false;      // --client httpclient-default: HttpClient keeps its
                                             // default executor, a cached pool of platform threads
     }
+
+    /**
+     * What --pin wraps around a request's downstream calls, for a virtual thread to block in.
+     *   SYNCHRONIZED  a monitor held across the calls: pins the carrier on JDK 21-23; JDK 24+
+     *                 (JEP 491) unmounts the virtual thread anyway (virtual.jep491 = 1).
+     *   NATIVE        the calls made from inside a C function: libc's qsort, called through
+     *                 the FFM API, calls back into Java (an upcall) and the calls run there. A
+     *                 virtual thread with a native frame on its stack cannot unmount, on every
+     *                 JDK so far (virtual.jep491 = 0 for this one).
+     */
+    enum Pin { NONE, SYNCHRONIZED, NATIVE }
 
     /** A bad command line: main prints the message on one line and exits 2. */
     static final class UsageError extends Exception {
@@ -142,7 +160,12 @@ public final class Aggregator {
             + " threads in virtual mode) or httpclient-default (its own platform-thread pool, the pitfall);"
             + " default urlconnection"},
         {"--no-pool", "a new downstream connection per call (no keep-alive)"},
-        {"--pin", "synchronized around the downstream calls (pins the carrier before JDK 24)"},
+        {"--close-first", "with --no-pool, who closes each connection first, so holds its TIME_WAIT: client"
+            + " (this server, on its ephemeral port) or server (Connection: close; the backend); default client"},
+        {"--pin", "[synchronized|native] the downstream calls inside synchronized (pins before JDK 24) or"
+            + " inside a native frame (qsort's upcall via FFM, JDK 22+: pins on JDK 24+ too); default synchronized"},
+        {"--permits", "at most N downstream calls at once (a Semaphore); default 0 = no limit"},
+        {"--permit-wait-ms", "with --permits, the longest wait for a permit, then 503 (load shedding); default 0"},
         {"--timeout-ms", "downstream budget per /aggregate, then 504; default 5000"},
         {"--idle-ms", "keep-alive idle timeout (keepAliveTimeout); default 20000"},
     };
@@ -157,14 +180,18 @@ public final class Aggregator {
     /** Parse the flags (same names and checks as `aggregator serve`); null means --help. */
     static Config parseArgs(String[] args) throws UsageError {
         Config c = new Config();
-        String mode = "virtual", client = "urlconnection", backends = null;
+        String mode = "virtual", client = "urlconnection", backends = null, closeFirst = null;
         int first = args.length > 0 && args[0].equals("serve") ? 1 : 0;
         for (int a = first; a < args.length; a++) {
             String flag = args[a];
             switch (flag) {
                 case "--help", "-h" -> { return null; }
                 case "--no-pool" -> { c.pool = false; continue; }
-                case "--pin" -> { c.pin = true; continue; }
+                case "--pin" -> { // an optional value, so that a bare --pin means what it always did
+                    boolean valued = a + 1 < args.length && !args[a + 1].startsWith("--");
+                    c.pin = pinVariant(valued ? args[++a] : "synchronized");
+                    continue;
+                }
                 default -> { }
             }
             if (a + 1 >= args.length) {
@@ -187,6 +214,9 @@ public final class Aggregator {
                 case "--carriers" -> c.carriers = number(v);
                 case "--timeout-ms" -> c.timeoutMs = number(v);
                 case "--idle-ms" -> c.idleMs = number(v);
+                case "--close-first" -> closeFirst = v;
+                case "--permits" -> c.permits = number(v);
+                case "--permit-wait-ms" -> c.permitWaitMs = number(v);
                 default -> throw new UsageError("unknown flag '" + flag + "'");
             }
         }
@@ -211,7 +241,28 @@ public final class Aggregator {
             throw new UsageError("--fanout, --threads and --max-connections must be >= 1");
         if (c.port > 65535) throw new UsageError("--port must be 0..65535, not " + c.port);
         if (c.timeoutMs < 1) throw new UsageError("--timeout-ms must be >= 1");
+        if (closeFirst != null) {
+            if (c.pool) throw new UsageError("--close-first needs --no-pool (a pooled connection stays open)");
+            if (!closeFirst.equals("client") && !closeFirst.equals("server"))
+                throw new UsageError("--close-first must be client or server, not '" + closeFirst + "'");
+            c.serverClosesFirst = closeFirst.equals("server");
+            if (c.httpClient && !c.serverClosesFirst)
+                throw new UsageError("--close-first client needs --client urlconnection (HttpClient sends Connection: close)");
+        }
+        if (c.httpClient && !c.pool) c.serverClosesFirst = true; // what HttpClient does
+        if (c.permitWaitMs > 0 && c.permits == 0) throw new UsageError("--permit-wait-ms needs --permits N");
+        if (c.pin == Pin.NATIVE && Runtime.version().feature() < 22)
+            throw new UsageError("--pin native needs JDK 22+ (the FFM API); on JDK "
+                    + Runtime.version().feature() + " --pin synchronized pins");
         return c;
+    }
+
+    static Pin pinVariant(String v) throws UsageError {
+        return switch (v) {
+            case "synchronized" -> Pin.SYNCHRONIZED;
+            case "native" -> Pin.NATIVE;
+            default -> throw new UsageError("--pin must be synchronized or native, not '" + v + "'");
+        };
     }
 
     /** A non-negative int, as the C server's OPT_INT. */
@@ -272,6 +323,10 @@ public final class Aggregator {
         final AtomicLongArray latencyLe = new AtomicLongArray(LE_MS.length + 1);   // last: +Inf
         final LongAdder latencySumMicros = new LongAdder();
         final LongAdder downstreamCalls = new LongAdder();
+        final AtomicLongArray failures = new AtomicLongArray(Failure.values().length);
+        final AtomicBoolean noPortSeen = new AtomicBoolean();
+        final LongAdder shed = new LongAdder();
+        java.util.concurrent.Semaphore permits; // set when --permits limits the calls
         final LongAdder vthreadsStarted = new LongAdder();
         final AtomicLong vthreadsAlive = new AtomicLong();
         Http11NioProtocol protocol;          // set once Tomcat is configured
@@ -284,6 +339,17 @@ public final class Aggregator {
             while (b < LE_MS.length && nanos > LE_MS[b] * 1e6) b++;
             latencyLe.incrementAndGet(b);
             latencySumMicros.add(nanos / 1000);
+        }
+
+        /**
+         * A downstream call that failed, by why. The first port exhaustion is also written to
+         * the log as the JDK says it, once: the symptom a reader should learn to recognise.
+         */
+        void failed(Failure why, Throwable cause) {
+            failures.incrementAndGet(why.ordinal());
+            if (why == Failure.NO_PORT && !noPortSeen.getAndSet(true))
+                System.err.println("aggregator serve: downstream connect failed: " + cause
+                        + " (no ephemeral port left; counted as reason=\"no_port\" from now on)");
         }
 
         /** Wrap a task so that it counts as a virtual thread while it runs. */
@@ -339,6 +405,16 @@ public final class Aggregator {
             gauge(b, "agg_carriers_busy", "carriers running a virtual thread", scheduler("MountedVirtualThreadCount"));
             gauge(b, "agg_vthreads_runnable", "virtual threads queued for a carrier", scheduler("QueuedVirtualThreadCount"));
             gauge(b, "agg_downstream_calls_total", "downstream calls", downstreamCalls.sum());
+            b.append("# HELP agg_downstream_failures_total Downstream calls failed, by reason.\n")
+                    .append("# TYPE agg_downstream_failures_total counter\n");
+            for (Failure f : Failure.values())
+                b.append("agg_downstream_failures_total{reason=\"").append(f.label).append("\"} ")
+                        .append(failures.get(f.ordinal())).append('\n');
+            if (permits != null) {
+                gauge(b, "agg_permits_available", "permits for a downstream call free now", permits.availablePermits());
+                gauge(b, "agg_shed_total", "downstream calls refused (503) after waiting --permit-wait-ms", shed.sum());
+            }
+            gauge(b, "agg_alloc_bytes_total", "bytes allocated on the heap since the JVM started", allocatedBytes());
             return b.toString();
         }
 
@@ -347,6 +423,18 @@ public final class Aggregator {
             b.append("# HELP ").append(name).append(' ').append(help).append(".\n# TYPE ").append(name)
                     .append(name.endsWith("_total") ? " counter\n" : " gauge\n").append(name).append(' ')
                     .append(value).append('\n');
+        }
+
+        /**
+         * Bytes allocated on the heap by every thread since the JVM started, live or ended (the
+         * HotSpot counter per thread, summed by com.sun.management.ThreadMXBean), or -1. A
+         * virtual thread allocates in its carrier's TLAB and is counted under its carrier,
+         * so this includes the requests' virtual threads, Tomcat's threads and this page.
+         */
+        static long allocatedBytes() {
+            return ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                    && t.isThreadAllocatedMemorySupported() && t.isThreadAllocatedMemoryEnabled()
+                    ? t.getTotalThreadAllocatedBytes() : -1;
         }
 
         /** 0.001 -> "0.001", 1.0 -> "1": what C's %g prints for these bounds. */
@@ -451,10 +539,51 @@ public final class Aggregator {
 
     /* ==== Downstream ==== */
 
-    /** The outcome of one downstream call: 200 with the backend's body, 502 or 504. */
-    record Answer(int status, byte[] body) {
-        static final Answer BAD_GATEWAY = new Answer(502, new byte[0]);
-        static final Answer TIMEOUT = new Answer(504, new byte[0]);
+    /** Why a downstream call failed: the reason label of agg_downstream_failures_total, as in C. */
+    enum Failure {
+        NO_PORT("no_port"),           // connect: EADDRNOTAVAIL, no ephemeral port left to bind
+        TIMEOUT("timeout"),           // the deadline (--timeout-ms) passed
+        REFUSED("refused"),           // connect: ECONNREFUSED, nothing listens there
+        BAD_RESPONSE("bad_response"), // not a 200 with a whole body of at most MAX_BODY
+        OTHER("other");               // anything else (a reset, say)
+
+        final String label;
+
+        Failure(String label) { this.label = label; }
+    }
+
+    /**
+     * The outcome of one downstream call: 200 with the backend's body; 502 or 504 with why
+     * (and the exception, if one said so); or 503, no call made for want of a permit.
+     */
+    record Answer(int status, byte[] body, Failure failure, Throwable cause) {
+        static final byte[] NONE = new byte[0];
+        static final Answer NOT_CALLED = new Answer(504, NONE, null, null); // an earlier call failed
+        static final Answer SHED = new Answer(503, NONE, null, null);
+
+        static Answer ok(byte[] body) { return new Answer(200, body, null, null); }
+
+        static Answer failed(Failure why, Throwable cause) {
+            return new Answer(why == Failure.TIMEOUT ? 504 : 502, NONE, why, cause);
+        }
+
+        /**
+         * What an exception from a call means. The JDK throws java.net.BindException
+         * ("Cannot assign requested address") when connect() finds no ephemeral port, and a
+         * client may wrap it (HttpClient in a ConnectException): any link of the chain with
+         * that text is port exhaustion, and that link is kept for the log.
+         */
+        static Answer failed(Throwable e) {
+            for (Throwable t = e; t != null; t = t.getCause())
+                if (String.valueOf(t.getMessage()).contains("Cannot assign requested address"))
+                    return failed(Failure.NO_PORT, t);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof SocketTimeoutException || t instanceof HttpTimeoutException)
+                    return failed(Failure.TIMEOUT, t);
+                if (t instanceof java.net.ConnectException) return failed(Failure.REFUSED, t);
+            }
+            return failed(Failure.OTHER, e);
+        }
     }
 
     /** A downstream answer larger than this is refused (502), as HTTP_MAX_RESP_BODY in C. */
@@ -507,16 +636,18 @@ public final class Aggregator {
      *             reading at its next byte or read timeout, lets go of the lock, and the
      *             close closes the socket (remainingData = 0, see configureJdk).
      * The monitor makes "cut" and "done" exclusive, so an interrupt never outlives its call.
+     * The plain-socket client (--no-pool) is cut the same way, its abort being to close the
+     * socket, which wakes a platform thread blocked in it.
      */
     static final class Cut implements Runnable {
         final Thread caller = Thread.currentThread();
-        final HttpURLConnection connection;
+        final Runnable platformAbort; // what ends the call when the caller is a platform thread
         volatile boolean cut;
         boolean done;
         ScheduledFuture<?> timer;
 
-        Cut(HttpURLConnection connection, long millis) {
-            this.connection = connection;
+        Cut(Runnable platformAbort, long millis) {
+            this.platformAbort = platformAbort;
             timer = DEADLINES.schedule(this, millis, TimeUnit.MILLISECONDS);
         }
 
@@ -526,7 +657,7 @@ public final class Aggregator {
                 cut = true;
                 if (caller.isVirtual()) caller.interrupt();
             }
-            if (!caller.isVirtual()) Thread.ofVirtual().name("deadline-cut").start(connection::disconnect);
+            if (!caller.isVirtual()) Thread.ofVirtual().name("deadline-cut").start(platformAbort);
         }
 
         /** The call is over: no cut from now on; clears the caller's interrupt if it was cut. */
@@ -547,24 +678,24 @@ public final class Aggregator {
     static final class UrlConnectionDownstream implements Downstream {
         @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
             long left = millisLeft(deadline);
-            if (left <= 0) return Answer.TIMEOUT;
+            if (left <= 0) return Answer.failed(Failure.TIMEOUT, null);
             HttpURLConnection c;
             try {
                 c = (HttpURLConnection) itemUri(backend, item).toURL().openConnection(Proxy.NO_PROXY);
             } catch (IOException | RuntimeException e) {
-                return Answer.BAD_GATEWAY;
+                return Answer.failed(e);
             }
             c.setConnectTimeout((int) Math.min(left, Integer.MAX_VALUE));
             c.setReadTimeout((int) Math.min(left, Integer.MAX_VALUE)); // per read, not per call
             c.setUseCaches(false);
-            Cut cut = new Cut(c, left);
+            Cut cut = new Cut(c::disconnect, left);
             try {
                 Answer a = exchange(c, cut);
                 if (a.status() != 200) c.disconnect();
                 return a;
             } catch (IOException | RuntimeException e) { // a RuntimeException: the cut raced the JDK
                 c.disconnect();
-                return cut.cut || e instanceof SocketTimeoutException ? Answer.TIMEOUT : Answer.BAD_GATEWAY;
+                return cut.cut ? Answer.failed(Failure.TIMEOUT, e) : Answer.failed(e);
             } finally {
                 cut.finish();
             }
@@ -578,15 +709,96 @@ public final class Aggregator {
         static Answer exchange(HttpURLConnection c, Cut cut) throws IOException {
             int status = c.getResponseCode(); // -1: not HTTP at all
             long length = c.getContentLengthLong(); // -1: chunked or to the end
-            if (status != 200 || length > MAX_BODY) return Answer.BAD_GATEWAY;
+            if (status != 200 || length > MAX_BODY) return Answer.failed(Failure.BAD_RESPONSE, null);
             byte[] body = new byte[length >= 0 ? (int) length : MAX_BODY + 1];
             int n = 0, r = 0;
             try (InputStream in = c.getInputStream()) {
                 while (n < body.length && !cut.cut && (r = in.read(body, n, body.length - n)) >= 0) n += r;
             }
-            if (cut.cut) return Answer.TIMEOUT;
-            if (n < length || n > MAX_BODY) return Answer.BAD_GATEWAY; // cut short by the backend, or too long
-            return new Answer(200, n == body.length ? body : Arrays.copyOf(body, n));
+            if (cut.cut) return Answer.failed(Failure.TIMEOUT, null);
+            if (n < length || n > MAX_BODY) return Answer.failed(Failure.BAD_RESPONSE, null); // cut short, or too long
+            return Answer.ok(n == body.length ? body : Arrays.copyOf(body, n));
+        }
+    }
+
+    /**
+     * --no-pool: one connection per call over a plain Socket, HTTP/1.1, the answer's length
+     * from its Content-Length. HttpURLConnection without keep-alive always sends Connection:
+     * close, so the backend would always close first; here who closes first is chosen
+     * (--close-first), and with it whose port waits in TIME_WAIT for 60 s after each call
+     * (net.close_first):
+     *   client  the request leaves the connection open; once the body is in, this side
+     *           closes, its FIN goes first, and THIS server's ephemeral port holds TIME_WAIT:
+     *           a range of P ports makes at most P connections a minute (the port wall).
+     *   server  the request says Connection: close and this side reads on to the backend's
+     *           FIN (read() = -1) before closing, so TIME_WAIT sits on the backend's port,
+     *           where Linux lets the next SYN from the same client port take it over.
+     */
+    static final class SocketDownstream implements Downstream {
+        final boolean serverClosesFirst;
+
+        SocketDownstream(boolean serverClosesFirst) { this.serverClosesFirst = serverClosesFirst; }
+
+        @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
+            long left = millisLeft(deadline);
+            if (left <= 0) return Answer.failed(Failure.TIMEOUT, null);
+            var s = new java.net.Socket();
+            Cut cut = new Cut(() -> closeQuietly(s), left);
+            try (s) {
+                s.connect(backend, (int) Math.min(left, Integer.MAX_VALUE));
+                s.setSoTimeout((int) Math.min(Math.max(1, millisLeft(deadline)), Integer.MAX_VALUE)); // per read
+                s.getOutputStream().write(("GET /item/" + item + " HTTP/1.1\r\nHost: " + backend.getAddress().getHostAddress()
+                        + ":" + backend.getPort() + (serverClosesFirst ? "\r\nConnection: close" : "") + "\r\n\r\n")
+                        .getBytes(StandardCharsets.US_ASCII));
+                InputStream in = new java.io.BufferedInputStream(s.getInputStream(), 1024);
+                int length = head(in);
+                byte[] body = length >= 0 ? in.readNBytes(length) : null;
+                if (body == null || body.length < length || (serverClosesFirst && in.read() >= 0))
+                    return Answer.failed(Failure.BAD_RESPONSE, null); // not whole, or more than the answer
+                return Answer.ok(body);
+            } catch (IOException | RuntimeException e) {
+                return cut.cut ? Answer.failed(Failure.TIMEOUT, e) : Answer.failed(e);
+            } finally {
+                cut.finish();
+            }
+        }
+
+        /** Read an answer's head: its Content-Length if it is a 200 with one of at most MAX_BODY, else -1. */
+        static int head(InputStream in) throws IOException {
+            String status = line(in);
+            boolean ok = status != null && status.startsWith("HTTP/1.") && status.startsWith(" 200", 8)
+                    && (status.length() == 12 || status.charAt(12) == ' '); // "HTTP/1.1 200 OK"
+            if (!ok) return -1;
+            int length = -1;
+            for (String h; (h = line(in)) != null && !h.isEmpty();) {
+                int colon = h.indexOf(':');
+                if (colon > 0 && h.substring(0, colon).trim().equalsIgnoreCase("Content-Length")) {
+                    try {
+                        length = Integer.parseInt(h.substring(colon + 1).trim());
+                    } catch (NumberFormatException e) {
+                        return -1;
+                    }
+                }
+            }
+            return length <= MAX_BODY ? length : -1;
+        }
+
+        /** One header line without its CR LF (at most 8192 characters kept); null at the end of the stream. */
+        static String line(InputStream in) throws IOException {
+            var b = new StringBuilder();
+            for (int c; (c = in.read()) >= 0;) {
+                if (c == '\n') return b.toString();
+                if (c != '\r' && b.length() < 8192) b.append((char) c);
+            }
+            return null;
+        }
+
+        static void closeQuietly(java.net.Socket s) {
+            try {
+                s.close();
+            } catch (IOException e) {
+                // closed anyway
+            }
         }
     }
 
@@ -614,7 +826,7 @@ public final class Aggregator {
 
         @Override public Answer get(InetSocketAddress backend, int item, long deadline) {
             long left = millisLeft(deadline);
-            if (left <= 0) return Answer.TIMEOUT;
+            if (left <= 0) return Answer.failed(Failure.TIMEOUT, null);
             try {
                 HttpRequest.Builder rq = HttpRequest.newBuilder(itemUri(backend, item)).timeout(Duration.ofMillis(left)).GET();
                 if (!pool) rq.header("Connection", "close"); // allowed by jdk.httpclient.allowRestrictedHeaders (main)
@@ -625,18 +837,110 @@ public final class Aggregator {
                     rs = pending.get(Math.max(1, millisLeft(deadline)), TimeUnit.MILLISECONDS);
                 } catch (TimeoutException e) {
                     pending.cancel(true);
-                    return Answer.TIMEOUT;
+                    return Answer.failed(Failure.TIMEOUT, e);
                 } catch (ExecutionException e) {
-                    return e.getCause() instanceof HttpTimeoutException ? Answer.TIMEOUT : Answer.BAD_GATEWAY;
+                    return Answer.failed(e.getCause());
                 }
-                if (rs.statusCode() != 200 || rs.body().length > MAX_BODY) return Answer.BAD_GATEWAY;
-                return new Answer(200, rs.body());
+                if (rs.statusCode() != 200 || rs.body().length > MAX_BODY) return Answer.failed(Failure.BAD_RESPONSE, null);
+                return Answer.ok(rs.body());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return Answer.BAD_GATEWAY;
+                return Answer.failed(Failure.OTHER, e);
             } catch (RuntimeException e) {
-                return Answer.BAD_GATEWAY;
+                return Answer.failed(e);
             }
+        }
+    }
+
+    /* ==== A native frame (--pin native) ==== */
+
+    /**
+     * Runs a task inside a C function's callback: libc's qsort, called through the FFM API
+     * (java.lang.foreign) on two ints, calls back into Java to compare them (an upcall), and
+     * the comparison runs the task. While it runs, the thread's stack holds qsort's native
+     * frame, and a virtual thread cannot unmount over a native frame (its stack cannot be
+     * copied off the carrier with C frames in it), so each blocking call in the task blocks
+     * the carrier: the pinning that JEP 491 (JDK 24) did not remove, as for a JNI callback.
+     * JFR records each such park of 20 ms or more as jdk.VirtualThreadPinned.
+     * Reached by reflection so that this file still compiles on JDK 21, where java.lang.foreign
+     * is a preview API (parseArgs asks for JDK 22+). Calling a restricted method (the downcall,
+     * the upcall stub) prints a warning unless the JVM runs with --enable-native-access=ALL-UNNAMED.
+     */
+    static final class NativeFrame {
+        static final ThreadLocal<Runnable> TASK = new ThreadLocal<>();
+        final MethodHandle qsort; // void qsort(void *base, size_t n, size_t size, int (*compar)(const void *, const void *))
+        final Object base;        // a MemorySegment: two ints, both 0, so equal: qsort leaves them as they are
+        final Object compar;      // a MemorySegment: the upcall stub, compare() below as a C function pointer
+
+        NativeFrame() throws ReflectiveOperationException {
+            Class<?> linkerC = ffm("Linker"), layoutC = ffm("MemoryLayout"), descC = ffm("FunctionDescriptor");
+            Class<?> arenaC = ffm("Arena"), segC = ffm("MemorySegment"), options = ffm("Linker$Option").arrayType();
+            Object address = layout("ADDRESS"), size = layout("JAVA_LONG"), integer = layout("JAVA_INT");
+            Object linker = linkerC.getMethod("nativeLinker").invoke(null);
+            Object libc = linkerC.getMethod("defaultLookup").invoke(linker);
+            Object symbol = ((java.util.Optional<?>) ffm("SymbolLookup").getMethod("find", String.class).invoke(libc, "qsort"))
+                    .orElseThrow(() -> new NoSuchMethodException("qsort is not in the C library"));
+            Object noOptions = java.lang.reflect.Array.newInstance(options.componentType(), 0);
+            Object qsortType = descC.getMethod("ofVoid", layoutC.arrayType())
+                    .invoke(null, layouts(layoutC, address, size, size, address));
+            qsort = (MethodHandle) linkerC.getMethod("downcallHandle", segC, descC, options)
+                    .invoke(linker, symbol, qsortType, noOptions);
+            Object comparType = descC.getMethod("of", layoutC, layoutC.arrayType())
+                    .invoke(null, integer, layouts(layoutC, address, address));
+            MethodHandle compare = MethodHandles.lookup()
+                    .findStatic(NativeFrame.class, "compare", MethodType.methodType(int.class, Object.class, Object.class))
+                    .asType(MethodType.methodType(int.class, segC, segC));
+            Object global = arenaC.getMethod("global").invoke(null); // never freed: one stub, one base for the JVM's life
+            compar = linkerC.getMethod("upcallStub", MethodHandle.class, descC, arenaC, options)
+                    .invoke(linker, compare, comparType, global, noOptions);
+            base = arenaC.getMethod("allocate", long.class).invoke(global, 8L); // zeroed
+            boolean[] ran = {false};
+            around(() -> ran[0] = true);
+            if (!ran[0]) throw new NoSuchMethodException("qsort did not call its comparator for two ints");
+        }
+
+        static Class<?> ffm(String name) throws ClassNotFoundException {
+            return Class.forName("java.lang.foreign." + name);
+        }
+
+        static Object layout(String name) throws ReflectiveOperationException {
+            return ffm("ValueLayout").getField(name).get(null);
+        }
+
+        static Object layouts(Class<?> layoutC, Object... of) {
+            Object a = java.lang.reflect.Array.newInstance(layoutC, of.length);
+            for (int i = 0; i < of.length; i++) java.lang.reflect.Array.set(a, i, of[i]);
+            return a;
+        }
+
+        /** qsort's comparator, running in the upcall: the task, once; the two ints are equal. */
+        static int compare(Object left, Object right) {
+            Runnable task = TASK.get();
+            TASK.remove();
+            if (task != null) task.run(); // never throws (around): an upcall that throws ends the JVM
+            return 0;
+        }
+
+        /** Run the task on this thread, inside qsort's call to its comparator. */
+        void around(Runnable task) {
+            Throwable[] thrown = {null};
+            TASK.set(() -> {
+                try {
+                    task.run();
+                } catch (Throwable t) {
+                    thrown[0] = t;
+                }
+            });
+            try {
+                qsort.invoke(base, 2L, 4L, compar);
+            } catch (Throwable t) {
+                thrown[0] = t;
+            } finally {
+                TASK.remove();
+            }
+            if (thrown[0] instanceof RuntimeException e) throw e;
+            if (thrown[0] instanceof Error e) throw e;
+            if (thrown[0] != null) throw new IllegalStateException(thrown[0]);
         }
     }
 
@@ -652,11 +956,13 @@ public final class Aggregator {
         final Config cfg;
         final Metrics metrics;
         final Downstream downstream;
+        final NativeFrame nativeFrame; // --pin native, else null
 
-        AggregateServlet(Config cfg, Metrics metrics, Downstream downstream) {
+        AggregateServlet(Config cfg, Metrics metrics, Downstream downstream, NativeFrame nativeFrame) {
             this.cfg = cfg;
             this.metrics = metrics;
             this.downstream = downstream;
+            this.nativeFrame = nativeFrame;
         }
 
         @Override protected void service(HttpServletRequest rq, HttpServletResponse rs) throws IOException {
@@ -677,7 +983,7 @@ public final class Aggregator {
             boolean parallel = queryInt(rq.getQueryString(), "parallel") > 0;
             long deadline = System.nanoTime() + cfg.timeoutMs * 1_000_000L;
             Answer[] answers = new Answer[k];
-            if (cfg.pin) {
+            if (cfg.pin == Pin.SYNCHRONIZED) {
                 // Like `synchronized` around a client call in application code. The lock is
                 // per request (no contention: only the pinning matters) and published as a
                 // request attribute so that escape analysis cannot elide it. On JDK 21-23 a
@@ -688,6 +994,10 @@ public final class Aggregator {
                 synchronized (lock) {
                     callSequentially(answers, deadline);
                 }
+            } else if (cfg.pin == Pin.NATIVE) {
+                // Like a blocking call made from a JNI or FFM callback (a native library calling
+                // back into Java): pinned on every JDK. Nor does it fan out.
+                nativeFrame.around(() -> callSequentially(answers, deadline));
             } else if (parallel && k > 1) {
                 callConcurrently(answers, deadline);
             } else {
@@ -698,7 +1008,7 @@ public final class Aggregator {
             body.write('[');
             for (int i = 0; i < k; i++) {
                 Answer a = answers[i];
-                if (a == null) a = Answer.TIMEOUT; // not called: an earlier call failed
+                if (a == null) a = Answer.NOT_CALLED;
                 if (a.status() != 200 && status == 200) status = a.status();
                 if (i > 0) body.write(',');
                 body.write(a.body());
@@ -708,9 +1018,31 @@ public final class Aggregator {
             else reply(rs, 200, "application/json", body.toByteArray());
         }
 
+        /**
+         * One downstream call, counted (and its failure by why). With --permits, a call first
+         * takes a permit from a fair Semaphore, waiting at most --permit-wait-ms: a virtual
+         * thread parks there, cheaply; past the wait the request is shed (503) instead of
+         * queueing without bound (Resilience4j's Bulkhead with maxWaitDuration does the same).
+         */
         Answer call(int item, long deadline) {
-            metrics.downstreamCalls.increment();
-            return downstream.get(cfg.backends.get(item % cfg.backends.size()), item, deadline);
+            var permits = metrics.permits;
+            try {
+                if (permits != null && !permits.tryAcquire(cfg.permitWaitMs, TimeUnit.MILLISECONDS)) {
+                    metrics.shed.increment();
+                    return Answer.SHED;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Answer.SHED;
+            }
+            try {
+                metrics.downstreamCalls.increment();
+                Answer a = downstream.get(cfg.backends.get(item % cfg.backends.size()), item, deadline);
+                if (a.failure() != null) metrics.failed(a.failure(), a.cause());
+                return a;
+            } finally {
+                if (permits != null) permits.release();
+            }
         }
 
         /** One call after the other, stopping at the first failure (as aggregator.c). */
@@ -792,7 +1124,7 @@ public final class Aggregator {
     }
 
     /** Embedded Tomcat with one NIO connector on 127.0.0.1, configured for the chosen model. */
-    static Tomcat tomcat(Config cfg, Metrics metrics, Path baseDir) {
+    static Tomcat tomcat(Config cfg, Metrics metrics, NativeFrame nativeFrame, Path baseDir) {
         Tomcat tomcat = new Tomcat();
         tomcat.setBaseDir(baseDir.toString());
         Connector connector = new Connector(Http11NioProtocol.class.getName());
@@ -827,8 +1159,10 @@ public final class Aggregator {
         ((StandardHost) tomcat.getHost()).setErrorReportValveClass(PlainErrorValve.class.getName());
         tomcat.getHost().getPipeline().addValve(new PlainErrorValve());
         Context ctx = tomcat.addContext("", null);
-        Downstream ds = cfg.httpClient ? new HttpClientDownstream(cfg, metrics) : new UrlConnectionDownstream();
-        Tomcat.addServlet(ctx, "aggregate", new AggregateServlet(cfg, metrics, ds));
+        Downstream ds = cfg.httpClient ? new HttpClientDownstream(cfg, metrics)
+                : cfg.pool ? new UrlConnectionDownstream() : new SocketDownstream(cfg.serverClosesFirst);
+        if (cfg.permits > 0) metrics.permits = new java.util.concurrent.Semaphore(cfg.permits, true); // service.NAME.limit
+        Tomcat.addServlet(ctx, "aggregate", new AggregateServlet(cfg, metrics, ds, nativeFrame));
         ctx.addServletMapping("/", "aggregate");
         metrics.protocol = p;
         return tomcat;
@@ -945,11 +1279,12 @@ public final class Aggregator {
         // (512 kB) hands such a connection to its Keep-Alive-SocketCleaner, one more platform
         // thread, to drain it back into the cache; only a cut call (Cut) closes one early.
         System.setProperty("http.KeepAlive.remainingData", "0");
-        if (!cfg.pool) {
-            System.setProperty("http.keepAlive", "false");                            // service.NAME.pool = 0
-            System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection"); // HttpClient
-        }
+        if (!cfg.pool) // service.NAME.pool = 0: HttpClient sends Connection: close (others: SocketDownstream)
+            System.setProperty("jdk.httpclient.allowRestrictedHeaders", "connection");
     }
+
+    /** The start-up line's note for each Pin, in its order. */
+    static final String[] PIN_NOTES = {"", ", calls inside synchronized", ", calls inside a native frame (pinned)"};
 
     /** The root cause of the last SEVERE thing Tomcat logged, for our one-line messages. */
     static volatile String lastProblem = "unknown error";
@@ -997,7 +1332,17 @@ public final class Aggregator {
 
         Path baseDir = Files.createTempDirectory("aggregator-tomcat-");
         Metrics metrics = new Metrics();
-        Tomcat tomcat = tomcat(cfg, metrics, baseDir);
+        NativeFrame nativeFrame = null;
+        if (cfg.pin == Pin.NATIVE) {
+            try {
+                nativeFrame = new NativeFrame();
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                Throwable why = e.getCause() != null ? e.getCause() : e;
+                System.err.println("aggregator: --pin native: cannot call qsort through the FFM API: " + why);
+                System.exit(1);
+            }
+        }
+        Tomcat tomcat = tomcat(cfg, metrics, nativeFrame, baseDir);
         try {
             tomcat.start();
         } catch (Exception e) {
@@ -1014,7 +1359,7 @@ public final class Aggregator {
             stop(tomcat, baseDir);
         }));
         System.err.printf("aggregator serve: listening on 127.0.0.1:%d (%s%s; java %s, Tomcat %s, %s)%n",
-                connector.getLocalPort(), cfg.virtual ? "virtual threads" : "platform threads", cfg.pin ? ", pinned" : "",
+                connector.getLocalPort(), cfg.virtual ? "virtual threads" : "platform threads", PIN_NOTES[cfg.pin.ordinal()],
                 Runtime.version().feature(), org.apache.catalina.util.ServerInfo.getServerNumber(),
                 cfg.clientOwnPool ? "httpclient-default" : cfg.httpClient ? "httpclient" : "urlconnection");
         tomcat.getServer().await(); // until the JVM is told to stop (SIGTERM, SIGINT)

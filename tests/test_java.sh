@@ -3,7 +3,10 @@
 # backend and load generator of DIR/aggregator: the contract of `aggregator serve` (answers,
 # errors, /metrics) and the point of the lab: under load, the virtual mode holds far fewer OS
 # threads than the platform pool; and `aggregator bench --server java`, whose CSV the
-# simulator reads. Loopback only, fixed ports 27600-27621, about a minute and a half (the drip cases wait for their deadlines).
+# simulator reads; the failure reasons and allocation counter of /metrics, who closes first
+# without a pool (in private network namespaces, where one can be made), --pin native, and
+# shedding load with --permits. Loopback only, fixed ports 27600-27621, about a minute and a
+# half (the drip cases wait for their deadlines).
 # Without a JDK 21+ or embedded Tomcat it says why and counts every check as skipped.
 dir=${1:-.}
 agg=$dir/aggregator
@@ -71,6 +74,40 @@ status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 
 B=27600; SLOW=27608; DEAD=27609          # backends (nothing listens on DEAD)
 V=27601; P=27602; D=27603; N=27604; H=27605; T=27606; G=27607   # Java servers
+NATIVE=27615; SHED=27616; NSB=27617; NSJ=27618   # more; NSB and NSJ only inside namespaces
+
+# Who closes first, without a pool: each way in a private network namespace of its own with
+# 100 ephemeral ports (40000-40099) and tcp_tw_reuse = 0, where a C backend (answering at
+# once), the JVM with --no-pool --close-first MODE and 40 requests (120 calls) from one curl
+# on one connection run. The
+# namespace's `ss` says which side's sockets wait in TIME_WAIT; /metrics what the calls did.
+# Started first, in the background: it runs beside the checks below.
+cat >"$tmp/close_first.sh" <<CLOSE_FIRST
+# close_first.sh MODE, inside the namespace: results in $tmp/ns-MODE.*
+ip link set lo up && sysctl -q -w net.ipv4.ip_local_port_range="40000 40099" net.ipv4.tcp_tw_reuse=0 || exit 1
+"$agg" backend --port $NSB --delay-ms 0 >/dev/null 2>&1 &
+nb=\$!
+"$JAVA" -cp "$tmp/classes:$CP" Aggregator --port $NSJ --backends 127.0.0.1:$NSB --no-pool --close-first \$1 \
+    >"$tmp/ns-\$1.log" 2>&1 &
+nj=\$!
+i=0; until curl -s -o /dev/null --max-time 1 http://127.0.0.1:$NSJ/metrics || [ \$i -ge 200 ]; do sleep 0.1; i=\$((i + 1)); done
+curl -s -o /dev/null --max-time 60$(for i in $(seq 40); do printf ' http://127.0.0.1:%s/aggregate' $NSJ; done)
+ss -Htan state time-wait "( dport = :$NSB )" | wc -l >"$tmp/ns-\$1.tw-ours"     # our ephemeral ports
+ss -Htan state time-wait "( sport = :$NSB )" | wc -l >"$tmp/ns-\$1.tw-backend" # the backend's port
+curl -s --max-time 5 http://127.0.0.1:$NSJ/metrics >"$tmp/ns-\$1.metrics"
+kill \$nj \$nb; wait \$nj \$nb
+CLOSE_FIRST
+namespace=""
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then namespace="unshare -n"
+elif unshare -rn true 2>/dev/null; then namespace="unshare -rn"
+else echo "test_java: skipped: cannot make a private network namespace: $(unshare -rn true 2>&1 | head -n 1)"; fi
+ns_kids=""
+if [ -n "$namespace" ]; then
+    for mode in client server; do
+        $namespace sh "$tmp/close_first.sh" $mode >"$tmp/ns-$mode.out" 2>&1 &
+        ns_kids="$ns_kids $!"
+    done
+fi
 start backend "$agg" backend --port $B --delay-ms 20
 start slow "$agg" backend --port $SLOW --delay-ms 3000
 java_server virtual $V --mode virtual --backends 127.0.0.1:$B
@@ -80,6 +117,11 @@ java_server pin $N --mode virtual --pin --backends 127.0.0.1:$B
 java_server httpclient $H --mode virtual --client httpclient --backends 127.0.0.1:$B
 java_server timeout $T --mode platform --timeout-ms 300 --backends 127.0.0.1:$SLOW
 java_server hcdefault $G --mode virtual --client httpclient-default --backends 127.0.0.1:$B
+# --pin native with a flight recording (its jdk.VirtualThreadPinned events), and shedding: one
+# permit, 200 ms to wait for it, a call of 3 s holding it.
+start native "$JAVA" --enable-native-access=ALL-UNNAMED -XX:StartFlightRecording:settings=default \
+    -cp "$tmp/classes:$CP" Aggregator --port $NATIVE --mode virtual --pin native --timeout-ms 500 --backends 127.0.0.1:$B
+java_server shed $SHED --mode virtual --fanout 1 --permits 1 --permit-wait-ms 200 --backends 127.0.0.1:$SLOW
 # A backend that drips its answers, and behind it each client in each mode (27611-27614).
 DRIP=27610; DRIPPED="platform-urlconnection virtual-urlconnection platform-httpclient virtual-httpclient"
 start drip "$JAVA" -cp "$tmp/classes:$CP" Aggregator drip --port $DRIP --every-ms 200
@@ -88,7 +130,7 @@ for mc in $DRIPPED; do
     port=$((port + 1)); echo $port >"$tmp/$mc.port"
     java_server "$mc" $port --mode "${mc%-*}" --client "${mc#*-}" --timeout-ms 1000 --backends 127.0.0.1:$DRIP
 done
-for port in $V $P $D $N $H $T $G 27611 27612 27613 27614 $DRIP; do
+for port in $V $P $D $N $H $T $G 27611 27612 27613 27614 $DRIP $NATIVE $SHED; do
     path=/metrics; [ $port = $DRIP ] && path=/cuts # its other answers drip
     ready $port $path || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }
 done
@@ -108,6 +150,8 @@ check "httpclient /aggregate: the 3 items" [ "$(items http://127.0.0.1:$H/aggreg
 check "httpclient ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$H/aggregate?parallel=1")" = "$want" ]
 check "--pin /aggregate: the 3 items" [ "$(items http://127.0.0.1:$N/aggregate)" = "$want" ]
 check "--pin ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$N/aggregate?parallel=1")" = "$want" ]
+check "--pin native /aggregate: the 3 items" [ "$(items http://127.0.0.1:$NATIVE/aggregate)" = "$want" ]
+check "--pin native ?parallel=1: the 3 items" [ "$(items "http://127.0.0.1:$NATIVE/aggregate?parallel=1")" = "$want" ]
 check "/aggregate is application/json" sh -c "curl -s -D - -o /dev/null http://127.0.0.1:$V/aggregate | grep -qi '^content-type: application/json'"
 
 # Bad input: 404, 405, and a malformed request line sent raw (Tomcat's parser refuses it).
@@ -125,6 +169,26 @@ check "dead backend: answered within --timeout-ms 2000 (got ${out#* } s)" awk "B
 out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 10 http://127.0.0.1:$T/aggregate)
 check "slow backend: 504 (got $out)" [ "${out% *}" = 504 ]
 check "slow backend: 504 after ~--timeout-ms 300 (got ${out#* } s)" awk "BEGIN { t = ${out#* }; exit !(t >= 0.25 && t < 2.0) }"
+# Why, in /metrics: each server made one call (a request stops at its first failure).
+reasons() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | sed -n 's/^agg_downstream_failures_total{reason="\(.*\)"} /\1=/p' | tr '\n' ' '; }
+check "dead backend: its one call counted as refused (got $(reasons $D))" \
+    [ "$(reasons $D)" = "no_port=0 timeout=0 refused=1 bad_response=0 other=0 " ]
+check "slow backend: its one call counted as timeout (got $(reasons $T))" \
+    [ "$(reasons $T)" = "no_port=0 timeout=1 refused=0 bad_response=0 other=0 " ]
+
+# Shedding: the first request holds the one permit for 3 s (the slow backend); once /metrics
+# says it is taken, a second one waits --permit-wait-ms 200 for it and is answered 503, well
+# before the 3 s; the first is answered 200.
+metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+curl -s -o /dev/null -w '%{http_code}' --max-time 20 http://127.0.0.1:$SHED/aggregate >"$tmp/shed.first" &
+shed_first=$!
+i=0; while [ "$(metric $SHED agg_permits_available)" != 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+out=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 10 http://127.0.0.1:$SHED/aggregate)
+check "--permits 1: a second request is shed, 503 (got $out)" [ "${out% *}" = 503 ]
+check "--permit-wait-ms 200: after 0.2-2 s, not the 3 s the holder takes (got ${out#* } s)" \
+    awk "BEGIN { t = ${out#* }; exit !(t >= 0.2 && t < 2.0) }"
+check "--permits 1: /metrics counted 1 shed call (got $(metric $SHED agg_shed_total))" [ "$(metric $SHED agg_shed_total)" = 1 ]
+# (the holder's 200 is checked below, once its 3 s are over)
 
 # A dripping backend: headers at once, then a body byte every 200 ms, so a per-read timeout
 # never fires and only a deadline for the whole call (--timeout-ms 1000) ends it. Every client
@@ -192,9 +256,14 @@ served() { awk '/requests in/ { print $1 }' "$tmp/$1.load"; }
 served_clean() { # some requests answered, none failed
     [ "$(served "$1")" -gt 0 ] 2>/dev/null && grep -q 'Errors: connect 0 read/write 0 timeout 0 status 0 parse 0' "$tmp/$1.load"
 }
+wait $shed_first
+check "--permits 1: the holder is answered 200 (got $(cat "$tmp/shed.first"))" [ "$(cat "$tmp/shed.first")" = 200 ]
+
 users=200; threads=150
 pp=$(load_peak platform $P $users 2)
+alloc0=$(metric $V agg_alloc_bytes_total)
 vp=$(load_peak virtual $V $users 2)
+alloc1=$(metric $V agg_alloc_bytes_total)
 np=$(load_peak pin $N 100 1)
 gp=$(load_peak hcdefault $G $users 2)
 rps() { awk '/Requests\/sec/ { print $2 }' "$tmp/$1.load"; }
@@ -224,8 +293,89 @@ pin_verdict() {
 }
 echo "test_java: --pin on JDK $jdk: $(rps pin) req/s at 100 users; pinned carriers would allow $collapse"
 check "--pin on JDK $jdk: $( [ "$jdk" -ge 24 ] 2>/dev/null && echo 'no collapse, > 3x' || echo 'collapsed, < 1.5x') carriers/(K*D) = $collapse req/s (got $(rps pin))" pin_verdict
+# The allocation counter: every request served builds its answer (3 items, 220 bytes) at least
+# once, so the bytes allocated under load are at least that many per request.
+echo "test_java: virtual allocated $(( (alloc1 - alloc0) / 1024 )) KiB for its $(served virtual) requests under load"
+check "agg_alloc_bytes_total grew by >= 220 B per request served (got $alloc0 -> $alloc1, $(served virtual) requests)" \
+    awk "BEGIN { exit !($alloc1 - $alloc0 >= 220 * $(served virtual) && $(served virtual) > 0) }"
+# --pin native: the calls inside qsort's upcall. A native frame pins on every JDK, so with 10
+# users both carriers are soon pinned, and it serves at most carriers / (K * D) (unpinned,
+# 10 users / 60 ms would be 167 req/s). On JDK 25 the sockets' read pollers are virtual
+# threads themselves, so with every carrier pinned they cannot run either, and the reads end
+# only at --timeout-ms: served falls to about none. JFR, the JVM's own account, names it.
+load_peak native $NATIVE 10 1 >/dev/null
+echo "test_java: --pin native: $(rps native) req/s at 10 users; pinned carriers would allow $collapse"
+check "--pin native: at most 1.5x carriers/(K*D) = $collapse req/s (got $(rps native))" \
+    awk "BEGIN { exit !($(rps native) < 1.5 * $collapse) }"
+("${JAVA%/java}/jcmd" "$(cat "$tmp/native.pid")" JFR.dump filename="$tmp/native.jfr" >/dev/null 2>&1
+ "${JAVA%/java}/jfr" print --events jdk.VirtualThreadPinned "$tmp/native.jfr" >"$tmp/pinned.txt" 2>&1) &
+jfr_kid=$! # read below: it takes a few seconds
 check "platform /metrics: the pool grew to --threads" \
     sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q -E '^agg_pool_size $threads\$'"
+
+# Who closes first (the namespaces started at the top): the client way, this server's port
+# holds each TIME_WAIT, so after exactly the range's 100 calls to the backend connect() finds
+# no port (java.net.BindException, counted as no_port and logged once), and the 100 TIME_WAIT
+# sockets are ours; the server way, the backend's port holds them, each taken over by the next
+# SYN from the same port, so the calls go on past 100 without a failure and none are ours.
+wait $ns_kids
+if [ -n "$namespace" ]; then
+    nsm() { awk -v m="$2" '$1 == m { print $2 }' "$tmp/ns-$1.metrics"; }
+    nsfailed() { grep '^agg_downstream_failures_total' "$tmp/ns-$1.metrics" | awk '{ n += $2 } END { print n + 0 }'; }
+    for mode in client server; do
+        echo "test_java: --close-first $mode (100 ports): $(nsm $mode agg_downstream_calls_total) calls," \
+            "$(nsm $mode 'agg_downstream_failures_total{reason="no_port"}') no_port; TIME_WAIT ours" \
+            "$(cat "$tmp/ns-$mode.tw-ours"), the backend's $(cat "$tmp/ns-$mode.tw-backend")"
+        [ -s "$tmp/ns-$mode.metrics" ] || cat "$tmp/ns-$mode.out" "$tmp/ns-$mode.log" >&2
+    done
+    ok=$(( $(nsm client agg_downstream_calls_total) - $(nsfailed client) ))
+    check "--close-first client: port exhaustion counted as no_port" \
+        [ "$(nsm client 'agg_downstream_failures_total{reason="no_port"}')" -gt 0 ]
+    check "--close-first client: no_port is every failure (got $(nsfailed client))" \
+        [ "$(nsm client 'agg_downstream_failures_total{reason="no_port"}')" = "$(nsfailed client)" ]
+    check "--close-first client: exactly the range's 100 calls before the wall (got $ok)" [ "$ok" = 100 ]
+    check "--close-first client: the 100 TIME_WAIT sockets are ours (got $(cat "$tmp/ns-client.tw-ours"))" \
+        [ "$(cat "$tmp/ns-client.tw-ours")" = 100 ]
+    check "--close-first client: none on the backend's port (got $(cat "$tmp/ns-client.tw-backend"))" \
+        [ "$(cat "$tmp/ns-client.tw-backend")" = 0 ]
+    check "--close-first client: the log names java.net.BindException: Cannot assign requested address, once" \
+        [ "$(grep -c 'java.net.BindException: Cannot assign requested address' "$tmp/ns-client.log")" = 1 ]
+    check "--close-first server: no failure (got $(nsfailed server))" [ "$(nsfailed server)" = 0 ]
+    check "--close-first server: more calls than ports (got $(nsm server agg_downstream_calls_total) > 100)" \
+        [ "$(nsm server agg_downstream_calls_total)" -gt 100 ]
+    check "--close-first server: TIME_WAIT on the backend's port (got $(cat "$tmp/ns-server.tw-backend"))" \
+        [ "$(cat "$tmp/ns-server.tw-backend")" -gt 0 ]
+    check "--close-first server: none of ours (got $(cat "$tmp/ns-server.tw-ours"))" [ "$(cat "$tmp/ns-server.tw-ours")" = 0 ]
+fi
+
+wait $jfr_kid
+echo "test_java: JFR recorded $(grep -c 'jdk.VirtualThreadPinned' "$tmp/pinned.txt") jdk.VirtualThreadPinned events under --pin native"
+check "--pin native: JFR recorded jdk.VirtualThreadPinned, 'Native or VM frame on stack'" \
+    grep -q 'pinnedReason = "Native or VM frame on stack"' "$tmp/pinned.txt"
+
+# The new flags' bad uses: one line, exit 2 (compiled classes: quicker than the source launcher).
+bad_flags() {
+    case $1 in
+        close-first) echo "--close-first client" ;; # without --no-pool
+        nopool-both) echo "--no-pool --close-first both" ;;
+        pin) echo "--pin sometimes" ;;
+        wait) echo "--permit-wait-ms 10" ;; # without --permits
+    esac
+}
+kids=""
+for b in close-first nopool-both pin wait; do # all at once: each is a JVM start
+    flags=$(bad_flags $b)
+    # shellcheck disable=SC2086 # the flags split on purpose
+    (echo "$flags" >"$tmp/bad-$b.flags"
+     "$JAVA" -cp "$tmp/classes:$CP" Aggregator --backends 127.0.0.1:$B $flags >/dev/null 2>"$tmp/bad-$b.err"
+     echo $? >"$tmp/bad-$b.rc") &
+    kids="$kids $!"
+done
+wait $kids
+for b in close-first nopool-both pin wait; do
+    check "bad use '$(cat "$tmp/bad-$b.flags")': exit 2 and one line (got $(cat "$tmp/bad-$b.rc"): $(head -n 1 "$tmp/bad-$b.err"))" \
+        sh -c "[ \$(cat '$tmp/bad-$b.rc') -eq 2 ] && [ \$(wc -l < '$tmp/bad-$b.err') -eq 1 ]"
+done
 
 # A bad flag: one clear line and exit 2, through the single-file source launcher as documented.
 "$JAVA" -cp "$CP" "$root/java/Aggregator.java" --frobnicate >"$tmp/out" 2>"$tmp/err"; rc=$?
