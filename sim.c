@@ -11282,8 +11282,10 @@ int main(int argc, char **argv)
     struct scenario s;
     char err[512];
     int rc = opt_parse(argc, argv, &o);
+    if (rc == 1) /* --help or --keys printed: the write checked (> /dev/full fails) */
+        return rep_close(stdout, "the text to stdout") < 0;
     if (rc)
-        return rc == 1 ? 0 : rc;
+        return rc;
     if ((rc = sim_font_check(&o)))
         return rc;
     if (o.validate)

@@ -250,6 +250,11 @@ for fmt in "" --json; do
     expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- --headless "$T" --series /dev/full $fmt
     [ -s "$tmp/out" ] && bad "--series /dev/full $fmt: a report was printed: $(head -c 200 "$tmp/out")" || ok
 done
+# every output: --help and --keys to a full disk fail too
+for flag in --help --keys; do
+    "$sim" $flag > /dev/full 2> "$tmp/err"; got=$?
+    [ "$got" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && ok || bad "$flag > /dev/full: exit $got"
+done
 # item 7: every picture's write is checked (stbi_write_png said yes to a full disk)
 expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- "$T" --screenshot /dev/full
 expect_clean 1 "cannot write /dev/full: No space left on device" 5 -- --headless "$T" --sweep users=1,2 --plot /dev/full
