@@ -5696,6 +5696,14 @@ static void val_print_extra_row(FILE *out, const struct val_point *p)
             p->pred.bound_what);
 }
 
+/* "yes", "no" or "-" (no interval or no prediction): is the predicted ratio in [lo, hi]? */
+static const char *val_ratio_inside(double pr, double lo, double hi)
+{
+    if (isnan(lo) || isnan(hi) || !isfinite(pr))
+        return "-";
+    return pr >= lo && pr <= hi ? "yes" : "no";
+}
+
 static void val_print_extra(FILE *out, const struct val_point *p, int n)
 {
     fputs("\nthroughput: the mean over runs with its Student-t 95% interval; inside: the "
@@ -5715,10 +5723,10 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
         if (!header++)
             fprintf(out,
                     "\nvirtual / platform throughput (95%% interval: delta method on the log "
-                    "ratio, Welch-Satterthwaite degrees of freedom)\n%-6s %7s %-4s %-6s %3s "
-                    "%7s | %8s %21s | %9s %7s\n",
+                    "ratio, Welch-Satterthwaite degrees of freedom; inside: the predicted ratio "
+                    "is in it)\n%-6s %7s %-4s %-6s %3s %7s | %8s %21s | %9s %7s %-6s\n",
                     "server", "users", "pool", "close", "K", "D ms", "measured", "95% interval",
-                    "predicted", "error");
+                    "predicted", "error", "inside");
         double lo, hi, r = val_ratio(&p[i], &p[j], &lo, &hi);
         double pr =
             p[j].predicted[VM_RPS] > 0 ? p[i].predicted[VM_RPS] / p[j].predicted[VM_RPS] : NAN;
@@ -5728,19 +5736,18 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
         if (isnan(lo))
             fprintf(out, " %21s", "(a single run)");
         else
-            fprintf(out, " [%8.2f, %8.2f]%s", lo, hi, pr >= lo && pr <= hi ? "*" : " ");
+            fprintf(out, " [%8.2f, %8.2f]", lo, hi);
         fputs(" |", out);
         if (isfinite(pr))
             fprintf(out, " %9.2f", pr);
         else
             fprintf(out, " %9s", "-");
         if (isfinite(pr) && isfinite(r))
-            fprintf(out, " %+6.1f%%\n", 100 * val_rel(r, pr));
+            fprintf(out, " %+6.1f%%", 100 * val_rel(r, pr));
         else
-            fprintf(out, " %7s\n", "-");
+            fprintf(out, " %7s", "-");
+        fprintf(out, " %s\n", val_ratio_inside(pr, lo, hi));
     }
-    if (header)
-        fputs("* the predicted ratio is inside the measured interval\n", out);
 }
 
 static void val_json_extra(FILE *out, const struct val_point *p)
@@ -5799,7 +5806,11 @@ static void val_json_ratios(FILE *out, const struct val_point *p, int n)
         rep_json_number(out, "%.6g", pr);
         fputs(", \"rel_error\": ", out);
         rep_json_number(out, "%.6g", val_rel(r, pr));
-        fputs("}", out);
+        const char *in = val_ratio_inside(pr, lo, hi);
+        fprintf(out, ", \"predicted_in_ci95\": %s}",
+                !strcmp(in, "-")     ? "null"
+                : !strcmp(in, "yes") ? "true"
+                                     : "false");
     }
     fputs("]", out);
 }

@@ -1804,6 +1804,61 @@ static void measured_runs(struct val_point *p, const double *x, int n)
     p->extra[VX_CI_HIGH] = mean + half;
 }
 
+/* The ratio table says whether the predicted ratio is in the measured interval, row by row:
+ * 3200 users, K = 3 x 300 ms, pooled, no CPU cost: the prediction is 3200 / 200 = 16 (pool
+ * bound 200 / 0.9 s, Little's law 3200 / 0.9 s). Measured 3000 [2950, 3050] over 220 [218,
+ * 222] is 13.64 [13.45, 13.83]: 16 is outside, and nothing printed may say it is inside. */
+static void test_validate_ratio_inside(void)
+{
+    char path[] = "/tmp/loomlab-valratio-XXXXXX", err[512] = "";
+    const char *head = "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                       "peak_rss_bytes,warmup_s,window_s,runs,throughput_ci95_low,"
+                       "throughput_ci95_high\n";
+    const char *virt[] = {"3200,virtual,on,3,300,3000,900,950,10,1000000,2,5,3,2950,3050\n",
+                          "3200,virtual,on,3,300,3520,900,950,10,1000000,2,5,3,3400,3640\n"};
+    const char *want[] = {"no", "yes"};
+    for (int c = 0; c < 2; c++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "%s3200,platform,on,3,300,220,900,950,210,1000000,2,5,3,218,"
+                 "222\n%s",
+                 head, virt[c]);
+        put_file(path, text);
+        struct val_point *p;
+        int n;
+        if (val_read_server(path, -1, &p, &n, err, sizeof err) != 0 || n != 2) {
+            CHECK(0, "ratio CSV parses: %s", err);
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            CHECK(val_simulate(&p[i], path, NULL, NULL, 0, err, sizeof err) == 0, "simulates: %s",
+                  err);
+        double pr = p[1].predicted[VM_RPS] / p[0].predicted[VM_RPS], lo, hi;
+        double r = val_ratio(&p[1], &p[0], &lo, &hi);
+        CHECK(fabs(pr - 16) < 0.2, "predicted ratio 3200 / 200: %g", pr);
+        CHECK((c == 0) == (pr < lo || pr > hi), "case %d: 16 against [%g, %g] (ratio %g)", c, lo,
+              hi, r);
+        char *out = NULL, *json = NULL, line[160];
+        size_t len = 0, jlen = 0;
+        FILE *f = open_memstream(&out, &len);
+        val_print_extra(f, p, n);
+        fclose(f);
+        f = open_memstream(&json, &jlen);
+        val_json_ratios(f, p, n);
+        fclose(f);
+        snprintf(line, sizeof line, "%+6.1f%% %s\n", 100 * val_rel(r, pr), want[c]);
+        CHECK(strstr(out, line) != NULL, "case %d: the ratio row ends '%s': %s", c, line, out);
+        CHECK(c == 1 || !strstr(out, "ratio is inside"), "16 outside: nothing says inside: %s",
+              out);
+        CHECK(strstr(json, c ? "\"predicted_in_ci95\": true" : "\"predicted_in_ci95\": false"),
+              "case %d: JSON's predicted_in_ci95: %s", c, json);
+        free(out);
+        free(json);
+        free(p);
+    }
+    unlink(path);
+}
+
 /* --validate with C1's columns: the cell's ports drive the prediction (a wall in 1000 ports,
  * none in the host's range or with the server closing first), the failure fraction, the
  * binding bound named, and the virtual / platform ratio's 95% interval. */
@@ -2270,6 +2325,7 @@ int main(void)
     test_calibration_file();
     test_validate();
     test_validate_c1();
+    test_validate_ratio_inside();
     test_timeline();
     test_live();
     test_live_hostile();
