@@ -30,6 +30,7 @@
  *     I.7 Switching              vt_boot, carrier_run, park, yield, spawn, join, wait, pin
  *     I.8 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
  *     I.9 I/O                    io_ read/write/connect/accept: park or block, one code path
+ *     I.10 Interface             rt_self, io_home, io_quiet: all Parts II, III ask of rt
  *   Part II. The service
  *     II.1 HTTP                  http_ pure request/response parsers, the response writer
  *     II.2 Metrics               metrics_ counters and the Prometheus text page
@@ -42,8 +43,7 @@
  *   Part III. Lab tools
  *     III.1 Latency histogram    hist_ log-linear, the same text as in sim.c
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
- *     III.3 Bench                bench_ jvm_ netns_ the grid of child processes (C or JVM),
- *                                CSV, timeline, private network namespaces (the port wall)
+ *     III.3 Bench                bench_ jvm_ netns_ the grid (C or JVM), CSV, the port wall
  *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
  *     III.5 Calibrate            cal_ the simulator's costs, measured, as scenario keys
  *   Part IV. The command line
@@ -51,12 +51,12 @@
  *     IV.2 Subcommands           cmd_ serve, backend, load, bench, microbench, calibrate, netns
  *     IV.3 main                  the command table
  *
- * Conventions. Everything but main is static; one prefix per subsystem. The only global
- * state is the runtime `rt` and `carrier_self`, the calling thread's carrier. Times are
- * int64 ns of CLOCK_MONOTONIC unless a name says _ms, _us or _s. Out of memory aborts;
- * recoverable errors return -1 with errno. To add an endpoint: a handler like agg_aggregate
- * and its path in agg_route. To add a subcommand: a cmd_ function with its options table
- * (IV.2) and a line in main's table (IV.3).
+ * Conventions. Everything but main is static; one prefix per subsystem. Global state: the
+ * runtime's `rt` and `carrier_self` (read in Part I only), the service's `metrics_counters`.
+ * Times are int64 ns of CLOCK_MONOTONIC unless a name says _ms, _us or _s. Out of memory
+ * aborts; recoverable errors return -1 with errno. New endpoint: a handler like agg_aggregate
+ * and its path in agg_route; new subcommand: a cmd_ function with its options table (IV.2)
+ * and a line in main's table (IV.3).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -926,7 +926,6 @@ static struct rt {
     uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned,
                                    by other threads than carriers (and folded in by rt_join) */
     struct sigaction old_segv;  /* restored for faults that are not stack overflows */
-    struct metrics *m;          /* process-wide counters for /metrics (II.2) */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -2244,6 +2243,8 @@ static void rt_join(void)
 /* Totals over the carriers, for /metrics and the tests (racy snapshots, good enough). */
 struct vt_stats {
     long alive, runnable, parked, busy;
+    long pinned, pinned_blocked; /* inside vt_pin; of those, blocked in the kernel now */
+    int carriers;
     uint64_t switches, steals, copied_bytes;
 };
 
@@ -2254,6 +2255,9 @@ static struct vt_stats vt_stats(void)
     rt_counts(&s, &f);
     total.alive = (long)(s - f);
     total.parked = LOAD(rt.parked);
+    total.pinned = LOAD(rt.pinned);
+    total.pinned_blocked = LOAD(rt.pinned_blocked);
+    total.carriers = rt.ncarriers;
     for (int i = 0; i < rt.ncarriers; i++) {
         struct carrier *c = &rt.carriers[i];
         total.runnable += runq_len(c);
@@ -2576,6 +2580,81 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     if (port_out)
         *port_out = ntohs(sa.sin_port);
     return fd;
+}
+
+/* ---- I.10 Interface ---- */
+
+/* What Parts II and III ask of the runtime beyond spawning, parking and the io_ calls: which
+ * carrier the caller is, how many there are, which one watches an fd, whether the caller is
+ * pinned, and whether an idle fd has something to read. They never read rt or carrier_self. */
+
+/* The number of carriers (0 before rt_start and after rt_join). */
+static int rt_carriers(void)
+{
+    return rt.ncarriers;
+}
+
+/* The calling OS thread's carrier, 0 .. rt_carriers() - 1, or -1 off the carriers. */
+static int rt_self(void)
+{
+    return carrier_self ? carrier_self->id : -1;
+}
+
+/* The carrier whose epoll watches fd, or -1 (not registered). */
+static int io_home(int fd)
+{
+    struct carrier *o = rt.io && fd >= 0 && fd < rt.io_cap ? LOAD(rt.io[fd].owner) : NULL;
+    return o ? o->id : -1;
+}
+
+/* Whether the caller is a virtual thread inside vt_pin. */
+static int vt_pinned(void)
+{
+    struct vt *v = vt_current();
+    return v && v->pinned;
+}
+
+/* A detached thread on carrier i. */
+static void vt_spawn_detached_on(int i, void (*fn)(void *), void *arg)
+{
+    vt_spawn_on(&rt.carriers[i], fn, arg, VT_DETACHED);
+}
+
+/* How recent a harvest of the caller's epoll must be for io_quiet to trust an fd's readiness
+ * instead of peeking (ns). It widens the window of the stale check (see io_quiet) by at most
+ * this much: as long as a loopback request takes to reach the backend and be read there, a
+ * window the peek has anyway. */
+#ifndef IO_QUIET_NS
+#define IO_QUIET_NS (50 * 1000)
+#endif
+
+/* Whether nothing has come on an idle fd since its last read: no bytes, no EOF. A peek
+ * (recv MSG_PEEK, one syscall) answers it anywhere; a virtual thread on the fd's own carrier
+ * asks the readiness first, which Go's pollDesc keeps for the same purpose. A clear
+ * ready[VT_READ] says the last read was short, or EAGAIN, with no edge since; it cannot say
+ * that bytes or a FIN arrived after the carrier last harvested its epoll (their edge waits in
+ * the kernel's ready list). So the readiness is trusted only when that harvest is under
+ * IO_QUIET_NS old; otherwise we harvest now (carrier_harvest: an epoll_wait without waiting,
+ * whose events are this carrier's work anyway, where an EAGAIN peek is a wasted syscall) and
+ * look again. Platform threads, pinned ones, an fd of another carrier (a thread stolen since)
+ * and a set ready flag peek. A quiet peek proves the fd drained, so the next read waits for
+ * its edge first, with no EAGAIN read. */
+static int io_quiet(int fd)
+{
+    char c;
+    struct vt_io *io = io_watched(fd);
+    struct carrier *self = carrier_self;
+    if (io && LOAD(io->owner) == self && !LOAD(io->ready[VT_READ])) {
+        if (now_ns() - self->polled_at > IO_QUIET_NS)
+            carrier_harvest(self);
+        if (!LOAD(io->ready[VT_READ]))
+            return 1;
+    }
+    unsigned seen = io_edges(io, VT_READ);
+    int quiet = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+    if (quiet)
+        io_drained(io, VT_READ, seen, 1);
+    return quiet;
 }
 
 /* ==== Part II. The service ==== */
@@ -3079,17 +3158,20 @@ struct metrics {
     long pool_queue;                     /* platform: requests waiting for a pool thread */
 };
 
+/* The process's counters: the service's one global, beside the runtime's rt. */
+static struct metrics *metrics_counters;
+
 /* Allocate the counters; call once from the main thread before any server starts. */
 static struct metrics *metrics_init(void)
 {
-    if (!rt.m)
-        rt.m = xcalloc(1, sizeof *rt.m);
-    return rt.m;
+    if (!metrics_counters)
+        metrics_counters = xcalloc(1, sizeof *metrics_counters);
+    return metrics_counters;
 }
 
 static void metrics_request(int status, int64_t ns)
 {
-    struct metrics *m = rt.m;
+    struct metrics *m = metrics_counters;
     SHARED_ADD(m->requests[http_status_index(status)], 1);
     int i = 0;
     while (i < METRICS_NLE && (double)ns > metrics_le_ms[i] * NS_PER_MS)
@@ -3101,7 +3183,7 @@ static void metrics_request(int status, int64_t ns)
 /* The Prometheus text exposition format (version 0.0.4). */
 static void metrics_page(struct sbuf *b)
 {
-    struct metrics *m = rt.m;
+    struct metrics *m = metrics_counters;
     struct vt_stats threads = vt_stats();
     uint64_t cum = 0;
     sbuf_printf(b, "# HELP agg_requests_total Requests answered, by status.\n"
@@ -3142,10 +3224,10 @@ static void metrics_page(struct sbuf *b)
         {"agg_vthreads_alive", "virtual threads alive", (double)threads.alive},
         {"agg_vthreads_runnable", "virtual threads runnable", (double)threads.runnable},
         {"agg_vthreads_parked", "virtual threads parked", (double)threads.parked},
-        {"agg_vthreads_pinned", "virtual threads pinned (inside vt_pin)", (double)LOAD(rt.pinned)},
+        {"agg_vthreads_pinned", "virtual threads pinned (inside vt_pin)", (double)threads.pinned},
         {"agg_vthreads_pinned_blocked", "pinned virtual threads blocking their carrier",
-         (double)LOAD(rt.pinned_blocked)},
-        {"agg_carriers", "carrier threads", (double)rt.ncarriers},
+         (double)threads.pinned_blocked},
+        {"agg_carriers", "carrier threads", (double)threads.carriers},
         {"agg_carriers_busy", "carriers running a virtual thread", (double)threads.busy},
         {"agg_context_switches_total", "switches into virtual threads", (double)threads.switches},
         {"agg_stack_copied_bytes_total", "stack bytes copied by parking",
@@ -3295,14 +3377,14 @@ static struct conn *conn_new(struct server *s, int fd)
     conn->fd = fd;
     conn->srv = s;
     conn->buf = xmalloc(CONN_BUF);
-    SHARED_ADD(rt.m->conns, 1);
+    SHARED_ADD(metrics_counters->conns, 1);
     return conn;
 }
 
 static void conn_free(struct conn *conn)
 {
     io_close(conn->fd);
-    SHARED_ADD(rt.m->conns, -1);
+    SHARED_ADD(metrics_counters->conns, -1);
     sbuf_free(&conn->out);
     free(conn->buf);
     free(conn);
@@ -3482,8 +3564,7 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
         vt_pin(); /* like a synchronized block around the calls (JDK 21) */
     /* A pinned thread cannot park in a join, and its children live on its own carrier, so
      * under --pin a fan-out would wait forever: the calls run one after the other instead. */
-    struct vt *self = vt_current();
-    if (parallel && k > 1 && !(self && self->pinned))
+    if (parallel && k > 1 && !vt_pinned())
         agg_fan_out(calls, k);
     else
         for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++)
@@ -3624,7 +3705,7 @@ struct ds_pool {
 
 static struct ds_pool *ds_pool_for(struct server *s, int backend)
 {
-    int slot = carrier_self && s->npool_slots > 1 ? carrier_self->id : 0;
+    int slot = s->npool_slots > 1 && rt_self() >= 0 ? rt_self() : 0;
     return &s->pools[slot * s->cfg->nbackends + backend];
 }
 
@@ -3634,13 +3715,13 @@ static struct ds_pool *ds_pool_for(struct server *s, int backend)
  * the other carrier, and every request would bounce between the two. */
 static struct ds_pool *ds_pool_home(struct server *s, int backend, int fd)
 {
-    struct carrier *o = s->npool_slots > 1 ? LOAD(rt.io[fd].owner) : NULL;
-    return o ? &s->pools[o->id * s->cfg->nbackends + backend] : ds_pool_for(s, backend);
+    int home = s->npool_slots > 1 ? io_home(fd) : -1;
+    return home >= 0 ? &s->pools[home * s->cfg->nbackends + backend] : ds_pool_for(s, backend);
 }
 
 static void ds_init(struct server *s)
 {
-    s->npool_slots = s->cfg->mode == MODE_VIRTUAL && rt.ncarriers > 0 ? rt.ncarriers : 1;
+    s->npool_slots = s->cfg->mode == MODE_VIRTUAL && rt_carriers() > 0 ? rt_carriers() : 1;
     s->pool_slot_cap = s->cfg->pool_max_idle / s->npool_slots;
     if (s->pool_slot_cap < 1 && s->cfg->pool_max_idle > 0)
         s->pool_slot_cap = 1; /* at least one per carrier, unless none is asked for */
@@ -3663,46 +3744,17 @@ static void ds_free(struct server *s)
     s->pools = NULL;
 }
 
-/* How recent a harvest of the owner carrier's epoll must be for client_is_quiet to trust an
- * fd's readiness instead of peeking (ns). It widens the window of F5's check (see there) by
- * at most this much: as long as a loopback request takes to reach the backend and be read
- * there, a window the peek has anyway. */
-#ifndef DS_QUIET_NS
-#define DS_QUIET_NS (50 * 1000)
-#endif
-
 /* Whether nothing has come on an idle connection since its last answer. Bytes would be read
- * as the next call's answer, and EOF means the backend closed it; either way
- * it must not be reused. Apache HttpClient's stale connection check peeks (one MSG_PEEK
- * syscall per reuse); a virtual thread on the fd's own carrier asks the readiness first,
- * which Go's pollDesc keeps for the same purpose. A clear ready[VT_READ] says the last read
- * was short, or EAGAIN, with no edge since; it cannot say that bytes or a FIN arrived after
- * the carrier last harvested its epoll (their edge waits in the kernel's ready list). So the
- * readiness is trusted only when that harvest is under DS_QUIET_NS old; otherwise we harvest
- * now (carrier_harvest: an epoll_wait without waiting, whose events are this carrier's work
- * anyway, where an EAGAIN peek is a wasted syscall) and look again. What is left is the race
- * every stale check has: bytes the backend sends between the check and its reading of our
- * request. The peek's window is the write's and the request's trip (microseconds); this one
- * adds at most DS_QUIET_NS. A FIN missed in it costs no answer: the write or the read fails,
- * client_exchange says CX_STALE and ds_call retries on a fresh connection. Platform threads,
- * pinned ones, an fd of another carrier (a thread stolen after its take) and a set ready
- * flag peek as before. Test: t_quiet. */
+ * as the next call's answer, and EOF means the backend closed it; either way it must not be
+ * reused. Apache HttpClient's stale connection check peeks; io_quiet asks the runtime's
+ * readiness first. What is left is the race every stale check has: bytes the backend sends
+ * between the check and its reading of our request. The peek's window is the write's and the
+ * request's trip (microseconds); the readiness adds at most IO_QUIET_NS. A FIN missed in it
+ * costs no answer: the write or the read fails, client_exchange says CX_STALE and ds_call
+ * retries on a fresh connection. Test: t_quiet. */
 static int client_is_quiet(struct client *cl)
 {
-    char c;
-    struct vt_io *io = io_watched(cl->fd);
-    struct carrier *self = carrier_self;
-    if (io && LOAD(io->owner) == self && !LOAD(io->ready[VT_READ])) {
-        if (now_ns() - self->polled_at > DS_QUIET_NS)
-            carrier_harvest(self);
-        if (!LOAD(io->ready[VT_READ]))
-            return 1;
-    }
-    unsigned seen = io_edges(io, VT_READ);
-    int quiet = recv(cl->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
-    if (quiet) /* drained: the answer's read waits for its edge first, no EAGAIN read */
-        io_drained(io, VT_READ, seen, 1);
-    return quiet;
+    return io_quiet(cl->fd);
 }
 
 /* An idle connection that is still quiet, or NULL; the others are closed on the way. */
@@ -3804,7 +3856,7 @@ static int ds_connect_reason(int err)
  * else 502. */
 static int ds_failed(int reason, int err)
 {
-    struct metrics *m = rt.m;
+    struct metrics *m = metrics_counters;
     SHARED_ADD(m->ds_failed[reason], 1);
     SHARED_ADD(m->ds_unlogged[reason], 1);
     int64_t now = now_ns(), next = LOAD(m->ds_log_next[reason]);
@@ -3859,7 +3911,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
     memcpy(req, head, sizeof head - 1);
     memcpy(req + sizeof head - 1, digits, nd);
     memcpy(req + sizeof head - 1 + nd, tail, nt);
-    SHARED_ADD(rt.m->ds_calls, 1);
+    SHARED_ADD(metrics_counters->ds_calls, 1);
     struct client *cl = cfg->pool ? ds_take(backend_pool) : NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = cl != NULL;
@@ -3869,7 +3921,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
                 int err = errno;
                 return ds_failed(ds_connect_reason(err), err);
             }
-            SHARED_ADD(rt.m->ds_opened, 1);
+            SHARED_ADD(metrics_counters->ds_opened, 1);
         }
         struct http_response rs;
         long r = client_exchange(cl, req, n, deadline, &rs);
@@ -4063,7 +4115,7 @@ static void pool_grow(struct pool *p)
     p->slot[i] = POOL_SLOT_RUNNING;
     if (++p->nthreads > p->peak_threads)
         p->peak_threads = p->nthreads;
-    SHARED_ADD(rt.m->pool_size, 1);
+    SHARED_ADD(metrics_counters->pool_size, 1);
 }
 
 /* Wait for a task up to the idle time; returns ETIMEDOUT if none came. Holds p->mu. */
@@ -4114,7 +4166,7 @@ static void pool_submit(struct pool *p, struct conn *conn)
         p->qhead = conn;
     p->qtail = conn;
     p->qlen++;
-    SHARED_ADD(rt.m->pool_queue, 1);
+    SHARED_ADD(metrics_counters->pool_queue, 1);
     if (p->qlen > p->idle && p->nthreads < p->srv->cfg->threads)
         pool_grow(p);
     else
@@ -4171,11 +4223,11 @@ static void *pool_thread(void *arg)
         if (!p->qhead)
             p->qtail = NULL;
         p->qlen--;
-        SHARED_ADD(rt.m->pool_queue, -1);
-        SHARED_ADD(rt.m->pool_busy, 1);
+        SHARED_ADD(metrics_counters->pool_queue, -1);
+        SHARED_ADD(metrics_counters->pool_busy, 1);
         pthread_mutex_unlock(&p->mu);
         int keep = pool_serve(p, conn);
-        SHARED_ADD(rt.m->pool_busy, -1);
+        SHARED_ADD(metrics_counters->pool_busy, -1);
         pthread_mutex_lock(&p->mu);
         if (keep)
             pool_watch(p, conn, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
@@ -4184,7 +4236,7 @@ static void *pool_thread(void *arg)
         if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self()))
             p->slot[i] = POOL_SLOT_EXITED;
     p->nthreads--;
-    SHARED_ADD(rt.m->pool_size, -1);
+    SHARED_ADD(metrics_counters->pool_size, -1);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
@@ -4455,14 +4507,14 @@ cancelled:
  * one cannot be made, the ones made serve). */
 static void vserver_listen(struct server *s)
 {
-    for (int i = 0; i < rt.ncarriers; i++) {
+    for (int i = 0; i < rt_carriers(); i++) {
         int lfd = i == 0 ? s->lfd : fcntl(s->lfd, F_DUPFD_CLOEXEC, 0);
         if (lfd < 0)
             break;
         struct vserver_listener *l = xmalloc(sizeof *l);
         l->s = s;
         l->lfd = lfd;
-        vt_spawn_on(&rt.carriers[i], vserver_acceptor, l, VT_DETACHED);
+        vt_spawn_detached_on(i, vserver_acceptor, l);
     }
 }
 
@@ -4476,7 +4528,7 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     s->route = route;
     s->seed = 0x9E3779B97F4A7C15ULL;
     /* virtual: --accept-count per carrier, as when each had a listener (see vserver_listener) */
-    int carriers = cfg->mode == MODE_VIRTUAL && rt.ncarriers > 1 ? rt.ncarriers : 1;
+    int carriers = cfg->mode == MODE_VIRTUAL && rt_carriers() > 1 ? rt_carriers() : 1;
     int backlog = cfg->accept_count > INT_MAX / carriers ? INT_MAX : cfg->accept_count * carriers;
     s->lfd = io_listen(cfg->host, cfg->port, backlog, &s->port);
     if (s->lfd < 0)
@@ -4489,7 +4541,7 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     }
     vserver_listen(s);
     if (s->pools)
-        vt_spawn_on(&rt.carriers[0], ds_sweeper, s, VT_DETACHED);
+        vt_spawn_detached_on(0, ds_sweeper, s);
     return 0;
 }
 
@@ -4694,8 +4746,7 @@ static void load_tick(struct load *L, int ok)
 {
     int64_t i = (now_ns() - L->t_begin) / NS_PER_S;
     if (L->nsec && i >= 0 && i < L->nsec)
-        (ok ? L->per_carrier[carrier_self->id].sec_ok
-            : L->per_carrier[carrier_self->id].sec_err)[i]++;
+        (ok ? L->per_carrier[rt_self()].sec_ok : L->per_carrier[rt_self()].sec_err)[i]++;
 }
 
 /* One request on the user's connection (opened if needed). Returns the error kind, or -1
@@ -4739,7 +4790,7 @@ static void load_user_main(void *arg)
     const struct load_cfg *cfg = L->cfg;
     /* The stats of the carrier running us now, never kept across a park: the thread may
      * be stolen, and each carrier's stats are written by that carrier only. */
-#define LOAD_STATS (&L->per_carrier[carrier_self->id])
+#define LOAD_STATS (&L->per_carrier[rt_self()])
     /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
     struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS);
     if (!cl && now_ns() >= L->t0 && !load_over(L))
@@ -4793,14 +4844,14 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     inet_ntop(AF_INET, &cfg->addr.sin_addr, host, sizeof host);
     L->req_len = (size_t)snprintf(L->req, sizeof L->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
                                   cfg->path, host, ntohs(cfg->addr.sin_port));
-    L->per_carrier = xcalloc((size_t)rt.ncarriers, sizeof *L->per_carrier);
+    L->per_carrier = xcalloc((size_t)rt_carriers(), sizeof *L->per_carrier);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
     L->t_begin = now_ns();
     L->t0 = L->t_begin + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
     L->nsec = cfg->per_second ? (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S) : 0;
-    for (int i = 0; i < rt.ncarriers && L->nsec; i++) {
+    for (int i = 0; i < rt_carriers() && L->nsec; i++) {
         L->per_carrier[i].sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
         L->per_carrier[i].sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
     }
@@ -4821,7 +4872,7 @@ static struct load_stats *load_wait(struct load *L)
         pthread_cond_wait(&L->cv, &L->mu);
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
-    for (int i = 0; i < rt.ncarriers; i++) {
+    for (int i = 0; i < rt_carriers(); i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
         all->completed += L->per_carrier[i].completed;
         for (int e = 0; e < LOAD_NERR; e++)
@@ -4832,7 +4883,7 @@ static struct load_stats *load_wait(struct load *L)
         all->sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
         all->sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
     }
-    for (int i = 0; i < rt.ncarriers; i++) {
+    for (int i = 0; i < rt_carriers(); i++) {
         for (int k = 0; k < L->nsec; k++) {
             all->sec_ok[k] += L->per_carrier[i].sec_ok[k];
             all->sec_err[k] += L->per_carrier[i].sec_err[k];

@@ -201,11 +201,11 @@ static void t_readiness(void *arg)
     free(f);
 }
 
-/* client_is_quiet trusts a clear read readiness only if the carrier harvested its epoll
- * under DS_QUIET_NS ago. The truth is what the peer wrote: a connection whose last read was
- * short (ready clear) gets unasked bytes while this thread runs (no harvest since); with the
- * harvest made old, it must be found not quiet, as the peek found it. And a connection with
- * nothing unasked is quiet either way. */
+/* io_quiet (behind client_is_quiet) trusts a clear read readiness only if the carrier
+ * harvested its epoll under IO_QUIET_NS ago. The truth is what the peer wrote: a connection
+ * whose last read was short (ready clear) gets unasked bytes while this thread runs (no
+ * harvest since); with the harvest made old, it must be found not quiet, as the peek found
+ * it. And a connection with nothing unasked is quiet either way. */
 static void t_quiet(void *arg)
 {
     (void)arg;
@@ -222,7 +222,7 @@ static void t_quiet(void *arg)
         int drained = !LOAD(rt.io[sv[0]].ready[VT_READ]); /* the short read cleared it */
         if (extra)
             ok &= write(sv[1], "EXTRA", 5) == 5; /* its edge waits in epoll: not harvested */
-        carrier_self->polled_at = now_ns() - 2 * DS_QUIET_NS;
+        carrier_self->polled_at = now_ns() - 2 * IO_QUIET_NS;
         int quiet = client_is_quiet(&cl);
         CHECK(ok && drained && quiet == !extra,
               "quiet check, %s after the answer, harvest old: quiet %d, want %d (ok %d, "
@@ -1160,8 +1160,8 @@ static void t_integration(void)
 
     check_load(sv.port, "virtual");
     check_load(sp.port, "platform");
-    CHECK(LOAD(rt.m->pool_size) <= pc.threads + qc.threads + gc.threads,
-          "pools grew past --threads: %ld", LOAD(rt.m->pool_size));
+    CHECK(LOAD(metrics_counters->pool_size) <= pc.threads + qc.threads + gc.threads,
+          "pools grew past --threads: %ld", LOAD(metrics_counters->pool_size));
 
     check_overload(sq.port);
     check_pool_shrinks(&sg);
@@ -1177,7 +1177,8 @@ static void t_integration(void)
     free(vc.backends);
     free(pc.backends == vc.backends ? NULL : pc.backends);
     free(dc.backends);
-    CHECK(LOAD(rt.m->conns) == 0, "connections left open: %ld", LOAD(rt.m->conns));
+    CHECK(LOAD(metrics_counters->conns) == 0, "connections left open: %ld",
+          LOAD(metrics_counters->conns));
     CHECK(rt.spawned == rt.finished, "virtual threads leaked: %llu spawned, %llu finished",
           (unsigned long long)rt.spawned, (unsigned long long)rt.finished);
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak: %d open, %d before",
