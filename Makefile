@@ -11,6 +11,9 @@
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
+#   make study      the studies measured for real (about 30 minutes, a quiet machine): the
+#                   15.8x at 3,200 users and the ephemeral-port wall, C and JVM, beside the
+#                   simulator's prediction; writes out/study/study.md
 #   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now, and every
 #                   command in their sh blocks runs (those marked long are listed, not run)
 #   make java       compile java/Aggregator.java into build/java/ (skips without a JDK 21+)
@@ -29,7 +32,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
            $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm clean
+.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm study study-assets study-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -117,6 +120,18 @@ blog-jvm: $(O)/sim $(O)/aggregator java
 	$(O)/sim --validate out/blog-jvm.csv --calibration out/java-blog.ini --server java | tee out/blog-jvm.txt && \
 	echo "blog-jvm: the blog's JVM had 125 (100 users) and 222 (1000) OS threads in platform mode, 28-30 in virtual"
 
+# The studies on the real programs, predicted and drawn (tests/study's header says what runs).
+# `make study-assets` then copies the measurement files into assets/study/, from which
+# `make tutorial-images` draws the pictures README and TUTORIAL show.
+study: $(O)/sim $(O)/aggregator java
+	@sh tests/study $(O) out/study
+STUDY_FILES = c.ini java.ini massive-c.csv massive-java.csv wall-c-timeline.csv \
+              wall-java-timeline.csv wall-c-pooled-timeline.csv wall-java-pooled-timeline.csv \
+              wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md
+study-assets:
+	@mkdir -p assets/study && for f in $(STUDY_FILES); do \
+	    [ -f out/study/$$f ] && cp out/study/$$f assets/study/$$f; done; ls assets/study
+
 run: $(O)/sim
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then $(O)/sim scenarios/default.scn; \
 	else $(O)/sim --headless scenarios/default.scn && \
@@ -139,7 +154,18 @@ tutorial-images: $(O)/sim
 	    --plot assets/sweep-jvm.png > /dev/null && \
 	$(O)/sim --headless --sweep service.orders.limit=10,30,100,300,1000 scenarios/default.scn \
 	    --plot assets/sweep-limit.png > /dev/null && \
-	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images, default-light.png and three sweeps in assets/"
+	echo "tutorial-images: wrote $(words $(TUTORIAL_SHOTS)) scenario images, default-light.png and three sweeps in assets/" && \
+	$(MAKE) -s study-images O=$(O)
+
+# The study's pictures, from the measurement files make study wrote and make study-assets
+# committed: measured points on the predicted curves (C, JVM) and the port wall over time.
+STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java
+study-images: $(O)/sim
+	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; s=$${p#*:}; \
+	    [ -f assets/study/$$f.csv ] || { echo "study-images: no assets/study/$$f.csv (make study)"; continue; }; \
+	    cal=""; [ -f assets/study/$$s.ini ] && cal="--calibration assets/study/$$s.ini"; \
+	    $(O)/sim --validate assets/study/$$f.csv $$cal --server $$s --plot assets/study/$$f.png > /dev/null || exit 1; \
+	done; echo "study-images: drew the study's pictures in assets/study/"
 
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
