@@ -15,7 +15,7 @@
  * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
  *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
  *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
- *   EV_THREAD_WAKE plat_thread_wake (the platform's pool threads only), EV_BATCH model_batch
+ *   EV_THREAD_WAKE plat_thread_wake (platform only), EV_BATCH model_batch, EV_SHED svc_shed
  *
  * CONTENTS (each line is a banner below)
  *   Part I. The two models
@@ -204,9 +204,14 @@ struct service_cfg {
     int pool;             /* keep-alive connections in the caller's pool, 0 = new TCP per call */
     simtime connect_time; /* added to a call that opens a new connection */
     simtime timeout;      /* a call slower than this fails (504), 0 = never */
+    simtime wait;         /* longest a call waits for the limit's permit, then fails (503,
+                             load shedding); SVC_WAIT_UNLIMITED = no bound */
+    char wait_at[96];     /* where `wait` was set ("file:line"), "" if not */
     char key_at[96];      /* where a key first named it ("file:line", "--set ..."); "" if only
                              a program did (scn_finish: a named service must be called) */
 };
+
+#define SVC_WAIT_UNLIMITED (-1)
 
 /* Everything a scenario file can say. Every field has one row in scn_keys[] (at most
  * SCN_MAX_KEYS rows). */
@@ -276,7 +281,8 @@ struct scenario {
     X(FAIL_REFUSED, "refused", "connection refused: maxConnections and acceptCount full")          \
     X(FAIL_REJECTED, "rejected", "503: the executor's bounded queue was full")                     \
     X(FAIL_NO_PORT, "no_port", "connect failed: ephemeral ports exhausted (TIME_WAIT)")            \
-    X(FAIL_TIMEOUT, "timeout", "504: a downstream call timed out")
+    X(FAIL_TIMEOUT, "timeout", "504: a downstream call timed out")                                 \
+    X(FAIL_SHED, "shed", "503: no permit (service limit) within its wait: load shed")
 #define X_ENUM(e, name, doc) e,
 enum fail_reason { FAIL_NONE = -1, FAIL_REASONS(X_ENUM) FAIL_N };
 #define X_NAME(e, name, doc) name,
@@ -324,6 +330,7 @@ struct call {
     uint8_t timed_out;
     uint8_t new_conn; /* opened a TCP connection (no pooling, or pool growing) */
     simtime latency;  /* sampled when the step began, in program order (common random numbers) */
+    simtime shed_at;  /* waiting for the service's limit: when it gives up (service.wait) */
 };
 
 enum thr_state { THR_IDLE, THR_READY, THR_RUNNING, THR_BLOCKED, THR_NSTATES };
@@ -388,6 +395,7 @@ enum ev_type {
     EV_SAMPLE,
     EV_THREAD_WAKE, /* a: a signalled platform pool thread */
     EV_BATCH,       /* a: the batch of the window that begins (0 at warmup) */
+    EV_SHED,        /* a: a service whose oldest waiting call may have waited its `wait` */
 };
 
 /* One row of the time series, sampled every sample_interval. A model keeps at most
@@ -564,6 +572,7 @@ static void thr_idle_timer(struct model *m, int32_t t, simtime after);
 static void thr_idle_timer_fired(struct model *m, int32_t t);
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
 static void svc_done(struct model *m, const struct event *e);
+static void svc_shed(struct model *m, const struct event *e);
 static void svc_expire(struct model *m, struct svc_state *v);
 static void svc_tw_alloc(struct tw_ring *q, int32_t cap);
 static int32_t svc_peer_tuples(const struct scenario *s);
@@ -639,12 +648,15 @@ static void req_issue(struct model *m, int32_t r, const struct step *step)
         lat[i] = dist_sample(&m->s->svc[step->svc[i]].latency, &req->rng) +
                  (net_random ? dist_sample(net, &req->rng) : 0);
     req->pending = step->nsvc;
-    for (int i = 0; i < step->nsvc; i++)
-        if (svc_call(m, r, step->svc[i], lat[i]) < 0) {
+    for (int i = 0; i < step->nsvc; i++) {
+        int why = svc_call(m, r, step->svc[i], lat[i]);
+        if (why != FAIL_NONE) {
             req = &m->req[r];
             req->pending--;
-            req->fail = FAIL_NO_PORT;
+            if (req->fail == FAIL_NONE)
+                req->fail = (int8_t)why;
         }
+    }
     req = &m->req[r];
     if (req->pending)
         m->ops->block(m, r, step->op);
@@ -1568,6 +1580,7 @@ static const ev_handler ev_handlers[] = {
     [EV_SAMPLE] = model_sample,
     [EV_THREAD_WAKE] = plat_thread_wake,
     [EV_BATCH] = model_batch,
+    [EV_SHED] = svc_shed,
 };
 
 static void model_init(struct model *m, const struct scenario *s, int kind)
@@ -1977,19 +1990,84 @@ static void svc_start(struct model *m, int32_t c)
                   (uint32_t)k->req);
 }
 
-static void svc_connected(struct model *m, int32_t c)
+/* The call has a connection and asks for a permit of the service's limit: it starts, or
+ * waits in line, at most `wait` (Semaphore.tryAcquire(wait), then 503). With wait 0 and
+ * `may_refuse`, a call that finds no permit is refused at once: returns -1 (the caller fails
+ * the request); otherwise a call that may not wait is shed by EV_SHED at this instant. */
+static int svc_connected(struct model *m, int32_t c, int may_refuse)
 {
     struct call *k = &m->call[c];
     struct svc_state *v = &m->svc[k->svc];
-    int limit = m->s->svc[k->svc].limit;
-    if (limit && v->in_service >= limit)
-        FIFO_PUSH(&v->wait_slot, m->call, c);
-    else
+    const struct service_cfg *cfg = &m->s->svc[k->svc];
+    if (!cfg->limit || v->in_service < cfg->limit) {
         svc_start(m, c);
+        return 0;
+    }
+    if (cfg->wait == 0 && may_refuse)
+        return -1;
+    FIFO_PUSH(&v->wait_slot, m->call, c);
+    if (cfg->wait != SVC_WAIT_UNLIMITED) {
+        m->call[c].shed_at = m->now + cfg->wait;
+        evq_push(&m->events, m->call[c].shed_at, EV_SHED, k->svc, 0);
+    }
+    return 0;
 }
 
-/* Begin a downstream call for request r. Returns -1 (and frees the call) if no ephemeral
- * port is left: connect() fails with EADDRNOTAVAIL and the request fails. */
+/* A call is over (answered, timed out or shed): its connection goes back to the pool, to
+ * the next call waiting for one, or is closed (TIME_WAIT on the side that closes first). */
+static void svc_release_conn(struct model *m, int svc)
+{
+    struct svc_state *v = &m->svc[svc];
+    int32_t next;
+    if (m->s->svc[svc].pool > 0) {
+        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0)
+            svc_connected(m, next, 0); /* hand over */
+        else
+            v->conns_busy--;
+    } else {
+        svc_port_close(m, v);
+    }
+}
+
+/* A call that got no permit fails its request with a 503: the request goes on once its other
+ * calls are answered, then fails (as a timeout does). */
+static void svc_shed_call(struct model *m, int32_t c)
+{
+    int svc = m->call[c].svc;
+    int32_t r = m->call[c].req;
+    m->svc[svc].inflight--;
+    call_free(m, c);
+    svc_release_conn(m, svc);
+    if (m->req[r].fail == FAIL_NONE)
+        m->req[r].fail = FAIL_SHED;
+}
+
+/* EV_SHED: the calls at the head of the service's line that have waited their `wait` give
+ * up (the line is in arrival order and every call waits as long, so they are its head). */
+static void svc_shed(struct model *m, const struct event *e)
+{
+    struct svc_state *v = &m->svc[e->a];
+    int32_t c;
+    while ((c = v->wait_slot.head) >= 0 && m->call[c].shed_at <= m->now) {
+        int32_t r = m->call[c].req;
+        FIFO_POP(&v->wait_slot, m->call);
+        svc_shed_call(m, c);
+        req_wake_one(m, r);
+    }
+}
+
+/* svc_connected from the request's own step: a call refused at once is shed here. */
+static int svc_admit(struct model *m, int32_t c)
+{
+    if (svc_connected(m, c, 1) == 0)
+        return FAIL_NONE;
+    svc_shed_call(m, c);
+    return FAIL_SHED;
+}
+
+/* Begin a downstream call for request r. Returns FAIL_NONE, or why it failed at once (and
+ * frees the call): FAIL_NO_PORT if no ephemeral port is left (connect() fails with
+ * EADDRNOTAVAIL), FAIL_SHED if the service has no permit and the call may not wait. */
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
 {
     const struct service_cfg *cfg = &m->s->svc[svc];
@@ -2001,18 +2079,17 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     if (cfg->pool > 0) { /* keep-alive pool: reuse, grow up to the pool size, or wait */
         if (v->conns_busy < v->conns_open) {
             v->conns_busy++;
-            svc_connected(m, c);
-            return 0;
+            return svc_admit(m, c);
         }
         if (v->conns_open >= cfg->pool) {
             FIFO_PUSH(&v->wait_conn, m->call, c);
-            return 0;
+            return FAIL_NONE;
         }
     }
     if (svc_port_take(m, v) < 0) {
         v->inflight--;
         call_free(m, c);
-        return -1;
+        return FAIL_NO_PORT;
     }
     v->opened++;
     m->call[c].new_conn = 1;
@@ -2022,8 +2099,7 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
         v->conns_open++;
         v->conns_busy++;
     }
-    svc_connected(m, c);
-    return 0;
+    return svc_admit(m, c);
 }
 
 /* EV_IO_DONE: the service answered (or the call timed out). Free the slot and the
@@ -2038,14 +2114,8 @@ static void svc_done(struct model *m, const struct event *e)
     v->inflight--;
     if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0)
         svc_start(m, next);
-    if (m->s->svc[k->svc].pool > 0) {
-        if ((next = FIFO_POP(&v->wait_conn, m->call)) >= 0)
-            svc_connected(m, next); /* hand over */
-        else
-            v->conns_busy--;
-    } else {
-        svc_port_close(m, v); /* its TIME_WAIT on the side that closes first */
-    }
+    svc_release_conn(m, k->svc);
+    k = &m->call[c];
     if (k->timed_out && m->req[r].fail == FAIL_NONE)
         m->req[r].fail = FAIL_TIMEOUT;
     call_free(m, c);
@@ -2899,13 +2969,16 @@ static const struct scn_key svc_keys[] = {
     {"latency", K_DIST, SVK(latency), "50ms", 0, 3600e9,
      "time the service takes to answer one call"},
     {"limit", K_INT, SVK(limit), "0", 0, 10000000,
-     "calls the service serves at once (0 = unlimited); more wait"},
+     "calls the service serves at once (0 = unlimited); more wait (see wait)"},
     {"pool", K_INT, SVK(pool), "10000", 0, 1000000,
      "keep-alive connections per model, opened on demand (0 = a new TCP connection per call)"},
     {"connect_time", K_TIME, SVK(connect_time), "100us", 0, 1e10,
      "added to a call that opens a new TCP connection"},
     {"timeout", K_TIME, SVK(timeout), "0", 0, 3600e9,
      "a call slower than this fails the request (0 = never)"},
+    {"wait", K_TIME, SVK(wait), "unlimited", 0, 3600e9,
+     "longest a call waits for a permit of `limit`; then its request fails with a 503, `shed` "
+     "(Semaphore.tryAcquire(wait)); 0 = it never waits, unlimited = as long as it takes"},
 };
 #define SVC_NKEYS (sizeof svc_keys / sizeof svc_keys[0])
 
@@ -3274,6 +3347,13 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
             return -1;
         break;
     case K_TIME:
+        if (!strcmp(k->def, "unlimited") && !strncmp(scn_skip_space(v), "unlimited", 9)) {
+            end = scn_skip_space(v) + 9; /* a key whose default is no bound takes the word */
+            if (*scn_skip_space(end))
+                break; /* refused below */
+            *(simtime *)field = SVC_WAIT_UNLIMITED;
+            return 0;
+        }
         if (scn_time(src, v, &end, &x) < 0)
             return -1;
         break;
@@ -3425,8 +3505,11 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
             scn_src_name(src, s->svc[i].key_at, sizeof s->svc[i].key_at);
         struct scn_near near = {dot + 1, NULL, 0};
         for (size_t k = 0; k < SVC_NKEYS; k++) {
-            if (strcmp(dot + 1, svc_keys[k].name) == 0)
+            if (strcmp(dot + 1, svc_keys[k].name) == 0) {
+                if (svc_keys[k].off == SVK(wait))
+                    scn_src_name(src, s->svc[i].wait_at, sizeof s->svc[i].wait_at);
                 return scn_value(s, &s->svc[i], &svc_keys[k], value, src);
+            }
             scn_near_offer(&near, svc_keys[k].name);
         }
         if (near.best)
@@ -3434,7 +3517,8 @@ static int scn_set(struct scenario *s, const char *key, const char *value,
                             near.best);
         return scn_fail(
             src,
-            "unknown service key '%s' (service keys: latency, limit, pool, connect_time, timeout)",
+            "unknown service key '%s' (service keys: latency, limit, pool, connect_time, timeout, "
+            "wait)",
             dot + 1);
     }
     struct scn_near near = {key, NULL, 0};
@@ -3596,6 +3680,21 @@ static int scn_check_called(const struct scenario *s, char *err, size_t errlen)
     return 0;
 }
 
+/* A bounded wait for a permit needs the permits: `wait` without `limit` would shed nothing. */
+static int scn_check_wait(const struct scenario *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < s->nsvc; i++)
+        if (s->svc[i].wait != SVC_WAIT_UNLIMITED && s->svc[i].limit == 0) {
+            struct scn_src src = {s->svc[i].wait_at[0] ? s->svc[i].wait_at : "<scenario>", 0, err,
+                                  errlen};
+            return scn_fail(&src,
+                            "service.%s.wait needs service.%s.limit: a wait for a permit of no "
+                            "limit sheds nothing",
+                            s->svc[i].name, s->svc[i].name);
+        }
+    return 0;
+}
+
 /* The row of scn_keys[] named `name` (a key the code names, so it exists). */
 static size_t scn_key_index(const char *name)
 {
@@ -3654,7 +3753,9 @@ static int scn_finish(struct scenario *s, const char *where, char *err, size_t e
         depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
     if (depth)
         return scn_clash(s, "program", NULL, where, err, errlen, "program: unbalanced sync { }");
-    return scn_check_called(s, err, errlen);
+    if (scn_check_called(s, err, errlen) < 0)
+        return -1;
+    return scn_check_wait(s, err, errlen);
 }
 
 /* Print every key with its default and meaning: the one place keys are documented. */
@@ -3690,6 +3791,8 @@ struct bounds {
     double rps[BOUND_N];     /* req/s; NAN where the bound does not apply */
     char what[BOUND_N][128]; /* how it is made, or why it does not apply */
     int binding;             /* the least that applies; -1 if none does */
+    double pool_queues;      /* the pool bound without the limits that shed (service.wait):
+                                above it a queue grows without end; INFINITY if none */
 };
 
 /* What the steady-state verdict keeps of one run (rep_steady, rep_verdict). */
@@ -4110,6 +4213,7 @@ static void rep_pool_bound(const struct model *m, const struct rep_demand *d, st
                  d->held / 1e6);
         rep_bound_offer(b, BOUND_POOL, d->holders / (d->held / SEC), what);
     }
+    b->pool_queues = isnan(b->rps[BOUND_POOL]) ? INFINITY : b->rps[BOUND_POOL];
     for (int v = 0; v < s->nsvc; v++) {
         double busy = d->calls[v] * rep_call_time(s, v) / SEC; /* s a request holds one */
         const struct service_cfg *c = &s->svc[v];
@@ -4119,10 +4223,14 @@ static void rep_pool_bound(const struct model *m, const struct rep_demand *d, st
                  c->pool, busy * 1e3);
         if (c->pool > 0)
             rep_bound_offer(b, BOUND_POOL, c->pool / busy, what);
+        if (c->pool > 0)
+            b->pool_queues = fmin(b->pool_queues, c->pool / busy);
         snprintf(what, sizeof what, "%s: limit %d calls / %.4g ms a request", c->name, c->limit,
                  busy * 1e3);
         if (c->limit > 0)
             rep_bound_offer(b, BOUND_POOL, c->limit / busy, what);
+        if (c->limit > 0 && c->wait == SVC_WAIT_UNLIMITED)
+            b->pool_queues = fmin(b->pool_queues, c->limit / busy);
     }
 }
 
@@ -4384,11 +4492,14 @@ static void rep_steady(const struct model *m, struct result *r)
     sr->tail_little = little > p99;
     sr->bound = -1;
     sr->rho = sr->relax = 0; /* closed loop: a queue is bounded by the users */
-    for (int k = BOUND_CPU; k < BOUND_N && !s->users; k++)
-        if (isfinite(r->bounds.rps[k]) && r->bounds.rps[k] < least) {
-            least = r->bounds.rps[k];
+    for (int k = BOUND_CPU; k < BOUND_N && !s->users; k++) {
+        /* a limit that sheds (service.wait) bounds throughput, not the queue: a loss system */
+        double x = k == BOUND_POOL ? r->bounds.pool_queues : r->bounds.rps[k];
+        if (isfinite(x) && x < least) {
+            least = x;
             sr->bound = k;
         }
+    }
     if (sr->bound >= 0) {
         sr->rho = s->rate / least;
         sr->relax = sr->rho < 1 ? 1 / least / pow(1 - sqrt(sr->rho), 2) : INFINITY;
@@ -9052,6 +9163,12 @@ static struct ui_subject ui_subject_of(const struct model *m)
     case EV_IDLE_CHECK:
         u.thr = (int32_t)e->a;
         break;
+    case EV_SHED:
+        u.svc = (int)e->a;
+        if (m->svc[e->a].wait_slot.head >= 0 &&
+            m->call[m->svc[e->a].wait_slot.head].shed_at <= e->t)
+            u.req = m->call[m->svc[e->a].wait_slot.head].req;
+        break;
     }
     if (u.thr >= 0)
         u.thr_id = m->thr[u.thr].id;
@@ -9079,6 +9196,11 @@ static int ui_said_before(const struct model *m, const struct ui_subject *u, cha
         return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
     case EV_IDLE_CHECK:
         return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
+    case EV_SHED:
+        return u->req >= 0 ? snprintf(buf, len, "%s#%u waited %s's limit past its wait: 503 (shed)",
+                                      rp, u->req_id, m->s->svc[u->svc].name)
+                           : snprintf(buf, len, "%s's permit timer: no call waited that long",
+                                      m->s->svc[u->svc].name);
     default:
         return snprintf(buf, len, "time-series sample");
     }

@@ -734,6 +734,77 @@ static void test_utilisation_law(void)
     }
 }
 
+/* Erlang B, B(c, a) for c servers offered a Erlangs: the recurrence B(0) = 1,
+ * B(k) = a B(k-1) / (k + a B(k-1)), exact (the loss formula of M/G/c/c). */
+static double erlang_b(int c, double a)
+{
+    double b = 1;
+    for (int k = 1; k <= c; k++)
+        b = a * b / (k + a * b);
+    return b;
+}
+
+/* Load shedding (service.wait): a limit of c permits with no wait is a loss system, M/M/c/c
+ * for Poisson arrivals and exponential service, whose blocking fraction is Erlang B; the
+ * throughput is the offered rate times (1 - B). With a wait far longer than any queue at
+ * 80% load, nothing is shed. Both models: the permits are the service's, not the threads. */
+static void test_shedding(void)
+{
+    static const struct {
+        int c;
+        double rate, mean_ms;
+    } cells[] = {{10, 100, 100}, {5, 150, 20}};
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "users = 0\nrate = %g\nduration = 400s\nwarmup = 10s\nprogram = call(A)\n"
+                 "service.A.latency = exp(%gms)\nservice.A.limit = %d\nservice.A.wait = 0\n"
+                 "service.A.connect_time = 0\n",
+                 cells[i].rate, cells[i].mean_ms, cells[i].c);
+        struct scenario s;
+        must_load(&s, text);
+        double a = cells[i].rate * cells[i].mean_ms / 1e3, b = erlang_b(cells[i].c, a);
+        for (int k = 0; k < MODEL_N; k++) {
+            struct result r;
+            run_one(&s, k, &r);
+            double shed = r.failed_by_reason[FAIL_SHED] / r.arrived;
+            CHECK(fabs(shed - b) < 0.012 && r.failed == r.failed_by_reason[FAIL_SHED],
+                  "%s, c %d, a %g: shed fraction %.4f = Erlang B %.4f (failed %g, shed %g)",
+                  model_names[k], cells[i].c, a, shed, b, r.failed,
+                  r.failed_by_reason[FAIL_SHED]);
+            CHECK_NEAR(r.throughput_rps, cells[i].rate * (1 - b), 0.02,
+                       k ? "virtual: throughput = offered x (1 - B)"
+                         : "platform: throughput = offered x (1 - B)");
+            CHECK(r.steady, "%s: a loss system has a steady state: %s", model_names[k],
+                  r.steady_why);
+        }
+    }
+    /* 80 req/s on 10 permits of 100 ms: waits are a few ms, 10 s is never reached */
+    struct scenario s;
+    must_load(&s, "users = 0\nrate = 80\nduration = 200s\nwarmup = 10s\nprogram = call(A)\n"
+                  "service.A.latency = exp(100ms)\nservice.A.limit = 10\nservice.A.wait = 10s\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result r;
+        run_one(&s, k, &r);
+        CHECK(r.failed == 0, "%s: a 10 s wait at 80%% load sheds nothing (%g)", model_names[k],
+              r.failed);
+        CHECK_NEAR(r.throughput_rps, 80, 0.03, "a long wait: throughput = offered");
+    }
+    /* a wait between: the shed requests are those that waited it, no fewer */
+    must_load(&s, "users = 0\nrate = 120\nduration = 100s\nwarmup = 5s\nprogram = call(A)\n"
+                  "service.A.latency = 100ms\nservice.A.limit = 10\nservice.A.wait = 50ms\n"
+                  "service.A.connect_time = 0\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result r;
+        run_one(&s, k, &r);
+        CHECK(r.max <= 150.5 && r.failed > 0,
+              "%s: no answered request waited past 50 ms for a 100 ms call (max %g ms, shed %g)",
+              model_names[k], r.max, r.failed);
+        CHECK(r.throughput_rps <= 100 * 1.01, "%s: at most limit / D = 100 req/s (%g)",
+              model_names[k], r.throughput_rps);
+    }
+}
+
 /* ---- the models' laws ---- */
 
 static void test_platform_saturates(void)
@@ -1319,6 +1390,18 @@ static void test_scenario_claims(void)
         CHECK_NEAR(p.throughput_rps, 2 / 5e-3, 0.02, "cpu-bound: platform at cores/CPU");
         CHECK_NEAR(v.throughput_rps, p.throughput_rps, 0.03, "cpu-bound: virtual brings nothing");
     }
+    if (run_shipped("scenarios/shedding.scn", &s, &p, &v) == 0) { /* 50 permits, 3 x 51 ms */
+        double bound = 50 / (3 * lognormal_mean(0.050, 0.080));
+        for (int k = 0; k < MODEL_N; k++) {
+            const struct result *r = k ? &v : &p;
+            CHECK(r->throughput_rps <= bound && r->failed == r->failed_by_reason[FAIL_SHED] &&
+                      r->failed > 0.5 * r->arrived && r->steady,
+                  "shedding: %s under limit / K D = %.1f (%.1f), every failure shed (%g of %g), "
+                  "most of the offered, steady",
+                  model_names[k], bound, r->throughput_rps, r->failed_by_reason[FAIL_SHED],
+                  r->failed);
+        }
+    }
     if (run_shipped("scenarios/mixed.scn", &s, &p, &v) == 0) {
         double ratio = v.throughput_rps / p.throughput_rps;
         CHECK(ratio > 1.3 && ratio < 1.7, "mixed: the cores cap the gain near 1.5x (%.2fx)", ratio);
@@ -1507,6 +1590,13 @@ static void test_bad_input(void)
     expect_error("program = sleep(5ms)\n", "unknown program step");
     expect_error("program =\n", "empty program");
     expect_error("service.A.colour = red\n", "unknown service key 'colour' (service keys:");
+    expect_error("program = call(A)\nservice.A.wait = 100ms\n",
+                 ":2: service.A.wait needs service.A.limit");
+    expect_error("program = call(A)\nservice.A.limit = 5\nservice.A.wait = -1ms\n",
+                 ":3: negative time");
+    expect_error("program = call(A)\nservice.A.limit = 5\nservice.A.wait = unlimited 2\n",
+                 ":3: wait: unexpected '2'");
+    expect_error("service.A.colour = red\n", "connect_time, timeout, wait)");
     /* a slip of the keyboard gets the nearest name (edit distance), a wild guess the list */
     CHECK(scn_distance("kitten", "sitting") == 3 && scn_distance("", "abc") == 3 &&
               scn_distance("flaw", "lawn") == 2 && scn_distance("same", "same") == 0,
@@ -2301,6 +2391,7 @@ int main(void)
     test_steady_state();
     test_sweep_values();
     test_utilisation_law();
+    test_shedding();
     test_platform_saturates();
     test_virtual_littles_bound();
     test_pinning();
