@@ -9,15 +9,15 @@
  *   ./aggregator backend --port 9100 --delay-ms 50
  *   ./aggregator serve --mode virtual --port 9101 --backends 127.0.0.1:9100
  *   ./aggregator load --url http://127.0.0.1:9101/aggregate --users 1000 --duration 10
- *   ./aggregator bench --users 100,1000,5000      (starts all of the above itself;
- *                                                  --server java: java/Aggregator.java)
+ *   ./aggregator bench --users 100,1000,5000      (all of the above; --server java: the JVM's)
  *   ./aggregator microbench                       (switch, park, create, RSS per thread)
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
- * Reading path. First evening: the "life of a request" that opens Part II, then the sections
- * it names. Second evening: Part I, the runtime under the virtual model, from the register
- * swap up to a read that parks. Part III when you measure; Part IV to add a flag or command.
+ * Reading path. The lesson first: I.2 to I.7, the mechanism of a virtual thread (the swap, the
+ * types, the run queue, park and unpark, switching), then the "life of a request" that opens
+ * Part II and the sections it names. Then I.8's layers, the carrier loop and I/O; Part III
+ * when you measure, Part IV to add a flag or command. Each Part's banner names its tests.
  *
  * Contents (each line is a banner below, in this order):
  *   Part I. The M:N runtime
@@ -27,10 +27,11 @@
  *     I.4 Timer heap             timer_ deadlines of parked threads, O(log n)
  *     I.5 Run queue              runq_ work stealing, wake-ups, Loom's park/unpark protocol
  *     I.6 Copied stacks          vt_stack_save/restore: frames to the heap and back
- *     I.7 Switching              vt_boot, carrier_run, park, yield, spawn, join, wait, pin
- *     I.8 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
- *     I.9 I/O                    io_ read/write/connect/accept: park or block, one code path
- *     I.10 Interface             rt_self, io_home, io_quiet: all Parts II, III ask of rt
+ *     I.7 Switching              the mechanism: to the scheduler and back; park, yield, join
+ *     I.8 Fast paths             three layers: front slot, direct switch, kept joiner stack
+ *     I.9 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
+ *     I.10 I/O                   io_ read/write/connect/accept: park or block, one code path
+ *     I.11 Interface             rt_self, io_home, io_quiet: all Parts II, III ask of rt
  *   Part II. The service
  *     II.1 HTTP                  http_ pure request/response parsers, the response writer
  *     II.2 Metrics               metrics_ counters and the Prometheus text page
@@ -54,9 +55,8 @@
  * Conventions. Everything but main is static; one prefix per subsystem. Global state: the
  * runtime's `rt` and `carrier_self` (read in Part I only), the service's `metrics_counters`.
  * Times are int64 ns of CLOCK_MONOTONIC unless a name says _ms, _us or _s. Out of memory
- * aborts; recoverable errors return -1 with errno. New endpoint: a handler like agg_aggregate
- * and its path in agg_route; new subcommand: a cmd_ function with its options table (IV.2)
- * and a line in main's table (IV.3).
+ * aborts; recoverable errors return -1 with errno. New endpoint: a handler and its path in
+ * agg_route; new subcommand: a cmd_ function and a line in main's table (IV.2, IV.3).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -868,7 +868,7 @@ struct carrier {
     int epfd;             /* epoll: registered fds and the wake eventfd */
     int wakefd;           /* eventfd written to wake the carrier from epoll_wait */
     struct vt *cur;       /* thread running now, or NULL in the scheduler */
-    struct vt *front;     /* atomic: the queue's oldest thread, or NULL: owner-pushed, see I.5 */
+    struct vt *front;     /* atomic: the queue's oldest thread, or NULL: owner-pushed, see I.8 */
     int qlock;            /* guards runq_head, runq_tail */
     struct vt *runq_head; /* FIFO of runnable threads behind the front, see I.5 */
     struct vt *runq_tail;
@@ -996,18 +996,9 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * owner: every thread is taken oldest first by whoever takes it, so a thread's wait in the
  * queues stays FIFO-fair, which is what keeps the p99 low. (LIFO owners with FIFO thieves
  * suit fork/join, not event tasks.)
- * The queue is a front slot before a linked list under a spinlock (qlock). The owner puts a
- * thread in the slot when the whole queue is empty, with a release store (no locked
- * instruction: only the owner fills the slot, takers only empty it), so the slot always
- * holds the oldest thread; everyone takes the slot first, the owner with an exchange and a
- * thief with a CAS, then the list's head under the lock. It is Go's run queue (a ring its
- * owner pushes to with plain stores, which consumers take by CAS) reduced to one entry:
- * the case it serves is a thread queued on an idle queue and taken at once, as a spawn and
- * its join, or a wake-up. Other pushes (a full slot, other OS threads) take the lock. A
- * locked instruction costs several plain stores even uncontended, so they are counted:
- * create + run + exit + join makes 2 locked instructions (the slot, the child's run
- * stack) and a fence (the spawn's push, see vt_enqueue), 6 locked instructions before the
- * slot and the kept joiner stack (carrier_after_join).
+ * The queue is a linked list under a spinlock (qlock): its owner pushes at the tail and
+ * takes the head, and so do thieves (runq_steal_list). I.8's first layer puts a slot before
+ * the list that its owner fills without the lock.
  *
  * Wake-ups, and why none is lost: a carrier about to sleep sets `sleeping`, then (after a
  * full fence) looks at its own queue and every other queue once more (not the others' when
@@ -1017,7 +1008,7 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * work or the pusher writes its eventfd. Like FJP's signalWork, a push also wakes a sleeping
  * carrier when the target is busy or already has work queued, so the work becomes someone's
  * to steal instead of waiting behind a long-running thread. */
-/* Threads queued on c: the front slot and the list behind it (a racy snapshot). */
+/* Threads queued on c: the list and the front slot I.8 puts before it (a racy snapshot). */
 static inline long runq_len(struct carrier *c)
 {
     return LOAD(c->qlen) + (LOAD(c->front) != NULL);
@@ -1052,48 +1043,23 @@ static void runq_push(struct carrier *c, struct vt *v)
     spin_unlock(&c->qlock);
 }
 
-/* Queue v on c by c's owner: in the front slot if the whole queue is empty (a release store,
- * no locked instruction: only the owner fills the slot, takers only empty it), else at the
- * list's tail. */
-static inline void runq_push_own(struct carrier *c, struct vt *v)
+/* The oldest thread of c's list, taken by its owner, or NULL. */
+static struct vt *runq_pop_list(struct carrier *c)
 {
-    if (!LOAD(c->qlen) && !LOAD(c->front))
-        __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
-    else
-        runq_push(c, v);
-}
-
-/* The owner's take of the front slot: one exchange, racing the thieves' CAS. */
-static struct vt *runq_front_take(struct carrier *c)
-{
-    return LOAD(c->front) ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
-}
-
-/* The oldest thread of c's queue, taken by its owner, or NULL. */
-static struct vt *runq_pop(struct carrier *c)
-{
-    struct vt *v = runq_front_take(c);
-    if (v || !__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
-        return v;
+    if (!__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
+        return NULL;
     spin_lock(&c->qlock);
-    v = c->runq_head ? runq_shift_locked(c) : NULL;
+    struct vt *v = c->runq_head ? runq_shift_locked(c) : NULL;
     if (v)
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
     spin_unlock(&c->qlock);
     return v;
 }
 
-/* A thief's take: the oldest of the first few threads of c's queue whose run stack no
+/* A thief's take from c's list: the oldest of its first few threads whose run stack no
  * carrier holds now (one that is held could only be handed back to its holder), or NULL. */
-static struct vt *runq_steal(struct carrier *c)
+static struct vt *runq_steal_list(struct carrier *c)
 {
-    struct vt *f = __atomic_load_n(&c->front, __ATOMIC_ACQUIRE);
-    /* f may be taken, run and its descriptor reused meanwhile: the CAS fails then, or takes
-     * a runnable thread judged by a stale stack (carrier_run hands it to the holder) */
-    if (f &&
-        !__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&c->front, &f, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return f;
     if (!__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
         return NULL;
     spin_lock(&c->qlock);
@@ -1127,9 +1093,8 @@ static void carrier_wake(struct carrier *c)
 
 /* After work was pushed to c: wake c if it sleeps; if c is busy running a thread or has a
  * backlog of VT_STEAL_BACKLOG queued, wake one sleeping carrier to steal (FJP's signalWork).
- * Not for every second thread queued: a wake-up costs the two carriers some microseconds of
- * CPU (eventfd, epoll_wait, a futile steal when the owner got there first), which showed as
- * CPU per request under load. */
+ * Not for every second thread queued: a wake-up costs the two carriers CPU (eventfd,
+ * epoll_wait, a futile steal when the owner got there first). */
 #define VT_STEAL_BACKLOG 4
 static void carrier_signal(struct carrier *c)
 {
@@ -1147,39 +1112,16 @@ static void carrier_signal(struct carrier *c)
         }
 }
 
-/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
- * front slot): a yield's two queue operations for the price of one. */
-static struct vt *runq_swap(struct carrier *c, struct vt *back)
-{
-    if (!back)
-        return runq_pop(c);
-    struct vt *v = runq_front_take(c);
-    if (v) {
-        runq_push_own(c, back);
-        if (LOAD(rt.nsleeping))
-            carrier_signal(c);
-        return v;
-    }
-    spin_lock(&c->qlock);
-    v = back;
-    if (c->runq_head) { /* the length stays: one out, one in */
-        v = runq_shift_locked(c);
-        runq_append_locked(c, back);
-    }
-    spin_unlock(&c->qlock);
-    if (v != back && LOAD(rt.nsleeping))
-        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
-    return v;
-}
+static inline void runq_push_own(struct carrier *c, struct vt *v); /* I.8 */
 
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
  * another OS thread, on the carrier it last ran on; then signal as above. A push made by a
  * running thread (a spawn, an unpark) must be seen by a carrier going to sleep, or it waits
  * behind the running thread however long that runs: so the push, a full fence, then the
- * look at nsleeping, the pusher's half of I.5's protocol (without the fence x86's store
- * buffer lets the sleeper miss the slot's store while we miss its nsleeping: a stress test
- * stranded children so). From the scheduler loop
- * (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there. */
+ * look at nsleeping, the pusher's half of the protocol above (without the fence, x86's store
+ * buffer lets the sleeper miss our push while we miss its nsleeping). From the scheduler
+ * loop (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there.
+ * runq_push_own is I.8's front slot (a plain runq_push without that layer). */
 static void vt_enqueue(struct vt *v)
 {
     struct carrier *c = carrier_self;
@@ -1303,15 +1245,6 @@ static void vt_stack_release(struct vt_stack *s)
     __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 }
 
-/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
-static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
-{
-    if (s != c->kept_stk)
-        return vt_stack_acquire(s, c);
-    c->kept_stk = NULL;
-    return 1;
-}
-
 /* A descriptor from the carrier's cache (its saved buffer and TSan fiber kept), or new. */
 static struct vt *vt_alloc(void)
 {
@@ -1346,16 +1279,27 @@ static void vt_free(struct vt *v)
 
 /* ---- I.7 Switching ---- */
 
-/* Between a virtual thread and its carrier's scheduler, and the calls built on that. A
- * thread that parks, yields or exits switches straight to the next thread of its carrier's
- * queue when it can (one register swap, no scheduler context in between), else to the
- * scheduler loop; either way the context that runs next finishes the transition of the one
- * that left (Loom's afterYield), once its registers are saved. */
+/* Between a virtual thread and its carrier's scheduler, and the calls built on that. The
+ * mechanism: a thread that parks, yields, joins or exits sets its state and switches to the
+ * scheduler loop's context (vt_to_scheduler); once the thread's registers are saved there,
+ * the scheduler finishes the transition (carrier_after_run, Loom's afterYield: a parking
+ * thread becomes PARKED, or runnable again if an unpark came meanwhile; a yielder is queued
+ * again) and runs the next thread (carrier_run). The lines that call I.8's layers, which
+ * shorten the common cases, say "layer". */
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v);
 
-/* What every context that resumes does first: release the stack of a thread that exited and
- * a joiner's kept stack (the child that could use it has left), then finish the thread that
- * switched straight here (c->prev), which may keep its stack anew. */
+/* The layers of I.8 that the mechanism calls. */
+static inline int vt_direct_ok(struct carrier *c);
+static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back);
+static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
+                                                                  struct vt *back);
+static int carrier_stack_take(struct carrier *c, struct vt_stack *s);
+static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v);
+
+/* What every context that resumes does first: release the stack of a thread that exited (it
+ * cannot release the stack it runs on) and, layers 3 and 2, a joiner's kept stack (the child
+ * that could use it has left) and the thread that switched straight here (c->prev), whose
+ * transition is finished here (it may keep its stack anew). */
 static inline void vt_resumed(struct carrier *c)
 {
     if (c->release_stk) {
@@ -1371,14 +1315,6 @@ static inline void vt_resumed(struct carrier *c)
         c->prev = NULL;
         carrier_after_run(c, p->stk, p);
     }
-}
-
-/* Whether a thread leaving now may switch straight to the next one: not every
- * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
- * fiber bookkeeping expects the scheduler's stack between two threads). */
-static inline int vt_direct_ok(struct carrier *c)
-{
-    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
 }
 
 /* From a virtual thread back to its carrier's scheduler loop. */
@@ -1410,21 +1346,15 @@ static void vt_boot(void *arg)
  * registers saved and v's run stack s held by c: publish v in its child's join word, where
  * the child's exit finds it (vt_finish). The join word is the only wake-up of a VT_JOINED
  * thread, so the exit takes it without a CAS on its state, and the joiner without a permit
- * handshake. When the child is the thread c runs now (v switched straight to it: the
- * create-and-join case), it cannot be exiting anywhere, so a plain store publishes v, and c
- * keeps s: the exit, which runs the joiner next on this carrier when nothing is queued,
- * needs no atomic on the stack either. Otherwise the child runs or ran elsewhere: s is
- * released and a CAS publishes v, or finds the child done and v runs on. */
+ * handshake. s is released and a CAS publishes v, or finds the child done and v runs on;
+ * layer 3 keeps s instead when the child is the thread c runs now. */
 static void carrier_after_join(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     struct vt *none = NULL;
     OWN_ADD(c->parked, 1);
     __atomic_store_n(&v->state, VT_JOINED, __ATOMIC_RELAXED);
-    if (v->joining == c->cur) {
-        c->kept_stk = s;
-        __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
+    if (carrier_keep_joiner(c, s, v)) /* layer 3 */
         return;
-    }
     vt_stack_release(s);
     if (__atomic_compare_exchange_n(&v->joining->join_word, &none, v, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
@@ -1479,6 +1409,15 @@ static inline __attribute__((always_inline)) void carrier_install(struct carrier
     OWN_ADD(c->runs, 1);
 }
 
+/* Install u on c and switch to it from the context saved in *from. */
+static inline __attribute__((always_inline)) void
+vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, struct vt *u)
+{
+    carrier_install(c, u);
+    san_before_switch(fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
+    vt_ctx_switch(from, &u->ctx);
+}
+
 /* Run v until it parks, yields or finishes. Like Loom's Continuation.run, this first puts
  * v's frames back on its stack (here: copies them back, unless they are still there). If
  * another carrier holds that stack, v goes to that carrier's queue instead. */
@@ -1504,60 +1443,9 @@ static void carrier_run(struct carrier *c, struct vt *v)
         carrier_after_run(c, v->stk, v);
 }
 
-/* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
- * list's) if u's run stack is another one and free (then c holds it), and queue `back` (a
- * yielder, or NULL) at the tail: in the list under the same lock, or in the slot if nothing
- * else is queued, so two threads yielding to each other never take the lock; NULL leaves
- * the queue as it was. A yielder stays unstealable until its stack is released after the
- * switch (thieves skip held stacks). */
-static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
-{
-    struct vt *u = runq_front_take(c);
-    if (u) {
-        if (u->stk == mine || !carrier_stack_take(c, u->stk)) {
-            __atomic_store_n(&c->front, u, __ATOMIC_RELEASE); /* still the oldest */
-            return NULL;
-        }
-        if (back) {
-            __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-            runq_push_own(c, back);
-        }
-        return u;
-    }
-    if (!LOAD(c->qlen))
-        return NULL;
-    spin_lock(&c->qlock);
-    u = c->runq_head;
-    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
-        spin_unlock(&c->qlock);
-        return NULL;
-    }
-    runq_shift_locked(c);
-    if (back)
-        __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
-    if (back && !alone)
-        runq_append_locked(c, back);
-    else
-        __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
-    spin_unlock(&c->qlock);
-    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
-        __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
-    return u;
-}
-
-/* Install u on c and switch to it from the context saved in *from. */
-static inline __attribute__((always_inline)) void
-vt_switch_to(struct carrier *c, struct vt_ctx *from, void **fake, struct vt *u)
-{
-    carrier_install(c, u);
-    san_before_switch(fake, u->stk->lo, (size_t)(u->stk->hi - u->stk->lo), u->tsan_fiber);
-    vt_ctx_switch(from, &u->ctx);
-}
-
 /* Wake joiner j (VT_JOINED, registers saved; this exit is its only waker, so no CAS claims
- * it), by an exiting thread on c: returned to run next if c has nothing queued (queueing it
- * and taking it back would be the same), otherwise queued. */
+ * it), by an exiting thread on c: queued, or (layer 2) returned to run next if c has nothing
+ * queued (queueing it and taking it back would be the same). */
 static struct vt *vt_wake_joiner(struct carrier *c, struct vt *j)
 {
     OWN_ADD(c->parked, -1); /* c is the calling carrier (vt_exit) */
@@ -1589,14 +1477,14 @@ static struct vt *vt_finish(struct carrier *c, struct vt *v)
 
 /* The end of a thread, on its own run stack: it is finished before it switches away (its
  * registers are not needed again, so they go to c->dead_ctx, and v is not touched after
- * vt_finish), then the carrier runs its joiner, the next queued thread, or the scheduler.
- * Its run stack is released by whichever context runs next. */
+ * vt_finish), then the carrier runs the scheduler or (layer 2) its joiner or the next
+ * queued thread. Its run stack is released by whichever context runs next. */
 __attribute__((noreturn)) static void vt_exit(struct vt *v)
 {
     struct carrier *c = v->carrier;
     struct vt_stack *s = v->stk;
-    s->owner = NULL; /* its frames are garbage */
-    int direct = vt_direct_ok(c);
+    s->owner = NULL;              /* its frames are garbage */
+    int direct = vt_direct_ok(c); /* layer 2 */
     /* TSan: leave v's fiber for the scheduler's before v is handed over. Its joiner may free
      * v and another carrier reuse the descriptor, fiber included, while we still run here;
      * switching to a fiber that is current elsewhere kills TSan (a CHECK in ProcWire). */
@@ -1606,7 +1494,7 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
         vt_enqueue(u); /* its frames belong where we still run, or on a held stack */
         u = NULL;
     }
-    if (!u && direct)
+    if (!u && direct) /* layer 2: the next queued thread */
         u = runq_take(c, s, NULL);
     c->release_stk = s;
     if (u) {
@@ -1620,21 +1508,13 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
 }
 
 /* Switch away from v, c's running thread, which leaves as `st` (VT_PARKING or VT_JOINING):
- * straight to the next queued thread when possible, else to the scheduler. Returns when v
- * runs again. */
+ * to the scheduler, or (layer 2) straight to the next queued thread. Returns when v runs
+ * again. */
 static void vt_switch_away(struct carrier *c, struct vt *v, int st)
 {
     __atomic_store_n(&v->state, st, __ATOMIC_RELAXED);
-    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, NULL) : NULL;
-    if (!u) {
+    if (!vt_switch_direct(c, v, NULL))
         vt_to_scheduler(c, v);
-        return;
-    }
-    c->prev = v;
-    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
-    c = v->carrier; /* it may resume on another carrier (stolen) */
-    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
-    vt_resumed(c);
 }
 
 /* Park the running thread until someone unparks it (vt_unpark). Like Loom's
@@ -1650,28 +1530,16 @@ static void vt_park(void)
     vt_switch_away(c, v, VT_PARKING);
 }
 
-/* Let the other runnable threads run first (a cooperative yield). The common case switches
- * straight to the next thread, one register swap and one lock (or one exchange, when the
- * two threads pass each other through the front slot), as a goroutine's Gosched
- * does not (it goes through the scheduler): the thread at the head runs now and this one goes
- * to the tail. Every VT_POLL_CHECK_RUNS runs it goes through the scheduler instead, which
- * polls I/O and timers; so do ASan builds (its fiber bookkeeping expects the scheduler). */
+/* Let the other runnable threads run first (a cooperative yield): queued again behind them,
+ * through the scheduler, or (layer 2) switching straight to the thread at the head. */
 static void vt_yield(void)
 {
     struct carrier *c = carrier_self;
-    struct vt *v = c->cur, *u = NULL;
-    if (vt_direct_ok(c))
-        u = runq_take(c, v->stk, v);
-    if (!u) {
-        __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
-        vt_to_scheduler(c, v);
+    struct vt *v = c->cur;
+    if (vt_switch_direct(c, v, v))
         return;
-    }
-    c->prev = v; /* RUNNABLE already: the next context only releases its stack */
-    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
-    c = v->carrier;
-    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
-    vt_resumed(c);
+    __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
+    vt_to_scheduler(c, v);
 }
 
 /* Create a thread on carrier c (any OS thread may call this). Its run stack is the next of
@@ -1856,7 +1724,182 @@ static int vt_sleep_until(int64_t deadline)
     return 0;
 }
 
-/* ---- I.8 The carrier loop ---- */
+/* ---- I.8 Fast paths ---- */
+
+/* Three layers over the mechanism of I.5 to I.7, for the common case of threads that hand
+ * over to each other on one carrier; none changes what a thread can observe. What they save
+ * shows in `./aggregator microbench` (yield, create + join, park + unpark).
+ *   1. The front slot: a queue's oldest thread sits in a slot its owner fills without a
+ *      locked instruction, so a thread queued on an idle queue and taken at once (a spawn
+ *      and its join, a wake-up) takes no lock.
+ *   2. Direct switches: a thread that parks, yields, joins or exits switches straight to the
+ *      next queued thread, one register swap where the scheduler would take two.
+ *   3. The kept joiner stack: a joiner whose child runs next on its carrier keeps its run
+ *      stack, so the child's exit runs it again with no atomic on the stack. */
+
+/* Layer 1, the front slot. The owner puts a thread in the slot when the whole queue is
+ * empty, with a release store (no locked instruction: only the owner fills the slot, takers
+ * only empty it), so the slot always holds the oldest thread; everyone takes the slot first,
+ * the owner with an exchange and a thief with a CAS, then the list's head under the lock.
+ * It is Go's run queue (a ring its owner pushes to with plain stores, which consumers take
+ * by CAS) reduced to one entry. Other pushes (a full slot, other OS threads) take the lock. */
+
+/* Queue v on c by c's owner: in the front slot if the whole queue is empty, else at the
+ * list's tail. */
+static inline void runq_push_own(struct carrier *c, struct vt *v)
+{
+    if (!LOAD(c->qlen) && !LOAD(c->front))
+        __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
+    else
+        runq_push(c, v);
+}
+
+/* The owner's take of the front slot: one exchange, racing the thieves' CAS. */
+static struct vt *runq_front_take(struct carrier *c)
+{
+    return LOAD(c->front) ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* The oldest thread of c's queue, taken by its owner: the slot's, else the list's, or NULL. */
+static struct vt *runq_pop(struct carrier *c)
+{
+    struct vt *v = runq_front_take(c);
+    return v ? v : runq_pop_list(c);
+}
+
+/* A thief's take: the slot's thread if no carrier holds its run stack, else runq_steal_list. */
+static struct vt *runq_steal(struct carrier *c)
+{
+    struct vt *f = __atomic_load_n(&c->front, __ATOMIC_ACQUIRE);
+    /* f may be taken, run and its descriptor reused meanwhile: the CAS fails then, or takes
+     * a runnable thread judged by a stale stack (carrier_run hands it to the holder) */
+    if (f &&
+        !__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&c->front, &f, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return f;
+    return runq_steal_list(c);
+}
+
+/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
+ * front slot): a yield's two queue operations for the price of one. */
+static struct vt *runq_swap(struct carrier *c, struct vt *back)
+{
+    if (!back)
+        return runq_pop(c);
+    struct vt *v = runq_front_take(c);
+    if (v) {
+        runq_push_own(c, back);
+        if (LOAD(rt.nsleeping))
+            carrier_signal(c);
+        return v;
+    }
+    spin_lock(&c->qlock);
+    v = back;
+    if (c->runq_head) { /* the length stays: one out, one in */
+        v = runq_shift_locked(c);
+        runq_append_locked(c, back);
+    }
+    spin_unlock(&c->qlock);
+    if (v != back && LOAD(rt.nsleeping))
+        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
+    return v;
+}
+
+/* Layer 2, direct switches: one register swap from the leaving thread to the next, with no
+ * scheduler context between them; the next context finishes the leaver's transition
+ * (vt_resumed). A goroutine's Gosched goes through its scheduler instead. */
+/* Whether a thread leaving now may switch straight to the next one: not every
+ * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
+ * fiber bookkeeping expects the scheduler's stack between two threads). */
+static inline int vt_direct_ok(struct carrier *c)
+{
+    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
+}
+
+/* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
+ * list's) if u's run stack is another one and free (then c holds it), and queue `back` (a
+ * yielder, or NULL) at the tail: in the list under the same lock, or in the slot if nothing
+ * else is queued, so two threads yielding to each other never take the lock; NULL leaves
+ * the queue as it was. A yielder stays unstealable until its stack is released after the
+ * switch (thieves skip held stacks). */
+static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
+{
+    struct vt *u = runq_front_take(c);
+    if (u) {
+        if (u->stk == mine || !carrier_stack_take(c, u->stk)) {
+            __atomic_store_n(&c->front, u, __ATOMIC_RELEASE); /* still the oldest */
+            return NULL;
+        }
+        if (back) {
+            __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+            runq_push_own(c, back);
+        }
+        return u;
+    }
+    if (!LOAD(c->qlen))
+        return NULL;
+    spin_lock(&c->qlock);
+    u = c->runq_head;
+    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
+        spin_unlock(&c->qlock);
+        return NULL;
+    }
+    runq_shift_locked(c);
+    if (back)
+        __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
+    if (back && !alone)
+        runq_append_locked(c, back);
+    else
+        __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
+    spin_unlock(&c->qlock);
+    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
+        __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
+    return u;
+}
+
+/* Switch from v, c's running thread, straight to the head of c's queue when vt_direct_ok
+ * allows and runq_take finds one (queueing `back`, a yielder, at the tail): returns 0 if
+ * not, else 1 once v runs again. */
+static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
+                                                                  struct vt *back)
+{
+    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, back) : NULL;
+    if (!u)
+        return 0;
+    c->prev = v; /* a yielder is RUNNABLE already: the next context only releases its stack */
+    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
+    c = v->carrier; /* it may resume on another carrier (stolen) */
+    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    vt_resumed(c);
+    return 1;
+}
+
+/* Layer 3, the kept joiner stack. */
+/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
+static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
+{
+    if (s != c->kept_stk)
+        return vt_stack_acquire(s, c);
+    c->kept_stk = NULL;
+    return 1;
+}
+
+/* Finish a join's park without releasing the joiner's stack s, when its child is the thread c
+ * runs now (v switched straight to it: the create-and-join case). That child cannot be
+ * exiting anywhere, so a plain store publishes v in its join word, and c keeps s: the exit,
+ * which runs the joiner next on this carrier when nothing is queued, needs no atomic on the
+ * stack either. Returns 0 if the child runs elsewhere. */
+static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v)
+{
+    if (v->joining != c->cur)
+        return 0;
+    c->kept_stk = s;
+    __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* ---- I.9 The carrier loop ---- */
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
@@ -2305,7 +2348,7 @@ static void rt_run(void (*fn)(void *), void *arg)
     pthread_mutex_destroy(&rc.mu);
 }
 
-/* ---- I.9 I/O ---- */
+/* ---- I.10 I/O ---- */
 
 /* One code path for both models. Sockets are non-blocking; a read or write that would block
  * waits in io_wait until the fd is ready or the deadline passes. On a virtual thread the fd is
@@ -2582,7 +2625,7 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
     return fd;
 }
 
-/* ---- I.10 Interface ---- */
+/* ---- I.11 Interface ---- */
 
 /* What Parts II and III ask of the runtime beyond spawning, parking and the io_ calls: which
  * carrier the caller is, how many there are, which one watches an fd, whether the caller is
