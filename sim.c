@@ -7001,6 +7001,7 @@ enum ui_ink {
     UI_DIM,
     UI_LINE,
     UI_ALERT,
+    UI_MEASURED,
     UI_NINKS
 };
 
@@ -7022,7 +7023,19 @@ static const struct ui_ink_def {
     [UI_DIM] = {NULL, 0x8d939c, 0x6b6b6b},
     [UI_LINE] = {NULL, 0x3b404a, 0xcfcfcf},
     [UI_ALERT] = {NULL, 0xff3b30, 0xd11a10},
+    [UI_MEASURED] = {NULL, 0x0072B2, 0x0072B2},
 };
+
+/* ONE MEANING PER COLOUR, in the window and in every picture (--plot, --live):
+ *   the legend's inks (UI_RUN .. UI_FAILED)  a thread's or request's state, in the panels only
+ *   UI_TEXT lines                           the simulator's figures (predictions): platform
+ *                                           solid, virtual dashed, as the window's charts
+ *   UI_DIM                                  what bounds or surrounds them: binding bounds,
+ *                                           axes, 95% intervals' bands
+ *   UI_MEASURED (Okabe-Ito blue)            a measurement of the real thing (--live, the
+ *                                           port wall's timeline)
+ *   UI_ALERT (red)                          failures, and the window's clock
+ * --validate's grid of series keeps a colour per series (a mode and configuration). */
 
 /* A thread's colour by state. A blocked carrier is pinned: its virtual thread could not
  * unmount, so the carrier is lost to everyone else. */
@@ -7070,6 +7083,14 @@ struct ui_hit {
     int32_t idx;        /* thread, request, core or ink index */
 };
 
+/* A string drawn this frame, where its ink is (its box without leading and trailing spaces):
+ * what the layout's checks read (no text cut by a width, none over another). */
+struct ui_text_item {
+    SDL_FRect r;
+    char s[80];
+    int8_t font, cut; /* cut: ui_text_fit dropped characters to fit */
+};
+
 /* One pass over a model's request slots per frame (the loads reach 100,000 requests, so
  * the drawing reads its requests from here rather than scanning them again). */
 #define UI_MAX_FLIGHTS 48
@@ -7109,6 +7130,8 @@ struct ui_gfx {
     struct ui_batch shade, glyphs; /* translucent shapes and lines; text */
     struct ui_hit *hit;
     int nhit, caphit;
+    struct ui_text_item *text; /* this frame's strings; the first ntext_base under overlays */
+    int ntext, captext, ntext_base;
     struct ui_scan *scan[MODEL_N]; /* this frame's pass over each model's requests */
     uint8_t *ink;
     int32_t *idx;
@@ -7748,11 +7771,33 @@ static int ui_bake(struct ui_gfx *g)
     return 0;
 }
 
+/* Note a string drawn at (x, y) in the frame's text log. */
+static void ui_text_log(struct ui_gfx *g, int font, float x, float y, const char *s)
+{
+    size_t lead = strspn(s, " "), n = strlen(s);
+    while (n > lead && s[n - 1] == ' ')
+        n--;
+    if (n == lead)
+        return;
+    if (g->ntext == g->captext) {
+        g->captext = g->captext ? 2 * g->captext : 256;
+        g->text = xrealloc(g->text, (size_t)g->captext, sizeof *g->text);
+    }
+    float adv = g->font[font].adv;
+    struct ui_text_item *t = &g->text[g->ntext++];
+    t->r = (SDL_FRect){roundf(x) + adv * (float)lead, roundf(y), adv * (float)(n - lead),
+                       g->font[font].line};
+    snprintf(t->s, sizeof t->s, "%.*s", (int)(n - lead), s + lead);
+    t->font = (int8_t)font;
+    t->cut = 0;
+}
+
 /* Draw a string with its top-left at (x, y); returns the x after it. */
 static float ui_text(struct ui_gfx *g, int font, float x, float y, SDL_Color c, const char *s)
 {
     const struct ui_font *f = &g->font[font];
     float bx = roundf(x), by = roundf(y) + f->ascent;
+    ui_text_log(g, font, x, y, s);
     for (; *s; s++) {
         int ch = (unsigned char)*s;
         if (ch < UI_FIRST_CHAR || ch >= UI_FIRST_CHAR + UI_NCHARS)
@@ -7790,13 +7835,27 @@ static float ui_text_fit(struct ui_gfx *g, int font, float x, float y, SDL_Color
     char buf[256];
     int n = (int)(maxw / g->font[font].adv);
     snprintf(buf, sizeof buf, "%.*s", n < 0 ? 0 : n > 255 ? 255 : n, s);
-    return ui_text(g, font, x, y, c, buf);
+    int before = g->ntext;
+    float end = ui_text(g, font, x, y, c, buf);
+    if (g->ntext > before && strlen(buf) < strlen(s))
+        g->text[g->ntext - 1].cut = 1;
+    return end;
 }
 
 /* The face is monospaced, so a width is a count of characters. */
 static float ui_text_w(const struct ui_gfx *g, int font, const char *s)
 {
     return g->font[font].adv * (float)strlen(s);
+}
+
+/* The first of n wordings (longest first) that fits maxw, or the last one cut to it. */
+static float ui_text_choose(struct ui_gfx *g, int font, float x, float y, SDL_Color c, float maxw,
+                            const char *const *say, int n)
+{
+    for (int i = 0; i < n - 1; i++)
+        if (ui_text_w(g, font, say[i]) <= maxw)
+            return ui_text(g, font, x, y, c, say[i]);
+    return ui_text_fit(g, font, x, y, c, say[n - 1], maxw);
 }
 
 /* Setup */
@@ -7827,6 +7886,7 @@ static void ui_gfx_free(struct ui_gfx *g)
         SDL_DestroyTexture(g->atlas);
     free(g->ttf);
     free(g->hit);
+    free(g->text);
     free(g->rect);
     free(g->rect_c);
     struct ui_batch *b[] = {&g->shade, &g->glyphs};
@@ -8523,7 +8583,7 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         const struct svc_state *v = &m->svc[i];
         const struct service_cfg *c = &s->svc[i];
         float x = r.x + (float)col * cw;
-        char line1[96], line2[96];
+        char line1[96], say[3][96]; /* line 2, from the longest wording to the shortest */
         double part[2];
         int ink[2] = {UI_IO, UI_IDLE}, total;
         if (c->pool >
@@ -8531,14 +8591,24 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
             part[0] = v->conns_busy;
             part[1] = v->conns_open - v->conns_busy;
             total = c->pool <= 2 * v->conns_open ? c->pool : (v->conns_open ? v->conns_open : 1);
-            snprintf(line2, sizeof line2, "pool %d/%d busy%s", v->conns_busy, v->conns_open,
-                     v->wait_conn.len ? ", calls wait" : "");
+            const char *wait = v->wait_conn.len ? ", calls wait" : "";
+            snprintf(say[0], sizeof say[0], "connection pool %d/%d busy%s", v->conns_busy,
+                     v->conns_open, wait);
+            snprintf(say[1], sizeof say[1], "connections %d/%d busy%s", v->conns_busy,
+                     v->conns_open, wait);
+            snprintf(say[2], sizeof say[2], "conns %d/%d busy%s", v->conns_busy, v->conns_open,
+                     v->wait_conn.len ? ", wait" : "");
         } else { /* a new connection per call: open ports and TIME_WAIT out of the range */
+            char open[32], tw[32];
             part[0] = v->ports_open;
             part[1] = v->tw.len;
             ink[1] = UI_PINNED;
             total = s->port_high - s->port_low + 1;
-            snprintf(line2, sizeof line2, "ports %d open, %d TIME_WAIT", v->ports_open, v->tw.len);
+            rep_human(open, sizeof open, v->ports_open, R_INT);
+            rep_human(tw, sizeof tw, v->tw.len, R_INT);
+            snprintf(say[0], sizeof say[0], "ports %s open, %s TIME_WAIT", open, tw);
+            snprintf(say[1], sizeof say[1], "%s ports in TIME_WAIT", tw);
+            snprintf(say[2], sizeof say[2], "%s TIME_WAIT", tw);
         }
         char calls[32];
         rep_human(calls, sizeof calls, (double)v->inflight, R_INT);
@@ -8546,7 +8616,8 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         ui_text_fit(g, UI_SMALL, x, r.y, text, line1, cw - 6 * S);
         SDL_FRect bar = {x, r.y + small + 2 * S, cw - 10 * S, 6 * S};
         ui_bar(g, bar, total, part, ink, 2);
-        ui_text_fit(g, UI_SMALL, x, bar.y + bar.h + S, dim, line2, cw - 6 * S);
+        const char *const line2[] = {say[0], say[1], say[2]};
+        ui_text_choose(g, UI_SMALL, x, bar.y + bar.h + S, dim, cw - 6 * S, line2, 3);
     }
 }
 
@@ -8574,7 +8645,9 @@ static void ui_ms(char *buf, size_t len, double ms)
 static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 {
     const struct hist *h = m->stats.lat->count ? m->stats.lat : m->stats.lat_interval;
-    char p50[24] = "-", p99[24] = "-", mem[24], rps[32];
+    char p50[24], p99[24] = "-", mem[24], rps[32], failed_s[32];
+    /* no latency yet: before the warm-up ends (the report counts none of it), or none done */
+    snprintf(p50, sizeof p50, "%s", m->now < m->s->warmup ? "- (warm-up)" : "- (none yet)");
     if (h->count) {
         ui_ms(p50, sizeof p50, (double)hist_quantile(h, 0.50) / 1e6);
         ui_ms(p99, sizeof p99, (double)hist_quantile(h, 0.99) / 1e6);
@@ -8585,20 +8658,25 @@ static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     rep_human(rps, sizeof rps, m->nseries ? ui_plot_value(m, &ui_charts[0], m->nseries - 1) : 0,
               R_INT);
     uint64_t failed = ui_failed(m);
-    float y2 = r.y + g->font[UI_SMALL].line + 2 * g->scale;
+    float y2 = r.y + g->font[UI_SMALL].line + 2 * g->scale, adv = g->font[UI_SMALL].adv;
     ui_hit_add(g, r, m->id, UI_HIT_COUNTERS, -1);
     float x = ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
                        "%7s req/s  p50 %-9s p99 %-9s errors ", rps, p50, p99);
-    x = ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%-6" PRIu64,
-                 failed);
+    rep_human(failed_s, sizeof failed_s, (double)failed, R_INT);
+    x = ui_textf(g, UI_SMALL, x, r.y, ui_color(g, failed ? UI_ALERT : UI_TEXT, 255), "%-6s",
+                 failed_s) +
+        adv;
     /* the binding bound on throughput, as the report names it (IV.1) */
     struct bounds b;
-    char bound[32];
+    char bound[2][48];
     rep_bounds(m, &b);
     if (b.binding >= 0) {
-        rep_human(bound, sizeof bound, b.rps[b.binding], R_INT);
-        ui_textf(g, UI_SMALL, x, r.y, ui_color(g, UI_DIM, 255), "bound %s (%s)", bound,
-                 bound_keys[b.binding]);
+        char rate[32];
+        rep_human(rate, sizeof rate, b.rps[b.binding], R_INT);
+        snprintf(bound[0], sizeof bound[0], "bound %s (%s)", rate, bound_keys[b.binding]);
+        snprintf(bound[1], sizeof bound[1], "bound %s", rate);
+        const char *const say[] = {bound[0], bound[1]};
+        ui_text_choose(g, UI_SMALL, x, r.y, ui_color(g, UI_DIM, 255), r.x + r.w - x, say, 2);
     }
     /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
     char io[32], busy[32] = "-";
@@ -8652,15 +8730,27 @@ static void ui_dash(struct ui_gfx *g, float x0, float y0, float x1, float y1, fl
     }
 }
 
-/* A model's series as a polyline; dashed draws every other 6-pixel stretch. */
+/* The time the charts span at time t: the whole run, or while t is under 40% of a run of a
+ * minute or more a round 1-2-5 time of at least 1.25 t and 10 s, so that what has happened
+ * fills most of the chart rather than a sliver at its left (the slider spans the run). */
+static simtime ui_chart_span(simtime duration, simtime t)
+{
+    double want = fmax(1.25 * (double)t, 10.0 * SEC);
+    if (duration < 60 * SEC || 10 * t >= 4 * duration || want >= (double)duration)
+        return duration;
+    double span = ui_nice(want / SEC) * SEC;
+    return span < (double)duration ? (simtime)span : duration;
+}
+
+/* A model's series as a polyline, over [0, span]; dashed draws every other 6-pixel stretch. */
 static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r,
-                    double ymax, int dashed)
+                    double ymax, int dashed, simtime span)
 {
     SDL_Color ink = ui_color(g, UI_TEXT, 255);
-    double dur = (double)m->s->duration;
+    double dur = (double)span;
     int step = m->nseries / (int)(r.w / 2 + 1) + 1; /* no more than a point per 2 pixels */
     float px = 0, py = 0, run = 0, dash = 6 * g->scale;
-    for (int i = 0; i < m->nseries; i += step) {
+    for (int i = 0; i < m->nseries && m->series[i].t <= span; i += step) {
         const struct sample *x = &m->series[i];
         float X = r.x + (float)((double)x->t / dur) * r.w,
               Y = r.y + r.h - (float)(ui_plot_value(m, c, i) / ymax) * r.h;
@@ -8699,11 +8789,11 @@ static double ui_live_value(const struct live *lv, const struct ui_chart *c, int
     return *(const double *)((const char *)&lv->v[i] + c->live_off) * c->live_scale;
 }
 
-/* --live: the measured series as a thick line in the running colour, over the predictions. */
+/* --live: the measured series as a thick line in the measured blue, over the predictions. */
 static void ui_plot_live(struct ui_gfx *g, const struct live *lv, const struct ui_chart *c,
                          SDL_FRect r, double ymax, simtime dur)
 {
-    SDL_Color ink = ui_color(g, UI_RUN, 255);
+    SDL_Color ink = ui_color(g, UI_MEASURED, 255);
     for (int i = 1; i < lv->n; i++) {
         float x0 = r.x + (float)(lv->v[i - 1].t * SEC / (double)dur) * r.w,
               x1 = r.x + (float)(lv->v[i].t * SEC / (double)dur) * r.w;
@@ -8740,15 +8830,16 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     ui_text(g, UI_SMALL, r.x + 6 * S, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
     ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S,
             ui_color(g, UI_DIM, 255), top);
+    simtime span = ui_chart_span(ms[0].s->duration, t);
     for (int k = 0; k < MODEL_N; k++)
-        ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL);
+        ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL, span);
     if (lv)
-        ui_plot_live(g, lv, c, plot, ymax, ms[0].s->duration);
-    float cx = plot.x + (float)((double)t / (double)ms[0].s->duration) * plot.w;
+        ui_plot_live(g, lv, c, plot, ymax, span);
+    float cx = plot.x + (float)((double)t / (double)span) * plot.w;
     ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
     ui_textf(g, UI_SMALL, plot.x, plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), "0 s");
     char end[16];
-    snprintf(end, sizeof end, "%.0f s", (double)ms[0].s->duration / SEC);
+    snprintf(end, sizeof end, "%.0f s", (double)span / SEC);
     ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, end), plot.y + plot.h + 2 * S,
             ui_color(g, UI_DIM, 255), end);
     ui_chart_key(g, plot, plot.y + plot.h + 2 * S);
@@ -9007,7 +9098,7 @@ static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const stru
                     int w, int h)
 {
     struct ui_layout L;
-    g->nhit = 0;
+    g->nhit = g->ntext = 0;
     for (int k = 0; k < MODEL_N; k++)
         ui_scan_model(g, &ms[k], v->travel > 0 ? v->travel : 20 * MS);
     ui_layout(g, w, h, &L);
@@ -9023,6 +9114,7 @@ static void ui_draw(struct ui_gfx *g, const struct model ms[MODEL_N], const stru
     ui_slider(g, v, ms[0].s->duration, L.slider);
     ui_status(g, v, L.status);
     ui_flush(g);
+    g->ntext_base = g->ntext;
     /* overlays: above everything, so a second layer */
     ui_ring(g, ms, v->ring);
     /* the card: for what is under the mouse, else for what was clicked, beside it */
@@ -9836,7 +9928,7 @@ static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struc
             y[i] = b->binding >= 0 ? fmin(b->rps[b->binding], f.y.hi) : NAN;
         }
         if (c->bound) /* under the lines: seen where above */
-            ui_chart_line(g, &f, xi, y, sw->n, mk ? UI_RUN : UI_IO, 1);
+            ui_chart_line(g, &f, xi, y, sw->n, UI_DIM, mk == MODEL_VIRTUAL);
     }
     for (int mk = 0; mk < MODEL_N; mk++) {
         for (int i = 0; i < sw->n; i++) {
@@ -9844,9 +9936,9 @@ static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struc
             y[i] = ui_sweep_get(sw, i, mk, c->off, 0);
             lo[i] = h > 0 ? y[i] - h : NAN;
             hi[i] = h > 0 ? y[i] + h : NAN;
-            ui_chart_point(g, &f, xi[i], y[i], lo[i], hi[i], mk ? UI_RUN : UI_IO);
+            ui_chart_point(g, &f, xi[i], y[i], lo[i], hi[i], UI_TEXT);
         }
-        ui_chart_line(g, &f, xi, y, sw->n, mk ? UI_RUN : UI_IO, 0);
+        ui_chart_line(g, &f, xi, y, sw->n, UI_TEXT, mk == MODEL_VIRTUAL);
     }
 }
 
@@ -9857,11 +9949,11 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
     if (ui_canvas_open(&c, uo) < 0)
         return -1;
     struct ui_gfx *g = &c.g;
-    static const struct ui_series_key keys[] = {{"platform", UI_IO, UI_KEY_LINE},
-                                                {"virtual", UI_RUN, UI_KEY_LINE},
-                                                {"platform's binding bound", UI_IO, UI_KEY_DASH},
-                                                {"virtual's", UI_RUN, UI_KEY_DASH},
-                                                {"95% interval", UI_DIM, UI_KEY_POINT}};
+    static const struct ui_series_key keys[] = {{"platform", UI_TEXT, UI_KEY_LINE},
+                                                {"virtual", UI_TEXT, UI_KEY_DASH},
+                                                {"platform's binding bound", UI_DIM, UI_KEY_LINE},
+                                                {"virtual's", UI_DIM, UI_KEY_DASH},
+                                                {"95% interval", UI_TEXT, UI_KEY_POINT}};
     char title[256], note[96], unit[16] = "", xname[96];
     double x[SWEEP_MAX];
     int numeric = ui_sweep_x(sw, x, unit, sizeof unit) == 0;
@@ -10003,8 +10095,8 @@ static void ui_timeline_chart(struct ui_gfx *g, SDL_FRect r, const struct tl_cel
                 ui_line(g, X, f.plot.y, X, f.plot.y + f.plot.h, g->scale,
                         ui_color(g, UI_ALERT, 200));
         }
-    ui_chart_line(g, &f, x, c->pred[k], c->n, k == TL_TIME_WAIT ? UI_PINNED : UI_RUN, 1);
-    ui_chart_line(g, &f, x, c->meas[k], c->n, k == TL_TIME_WAIT ? UI_PINNED : UI_IO, 0);
+    ui_chart_line(g, &f, x, c->pred[k], c->n, UI_TEXT, 1);
+    ui_chart_line(g, &f, x, c->meas[k], c->n, UI_MEASURED, 0);
 }
 
 static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, const char *path,
@@ -10014,10 +10106,8 @@ static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, cons
     if (ui_canvas_open(&cv, uo) < 0)
         return -1;
     struct ui_gfx *g = &cv.g;
-    static const struct ui_series_key keys[] = {{"measured", UI_IO, UI_KEY_LINE},
-                                                {"predicted", UI_RUN, UI_KEY_DASH},
-                                                {"TIME_WAIT measured", UI_PINNED, UI_KEY_LINE},
-                                                {"predicted", UI_PINNED, UI_KEY_DASH},
+    static const struct ui_series_key keys[] = {{"measured", UI_MEASURED, UI_KEY_LINE},
+                                                {"predicted", UI_TEXT, UI_KEY_DASH},
                                                 {"first no_port: measured", UI_ALERT, UI_KEY_LINE},
                                                 {"predicted", UI_ALERT, UI_KEY_DASH}};
     char title[256];
@@ -10025,7 +10115,7 @@ static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, cons
              "The port wall over time: served, failed and TIME_WAIT, measured against "
              "predicted (%s)",
              csv);
-    float S = g->scale, m = 12 * S, top = ui_figure_open(&cv, title, keys, 6, NULL);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(&cv, title, keys, 4, NULL);
     int cols = n < 4 ? n : 4;
     float w = ((float)cv.w - (cols + 1) * m) / cols, h = ((float)cv.h - top - 3 * m) / 3;
     static const char *const what[TL_N] = {"served a second", "failed a second", NULL,

@@ -583,6 +583,193 @@ static void test_plot_axes(void)
     ui_canvas_close(&c);
 }
 
+/* Text on the base layer of c's frame that is cut, off the canvas, or on another string's
+ * line within half a character of it: each is a failed check naming `where` and the text.
+ * Returns how many. */
+static int tu_text_clean(const struct ui_canvas *c, const char *where)
+{
+    const struct ui_gfx *g = &c->g;
+    int bad = 0;
+    for (int i = 0; i < g->ntext_base; i++) {
+        const struct ui_text_item *a = &g->text[i];
+        float gap = g->font[UI_SMALL].adv / 2;
+        if (a->cut || a->r.x < 0 || a->r.x + a->r.w > (float)c->w) {
+            CHECK(0, "%s: '%s' is %s", where, a->s, a->cut ? "cut to fit" : "off the canvas");
+            bad++;
+        }
+        for (int j = i + 1; j < g->ntext_base; j++) {
+            const struct ui_text_item *b = &g->text[j];
+            int same_line = a->r.y < b->r.y + b->r.h - 1 && b->r.y < a->r.y + a->r.h - 1;
+            int apart = a->r.x + a->r.w + gap <= b->r.x || b->r.x + b->r.w + gap <= a->r.x;
+            if (same_line && !apart) {
+                CHECK(0, "%s: '%s' and '%s' collide (x %.0f+%.0f, %.0f+%.0f)", where, a->s, b->s,
+                      a->r.x, a->r.w, b->r.x, b->r.w);
+                bad++;
+            }
+        }
+    }
+    return bad;
+}
+
+/* The first string drawn this frame (base layer) that contains `want`, or NULL. */
+static const struct ui_text_item *tu_text_find(const struct ui_canvas *c, const char *want)
+{
+    for (int i = 0; i < c->g.ntext_base; i++)
+        if (strstr(c->g.text[i].s, want))
+            return &c->g.text[i];
+    return NULL;
+}
+
+/* Issue 24: the words under a service name its connection pool (not "pool 3/4 busy", which
+ * reads as the thread pool), and a p50 not known yet says why. */
+static void test_window_words(void)
+{
+    struct ui_canvas c;
+    /* the demo's calls take 150 ms: at 50 ms nothing has completed, the warm-up runs to 1 s */
+    struct ui_sim *x = tu_open_render(&c, tu_demo, 50 * MS);
+    if (!x)
+        return;
+    int n = 0;
+    for (int i = 0; i < c.g.ntext_base; i++)
+        n += strstr(c.g.text[i].s, "p50 - (warm-up)") != NULL;
+    CHECK(n == MODEL_N, "before the warm-up ends, both panels say 'p50 - (warm-up)' (%d)", n);
+    tu_render(&c, x, tu_demo, 2 * SEC);
+    CHECK(tu_text_find(&c, "p50 - ") == NULL, "after it, a p50 in both panels");
+    const struct ui_text_item *pool = tu_text_find(&c, "connection pool ");
+    CHECK(pool != NULL, "a pooled service's line names its connection pool");
+    for (int i = 0; i < c.g.ntext_base; i++) {
+        const char *t = c.g.text[i].s;
+        CHECK(!(strncmp(t, "pool ", 5) == 0 && isdigit((unsigned char)t[5])),
+              "'%s': a bare 'pool N/M' reads as the thread pool", t);
+    }
+    ui_sim_free(x);
+    free(x);
+    ui_canvas_close(&c);
+}
+
+/* Issue 24: a run of minutes seen early fills its charts; the axis ends at a round time. */
+static void test_chart_span(void)
+{
+    CHECK(ui_chart_span(690 * SEC, 5 * SEC) == 10 * SEC &&
+              ui_chart_span(690 * SEC, 130 * SEC) == 200 * SEC &&
+              ui_chart_span(690 * SEC, 300 * SEC) == 690 * SEC &&
+              ui_chart_span(20 * SEC, 6 * SEC) == 20 * SEC,
+          "spans: 690 s at 5 s -> 10 s, at 130 s -> 200 s, at 300 s -> all; 20 s runs: all");
+    int ok = 1;
+    for (simtime d = 60 * SEC; d <= 3600 * SEC; d += 97 * SEC)
+        for (simtime t = 0; t <= d; t += d / 37) {
+            simtime sp = ui_chart_span(d, t);
+            ok &= sp >= t && sp <= d && (sp == d || 10 * t < 4 * d);
+        }
+    CHECK(ok, "the span holds the time shown and never passes the run's end");
+    const char *const kv[] = {"users=100", "duration=600s", "warmup=1s", "program=call(A)",
+                              "service.A.latency=50ms", NULL};
+    struct ui_canvas c;
+    struct ui_sim *x = tu_open_render(&c, kv, 5 * SEC);
+    if (!x)
+        return;
+    int ends = 0;
+    for (int i = 0; i < c.g.ntext_base; i++)
+        ends += !strcmp(c.g.text[i].s, "10 s") - !strcmp(c.g.text[i].s, "600 s");
+    CHECK(ends == UI_NCHARTS, "a 600 s run at 5 s: every chart ends at 10 s (%d)", ends);
+    ui_sim_free(x);
+    free(x);
+    ui_canvas_close(&c);
+}
+
+/* Issue 24: one meaning per colour. --live's measured line is the measured blue, not the
+ * running green of the panels; the window's charts (predictions) hold no state colour. */
+static void test_one_colour_per_role(void)
+{
+    struct ui_canvas c;
+    struct ui_sim *x = tu_open_render(&c, tu_demo, 3 * SEC);
+    if (!x)
+        return;
+    struct live_sample v[3] = {{.t = 0.5, .rps = 1000, .p99_ms = 200, .os_threads = 30},
+                               {.t = 1.5, .rps = 3000, .p99_ms = 300, .os_threads = 40},
+                               {.t = 2.5, .rps = 4000, .p99_ms = 250, .os_threads = 50}};
+    struct live lv = {.v = v, .n = 3, .cap = 3};
+    struct ui_view view = ui_view_at(x->t);
+    view.live = &lv;
+    ui_canvas_draw(&c, x->m, &view);
+    struct ui_layout L;
+    ui_layout(&c.g, c.w, c.h, &L);
+    long measured = 0, state = 0;
+    for (int i = 0; i < UI_NCHARTS; i++) {
+        measured += tu_count(&c, L.chart[i], ui_inks[UI_MEASURED].dark, 1);
+        for (int k = 0; k < UI_NLEGEND; k++)
+            if (ui_inks[k].dark != ui_inks[UI_IDLE].dark) /* grey is also the axes' neighbour */
+                state += tu_count(&c, L.chart[i], ui_inks[k].dark, 1);
+    }
+    CHECK(measured > 50, "--live's measured lines are drawn in the measured blue (%ld px)",
+          measured);
+    CHECK(state == 0, "no state colour in the charts (%ld px)", state);
+    CHECK(ui_inks[UI_MEASURED].dark == 0x0072B2, "measured: Okabe-Ito blue");
+    for (int k = 0; k < UI_NLEGEND; k++)
+        CHECK(ui_inks[k].dark != ui_inks[UI_MEASURED].dark &&
+                  ui_inks[k].dark != ui_inks[UI_TEXT].dark,
+              "state ink %d means nothing else", k);
+    ui_sim_free(x);
+    free(x);
+    ui_canvas_close(&c);
+}
+
+/* The tutorial's screenshots (the Makefile's TUTORIAL_SHOTS, scenario:time), each as
+ * `make tutorial-images` draws it: no text cut, off the canvas or colliding. */
+static void test_shots_text(void)
+{
+    FILE *f = fopen("Makefile", "r");
+    char line[512], shots[2048] = "";
+    int in = 0, n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "TUTORIAL_SHOTS", 14))
+            in = 1;
+        if (in) {
+            char *eq = strchr(line, '=');
+            strncat(shots, eq && !strncmp(line, "TUTORIAL_SHOTS", 14) ? eq + 1 : line,
+                    sizeof shots - strlen(shots) - 1);
+            in = strchr(line, '\\') != NULL;
+        }
+    }
+    if (f)
+        fclose(f);
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
+    for (char *tok = strtok(shots, " \t\n\\"); tok; tok = strtok(NULL, " \t\n\\")) {
+        char *colon = strchr(tok, ':'), path[128], err[512];
+        if (!colon)
+            continue;
+        *colon = 0;
+        snprintf(path, sizeof path, "scenarios/%s.scn", tok);
+        double at;
+        const char *end;
+        struct ui_sim *x = calloc(1, sizeof *x);
+        struct scn_src src = {path, 0, err, sizeof err};
+        scn_defaults(&x->s);
+        if (scn_time(&src, colon + 1, &end, &at) < 0 || scn_load(&x->s, path, err, sizeof err) ||
+            scn_finish(&x->s, path, err, sizeof err)) {
+            CHECK(0, "%s: %s", path, err);
+            free(x);
+            continue;
+        }
+        ui_sim_reset(x);
+        ui_sim_run(x, (simtime)at);
+        struct ui_view v = ui_view_at(x->t);
+        ui_canvas_draw(&c, x->m, &v);
+        char where[160];
+        snprintf(where, sizeof where, "%s at %s", path, colon + 1);
+        CHECK(tu_text_clean(&c, where) == 0, "%s: its text is clean", where);
+        ui_sim_free(x);
+        free(x);
+        n++;
+    }
+    CHECK(n >= 10, "the Makefile's TUTORIAL_SHOTS read (%d shots)", n);
+    ui_canvas_close(&c);
+}
+
 int main(void)
 {
     test_carrier_queues();
@@ -598,5 +785,9 @@ int main(void)
     test_frames();
     test_sizes_and_font();
     test_plot_axes();
+    test_shots_text();
+    test_window_words();
+    test_chart_span();
+    test_one_colour_per_role();
     return check_done("test_ui");
 }
