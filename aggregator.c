@@ -4841,8 +4841,12 @@ static void load_user_main(void *arg)
     if (!cl)
         load_tick(L, 0);
     /* Closed-loop users send from the start and count only the answers inside the window,
-     * so it opens on a steady state; an open-loop schedule starts at the window. */
-    if (cfg->rate <= 0 || vt_sleep_until(L->t0) == 0) {
+     * so it opens on a steady state; an open-loop schedule starts at the window. The closed
+     * loop's users start evenly spread over the warm-up (a ramp-up, as JMeter's): users who
+     * start together against a constant service time stay in lockstep, their answers come in
+     * bursts of N, and a window would count 8 or 9 bursts by where its ends fall. */
+    int64_t first = cfg->rate > 0 ? L->t0 : L->t_begin + (L->t0 - L->t_begin) * u->idx / cfg->users;
+    if (vt_sleep_until(first) == 0) {
         for (uint64_t k = 0; !load_over(L); k++) {
             int64_t intended = now_ns();
             if (cfg->rate > 0) {
@@ -5983,7 +5987,7 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                 r->pool ? "-" : close_first_names[r->close_first], r->net.low, r->net.high,
                 r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1, r->failed_no_port,
                 r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
-        fprintf(f, "%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
+        fprintf(f, "%d,%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
                 r->foreign_pct, jit, server_names[r->server]);
         return;
     }
@@ -6012,7 +6016,7 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
             "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,"
             "runs,throughput_ci95_low,throughput_ci95_high,throughput_min,throughput_max,"
             "close_first,port_low,port_high,tw_reuse,failed_no_port,failed,alloc_bytes_per_req,"
-            "warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
+            "rampup_s,warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, %d run%s per point; ideal = "
            "N/(K*D+Z)\n"
            "req/s: the mean of the runs ± the half-width of its Student-t 95%% interval "
@@ -6067,10 +6071,10 @@ static void bench_progress(struct bench_cfg *bc, const struct bench_row *point, 
 static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_row *r, int run)
 {
     for (int k = 0; bc->timeline && k < r->nticks; k++)
-        fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
+        fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
                 server_names[r->server], r->mode == MODE_VIRTUAL ? "virtual" : "platform",
                 r->pool ? "on" : "off", r->pool ? "-" : close_first_names[r->close_first], r->users,
-                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, run, k + 1,
+                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S, run, k + 1,
                 r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port, r->ticks[k].time_wait);
 }
 
@@ -6201,7 +6205,7 @@ static int bench_run(struct bench_cfg *bc)
     if (bc->timeline) {
         fprintf(bc->timeline,
                 "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
-                "port_high,tw_reuse,run,t_s,served,failed,failed_no_port,time_wait\n");
+                "port_high,tw_reuse,rampup_s,run,t_s,served,failed,failed_no_port,time_wait\n");
         out_check(bc->timeline, bc->timeline_path);
     }
     bench_headers(bc, csv);

@@ -5200,11 +5200,12 @@ static const struct {
 
 /* steal_pct: the share of the cores' time the hypervisor took during the window. It is
  * printed beside the errors: on a VM, a point with much steal is a disturbed measurement. */
-enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_OPTIONAL_N };
-static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s", "steal_pct"};
+enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_RAMPUP, VC_OPTIONAL_N };
+static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s", "steal_pct",
+                                                             "rampup_s"};
 static const double val_optional_default[VC_OPTIONAL_N] = {
-    5, 15, -1}; /* s, s (a steady state); -1 = unknown */
-static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100};
+    5, 15, -1, 0}; /* s, s (a steady state); -1 = unknown; s (users started together) */
+static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100, 3600};
 
 /* The server a row measured (its `server` column; a CSV without one is the C aggregator's):
  * one validation compares one server. For the JVM two figures have no model: its RSS
@@ -5260,7 +5261,7 @@ struct val_point {
     int fanout, pooled, mode;
     int close_first; /* enum net_closer, -1 unknown or pooled */
     double delay_ms;
-    double conditions[VC_OPTIONAL_N]; /* warm-up and window in s, steal in % */
+    double conditions[VC_OPTIONAL_N]; /* warm-up and window in s, steal in %, ramp-up in s */
     double extra[VX_N];               /* NAN where the CSV has no such column */
     double measured[VM_N], predicted[VM_N];
     struct val_prediction pred;
@@ -5375,14 +5376,16 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
     snprintf(program, sizeof program, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
     snprintf(value, sizeof value, "%ld", pt->users);
     snprintf(latency, sizeof latency, "%.6gms", pt->delay_ms);
-    char duration[32], warmup[32];
+    char duration[32], warmup[32], rampup[32];
     snprintf(duration, sizeof duration, "%.6gs",
              pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
     snprintf(warmup, sizeof warmup, "%.6gs", pt->conditions[VC_WARMUP]);
+    snprintf(rampup, sizeof rampup, "%.6gs", pt->conditions[VC_RAMPUP]);
     const char *kv[][2] = {{"users", value},
                            {"think", "0"},
                            {"duration", duration},
                            {"warmup", warmup},
+                           {"rampup", rampup},
                            {"program", program},
                            {"service.backend.pool", pt->pooled ? "100000" : "0"},
                            {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"}};
@@ -6189,6 +6192,7 @@ enum {
     TC_SERVED, /* the four series, in enum tl_series order */
     TC_N = TC_SERVED + TL_N
 };
+#define TC_RAMPUP    TC_N /* an optional column: the load's ramp-up in s, 0 when absent */
 #define TL_MAX_S     3600 /* seconds of one cell */
 #define TL_MAX_CELLS 16
 #define TL_STEP      (10 * MS) /* the prediction's look for its first no_port */
@@ -6273,6 +6277,10 @@ static int tl_conditions(char **f, const int *col, struct val_point *pt, const s
         return -1;
     pt->extra[VX_PORT_LOW] = lo, pt->extra[VX_PORT_HIGH] = hi, pt->extra[VX_TW_REUSE] = reuse;
     pt->conditions[VC_STEAL] = -1;
+    const char *ramp = col[TC_RAMPUP] >= 0 ? f[col[TC_RAMPUP]] : "0";
+    if (val_number(ramp, &pt->conditions[VC_RAMPUP]) < 0 || !(pt->conditions[VC_RAMPUP] >= 0) ||
+        pt->conditions[VC_RAMPUP] > 3600)
+        return scn_fail(src, "rampup_s '%s' is not a number from 0 to 3600", ramp);
     return 0;
 }
 
@@ -6341,7 +6349,7 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
         return -1;
     struct scn_text text = {fp, {path, 0, err, errlen}, 0, VAL_MAX_FILE};
     char line[VAL_MAX_LINE], *f[VAL_MAX_FIELDS];
-    int col[TC_N], nhead = 0, rc;
+    int col[TC_N + 1], nhead = 0, rc;
     *nc = 0;
     while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
         int n = val_split(line, f, VAL_MAX_FIELDS);
@@ -6350,6 +6358,7 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
             for (int k = 0; k < TC_N && rc > 0; k++)
                 if ((col[k] = val_column(f, n, tl_cols[k])) < 0)
                     rc = scn_fail(&text.src, "no column '%s' in the timeline's header", tl_cols[k]);
+            col[TC_RAMPUP] = val_column(f, n, "rampup_s");
             if (rc < 0)
                 break;
             continue;

@@ -1453,7 +1453,7 @@ static void test_bench_wall(void)
         double sum_no_port = 0;
         int header_ok = t && fgets(line, sizeof line, t) &&
                         !strcmp(line, "server,mode,pool,close_first,users,fanout,delay_ms,"
-                                      "port_low,port_high,tw_reuse,run,t_s,served,failed,"
+                                      "port_low,port_high,tw_reuse,rampup_s,run,t_s,served,failed,"
                                       "failed_no_port,time_wait\n");
         while (t && fgets(line, sizeof line, t)) { /* ...,failed_no_port,time_wait */
             char *last = strrchr(line, ','), *prev;
