@@ -5987,8 +5987,8 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                 r->pool ? "-" : close_first_names[r->close_first], r->net.low, r->net.high,
                 r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1, r->failed_no_port,
                 r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
-        fprintf(f, "%d,%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, BENCH_WARMUP_S, bc->duration_s, r->steal_pct,
-                r->foreign_pct, jit, server_names[r->server]);
+        fprintf(f, "%d,%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, BENCH_WARMUP_S, bc->duration_s,
+                r->steal_pct, r->foreign_pct, jit, server_names[r->server]);
         return;
     }
     char rps[64];
@@ -6074,8 +6074,9 @@ static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_
         fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
                 server_names[r->server], r->mode == MODE_VIRTUAL ? "virtual" : "platform",
                 r->pool ? "on" : "off", r->pool ? "-" : close_first_names[r->close_first], r->users,
-                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S, run, k + 1,
-                r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port, r->ticks[k].time_wait);
+                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S,
+                run, k + 1, r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port,
+                r->ticks[k].time_wait);
 }
 
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
