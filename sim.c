@@ -6169,7 +6169,8 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
  * (server, mode, pool, closer, users, K, D, its ports and tcp_tw_reuse; TIME_WAIT 60 s, Linux's
  * fixed value) over the same seconds from a cold start, and puts the seconds side by side:
  * the time to the first no_port, the throughput after the wall over one TIME_WAIT period,
- * the failure fraction. Runs of one cell are averaged second by second. */
+ * the failure fraction where there is no wall (after one, failures a second are the
+ * client's pace: not predicted). Runs of one cell are averaged second by second. */
 
 enum tl_series { TL_SERVED, TL_FAILED, TL_NO_PORT, TL_TIME_WAIT, TL_N };
 static const char *const tl_cols[] = {
@@ -6385,6 +6386,19 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
     return rc;
 }
 
+/* From the second of the predicted wall on, a request that finds no port fails at once and
+ * its user sends it again: how many fail a second is the client's pace and the CPU a failure
+ * costs (a failed connect scans the port range), which the model does not know (it resends
+ * after 1 ms: an upper bound, not a prediction). Those seconds' failures are NAN, not
+ * predicted; what is served and the TIME_WAIT after the wall are. */
+static void tl_unpredicted(struct tl_cell *c)
+{
+    if (isnan(c->wall_pred))
+        return;
+    for (int i = (int)ceil(c->wall_pred) - 1; i < c->n; i++)
+        c->pred[TL_FAILED][i] = c->pred[TL_NO_PORT][i] = NAN;
+}
+
 /* The cell simulated from a cold start over its seconds: each second's served, failed,
  * no_port and TIME_WAIT sockets (ours and the services'), and the first no_port to TL_STEP. */
 static int tl_predict(struct tl_cell *c, const char *path, const char *calibration,
@@ -6419,6 +6433,7 @@ static int tl_predict(struct tl_cell *c, const char *path, const char *calibrati
         c->pred[TL_TIME_WAIT][i] = m.ports_tw + m.peer_tw;
     }
     model_free(&m);
+    tl_unpredicted(c);
     return 0;
 }
 
@@ -6446,10 +6461,12 @@ static double tl_mean(const double *x, int from, int to)
     return to > from ? sum / (to - from) : NAN;
 }
 
-/* failed / (served + failed) over the whole run. */
+/* failed / (served + failed) over the whole run; NAN when a second's failures are unknown. */
 static double tl_fail_frac(double *const *x, int n)
 {
     double f = tl_mean(x[TL_FAILED], 0, n), d = tl_mean(x[TL_SERVED], 0, n);
+    if (isnan(f))
+        return NAN;
     return f + d > 0 ? f / (f + d) : 0;
 }
 
@@ -6468,7 +6485,10 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
     for (int t = 0; t < c->n; t++) {
         fprintf(out, "%5d", t + 1);
         for (int k = 0; k < TL_N; k++)
-            fprintf(out, " | %9.0f %9.0f", c->meas[k][t], c->pred[k][t]);
+            if (isnan(c->pred[k][t]))
+                fprintf(out, " | %9.0f %9s", c->meas[k][t], "-");
+            else
+                fprintf(out, " | %9.0f %9.0f", c->meas[k][t], c->pred[k][t]);
         fputc('\n', out);
     }
     fputs("time to the first no_port: measured ", out);
@@ -6494,8 +6514,23 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
     else
         fprintf(out, "\nno wall: throughput over the run measured %.1f req/s, predicted %.1f",
                 tl_mean(c->meas[TL_SERVED], 0, c->n), tl_mean(c->pred[TL_SERVED], 0, c->n));
-    fprintf(out, "\nfailure fraction over the run: measured %.1f%%, predicted %.1f%%\n",
-            100 * tl_fail_frac(c->meas, c->n), 100 * tl_fail_frac(c->pred, c->n));
+    double pf = tl_fail_frac(c->pred, c->n);
+    if (isnan(pf)) {
+        if (tl_after_window(c, &from, &to))
+            fprintf(out,
+                    "\nfailures after the wall: measured %.0f a second (%.1f%% of the run's "
+                    "requests); ",
+                    tl_mean(c->meas[TL_FAILED], from, to), 100 * tl_fail_frac(c->meas, c->n));
+        else
+            fprintf(out, "\nfailures: measured %.1f%% of the run's requests; after the wall ",
+                    100 * tl_fail_frac(c->meas, c->n));
+        fputs("not predicted ('-'): a request that finds no port fails at once and is sent "
+              "again, so the rate is the client's pace and what a failed connect costs, which "
+              "the model does not know\n",
+              out);
+    } else
+        fprintf(out, "\nfailure fraction over the run: measured %.1f%%, predicted %.1f%%\n",
+                100 * tl_fail_frac(c->meas, c->n), 100 * pf);
 }
 
 /* --json: a cell's conditions, its summary and its seconds, measured and predicted. */
@@ -6524,16 +6559,23 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
                 tl_mean(c->pred[TL_SERVED], from, to));
     else
         fputs("null", out);
-    fprintf(out,
-            ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": %.6g},\n   \"seconds\": {",
-            tl_fail_frac(c->meas, c->n), tl_fail_frac(c->pred, c->n));
+    fprintf(out, ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": ",
+            tl_fail_frac(c->meas, c->n));
+    rep_json_number(out, "%.6g", tl_fail_frac(c->pred, c->n));
+    if (isnan(tl_fail_frac(c->pred, c->n)))
+        fputs(", \"predicted_why_null\": \"after the wall a failed request is sent again at the "
+              "client's pace, which the model does not know\"",
+              out);
+    fputs("},\n   \"seconds\": {", out);
     for (int k = 0; k < TL_N; k++)
         for (int w = 0; w < 2; w++) {
             const double *x = w ? c->pred[k] : c->meas[k];
             fprintf(out, "%s\"%s_%s\": [", k || w ? ", " : "", names[k],
                     w ? "predicted" : "measured");
-            for (int t = 0; t < c->n; t++)
-                fprintf(out, "%s%.6g", t ? "," : "", x[t]);
+            for (int t = 0; t < c->n; t++) {
+                fputs(t ? "," : "", out);
+                rep_json_number(out, "%.6g", x[t]);
+            }
             fputc(']', out);
         }
     fputs("}}", out);

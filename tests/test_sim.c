@@ -2092,6 +2092,22 @@ static void test_timeline(void)
                    "predicted throughput after the wall: the range's K-th once in 78 s");
         CHECK(c[0].pred[TL_TIME_WAIT][29] == 1000, "our TIME_WAITs fill the range (%g)",
               c[0].pred[TL_TIME_WAIT][29]);
+        /* after the wall a failed request is sent again at a pace the model does not know:
+         * its failures a second are not predicted (NAN, '-', null), before it they are none */
+        int unknown = 1;
+        for (int t = (int)ceil(c[0].wall_pred) - 1; t < c[0].n; t++)
+            unknown &= isnan(c[0].pred[TL_FAILED][t]) && isnan(c[0].pred[TL_NO_PORT][t]);
+        CHECK(unknown && c[0].pred[TL_FAILED][0] == 0 && isnan(tl_fail_frac(c[0].pred, c[0].n)),
+              "failures after the wall: not predicted; none before it");
+        char *txt = NULL;
+        size_t tlen = 0;
+        FILE *tf = open_memstream(&txt, &tlen);
+        tl_print_cell(tf, &c[0]);
+        fclose(tf);
+        CHECK(!strstr(txt, "nan") && strstr(txt, "failures after the wall: measured 150 a second") &&
+                  strstr(txt, "not predicted"),
+              "the text says the failure rate is not predicted, and no nan: %s", txt);
+        free(txt);
         CHECK(isnan(c[1].wall_pred) && tl_fail_frac(c[1].pred, c[1].n) == 0,
               "the server closes first: no failure predicted");
         CHECK_NEAR(tl_mean(c[1].pred[TL_SERVED], 0, 80), 10 / 0.030, 0.02,
@@ -2107,6 +2123,8 @@ static void test_timeline(void)
                   strstr(json, "\"after_wall\": {\"from_second\": 3, \"to_second\": 80,") &&
                   strstr(json, "\"close_first\": \"server\""),
               "--json: the wall, the window, the closer");
+        CHECK(!strstr(json, "nan") && strstr(json, "\"predicted\": null, \"predicted_why_null\""),
+              "--json: the unpredicted failures are null, with why");
         free(json);
     }
     tl_free(c, n);
