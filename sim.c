@@ -8664,7 +8664,15 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         char calls[32];
         rep_human(calls, sizeof calls, (double)v->inflight, R_INT);
         snprintf(line1, sizeof line1, "%s: %s calls", c->name, calls);
-        ui_text_fit(g, UI_SMALL, x, r.y, text, line1, cw - 6 * S);
+        char limit[2][128]; /* with a limit: its permits in use, and the calls waiting */
+        snprintf(limit[0], sizeof limit[0], "%s, permits %d/%d, %d wait", line1, v->in_service,
+                 c->limit, v->wait_slot.len);
+        snprintf(limit[1], sizeof limit[1], "%s, limit %d", line1, c->limit);
+        const char *const line1s[] = {limit[0], limit[1], line1};
+        if (c->limit > 0)
+            ui_text_choose(g, UI_SMALL, x, r.y, text, cw - 6 * S, line1s, 3);
+        else
+            ui_text_fit(g, UI_SMALL, x, r.y, text, line1, cw - 6 * S);
         SDL_FRect bar = {x, r.y + small + 2 * S, cw - 10 * S, 6 * S};
         ui_bar(g, bar, total, part, ink, 2);
         const char *const line2[] = {say[0], say[1], say[2]};

@@ -642,6 +642,19 @@ static void test_window_words(void)
         CHECK(!(strncmp(t, "pool ", 5) == 0 && isdigit((unsigned char)t[5])),
               "'%s': a bare 'pool N/M' reads as the thread pool", t);
     }
+    /* a service with a limit shows its permits in use out of the limit */
+    const char *const kv[] = {"users=100",
+                              "duration=3s",
+                              "warmup=1s",
+                              "program=call(A)",
+                              "service.A.latency=50ms",
+                              "service.A.limit=5",
+                              "service.A.wait=10ms",
+                              NULL};
+    tu_render(&c, x, kv, 2 * SEC);
+    const struct ui_text_item *lim = tu_text_find(&c, "permits 5/5, ");
+    CHECK(lim != NULL && strstr(lim->s, " wait"),
+          "a limited service: 'A: N calls, permits 5/5, M wait' (%s)", lim ? lim->s : "none");
     ui_sim_free(x);
     free(x);
     ui_canvas_close(&c);
