@@ -141,9 +141,13 @@ __attribute__((noinline)) static int *vt_errno_location(void)
 /* Virtual threads on carrier threads, as Loom runs them: a virtual thread that would block
  * parks instead (its frames are set aside, its fd is watched by the carrier's epoll) and the
  * carrier runs another one. Built from the bottom: the utilities, the register swap, the
- * thread and carrier types, the timers and run queues, the copied stacks, the switches
- * between a thread and its carrier's scheduler, the carrier loop, and the I/O calls that
- * park a virtual thread or block a platform thread through one code path. */
+ * thread and carrier types, the timers, the run queue and park/unpark, the copied stacks,
+ * the switches between a thread and its carrier's scheduler (the mechanism, simplest form),
+ * then the fast paths layered over it, the carrier loop, and the I/O calls that park a
+ * virtual thread or block a platform thread through one code path.
+ * Tests: tests/test_aggregator.c, t_spawn_join to t_overflow (switching, timers, readiness,
+ * the stale check, pinning, 100,000 parked threads, stealing, joins across carriers, the kept
+ * stack, stack overflow); make tsan runs them under ThreadSanitizer, make asan under ASan. */
 
 /* ---- I.1 Utilities ---- */
 
@@ -2738,7 +2742,12 @@ static int io_quiet(int fd)
  *     (or pool_close drops it) and the thread takes the next task.
  *
  * The sections follow that path down: HTTP, the metrics every answer updates, connections,
- * the aggregate handler, the downstream call, the backend; then the two servers that accept. */
+ * the aggregate handler, the downstream call, the backend; then the two servers that accept.
+ * Tests: tests/test_aggregator.c (t_http_* the parsers, t_alloc, t_integration both servers
+ * in process), tests/test_faults.c (the process under bad backends and clients, deadlines,
+ * the fd limit, the listeners), tests/fuzz_http.c (make fuzz: both parsers), tests/floor.c
+ * (the same answers without a runtime, checked by test_faults), tests/test_java.sh (the JVM
+ * server keeps this one's contract). */
 
 /* ---- II.1 HTTP ---- */
 
@@ -4627,7 +4636,11 @@ static int serve_until_signal(struct config *cfg, route_fn route, const char *wh
 /* The load generator, the benchmark grid that runs the service and the load generator as
  * child processes, the microbench of the runtime, and calibrate, which turns measurements
  * into the simulator's scenario keys. They run on the runtime of Part I (the load
- * generator's users are virtual threads) and spawn this same binary as their children. */
+ * generator's users are virtual threads) and spawn this same binary as their children.
+ * Tests: tests/test_aggregator.c (t_hist, t_ci95, t_cal_trust), tests/test_faults.c
+ * (microbench --json, bench's port wall with --timeline), tests/test_layout.sh (the histogram
+ * is sim.c's text), tests/test_java.sh (bench --server java), make check-model (calibrate and
+ * bench against ./sim --validate). */
 
 /* ---- III.1 Latency histogram ---- */
 
@@ -4919,18 +4932,16 @@ static struct load_stats *load_wait(struct load *L)
         pthread_cond_wait(&L->cv, &L->mu);
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
-    for (int i = 0; i < rt_carriers(); i++) {
-        hist_merge(&all->h, &L->per_carrier[i].h);
-        all->completed += L->per_carrier[i].completed;
-        for (int e = 0; e < LOAD_NERR; e++)
-            all->errors[e] += L->per_carrier[i].errors[e];
-    }
     all->nsec = L->nsec;
     if (L->nsec) {
         all->sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
         all->sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
     }
     for (int i = 0; i < rt_carriers(); i++) {
+        hist_merge(&all->h, &L->per_carrier[i].h);
+        all->completed += L->per_carrier[i].completed;
+        for (int e = 0; e < LOAD_NERR; e++)
+            all->errors[e] += L->per_carrier[i].errors[e];
         for (int k = 0; k < L->nsec; k++) {
             all->sec_ok[k] += L->per_carrier[i].sec_ok[k];
             all->sec_err[k] += L->per_carrier[i].sec_err[k];
@@ -5352,24 +5363,45 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
     return bench_spawn_exe(kids, NULL, argv, out_fd, keep_stderr);
 }
 
-/* One attempt: a connection to sa accepted, and with `answer`, GET /metrics answered 200. */
-enum { BENCH_WAIT_ACCEPT = 0, BENCH_WAIT_ANSWER = 1 }; /* bench_wait_port: what is ready */
+/* A connection to 127.0.0.1:port whose reads and writes time out after timeout_s, or -1. */
+static int bench_dial(int port, int timeout_s)
+{
+    struct sockaddr_in sa;
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+    parse_hostport(hp, &sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {timeout_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
 
-static int bench_try(const struct sockaddr_in *sa, int answer)
+/* Send GET /metrics on fd; whether it went whole. */
+static int bench_ask_metrics(int fd)
 {
     static const char req[] =
         "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {1, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int ok = connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0;
-    if (ok && answer) {
-        char got[12];
-        ok = write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1) &&
-             recv(fd, got, sizeof got, MSG_WAITALL) == (ssize_t)sizeof got &&
-             !memcmp(got, "HTTP/1.1 200", sizeof got);
-    }
-    close(fd);
+    return write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1);
+}
+
+/* One attempt: a connection accepted and, with `answer`, GET /metrics answered 200. */
+enum { BENCH_WAIT_ACCEPT = 0, BENCH_WAIT_ANSWER = 1 }; /* bench_wait_port: what is ready */
+
+static int bench_try(int port, int answer)
+{
+    char got[12];
+    int fd = bench_dial(port, 1);
+    int ok =
+        fd >= 0 && (!answer || (bench_ask_metrics(fd) &&
+                                recv(fd, got, sizeof got, MSG_WAITALL) == (ssize_t)sizeof got &&
+                                !memcmp(got, "HTTP/1.1 200", sizeof got)));
+    if (fd >= 0)
+        close(fd);
     return ok;
 }
 
@@ -5379,16 +5411,12 @@ static int bench_try(const struct sockaddr_in *sa, int answer)
  * first (it is then reaped and forgotten). */
 static int bench_wait_port(struct bench_kids *kids, pid_t pid, int port, int timeout_s, int answer)
 {
-    struct sockaddr_in sa;
-    char hp[32];
-    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
-    parse_hostport(hp, &sa);
     for (int64_t end = now_ns() + timeout_s * NS_PER_S; now_ns() < end;) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             bench_forget(kids, pid);
             return -1;
         }
-        if (bench_try(&sa, answer))
+        if (bench_try(port, answer))
             return 0;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -5717,21 +5745,11 @@ static double bench_metric(const char *page, const char *name)
 /* GET /metrics from 127.0.0.1:port (at most 2 s) and read the counters. */
 static struct bench_scrape bench_scrape(int port)
 {
-    static const char req[] =
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     struct bench_scrape m = {-1, -1, -1};
-    struct sockaddr_in sa;
-    char hp[32];
-    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
-    parse_hostport(hp, &sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     struct sbuf page = {0};
     int64_t end = now_ns() + 2 * NS_PER_S;
-    if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0 &&
-        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+    int fd = bench_dial(port, 2);
+    if (fd >= 0 && bench_ask_metrics(fd)) {
         char buf[4096];
         for (ssize_t got;
              now_ns() < end && page.len < (1 << 20) && (got = read(fd, buf, sizeof buf)) > 0;)
@@ -6805,21 +6823,15 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
         die("pipe: %s", strerror(errno));
     pid_t load = bench_spawn(kids, largv, pfd[1], BENCH_STDERR_KEEP);
     close(pfd[1]);
-    char json[2048];
-    size_t n = 0;
-    for (ssize_t got;
-         n < sizeof json - 1 && (got = read(pfd[0], json + n, sizeof json - 1 - n)) != 0;)
-        if (got > 0)
-            n += (size_t)got;
-        else if (errno != EINTR)
-            break;
-    json[n] = '\0';
+    struct sbuf json = {0};
+    bench_read_all(pfd[0], &json);
     close(pfd[0]);
     waitpid(load, &status, 0);
     bench_forget(kids, load);
-    *p50 = bench_json_num(json, "p50");
-    *p90 = bench_json_num(json, "p90");
-    *p99 = bench_json_num(json, "p99");
+    *p50 = bench_json_num(json.p, "p50");
+    *p90 = bench_json_num(json.p, "p90");
+    *p99 = bench_json_num(json.p, "p99");
+    sbuf_free(&json);
     return *p50 > 0 && *p90 >= *p50 && *p99 >= *p90 ? 0 : -1;
 }
 
@@ -7168,20 +7180,15 @@ static void cal_write_threads(FILE *f, int server, const struct bench_row *serve
 
 static void cal_write_machine(FILE *f)
 {
-    long lo = 0, hi = 0, reuse = 0;
-    FILE *pf = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (pf && fscanf(pf, "%ld %ld", &lo, &hi) == 2)
-        fprintf(f, "net.port_low = %ld  # ip_local_port_range\nnet.port_high = %ld\n", lo, hi);
-    if (pf)
-        fclose(pf);
-    pf = fopen("/proc/sys/net/ipv4/tcp_tw_reuse", "r");
-    if (pf && fscanf(pf, "%ld", &reuse) == 1)
+    struct net_ports np = proc_net_ports();
+    if (np.low >= 0)
+        fprintf(f, "net.port_low = %d  # ip_local_port_range\nnet.port_high = %d\n", np.low,
+                np.high);
+    if (np.tw_reuse >= 0)
         fprintf(f,
-                "net.tw_reuse = %d  # tcp_tw_reuse = %ld (2: loopback only; the bench is on "
+                "net.tw_reuse = %d  # tcp_tw_reuse = %d (2: loopback only; the bench is on "
                 "loopback)\n",
-                reuse > 0, reuse);
-    if (pf)
-        fclose(pf);
+                np.tw_reuse > 0, np.tw_reuse);
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         fprintf(f, "# fd limit: %llu soft, %llu hard (raised to the hard limit for the runs)\n",
@@ -7189,9 +7196,9 @@ static void cal_write_machine(FILE *f)
 }
 
 /* The backend delay of the CPU runs by default, per server: short, so that 1000 users
- * saturate the CPU. The JVM's CPU is ten times the C server's, so 20 ms saturates it too,
- * and at 2 ms its virtual mode spends two to three times the CPU per call it spends at 20 or
- * 50 ms (the waits the bench's grid has): the JVM is calibrated where it will be run. */
+ * saturate the CPU. The JVM spends many times the C server's CPU per request, so 20 ms
+ * saturates it too, and at 2 ms its virtual mode spends more CPU per call than at the 20 or
+ * 50 ms waits of the bench's grid: the JVM is calibrated where it will be run. */
 static const int cal_cpu_delay_ms[SERVER_N] = {2, 20};
 
 /* What cmd_calibrate sets. */
@@ -7340,6 +7347,10 @@ static int cal_measure(struct cal_cfg *cc)
 }
 
 /* ==== Part IV. The command line ==== */
+
+/* The flag tables and the subcommands. Tests: tests/test_faults.c (bad flags, exit statuses,
+ * unwritable outputs: test_cli), tests/tutorial_check.sh (make tutorial-check: every command
+ * README and TUTORIAL quote). */
 
 /* ---- IV.1 Options ---- */
 
