@@ -14,9 +14,9 @@
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
- * Reading path. The lesson first: I.2 to I.7, the mechanism of a virtual thread (the swap, the
- * types, the run queue, park and unpark, switching), then the "life of a request" that opens
- * Part II and the sections it names. Then I.8's layers, the carrier loop and I/O; Part III
+ * Reading path. The lesson first: I.2 to I.8, the mechanism of a virtual thread (the swap, the
+ * types, the run queue, park and unpark, switching, the carrier loop), then the "life of a
+ * request" that opens Part II and the sections it names. Then I.9's layers and I/O; Part III
  * when you measure, Part IV to add a flag or command. Each Part's banner names its tests.
  *
  * Contents (each line is a banner below, in this order):
@@ -28,8 +28,8 @@
  *     I.5 Run queue              runq_ work stealing, wake-ups, Loom's park/unpark protocol
  *     I.6 Copied stacks          vt_stack_save/restore: frames to the heap and back
  *     I.7 Switching              the mechanism: to the scheduler and back; park, yield, join
- *     I.8 Fast paths             three layers: front slot, direct switch, kept joiner stack
- *     I.9 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
+ *     I.8 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
+ *     I.9 Fast paths             four layers: front slot, direct switch, kept stack, polling
  *     I.10 I/O                   io_ read/write/connect/accept: park or block, one code path
  *     I.11 Interface             rt_self, io_home, io_quiet: all Parts II, III ask of rt
  *   Part II. The service
@@ -872,7 +872,7 @@ struct carrier {
     int epfd;             /* epoll: registered fds and the wake eventfd */
     int wakefd;           /* eventfd written to wake the carrier from epoll_wait */
     struct vt *cur;       /* thread running now, or NULL in the scheduler */
-    struct vt *front;     /* atomic: the queue's oldest thread, or NULL: owner-pushed, see I.8 */
+    struct vt *front;     /* atomic: the queue's oldest thread, or NULL (I.9, layer 1) */
     int qlock;            /* guards runq_head, runq_tail */
     struct vt *runq_head; /* FIFO of runnable threads behind the front, see I.5 */
     struct vt *runq_tail;
@@ -884,19 +884,19 @@ struct carrier {
     unsigned next_stk;            /* round-robin over this carrier's run stacks (a hint) */
     struct vt *cache;             /* freed thread descriptors, for the next spawns (own use) */
     struct vt *requeue;           /* a thread that just yielded, to go to the tail, or NULL */
-    struct vt *prev;              /* thread that switched straight to the running one: its
-                                   transition is finished by the next context (vt_resumed) */
+    struct vt *prev;              /* layer 2: thread that switched straight to the running
+                                     one, its transition finished by the next context */
     struct vt_stack *release_stk; /* run stack of a thread that exited, released likewise */
-    struct vt_stack *kept_stk;    /* a joiner's run stack, held while its child runs here:
-                                     the child's exit runs the joiner on it with no atomic
-                                     (carrier_after_join); released when the child leaves */
+    struct vt_stack *kept_stk;    /* layer 3: a joiner's run stack, held while its child
+                                     runs here (carrier_keep_joiner); released when the
+                                     child leaves */
     struct vt_ctx dead_ctx;       /* where an exiting thread's registers go (never resumed) */
     struct vt_ctx sched_ctx;      /* the scheduler loop's context, on the pthread's stack */
     void *altstack;               /* alternate signal stack for the overflow handler */
     int cancelled_all;            /* shutdown seen: every parked thread was woken */
-    unsigned unpolled_runs;       /* threads run since the clock was last read for polling */
+    unsigned unpolled_runs;       /* layer 4: runs since the clock was last read to poll */
     int64_t polled_at;            /* ns: the last epoll_wait, blocking or not */
-    int harvesting;               /* 1 in carrier_harvest: its wake-ups signal no one */
+    int harvesting;               /* layer 4: 1 in carrier_harvest, whose wake-ups signal no one */
     unsigned steal_from;          /* next victim to try */
     unsigned idle_looks;          /* passes in a row that found nothing to run or steal */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
@@ -1001,7 +1001,7 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * queues stays FIFO-fair, which is what keeps the p99 low. (LIFO owners with FIFO thieves
  * suit fork/join, not event tasks.)
  * The queue is a linked list under a spinlock (qlock): its owner pushes at the tail and
- * takes the head, and so do thieves (runq_steal_list). I.8's first layer puts a slot before
+ * takes the head, and so do thieves (runq_steal_list). I.9's first layer puts a slot before
  * the list that its owner fills without the lock.
  *
  * Wake-ups, and why none is lost: a carrier about to sleep sets `sleeping`, then (after a
@@ -1012,7 +1012,8 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * work or the pusher writes its eventfd. Like FJP's signalWork, a push also wakes a sleeping
  * carrier when the target is busy or already has work queued, so the work becomes someone's
  * to steal instead of waiting behind a long-running thread. */
-/* Threads queued on c: the list and the front slot I.8 puts before it (a racy snapshot). */
+
+/* Threads queued on c: the list and the front slot I.9 puts before it (a racy snapshot). */
 static inline long runq_len(struct carrier *c)
 {
     return LOAD(c->qlen) + (LOAD(c->front) != NULL);
@@ -1116,7 +1117,7 @@ static void carrier_signal(struct carrier *c)
         }
 }
 
-static inline void runq_push_own(struct carrier *c, struct vt *v); /* I.8 */
+static inline void runq_push_own(struct carrier *c, struct vt *v); /* I.9 */
 
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
  * another OS thread, on the carrier it last ran on; then signal as above. A push made by a
@@ -1125,7 +1126,7 @@ static inline void runq_push_own(struct carrier *c, struct vt *v); /* I.8 */
  * look at nsleeping, the pusher's half of the protocol above (without the fence, x86's store
  * buffer lets the sleeper miss our push while we miss its nsleeping). From the scheduler
  * loop (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there.
- * runq_push_own is I.8's front slot (a plain runq_push without that layer). */
+ * runq_push_own is I.9's front slot (a plain runq_push without that layer). */
 static void vt_enqueue(struct vt *v)
 {
     struct carrier *c = carrier_self;
@@ -1288,11 +1289,15 @@ static void vt_free(struct vt *v)
  * scheduler loop's context (vt_to_scheduler); once the thread's registers are saved there,
  * the scheduler finishes the transition (carrier_after_run, Loom's afterYield: a parking
  * thread becomes PARKED, or runnable again if an unpark came meanwhile; a yielder is queued
- * again) and runs the next thread (carrier_run). The lines that call I.8's layers, which
- * shorten the common cases, say "layer". */
+ * again) and runs the next thread (carrier_run). In short:
+ *   vt_park:     state = PARKING, then switch to the scheduler
+ *   scheduler:   state = PARKED; if a permit came meanwhile, RUNNABLE and queued again;
+ *                then take the next thread, put its frames on its stack, switch to it
+ *   vt_unpark:   permit = 1; a PARKED thread is claimed by a CAS to RUNNABLE and queued
+ * The lines that call I.9's layers, which shorten the common cases, say "layer". */
 static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v);
 
-/* The layers of I.8 that the mechanism calls. */
+/* The layers of I.9 that the mechanism calls. */
 static inline int vt_direct_ok(struct carrier *c);
 static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back);
 static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
@@ -1728,182 +1733,16 @@ static int vt_sleep_until(int64_t deadline)
     return 0;
 }
 
-/* ---- I.8 Fast paths ---- */
+/* ---- I.8 The carrier loop ---- */
 
-/* Three layers over the mechanism of I.5 to I.7, for the common case of threads that hand
- * over to each other on one carrier; none changes what a thread can observe. What they save
- * shows in `./aggregator microbench` (yield, create + join, park + unpark).
- *   1. The front slot: a queue's oldest thread sits in a slot its owner fills without a
- *      locked instruction, so a thread queued on an idle queue and taken at once (a spawn
- *      and its join, a wake-up) takes no lock.
- *   2. Direct switches: a thread that parks, yields, joins or exits switches straight to the
- *      next queued thread, one register swap where the scheduler would take two.
- *   3. The kept joiner stack: a joiner whose child runs next on its carrier keeps its run
- *      stack, so the child's exit runs it again with no atomic on the stack. */
-
-/* Layer 1, the front slot. The owner puts a thread in the slot when the whole queue is
- * empty, with a release store (no locked instruction: only the owner fills the slot, takers
- * only empty it), so the slot always holds the oldest thread; everyone takes the slot first,
- * the owner with an exchange and a thief with a CAS, then the list's head under the lock.
- * It is Go's run queue (a ring its owner pushes to with plain stores, which consumers take
- * by CAS) reduced to one entry. Other pushes (a full slot, other OS threads) take the lock. */
-
-/* Queue v on c by c's owner: in the front slot if the whole queue is empty, else at the
- * list's tail. */
-static inline void runq_push_own(struct carrier *c, struct vt *v)
-{
-    if (!LOAD(c->qlen) && !LOAD(c->front))
-        __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
-    else
-        runq_push(c, v);
-}
-
-/* The owner's take of the front slot: one exchange, racing the thieves' CAS. */
-static struct vt *runq_front_take(struct carrier *c)
-{
-    return LOAD(c->front) ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
-}
-
-/* The oldest thread of c's queue, taken by its owner: the slot's, else the list's, or NULL. */
-static struct vt *runq_pop(struct carrier *c)
-{
-    struct vt *v = runq_front_take(c);
-    return v ? v : runq_pop_list(c);
-}
-
-/* A thief's take: the slot's thread if no carrier holds its run stack, else runq_steal_list. */
-static struct vt *runq_steal(struct carrier *c)
-{
-    struct vt *f = __atomic_load_n(&c->front, __ATOMIC_ACQUIRE);
-    /* f may be taken, run and its descriptor reused meanwhile: the CAS fails then, or takes
-     * a runnable thread judged by a stale stack (carrier_run hands it to the holder) */
-    if (f &&
-        !__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&c->front, &f, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return f;
-    return runq_steal_list(c);
-}
-
-/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
- * front slot): a yield's two queue operations for the price of one. */
-static struct vt *runq_swap(struct carrier *c, struct vt *back)
-{
-    if (!back)
-        return runq_pop(c);
-    struct vt *v = runq_front_take(c);
-    if (v) {
-        runq_push_own(c, back);
-        if (LOAD(rt.nsleeping))
-            carrier_signal(c);
-        return v;
-    }
-    spin_lock(&c->qlock);
-    v = back;
-    if (c->runq_head) { /* the length stays: one out, one in */
-        v = runq_shift_locked(c);
-        runq_append_locked(c, back);
-    }
-    spin_unlock(&c->qlock);
-    if (v != back && LOAD(rt.nsleeping))
-        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
-    return v;
-}
-
-/* Layer 2, direct switches: one register swap from the leaving thread to the next, with no
- * scheduler context between them; the next context finishes the leaver's transition
- * (vt_resumed). A goroutine's Gosched goes through its scheduler instead. */
-/* Whether a thread leaving now may switch straight to the next one: not every
- * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
- * fiber bookkeeping expects the scheduler's stack between two threads). */
-static inline int vt_direct_ok(struct carrier *c)
-{
-    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
-}
-
-/* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
- * list's) if u's run stack is another one and free (then c holds it), and queue `back` (a
- * yielder, or NULL) at the tail: in the list under the same lock, or in the slot if nothing
- * else is queued, so two threads yielding to each other never take the lock; NULL leaves
- * the queue as it was. A yielder stays unstealable until its stack is released after the
- * switch (thieves skip held stacks). */
-static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
-{
-    struct vt *u = runq_front_take(c);
-    if (u) {
-        if (u->stk == mine || !carrier_stack_take(c, u->stk)) {
-            __atomic_store_n(&c->front, u, __ATOMIC_RELEASE); /* still the oldest */
-            return NULL;
-        }
-        if (back) {
-            __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-            runq_push_own(c, back);
-        }
-        return u;
-    }
-    if (!LOAD(c->qlen))
-        return NULL;
-    spin_lock(&c->qlock);
-    u = c->runq_head;
-    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
-        spin_unlock(&c->qlock);
-        return NULL;
-    }
-    runq_shift_locked(c);
-    if (back)
-        __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
-    if (back && !alone)
-        runq_append_locked(c, back);
-    else
-        __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
-    spin_unlock(&c->qlock);
-    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
-        __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
-    return u;
-}
-
-/* Switch from v, c's running thread, straight to the head of c's queue when vt_direct_ok
- * allows and runq_take finds one (queueing `back`, a yielder, at the tail): returns 0 if
- * not, else 1 once v runs again. */
-static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
-                                                                  struct vt *back)
-{
-    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, back) : NULL;
-    if (!u)
-        return 0;
-    c->prev = v; /* a yielder is RUNNABLE already: the next context only releases its stack */
-    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
-    c = v->carrier; /* it may resume on another carrier (stolen) */
-    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
-    vt_resumed(c);
-    return 1;
-}
-
-/* Layer 3, the kept joiner stack. */
-/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
-static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
-{
-    if (s != c->kept_stk)
-        return vt_stack_acquire(s, c);
-    c->kept_stk = NULL;
-    return 1;
-}
-
-/* Finish a join's park without releasing the joiner's stack s, when its child is the thread c
- * runs now (v switched straight to it: the create-and-join case). That child cannot be
- * exiting anywhere, so a plain store publishes v in its join word, and c keeps s: the exit,
- * which runs the joiner next on this carrier when nothing is queued, needs no atomic on the
- * stack either. Returns 0 if the child runs elsewhere. */
-static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v)
-{
-    if (v->joining != c->cur)
-        return 0;
-    c->kept_stk = s;
-    __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
-    return 1;
-}
-
-/* ---- I.9 The carrier loop ---- */
+/* Each carrier's pthread runs carrier_main: expire its timers, run the threads queued on it
+ * (carrier_batch), steal from another carrier when it has none, and sleep in epoll when no
+ * carrier has any (carrier_sleep, the protocol of I.5). Between batches it polls I/O without
+ * waiting; I.9's fourth layer decides when (carrier_poll_due). */
+static struct vt *runq_pop(struct carrier *c); /* I.9, the front slot */
+static struct vt *runq_steal(struct carrier *c);
+static struct vt *runq_swap(struct carrier *c, struct vt *back);
+static int carrier_poll_due(struct carrier *c, long ran);
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
@@ -2001,33 +1840,6 @@ static void carrier_poll(struct carrier *c, int64_t timeout_ns)
         carrier_dispatch(c, &rt.io[ev[i].data.u64], ev[i].events);
     }
     spin_unlock(&c->plock);
-}
-
-/* Poll c's epoll without waiting from a virtual thread running on c (client_is_quiet). The
- * threads it wakes wait behind the caller, which is about to park (it writes a request and
- * waits for the answer), so they are no reason to wake a sleeping carrier to steal them, as
- * vt_enqueue would for a busy one (a wake-up costs both carriers some microseconds, see
- * carrier_signal); a backlog still signals. */
-static void carrier_harvest(struct carrier *c)
-{
-    c->harvesting = 1;
-    carrier_poll(c, 0);
-    c->harvesting = 0;
-}
-
-/* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
- * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
- * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
- * epoll_wait per handful of yields (a syscall that would cost as much as the yields), and
- * with events gathered in batches: a shorter interval multiplies the epoll_wait calls per
- * request. */
-static int carrier_poll_due(struct carrier *c, long ran)
-{
-    c->unpolled_runs += (unsigned)ran;
-    if (c->unpolled_runs < VT_POLL_CHECK_RUNS)
-        return 0;
-    c->unpolled_runs = 0;
-    return now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
 }
 
 /* Whether d's queue is worth stealing from: d is busy running a thread (its queue waits
@@ -2350,6 +2162,212 @@ static void rt_run(void (*fn)(void *), void *arg)
     pthread_mutex_unlock(&rc.mu);
     pthread_cond_destroy(&rc.cv);
     pthread_mutex_destroy(&rc.mu);
+}
+
+/* ---- I.9 Fast paths ---- */
+
+/* Four layers over the mechanism of I.5 to I.8, for the common case of threads that hand
+ * over to each other on one carrier; none changes what a thread can observe. What they save
+ * shows in `./aggregator microbench` (yield, create + join, park + unpark).
+ *   1. The front slot: a queue's oldest thread sits in a slot its owner fills without a
+ *      locked instruction, so a thread queued on an idle queue and taken at once (a spawn
+ *      and its join, a wake-up) takes no lock.
+ *   2. Direct switches: a thread that parks, yields, joins or exits switches straight to the
+ *      next queued thread, one register swap where the scheduler would take two.
+ *   3. The kept joiner stack: a joiner whose child runs next on its carrier keeps its run
+ *      stack, so the child's exit runs it again with no atomic on the stack.
+ *   4. Polling in batches: with work queued, a carrier polls its epoll only every so many
+ *      runs, and a thread that needs the fresh readiness of its fds polls without waiting. */
+
+/* Layer 1, the front slot. The owner puts a thread in the slot when the whole queue is
+ * empty, with a release store (no locked instruction: only the owner fills the slot, takers
+ * only empty it), so the slot always holds the oldest thread; everyone takes the slot first,
+ * the owner with an exchange and a thief with a CAS, then the list's head under the lock.
+ * It is Go's run queue (a ring its owner pushes to with plain stores, which consumers take
+ * by CAS) reduced to one entry. Other pushes (a full slot, other OS threads) take the lock. */
+
+/* Queue v on c by c's owner: in the front slot if the whole queue is empty, else at the
+ * list's tail. */
+static inline void runq_push_own(struct carrier *c, struct vt *v)
+{
+    if (!LOAD(c->qlen) && !LOAD(c->front))
+        __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
+    else
+        runq_push(c, v);
+}
+
+/* The owner's take of the front slot: one exchange, racing the thieves' CAS. */
+static struct vt *runq_front_take(struct carrier *c)
+{
+    return LOAD(c->front) ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* The oldest thread of c's queue, taken by its owner: the slot's, else the list's, or NULL. */
+static struct vt *runq_pop(struct carrier *c)
+{
+    struct vt *v = runq_front_take(c);
+    return v ? v : runq_pop_list(c);
+}
+
+/* A thief's take: the slot's thread if no carrier holds its run stack, else runq_steal_list. */
+static struct vt *runq_steal(struct carrier *c)
+{
+    struct vt *f = __atomic_load_n(&c->front, __ATOMIC_ACQUIRE);
+    /* f may be taken, run and its descriptor reused meanwhile: the CAS fails then, or takes
+     * a runnable thread judged by a stale stack (carrier_run hands it to the holder) */
+    if (f &&
+        !__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&c->front, &f, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return f;
+    return runq_steal_list(c);
+}
+
+/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
+ * front slot): a yield's two queue operations for the price of one. */
+static struct vt *runq_swap(struct carrier *c, struct vt *back)
+{
+    if (!back)
+        return runq_pop(c);
+    struct vt *v = runq_front_take(c);
+    if (v) {
+        runq_push_own(c, back);
+        if (LOAD(rt.nsleeping))
+            carrier_signal(c);
+        return v;
+    }
+    spin_lock(&c->qlock);
+    v = back;
+    if (c->runq_head) { /* the length stays: one out, one in */
+        v = runq_shift_locked(c);
+        runq_append_locked(c, back);
+    }
+    spin_unlock(&c->qlock);
+    if (v != back && LOAD(rt.nsleeping))
+        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
+    return v;
+}
+
+/* Layer 2, direct switches: one register swap from the leaving thread to the next, with no
+ * scheduler context between them; the next context finishes the leaver's transition
+ * (vt_resumed). A goroutine's Gosched goes through its scheduler instead. */
+/* Whether a thread leaving now may switch straight to the next one: not every
+ * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
+ * fiber bookkeeping expects the scheduler's stack between two threads). */
+static inline int vt_direct_ok(struct carrier *c)
+{
+    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
+}
+
+/* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
+ * list's) if u's run stack is another one and free (then c holds it), and queue `back` (a
+ * yielder, or NULL) at the tail: in the list under the same lock, or in the slot if nothing
+ * else is queued, so two threads yielding to each other never take the lock; NULL leaves
+ * the queue as it was. A yielder stays unstealable until its stack is released after the
+ * switch (thieves skip held stacks). */
+static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
+{
+    struct vt *u = runq_front_take(c);
+    if (u) {
+        if (u->stk == mine || !carrier_stack_take(c, u->stk)) {
+            __atomic_store_n(&c->front, u, __ATOMIC_RELEASE); /* still the oldest */
+            return NULL;
+        }
+        if (back) {
+            __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+            runq_push_own(c, back);
+        }
+        return u;
+    }
+    if (!LOAD(c->qlen))
+        return NULL;
+    spin_lock(&c->qlock);
+    u = c->runq_head;
+    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
+        spin_unlock(&c->qlock);
+        return NULL;
+    }
+    runq_shift_locked(c);
+    if (back)
+        __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
+    if (back && !alone)
+        runq_append_locked(c, back);
+    else
+        __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
+    spin_unlock(&c->qlock);
+    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
+        __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
+    return u;
+}
+
+/* Switch from v, c's running thread, straight to the head of c's queue when vt_direct_ok
+ * allows and runq_take finds one (queueing `back`, a yielder, at the tail): returns 0 if
+ * not, else 1 once v runs again. */
+static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
+                                                                  struct vt *back)
+{
+    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, back) : NULL;
+    if (!u)
+        return 0;
+    c->prev = v; /* a yielder is RUNNABLE already: the next context only releases its stack */
+    vt_switch_to(c, &v->ctx, &v->asan_fake, u);
+    c = v->carrier; /* it may resume on another carrier (stolen) */
+    san_after_switch(v->asan_fake, &c->asan_sched_lo, &c->asan_sched_size);
+    vt_resumed(c);
+    return 1;
+}
+
+/* Layer 3, the kept joiner stack. */
+/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
+static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
+{
+    if (s != c->kept_stk)
+        return vt_stack_acquire(s, c);
+    c->kept_stk = NULL;
+    return 1;
+}
+
+/* Finish a join's park without releasing the joiner's stack s, when its child is the thread c
+ * runs now (v switched straight to it: the create-and-join case). That child cannot be
+ * exiting anywhere, so a plain store publishes v in its join word, and c keeps s: the exit,
+ * which runs the joiner next on this carrier when nothing is queued, needs no atomic on the
+ * stack either. Returns 0 if the child runs elsewhere. */
+static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v)
+{
+    if (v->joining != c->cur)
+        return 0;
+    c->kept_stk = s;
+    __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Layer 4, polling in batches. */
+
+/* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
+ * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
+ * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
+ * epoll_wait per handful of yields (a syscall that would cost as much as the yields), and
+ * with events gathered in batches: a shorter interval multiplies the epoll_wait calls per
+ * request. */
+static int carrier_poll_due(struct carrier *c, long ran)
+{
+    c->unpolled_runs += (unsigned)ran;
+    if (c->unpolled_runs < VT_POLL_CHECK_RUNS)
+        return 0;
+    c->unpolled_runs = 0;
+    return now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
+}
+
+/* Poll c's epoll without waiting from a virtual thread running on c (io_quiet). The
+ * threads it wakes wait behind the caller, which is about to park (it writes a request and
+ * waits for the answer), so they are no reason to wake a sleeping carrier to steal them, as
+ * vt_enqueue would for a busy one (a wake-up costs both carriers CPU, see carrier_signal); a
+ * backlog still signals. */
+static void carrier_harvest(struct carrier *c)
+{
+    c->harvesting = 1;
+    carrier_poll(c, 0);
+    c->harvesting = 0;
 }
 
 /* ---- I.10 I/O ---- */
