@@ -159,11 +159,14 @@ tutorial-images: $(O)/sim
 
 # The study's pictures, from the measurement files make study wrote and make study-assets
 # committed: measured points on the predicted curves (C, JVM) and the port wall over time.
+# Without a calibration of the JVM (calibrate refuses the JVM's run-to-run spread of CPU),
+# its runtime threads as counted at idle (JVM_THREADS), as tests/study does.
 STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java
 study-images: $(O)/sim
 	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; s=$${p#*:}; \
 	    [ -f assets/study/$$f.csv ] || { echo "study-images: no assets/study/$$f.csv (make study)"; continue; }; \
-	    cal=""; [ -f assets/study/$$s.ini ] && cal="--calibration assets/study/$$s.ini"; \
+	    cal=""; [ $$s = java ] && cal="$(JVM_THREADS)"; \
+	    [ -f assets/study/$$s.ini ] && cal="--calibration assets/study/$$s.ini"; \
 	    $(O)/sim --validate assets/study/$$f.csv $$cal --server $$s --plot assets/study/$$f.png > /dev/null || exit 1; \
 	done; echo "study-images: drew the study's pictures in assets/study/"
 
