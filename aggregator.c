@@ -5793,7 +5793,7 @@ static struct bench_scrape bench_scrape(int port)
 /* b - a for a counter both scrapes have, else -1. */
 static double bench_delta(double a, double b)
 {
-    return a >= 0 && b >= 0 ? b - a : -1;
+    return a >= 0 && b >= a ? b - a : -1; /* a counter that went back (a restart): unknown */
 }
 
 /* --netns-ports: the cell gets a new network namespace and its own backend there (the last

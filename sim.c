@@ -6326,10 +6326,17 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
         tl_whole(f[col[TC_RUN]], "run", 1, 1e6, &run, src) < 0 ||
         tl_whole(f[col[TC_T]], "t_s", 1, TL_MAX_S, &t, src) < 0)
         return -1;
-    for (int k = 0; k < TL_N; k++)
-        if (val_number(f[col[TC_SERVED + k]], &v[k]) < 0 || v[k] < 0 || v[k] > 1e12)
+    /* A negative no_port is unknown: -1 when the server's /metrics did not answer that second
+     * or the one before, less when its counter went back (a bench that predates the check).
+     * It makes that second's mean unknown, shown as '-' and left out. */
+    for (int k = 0; k < TL_N; k++) {
+        const char *x = f[col[TC_SERVED + k]];
+        if (val_number(x, &v[k]) < 0 || v[k] > 1e12 || (v[k] < 0 && k != TL_NO_PORT))
             return scn_fail(src, "%s: '%s' is not a number from 0 to 1e12", tl_cols[TC_SERVED + k],
-                            f[col[TC_SERVED + k]]);
+                            x);
+        if (v[k] < 0)
+            v[k] = NAN;
+    }
     struct tl_cell *x = tl_cell_of(c, nc, &pt, src);
     if (!x)
         return -1;
@@ -6484,11 +6491,12 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
             "failed", "predicted", "no_port", "predicted", "TIME_WAIT", "predicted");
     for (int t = 0; t < c->n; t++) {
         fprintf(out, "%5d", t + 1);
-        for (int k = 0; k < TL_N; k++)
-            if (isnan(c->pred[k][t]))
-                fprintf(out, " | %9.0f %9s", c->meas[k][t], "-");
-            else
-                fprintf(out, " | %9.0f %9.0f", c->meas[k][t], c->pred[k][t]);
+        for (int k = 0; k < TL_N; k++) {
+            char m[32], p[32];
+            snprintf(m, sizeof m, isnan(c->meas[k][t]) ? "-" : "%.0f", c->meas[k][t]);
+            snprintf(p, sizeof p, isnan(c->pred[k][t]) ? "-" : "%.0f", c->pred[k][t]);
+            fprintf(out, " | %9s %9s", m, p);
+        }
         fputc('\n', out);
     }
     fputs("time to the first no_port: measured ", out);
