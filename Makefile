@@ -11,7 +11,7 @@
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
-#   make study      the studies measured for real (about 50 minutes, a quiet machine): the
+#   make study      the studies measured for real (about an hour, a quiet machine): the
 #                   15.8x at 3,200 users and the ephemeral-port wall, C and JVM, beside the
 #                   simulator's prediction; writes out/study/study.md
 #   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now, and every

@@ -2148,6 +2148,33 @@ static void test_timeline(void)
     put_file(path, "t_s,served\n1,2\n");
     CHECK(tl_read(path, c, &n, err, sizeof err) < 0 && strstr(err, "no column 'server'"),
           "a column missing: %s", err);
+    /* a no_port the server could not say (-1) is unknown in that second, not an error, and
+     * not a wall: the first no_port is the first second that counted one; a ramp-up column */
+    snprintf(text, cap,
+             "server,mode,pool,close_first,users,fanout,delay_ms,port_low,port_high,tw_reuse,"
+             "rampup_s,run,t_s,served,failed,failed_no_port,time_wait\n"
+             "java,platform,off,client,10,3,10,40000,40999,0,1,1,1,900,0,0,900\n"
+             "java,platform,off,client,10,3,10,40000,40999,0,1,1,2,100,50,-1,1000\n"
+             "java,platform,off,client,10,3,10,40000,40999,0,1,1,3,0,60,-1,1000\n"
+             "java,platform,off,client,10,3,10,40000,40999,0,1,1,4,0,70,70,1000\n");
+    put_file(path, text);
+    n = 0;
+    CHECK(tl_read(path, c, &n, err, sizeof err) == 0 && n == 1, "-1 is unknown: %s", err);
+    if (n == 1) {
+        CHECK(isnan(c[0].meas[TL_NO_PORT][1]) && c[0].meas[TL_FAILED][1] == 50 &&
+                  c[0].wall_meas == 4 && c[0].pt.conditions[VC_RAMPUP] == 1,
+              "unknown no_port in seconds 2-3 (%g), the first counted in second 4 (%g), ramp-up "
+              "%g s",
+              c[0].meas[TL_NO_PORT][1], c[0].wall_meas, c[0].pt.conditions[VC_RAMPUP]);
+        char *txt = NULL;
+        size_t tlen = 0;
+        FILE *f = open_memstream(&txt, &tlen);
+        tl_print_cell(f, &c[0]);
+        fclose(f);
+        CHECK(!strstr(txt, "nan") && strstr(txt, "        -"), "the table prints '-', not nan");
+        free(txt);
+    }
+    tl_free(c, n);
     free(text);
     unlink(path);
 }
