@@ -10179,22 +10179,23 @@ static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, cons
                                                 {"predicted", UI_ALERT, UI_KEY_DASH}};
     char title[256];
     snprintf(title, sizeof title,
-             "The port wall over time: served, failed and TIME_WAIT, measured against "
-             "predicted (%s)",
-             csv);
+             "The port wall over time, %ld users: served, failed and TIME_WAIT, measured "
+             "against predicted (%s)",
+             n > 0 ? c[0].pt.users : 0L, csv);
     float S = g->scale, m = 12 * S, top = ui_figure_open(&cv, title, keys, 4, NULL);
     int cols = n < 4 ? n : 4;
     float w = ((float)cv.w - (cols + 1) * m) / cols, h = ((float)cv.h - top - 3 * m) / 3;
-    static const char *const what[TL_N] = {"served a second", "failed a second", NULL,
-                                           "sockets in TIME_WAIT"};
+    /* a panel's title fits a quarter of the figure: what, whose, and the one condition that
+     * differs between the cells (pooled, or which side closes first) */
+    static const char *const what[TL_N] = {"served/s", "failed/s", NULL, "TIME_WAIT"};
     static const int rows[3] = {TL_SERVED, TL_FAILED, TL_TIME_WAIT};
     for (int i = 0; i < cols; i++) {
         const struct val_point *p = &c[i].pt;
         for (int j = 0; j < 3; j++) {
             char t[160];
-            snprintf(t, sizeof t, "%s: %s %s, pool %s%s%s, %ld users", what[rows[j]],
-                     val_server_names[p->server], model_names[p->mode], p->pooled ? "on" : "off",
-                     p->pooled ? "" : ", closer ", p->pooled ? "" : val_closer_name(p), p->users);
+            snprintf(t, sizeof t, "%s: %s %s, %s%s", what[rows[j]], val_server_names[p->server],
+                     model_names[p->mode], p->pooled ? "pooled" : val_closer_name(p),
+                     p->pooled ? "" : " closes");
             ui_timeline_chart(g, (SDL_FRect){m + i * (w + m), top + j * (h + m), w, h}, &c[i],
                               rows[j], t);
         }
