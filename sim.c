@@ -246,9 +246,9 @@ struct scenario {
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
     simtime cpu_per_request[2]; /* CPU to accept, parse and answer one request */
     simtime cpu_per_call[2];    /* CPU per downstream call: its syscalls, on the caller's thread */
-    double
-        cache_pressure; /* these costs (and connect_cpu) grow by this fraction per request in service */
-    long mem_base;      /* process RSS with no load, bytes */
+    /* these costs (and connect_cpu) grow by this fraction per request in service */
+    double cache_pressure;
+    long mem_base;           /* process RSS with no load, bytes */
     long mem_per_request;    /* per request being served (on a thread or a virtual thread), bytes */
     long mem_per_connection; /* per open client connection, served or waiting, bytes */
     /* platform model (Tomcat defaults) */
@@ -1012,9 +1012,9 @@ static const struct model_ops plat_ops = {
  *          spread round robin), mounted at once if that carrier is idle, else by an idle
  *          carrier, else queued at home. Work conserving: no carrier idles while a thread
  *          waits (so M/M/c holds for exponential CPU, tests/test_sim.c checks it).
- *   fifo   one queue for all carriers (the model before issue 15).
+ *   fifo   one queue for all carriers (a simpler scheduler than Loom's).
  *   home   a queue per carrier and no stealing: a thread runs only on the carrier it was
- *          spread to at its start (our runtime before issue 15: copied stacks cannot move),
+ *          spread to at its start (a runtime whose copied stacks cannot move),
  *          so one carrier idles while another's queue is long. A compensating carrier (io())
  *          owns no threads: it takes the oldest of the first queue that has one.
  * Invariant: a carrier idle in m->idle has an empty queue, and vt_queued counts them all. */
@@ -4104,8 +4104,9 @@ static double rep_ideal_rps(const struct scenario *s)
  *           park in (a pool thread: every wait; a carrier: pinned waits and io()).
  *   Then, in req/s: Little's law N / (R0 + Z) (open loop: the arrival rate); the cores
  *   C / CPU; the pool: maxConnections / R0, threads / held, and per service its
- *   connections or its limit over its calls' time; the ports: a service without a pool opens a connection a call, and a
- *   port comes back range / TIME_WAIT times a second (tcp_tw_reuse: after 1 s). */
+ *   connections or its limit over its calls' time; the ports: a service without a pool opens a
+ *   connection a call, and a port comes back range / TIME_WAIT times a second (tcp_tw_reuse:
+ *   after 1 s). */
 struct rep_demand {
     double cpu, r0, held; /* ns a request */
     int32_t holders;      /* threads that can hold one: the most of its holding steps */
@@ -8645,8 +8646,8 @@ static void ui_services(struct ui_gfx *g, const struct model *m, SDL_FRect r)
         char line1[96], say[3][96]; /* line 2, from the longest wording to the shortest */
         double part[2];
         int ink[2] = {UI_IO, UI_IDLE}, total;
-        if (c->pool >
-            0) { /* busy and idle keep-alive connections; the bar is the pool once it is near full */
+        /* busy and idle keep-alive connections; the bar is the pool once it is near full */
+        if (c->pool > 0) {
             part[0] = v->conns_busy;
             part[1] = v->conns_open - v->conns_busy;
             total = c->pool <= 2 * v->conns_open ? c->pool : (v->conns_open ? v->conns_open : 1);
@@ -10949,7 +10950,8 @@ static int sim_window_wanted(const struct options *o)
 }
 
 /* Does this run keep the time series? Only what draws or writes it does: the window, a
- * screenshot or frames, --live, --series. A report alone keeps none (issue 13 item 7). */
+ * screenshot or frames, --live, --series. A report alone keeps none: memory a long run does
+ * not need. */
 static int sim_keeps_series(const struct options *o)
 {
     return o->series || o->live || o->screenshot || o->frames || sim_window_wanted(o);
@@ -11052,7 +11054,8 @@ static int sim_intervals(const struct scenario *s, const struct options *o, int 
 
 /* A scenario that leaves `warmup` to the default gets the end of the warm-up MSER-5 finds
  * in the first replication (rep_mser5; rounded up to a sample, at most half the run) when
- * it is later; not with --trace, which the first replication has written. Returns 1 when it changed the warm-up (the replication is to run again). */
+ * it is later; not with --trace, which the first replication has written. Returns 1 when it
+ * changed the warm-up (the replication is to run again). */
 static int sim_warmup_auto(struct scenario *s, double mser)
 {
     simtime iv = s->sample_interval, w = (simtime)ceil(mser * SEC / (double)iv) * iv;

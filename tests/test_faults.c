@@ -864,47 +864,31 @@ static void test_unasked_bytes(const char *mode)
     }
 }
 
-/* The downstream pool keeps at most --pool-max-idle idle connections per backend, and
- * closes those idle for --pool-idle-ms. */
 /* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp) whose local port (local = 1) or
- * remote port (local = 0) is `port`. */
-static int count_time_wait(int port, int local)
+ * remote port (local = 0) is `port`: their count, and with `other` the other end's ports
+ * (at most max). */
+static int time_wait_matching(int port, int local, unsigned *other, int max)
 {
     char line[512];
     int n = 0;
     FILE *f = fopen("/proc/net/tcp", "r");
     while (f && fgets(line, sizeof line, f)) {
         unsigned lport, rport, state;
-        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) == 3 && state == 6)
-            n += (int)(local ? lport : rport) == port;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) != 3 || state != 6 ||
+            (int)(local ? lport : rport) != port)
+            continue;
+        if (other && n < max)
+            other[n] = local ? rport : lport;
+        n++;
     }
     if (f)
         fclose(f);
-    return n;
+    return other && n > max ? max : n;
 }
 
-/* --no-pool --close-first (C4): who closes a downstream connection first holds its
- * TIME_WAIT. The backend closes a connection after answering a `Connection: close` request
- * (the client then reads EOF, not a timeout). With --close-first client every call leaves a
- * TIME_WAIT on the aggregator's side (its remote port the backend's): 5 requests of K = 3
- * calls, 15; with server, none there (the backend's side is counted in a private namespace,
- * test_port_wall: here other programs' sockets may have our backend's port number as theirs).
- * The count is a difference over the requests: the rig's own calls before are in both. */
-/* The local ports of the TIME_WAIT sockets whose remote port is `port` (at most max). */
-static int time_wait_locals(int port, unsigned *locals, int max)
+static int count_time_wait(int port, int local)
 {
-    char line[512];
-    int n = 0;
-    FILE *f = fopen("/proc/net/tcp", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned lport, rport, state;
-        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) == 3 && state == 6 &&
-            (int)rport == port && n < max)
-            locals[n++] = lport;
-    }
-    if (f)
-        fclose(f);
-    return n;
+    return time_wait_matching(port, local, NULL, 0);
 }
 
 /* The TIME_WAIT sockets to `port` that are not in before[0..nbefore): the new ones. A count
@@ -913,7 +897,7 @@ static int time_wait_locals(int port, unsigned *locals, int max)
 static int time_wait_new(int port, const unsigned *before, int nbefore)
 {
     unsigned now[4096];
-    int n = time_wait_locals(port, now, 4096), fresh = 0;
+    int n = time_wait_matching(port, 0, now, 4096), fresh = 0;
     for (int i = 0; i < n; i++) {
         int seen = 0;
         for (int j = 0; j < nbefore && !seen; j++)
@@ -923,6 +907,13 @@ static int time_wait_new(int port, const unsigned *before, int nbefore)
     return fresh;
 }
 
+/* --no-pool --close-first (C4): who closes a downstream connection first holds its
+ * TIME_WAIT. The backend closes a connection after answering a `Connection: close` request
+ * (the client then reads EOF, not a timeout). With --close-first client every call leaves a
+ * TIME_WAIT on the aggregator's side (its remote port the backend's): 5 requests of K = 3
+ * calls, 15; with server, none there (the backend's side is counted in a private namespace,
+ * test_port_wall: here other programs' sockets may have our backend's port number as theirs).
+ * The count is a difference over the requests: the rig's own calls before are in both. */
 static void test_close_first(const char *mode)
 {
     enum { REQUESTS = 5, K = 3 };
@@ -943,7 +934,7 @@ static void test_close_first(const char *mode)
         if (fd >= 0)
             close(fd);
         unsigned before[4096];
-        int nbefore = time_wait_locals(r.bport, before, 4096), ok = 0;
+        int nbefore = time_wait_matching(r.bport, 0, before, 4096), ok = 0;
         for (int i = 0; i < REQUESTS; i++)
             ok += get(r.s.port, "/aggregate") == 200;
         int ours = time_wait_new(r.bport, before, nbefore), want = c == 0 ? REQUESTS * K : 0;

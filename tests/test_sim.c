@@ -403,7 +403,7 @@ static void test_erlang_c(void)
     }
 }
 
-/* ---- the virtual scheduler (issue 15) ---- */
+/* ---- the virtual scheduler ---- */
 
 /* M/M/2 once per virtual.scheduler. steal and fifo are work conserving: Erlang C's mean.
  * home spreads Poisson arrivals round robin to 2 carriers that never help each other: each
@@ -2104,7 +2104,8 @@ static void test_timeline(void)
         FILE *tf = open_memstream(&txt, &tlen);
         tl_print_cell(tf, &c[0]);
         fclose(tf);
-        CHECK(!strstr(txt, "nan") && strstr(txt, "failures after the wall: measured 150 a second") &&
+        CHECK(!strstr(txt, "nan") &&
+                  strstr(txt, "failures after the wall: measured 150 a second") &&
                   strstr(txt, "not predicted"),
               "the text says the failure rate is not predicted, and no nan: %s", txt);
         free(txt);
@@ -2280,7 +2281,7 @@ static pid_t serve_answers(const char *const *answers, const size_t *lens, int n
     return pid;
 }
 
-/* --live against hostile or odd pages (issue 26 item 14): values that are not counts, a
+/* --live against hostile or odd pages: values that are not counts, a
  * status that is not 200, an answer beyond LIVE_MAX_BODY, a counter reset, and the rows in
  * CSV and JSON. */
 static void test_live_hostile(void)
@@ -2326,7 +2327,8 @@ static void test_live_hostile(void)
     body = live_fetch(&lv, err, sizeof err);
     CHECK(!body && strstr(err, "more than 256 KiB"), "an answer beyond 256 KiB: '%s'", err);
     free(body);
-    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 && live_poll(&lv, 102.0, err, sizeof err) == 0,
+    CHECK(live_poll(&lv, 100.0, err, sizeof err) == 0 &&
+              live_poll(&lv, 102.0, err, sizeof err) == 0,
           "two scrapes: %s", err);
     /* the counters went back from 1000 to 300: a restart, so 300 requests in those 2 s */
     CHECK(lv.n == 1 && lv.v[0].rps == 150 && lv.v[0].p99_ms >= 0 && lv.v[0].p99_ms <= 100,
