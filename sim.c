@@ -15,11 +15,11 @@
  * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
  *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
  *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
- *   EV_THREAD_WAKE plat_thread_wake (platform only), EV_BATCH model_batch, EV_SHED svc_shed
+ *   EV_THREAD_WAKE model_thread_wake (ops->thread_wake), EV_BATCH model_batch, EV_SHED svc_shed
  *
  * CONTENTS (each line is a banner below)
  *   Part I. The two models
- *     I.1 Types and invariants  scenario, request, call, thread, core, stats, model, ops
+ *     I.1 Types and invariants  scenario, request, call, thread, core, stats, model, ops, view
  *     I.2 Request interpreter  req_, conn_: the program both models run
  *     I.3 Platform model  plat_: Tomcat's executor and its TaskQueue growth
  *     I.4 Virtual model  vt_: carriers, parking, pinning, compensation
@@ -46,7 +46,7 @@
  *     IV.4 Live telemetry  live_: --live, a running aggregator's /metrics
  *   Part V. Window
  *     V.1 Drawing context  ui_: colours, batches, text, setup
- *     V.2 Reading the models  what a frame shows of a model
+ *     V.2 Reading the models  through model_ops' words and view only
  *     V.3 Panels  grids and the stations of a panel
  *     V.4 Charts  the time series, both models overlaid
  *     V.5 The frame  bars, overlays, ui_draw
@@ -429,7 +429,18 @@ enum net_closer { CLOSE_CLIENT, CLOSE_SERVER, CLOSE_N };
 static const char *const net_closer_names[CLOSE_N + 1] = {"client", "server", NULL};
 static const char *const model_names[] = {"platform", "virtual"};
 
+/* The model of that name ("platform", "virtual"), -1 if none. */
+static int model_named(const char *name)
+{
+    for (int k = 0; k < MODEL_N; k++)
+        if (!strcmp(name, model_names[k]))
+            return k;
+    return -1;
+}
+
 struct model;
+struct model_words;
+struct model_view;
 struct vt_sched_ops; /* virtual.scheduler's policy, I.4 */
 /* The one seam: what the two execution models do differently, as a table of operations,
  * one per model (plat_ops in I.3, vt_ops in I.4), chosen by model_init. The request
@@ -450,6 +461,48 @@ struct model_ops {
     simtime (*step_cpu)(const struct model *, int op, int in_sync); /* around one blocking step */
     int32_t (*holders)(const struct model *, int op, int in_sync);  /* threads that can hold a
                                                      request in this step; 0: it holds none */
+    /* the engine's calls */
+    void (*init)(struct model *); /* its own state, and the threads it starts with */
+    void (*fini)(struct model *); /* frees its own state */
+    void (*thread_wake)(struct model *, const struct event *e); /* EV_THREAD_WAKE: a: thread */
+    int32_t (*queued)(const struct model *); /* requests waiting for a thread of it */
+    /* what a frame shows of it (Part V reads a model through these and the common state) */
+    const struct model_words *words;
+    void (*view)(const struct model *, struct model_view *);
+    /* thread t's own run queue, NULL: none; the thread whose own run queue r waits in, -1 */
+    const struct fifo *(*thread_runq)(const struct model *, int32_t t);
+    int32_t (*queued_at)(const struct model *, int32_t r);
+};
+
+/* What the window and the plots show of a model, fixed: its words and how it is drawn. Each
+ * model fills its own (plat_words in I.3, vt_words in I.4); a third model would fill a third
+ * and change no line of Part V. */
+struct model_words {
+    const char *title;                   /* its panel's title */
+    const char *thr_prefix, *req_prefix; /* "T#17" or "C#1"; "req#512" or "VT#512" */
+    const char *worker;                  /* its OS threads, short: "thread", "carrier" */
+    const char *thread, *threads;        /* one of them, and all of them, in the window */
+    const char *queue;                   /* where a request waits for a thread */
+    int dashed; /* its line in charts and plots: 0 solid (platform), 1 dashed */
+    /* 1: a request waiting on I/O leaves its thread (parks), and the lot below the threads
+     * shows the parked ones by service; 0: the lot shows the queue for a thread */
+    int parks;
+    /* 1: a request is a thread of its own, runnable without an OS thread (new before it
+     * first runs); 0: without one it is queued */
+    int req_thread;
+    int blocked_pins; /* a thread blocked in the kernel is pinned by its request */
+};
+
+/* What a frame shows of a model now (model_ops.view fills it). */
+struct model_view {
+    int32_t on_io; /* requests waiting on I/O: parked, or blocking their thread */
+    int32_t busy;  /* its threads carrying a request, -1: not shown */
+    /* the arrivals' box: the requests of box[0..nbox), then those of every thread's own run
+     * queue (model_ops.thread_runq) in thread order, box_own of them */
+    const struct fifo *box[2];
+    int nbox;
+    int32_t box_own;
+    char label[96]; /* the box's title */
 };
 
 /* Counters a model keeps, all over the whole run unless named _window. */
@@ -493,13 +546,13 @@ struct trace; /* Chrome trace writer, see IV.2 */
 
 /* One execution model simulating the scenario. The two models share nothing mutable. */
 struct model {
-    int id; /* MODEL_PLATFORM or MODEL_VIRTUAL: its name, column, panel */
+    int id; /* enum model_id: its name, its column, its panel (model_ops_by_id[id] its ops) */
     const struct scenario *s;
     const struct model_ops *ops; /* what this model does differently (see struct model_ops) */
     /* this model's values of per-model keys, set by model_init */
     simtime cpu_per_request; /* calibrated CPU per request (accept, parse, answer) */
     simtime cpu_per_call;    /* calibrated CPU per downstream call */
-    simtime release_cpu;     /* platform.release_cpu; 0 for virtual threads */
+    simtime release_cpu;     /* platform.release_cpu; 0 for virtual threads (plat_init) */
     int runtime_threads;     /* the runtime's own OS threads (GC, JIT, ...) */
     struct evq events;       /* what happens next, in (time, insertion order) */
     simtime now;
@@ -523,16 +576,9 @@ struct model {
     struct fifo backlog; /* accepted by the kernel, not yet by the server (acceptCount) */
     /* platform: the executor's queue; virtual: the scheduler's run queue */
     struct fifo queue;
-    int32_t waking;   /* platform: idle threads signalled, not yet running */
     struct fifo todo; /* requests to continue after the current event (see model_defer) */
-    /* virtual */
-    int32_t vt_alive, vt_parked, vt_pinned, carriers_busy, carriers_compensating;
-    const struct vt_sched_ops *sched; /* virtual.scheduler's policy (I.4) */
-    struct fifo *runq; /* steal, home: carrier t's own run queue is runq[t], t < nrunq (the
-                           rest are empty); apart from thr[] so that fifo's threads stay small */
-    int32_t nrunq;
-    int32_t vt_queued;  /* in the carriers' own run queues; `queue` holds fifo's */
-    uint32_t next_home; /* round robin: the base carrier a new virtual thread is spread to */
+    /* gauges every model reports (the report, the series): 0 where a model has none */
+    int32_t vt_alive, vt_parked, vt_pinned, carriers_busy;
     /* downstream */
     struct svc_state svc[MAX_SERVICES];
     /* workload */
@@ -551,6 +597,20 @@ struct model {
     uint64_t same_t_events;
     int stuck; /* 1: time stopped advancing (see model_step) */
     struct trace *trace;
+    /* each model's own state: only its section reads it (I.3, I.4) */
+    struct {
+        int32_t waking; /* idle threads signalled, not yet running */
+    } plat;
+    struct {
+        int32_t compensating;             /* carriers blocked in io(), compensated for */
+        const struct vt_sched_ops *sched; /* virtual.scheduler's policy */
+        /* steal, home: carrier t's own run queue is runq[t], t < nrunq (the rest are empty);
+         * apart from thr[] so that fifo's threads stay small */
+        struct fifo *runq;
+        int32_t nrunq;
+        int32_t queued;     /* in the carriers' own run queues; `queue` holds fifo's */
+        uint32_t next_home; /* round robin: the base carrier a new virtual thread is spread to */
+    } vt;
 };
 
 /* Declared ahead: the models (I.2 to I.6) come first and call the machine they share (I.7 to
@@ -561,6 +621,7 @@ static void req_wake_one(struct model *m, int32_t r);
 static void conn_admit(struct model *m, int32_t r);
 static void wl_next(struct model *m, int32_t r);
 static void plat_thread_free(struct model *m, int32_t t);
+static void model_spawn_idle(struct model *m, int n);
 static void cpu_want(struct model *m, int32_t t, simtime ns);
 static void cpu_yield(struct model *m, int32_t t, simtime ns);
 static void cpu_burst_end(struct model *m, const struct event *e);
@@ -865,7 +926,7 @@ static void plat_admit(struct model *m, int32_t r)
         return;
     }
     FIFO_PUSH(&m->queue, m->req, r);
-    if (m->queue.len > m->idle.len + m->waking && plat_pool_size(m) < s->max_threads) {
+    if (m->queue.len > m->idle.len + m->plat.waking && plat_pool_size(m) < s->max_threads) {
         int32_t t = thr_spawn(m, 0); /* it starts (thread_create of CPU), then takes the oldest */
         if (s->thread_create > 0)
             cpu_want(m, t, s->thread_create);
@@ -877,7 +938,7 @@ static void plat_admit(struct model *m, int32_t r)
     if (t < 0)
         return; /* every thread is busy or already signalled: it waits */
     m->thr[t].idle_gen++;
-    m->waking++;
+    m->plat.waking++;
     evq_push_lane(&m->events, EVQ_WAKEUPS, m->now + s->wakeup_latency, EV_THREAD_WAKE, (uint32_t)t,
                   0);
 }
@@ -885,7 +946,7 @@ static void plat_admit(struct model *m, int32_t r)
 /* EV_THREAD_WAKE: a signalled pool thread runs and takes the oldest queued request. */
 static void plat_thread_wake(struct model *m, const struct event *e)
 {
-    m->waking--;
+    m->plat.waking--;
     plat_thread_free(m, (int32_t)e->a);
 }
 
@@ -980,6 +1041,58 @@ static int32_t plat_holders(const struct model *m, int op, int in_sync)
     return m->s->max_threads;
 }
 
+/* minSpareThreads exist from the start; a pool thread releases (platform.release_cpu). */
+static void plat_init(struct model *m)
+{
+    m->release_cpu = m->s->release_cpu;
+    model_spawn_idle(m, m->s->min_spare);
+}
+
+static void plat_fini(struct model *m)
+{
+    (void)m;
+}
+
+/* Requests waiting for a thread: the executor's queue. */
+static int32_t plat_queued(const struct model *m)
+{
+    return m->queue.len;
+}
+
+static const struct model_words plat_words = {
+    .title = "PLATFORM THREADS (1:1, a Tomcat pool)",
+    .thr_prefix = "T",
+    .req_prefix = "req",
+    .worker = "thread",
+    .thread = "OS thread",
+    .threads = "pool threads",
+    .queue = "executor queue for a thread",
+};
+
+/* A request waiting on I/O blocks its thread; the arrivals' box shows the kernel's accept
+ * backlog (the executor's queue has the lot below the threads). */
+static void plat_view(const struct model *m, struct model_view *v)
+{
+    *v = (struct model_view){.on_io = m->thr_state_n[THR_BLOCKED], .busy = -1, .nbox = 1};
+    v->box[0] = &m->backlog;
+    snprintf(v->label, sizeof v->label, "accept backlog: %d", m->backlog.len);
+}
+
+/* A pool thread has no run queue of its own. */
+static const struct fifo *plat_thread_runq(const struct model *m, int32_t t)
+{
+    (void)m;
+    (void)t;
+    return NULL;
+}
+
+static int32_t plat_queued_at(const struct model *m, int32_t r)
+{
+    (void)m;
+    (void)r;
+    return -1;
+}
+
 static const struct model_ops plat_ops = {
     .admit = plat_admit,
     .block_cost = plat_block_cost,
@@ -993,6 +1106,14 @@ static const struct model_ops plat_ops = {
     .request_cpu = plat_request_cpu,
     .step_cpu = plat_step_cpu,
     .holders = plat_holders,
+    .init = plat_init,
+    .fini = plat_fini,
+    .thread_wake = plat_thread_wake,
+    .queued = plat_queued,
+    .words = &plat_words,
+    .view = plat_view,
+    .thread_runq = plat_thread_runq,
+    .queued_at = plat_queued_at,
 };
 
 /* ---- I.4 Virtual model ---- */
@@ -1034,7 +1155,7 @@ static void vt_mount(struct model *m, int32_t c, int32_t r)
 
 static void vt_carrier_free(struct model *m, int32_t c)
 {
-    int32_t r = m->sched->next(m, c);
+    int32_t r = m->vt.sched->next(m, c);
     if (r >= 0) {
         vt_mount(m, c, r);
         return;
@@ -1072,7 +1193,7 @@ static int32_t vt_home(struct model *m, int32_t r)
 {
     int32_t h = m->req[r].home;
     if (h < 0 || !m->thr[h].alive)
-        h = m->req[r].home = (int32_t)(m->next_home++ % (uint32_t)m->s->parallelism);
+        h = m->req[r].home = (int32_t)(m->vt.next_home++ % (uint32_t)m->s->parallelism);
     return h;
 }
 
@@ -1088,29 +1209,23 @@ static void vt_wake_carrier(struct model *m, int32_t c, int32_t r)
     vt_mount(m, c, r);
 }
 
-/* Carrier c's run queue length (0 for a thread that never had one). */
-static int32_t vt_runq_len(const struct model *m, int32_t c)
-{
-    return c < m->nrunq ? m->runq[c].len : 0;
-}
-
 static void vt_enqueue(struct model *m, int32_t c, int32_t r)
 {
-    if (c >= m->nrunq) {
+    if (c >= m->vt.nrunq) {
         int32_t n = m->nthr > c + 1 ? m->nthr : c + 1;
-        m->runq = xrealloc(m->runq, (size_t)n, sizeof *m->runq);
-        while (m->nrunq < n)
-            m->runq[m->nrunq++] = FIFO_EMPTY;
+        m->vt.runq = xrealloc(m->vt.runq, (size_t)n, sizeof *m->vt.runq);
+        while (m->vt.nrunq < n)
+            m->vt.runq[m->vt.nrunq++] = FIFO_EMPTY;
     }
-    FIFO_PUSH(&m->runq[c], m->req, r);
-    if (++m->vt_queued > m->stats.peak_queued) /* the only place their sum grows */
-        m->stats.peak_queued = m->vt_queued;
+    FIFO_PUSH(&m->vt.runq[c], m->req, r);
+    if (++m->vt.queued > m->stats.peak_queued) /* the only place their sum grows */
+        m->stats.peak_queued = m->vt.queued;
 }
 
 static int32_t vt_dequeue(struct model *m, int32_t c)
 {
-    int32_t r = c < m->nrunq ? FIFO_POP(&m->runq[c], m->req) : -1;
-    m->vt_queued -= r >= 0;
+    int32_t r = c < m->vt.nrunq ? FIFO_POP(&m->vt.runq[c], m->req) : -1;
+    m->vt.queued -= r >= 0;
     return r;
 }
 
@@ -1134,11 +1249,11 @@ static void vt_steal_ready(struct model *m, int32_t r)
 static int32_t vt_steal_next(struct model *m, int32_t c)
 {
     int32_t r = vt_dequeue(m, c);
-    if (r >= 0 || m->vt_queued == 0)
+    if (r >= 0 || m->vt.queued == 0)
         return r;
-    for (int32_t i = 0; i < m->nrunq; i++) { /* a retired carrier's slot has an empty one */
-        int32_t v = (c + 1 + i) % m->nrunq;
-        if (m->runq[v].len) {
+    for (int32_t i = 0; i < m->vt.nrunq; i++) { /* a retired carrier's slot has an empty one */
+        int32_t v = (c + 1 + i) % m->vt.nrunq;
+        if (m->vt.runq[v].len) {
             r = vt_dequeue(m, v);
             if (m->s->vt_sched == VT_STEAL) /* home keeps its home (an extra helps, io()) */
                 m->req[r].home = c;
@@ -1173,7 +1288,7 @@ static void vt_admit(struct model *m, int32_t r)
 {
     m->vt_alive++;
     m->req[r].debt += m->s->vt_create;
-    m->sched->ready(m, r);
+    m->vt.sched->ready(m, r);
 }
 
 /* Does blocking in this step pin the carrier? Socket I/O inside synchronized does (JDK 21-23). */
@@ -1197,8 +1312,8 @@ static simtime vt_block_cost(struct model *m, int32_t r, int op)
 static void vt_compensate(struct model *m)
 {
     const struct scenario *s = m->s;
-    m->carriers_compensating++;
-    if (m->threads_alive - m->carriers_compensating < s->parallelism &&
+    m->vt.compensating++;
+    if (m->threads_alive - m->vt.compensating < s->parallelism &&
         m->threads_alive < s->max_pool_size) {
         int32_t c = thr_spawn(m, 1);
         m->stats.busy_ns += s->thread_create; /* charged, not scheduled: it is short and rare */
@@ -1235,12 +1350,12 @@ static void vt_wake(struct model *m, int32_t r)
         req->parked = 0;
         m->vt_parked--;
         req->debt += m->s->vt_unpark;
-        m->sched->ready(m, r);
+        m->vt.sched->ready(m, r);
         return;
     }
     req->pinned = 0;
     if (m->s->prog[req->pc].op == OP_IO)
-        m->carriers_compensating--;
+        m->vt.compensating--;
     else
         m->vt_pinned--;
     req_continue(m, r);
@@ -1266,7 +1381,7 @@ static int32_t vt_in_service(const struct model *m)
 /* The run queues: virtual threads waiting for a carrier. */
 static int32_t vt_runnable(const struct model *m)
 {
-    return m->queue.len + m->vt_queued;
+    return m->queue.len + m->vt.queued;
 }
 
 /* Only a compensating carrier retires after its keepalive, and never below parallelism. */
@@ -1295,6 +1410,62 @@ static int32_t vt_holders(const struct model *m, int op, int in_sync)
     return op == OP_IO ? m->s->max_pool_size : 0;
 }
 
+/* `parallelism` carriers exist from the start, under virtual.scheduler's policy. */
+static void vt_init(struct model *m)
+{
+    m->vt.sched = &vt_scheds[m->s->vt_sched];
+    model_spawn_idle(m, m->s->parallelism);
+}
+
+static void vt_fini(struct model *m)
+{
+    free(m->vt.runq);
+}
+
+/* Never queued: a virtual thread's carrier is never signalled to wake (vt_mount runs it). */
+static void vt_thread_wake(struct model *m, const struct event *e)
+{
+    (void)m;
+    (void)e;
+}
+
+static const struct model_words vt_words = {
+    .title = "VIRTUAL THREADS (M:N, Loom)",
+    .thr_prefix = "C",
+    .req_prefix = "VT",
+    .worker = "carrier",
+    .thread = "carrier",
+    .threads = "carriers",
+    .queue = "run queue for a carrier",
+    .dashed = 1,
+    .parks = 1,
+    .req_thread = 1,
+    .blocked_pins = 1,
+};
+
+/* Parked virtual threads wait on I/O; the arrivals' box holds every runnable one: the
+ * accept backlog, the shared run queue (fifo), then each carrier's own (steal, home). */
+static void vt_view(const struct model *m, struct model_view *v)
+{
+    *v = (struct model_view){
+        .on_io = m->vt_parked, .busy = m->carriers_busy, .nbox = 2, .box_own = m->vt.queued};
+    v->box[0] = &m->backlog;
+    v->box[1] = &m->queue;
+    snprintf(v->label, sizeof v->label, "run queue%s: %d%s", m->s->vt_sched == VT_FIFO ? "" : "s",
+             vt_runnable(m) + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
+}
+
+/* A runnable virtual thread waits in its home carrier's own queue (steal, home). */
+static const struct fifo *vt_thread_runq(const struct model *m, int32_t c)
+{
+    return c < m->vt.nrunq ? &m->vt.runq[c] : NULL;
+}
+
+static int32_t vt_queued_at(const struct model *m, int32_t r)
+{
+    return m->s->vt_sched != VT_FIFO && m->req[r].home >= 0 ? m->req[r].home : -1;
+}
+
 static const struct model_ops vt_ops = {
     .admit = vt_admit,
     .block_cost = vt_block_cost,
@@ -1308,6 +1479,14 @@ static const struct model_ops vt_ops = {
     .request_cpu = vt_request_cpu,
     .step_cpu = vt_step_cpu,
     .holders = vt_holders,
+    .init = vt_init,
+    .fini = vt_fini,
+    .thread_wake = vt_thread_wake,
+    .queued = vt_runnable,
+    .words = &vt_words,
+    .view = vt_view,
+    .thread_runq = vt_thread_runq,
+    .queued_at = vt_queued_at,
 };
 
 /* ---- I.5 Workload ---- */
@@ -1475,7 +1654,7 @@ static struct sample model_sample_row(struct model *m)
     x.vt_runnable = m->ops->runnable(m);
     x.vt_parked = m->vt_parked;
     x.vt_pinned = m->vt_pinned;
-    x.queued = m->queue.len + m->vt_queued + m->backlog.len;
+    x.queued = m->ops->queued(m) + m->backlog.len;
     x.in_flight = m->in_flight;
     x.ports_tw = m->ports_tw;
     x.thread_mem = model_thread_mem(m);
@@ -1570,6 +1749,12 @@ static void model_batches(struct model *m, int k)
         evq_push(&m->events, s->warmup + (s->duration - s->warmup) / k, EV_BATCH, 1, 0);
 }
 
+/* EV_THREAD_WAKE: a thread the model signalled runs (the platform's pool, plat_admit). */
+static void model_thread_wake(struct model *m, const struct event *e)
+{
+    m->ops->thread_wake(m, e);
+}
+
 typedef void (*ev_handler)(struct model *, const struct event *);
 static const ev_handler ev_handlers[] = {
     [EV_ARRIVE] = wl_arrive,
@@ -1578,21 +1763,40 @@ static const ev_handler ev_handlers[] = {
     [EV_IO_STEP_DONE] = model_io_step_done,
     [EV_IDLE_CHECK] = model_idle_check,
     [EV_SAMPLE] = model_sample,
-    [EV_THREAD_WAKE] = plat_thread_wake,
+    [EV_THREAD_WAKE] = model_thread_wake,
     [EV_BATCH] = model_batch,
     [EV_SHED] = svc_shed,
 };
+
+/* The models, by enum model_id: what model_init makes of each. */
+static const struct model_ops *const model_ops_by_id[MODEL_N] = {
+    [MODEL_PLATFORM] = &plat_ops,
+    [MODEL_VIRTUAL] = &vt_ops,
+};
+
+/* What a frame or a plot shows of model `id`, without a model at hand (a sweep's plot). */
+static const struct model_words *model_words_of(int id)
+{
+    return model_ops_by_id[id]->words;
+}
+
+/* n threads, idle, at t = 0 (the models' init). */
+static void model_spawn_idle(struct model *m, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int32_t t = thr_spawn(m, 0); /* may move m->thr: take the index before pushing */
+        FIFO_PUSH(&m->idle, m->thr, t);
+    }
+}
 
 static void model_init(struct model *m, const struct scenario *s, int kind)
 {
     memset(m, 0, sizeof *m);
     m->id = kind;
     m->s = s;
-    m->ops = kind == MODEL_PLATFORM ? &plat_ops : &vt_ops;
-    m->sched = &vt_scheds[s->vt_sched];
+    m->ops = model_ops_by_id[kind];
     m->cpu_per_request = s->cpu_per_request[kind];
     m->cpu_per_call = s->cpu_per_call[kind];
-    m->release_cpu = kind == MODEL_PLATFORM ? s->release_cpu : 0;
     m->runtime_threads = s->model_threads[kind] >= 0 ? s->model_threads[kind] : s->runtime_threads;
     m->stats.lat = hist_new();
     m->stats.lat_interval = hist_new();
@@ -1606,12 +1810,7 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
         svc_tw_alloc(&m->svc[i].tw, s->port_high - s->port_low + 1);
         svc_tw_alloc(&m->svc[i].peer_tw, svc_peer_tuples(s));
     }
-    /* platform: minSpareThreads exist from the start; virtual: `parallelism` carriers */
-    int start = kind == MODEL_PLATFORM ? s->min_spare : s->parallelism;
-    for (int i = 0; i < start; i++) {
-        int32_t t = thr_spawn(m, 0); /* may move m->thr: take the index before pushing */
-        FIFO_PUSH(&m->idle, m->thr, t);
-    }
+    m->ops->init(m); /* its own state, and the threads it starts with */
     m->stats.thread_creations = 0;
     wl_start(m);
     evq_push(&m->events, s->sample_interval, EV_SAMPLE, 0, 0);
@@ -1626,7 +1825,8 @@ static void model_free(struct model *m)
     free(m->req);
     free(m->call);
     free(m->thr);
-    free(m->runq);
+    if (m->ops)
+        m->ops->fini(m);
     free(m->core);
     free(m->user_iter);
     free(m->series);
@@ -4288,8 +4488,7 @@ static void rep_bounds(const struct model *m, struct bounds *b)
     int cpus = rep_cpus(m);
     if (cpus < s->cores)
         snprintf(what, sizeof what, "%d %s%s (of %d cores) / %.4g us a request", cpus,
-                 m->id == MODEL_VIRTUAL ? "carrier" : "thread", cpus > 1 ? "s" : "", s->cores,
-                 d.cpu / 1e3);
+                 m->ops->words->worker, cpus > 1 ? "s" : "", s->cores, d.cpu / 1e3);
     else
         snprintf(what, sizeof what, "%d cores / %.4g us a request", s->cores, d.cpu / 1e3);
     if (d.cpu > 0)
@@ -5537,9 +5736,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
         return scn_fail(src, "%d fields, the header has %d", n, c->n);
     const char *mode = field[c->col[VC_MODE]], *pool = field[c->col[VC_POOL]];
     *pt = (struct val_point){.line = src->line};
-    pt->mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
-               : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
-                                          : -1;
+    pt->mode = model_named(mode);
     pt->pooled = !strcmp(pool, "on") || !strcmp(pool, "1")    ? 1
                  : !strcmp(pool, "off") || !strcmp(pool, "0") ? 0
                                                               : -1;
@@ -5755,9 +5952,13 @@ static double val_ratio(const struct val_point *v, const struct val_point *pl, d
     return r;
 }
 
-/* The same cell in the other mode: same server, users, pool, closer, fanout and delay. */
-static int val_other_mode(const struct val_point *p, int n, int i)
+/* The ratio tables' pairs: for the virtual side of a cell, the same cell in the platform
+ * mode (same server, users, pool, closer, fanout and delay), else -1. It tests which model
+ * a point is, outside the models: the ratio is "virtual / platform", the study's question. */
+static int val_ratio_pair(const struct val_point *p, int n, int i)
 {
+    if (p[i].mode != MODEL_VIRTUAL)
+        return -1;
     for (int j = 0; j < n; j++)
         if (j != i && p[j].mode != p[i].mode && p[j].server == p[i].server &&
             p[j].users == p[i].users && p[j].pooled == p[i].pooled &&
@@ -5832,8 +6033,8 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
         val_print_extra_row(out, &p[i]);
     int header = 0;
     for (int i = 0; i < n; i++) {
-        int j = val_other_mode(p, n, i);
-        if (p[i].mode != MODEL_VIRTUAL || j < 0)
+        int j = val_ratio_pair(p, n, i);
+        if (j < 0)
             continue;
         if (!header++)
             fprintf(out,
@@ -5898,8 +6099,8 @@ static void val_json_ratios(FILE *out, const struct val_point *p, int n)
     int k = 0;
     fputs(",\n\"throughput_ratios\": [", out);
     for (int i = 0; i < n; i++) {
-        int j = val_other_mode(p, n, i);
-        if (p[i].mode != MODEL_VIRTUAL || j < 0)
+        int j = val_ratio_pair(p, n, i);
+        if (j < 0)
             continue;
         double lo, hi, r = val_ratio(&p[i], &p[j], &lo, &hi);
         double pr =
@@ -6252,9 +6453,7 @@ static int tl_conditions(char **f, const int *col, struct val_point *pt, const s
     for (int k = 0; k < VX_N; k++)
         pt->extra[k] = NAN;
     const char *mode = f[col[TC_MODE]], *pool = f[col[TC_POOL]], *srv = f[col[TC_SERVER]];
-    pt->mode = !strcmp(mode, "platform")  ? MODEL_PLATFORM
-               : !strcmp(mode, "virtual") ? MODEL_VIRTUAL
-                                          : -1;
+    pt->mode = model_named(mode);
     pt->pooled = !strcmp(pool, "on") ? 1 : !strcmp(pool, "off") ? 0 : -1;
     pt->server = !strcmp(srv, "c") ? VS_C : !strcmp(srv, "java") ? VS_JAVA : -1;
     if (pt->mode < 0 || pt->pooled < 0 || pt->server < 0)
@@ -7002,7 +7201,8 @@ static int live_next(struct live *lv, double (*now)(void), char *err, size_t err
     return live_poll(lv, now(), err, errlen);
 }
 
-/* The model a live aggregator runs: carriers mean virtual threads. */
+/* The model a live aggregator runs: carriers mean virtual threads. It tests which model,
+ * outside the models: the aggregator's metrics tell its mode only by this. */
 static int live_mode(const struct live *lv)
 {
     return lv->last.carriers > 0 ? MODEL_VIRTUAL : MODEL_PLATFORM;
@@ -8069,7 +8269,7 @@ static uint64_t ui_failed(const struct model *m)
 static int ui_thr_ink(const struct model *m, int32_t t)
 {
     const struct thr *th = &m->thr[t];
-    if (m->id == MODEL_VIRTUAL && th->state == THR_BLOCKED)
+    if (m->ops->words->blocked_pins && th->state == THR_BLOCKED)
         return UI_PINNED;
     return ui_state_ink[th->state];
 }
@@ -8083,30 +8283,38 @@ static int ui_req_ink(const struct model *m, int32_t r)
         return UI_IO;
     if (req->thr >= 0)
         return ui_thr_ink(m, req->thr);
-    if (m->id == MODEL_PLATFORM)
+    if (!m->ops->words->req_thread)
         return UI_QUEUED;
     return req->pc == 0 && req->phase == PH_START ? UI_CREATED
                                                   : UI_READY; /* never mounted yet: new */
 }
 
-/* The words each panel uses for its threads, requests and queue, by model. */
-static const struct ui_words {
-    const char *thr_prefix, *req_prefix; /* "T#17" or "C#1"; "req#512" or "VT#512" */
-    const char *thread, *threads;        /* one, and the pool of them */
-    const char *queue;                   /* where a request waits for a thread */
-} ui_words[MODEL_N] = {
-    {"T", "req", "OS thread", "pool threads", "executor queue for a thread"},
-    {"C", "VT", "carrier", "carriers", "run queue for a carrier"},
-};
+/* Thread t's own run queue (virtual.scheduler steal or home), NULL if it has none. */
+static const struct fifo *ui_thread_runq(const struct model *m, int32_t t)
+{
+    return m->ops->thread_runq(m, t);
+}
+
+static int32_t ui_thread_runq_len(const struct model *m, int32_t t)
+{
+    const struct fifo *q = ui_thread_runq(m, t);
+    return q ? q->len : 0;
+}
+
+/* The words a panel uses for its model's threads, requests and queue (struct model_words). */
+static const struct model_words *ui_words(const struct model *m)
+{
+    return m->ops->words;
+}
 
 static const char *ui_thr_prefix(const struct model *m)
 {
-    return ui_words[m->id].thr_prefix;
+    return ui_words(m)->thr_prefix;
 }
 
 static const char *ui_req_prefix(const struct model *m)
 {
-    return ui_words[m->id].req_prefix;
+    return ui_words(m)->req_prefix;
 }
 
 /* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
@@ -8155,11 +8363,11 @@ static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len
     else if (req->parked)
         snprintf(buf, len, "parked, waiting for %.40s", step);
     else if (req->pinned && req->pc < m->s->nsteps && m->s->prog[req->pc].op == OP_IO)
-        snprintf(buf, len, "holds carrier C#%u, blocked in io() (the JDK compensates)",
-                 m->thr[req->thr].id);
+        snprintf(buf, len, "holds %s %s#%u, blocked in io() (the JDK compensates)",
+                 ui_words(m)->thread, ui_thr_prefix(m), m->thr[req->thr].id);
     else if (req->pinned)
-        snprintf(buf, len, "pins carrier C#%u, blocked in %.40s inside sync", m->thr[req->thr].id,
-                 step);
+        snprintf(buf, len, "pins %s %s#%u, blocked in %.40s inside sync", ui_words(m)->thread,
+                 ui_thr_prefix(m), m->thr[req->thr].id, step);
     else if (req->thr >= 0) {
         const struct thr *th = &m->thr[req->thr];
         if (th->state == THR_RUNNING)
@@ -8169,15 +8377,17 @@ static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len
             snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id,
                      step);
         else if (th->state == THR_BLOCKED)
-            snprintf(buf, len, "blocks T#%u in the kernel in %.40s", th->id, step);
+            snprintf(buf, len, "blocks %s#%u in the kernel in %.40s", ui_thr_prefix(m), th->id,
+                     step);
         else
             snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
     } else if (!req->admitted)
         snprintf(buf, len, "waits in the accept backlog");
-    else if (m->id == MODEL_VIRTUAL && m->s->vt_sched != VT_FIFO && req->home >= 0)
-        snprintf(buf, len, "waits in carrier C#%u's run queue", m->thr[req->home].id);
+    else if (m->ops->queued_at(m, r) >= 0)
+        snprintf(buf, len, "waits in %s %s#%u's run queue", ui_words(m)->thread, ui_thr_prefix(m),
+                 m->thr[m->ops->queued_at(m, r)].id);
     else
-        snprintf(buf, len, "waits in the %s", ui_words[m->id].queue);
+        snprintf(buf, len, "waits in the %s", ui_words(m)->queue);
 }
 
 /* ---- V.3 Panels ---- */
@@ -8363,18 +8573,21 @@ static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct 
     return k;
 }
 
-/* The virtual model's waiting threads: the accept backlog, then the run queue (fifo) or
- * each carrier's own queue in turn (steal, home), so the box holds every runnable one. */
+/* The arrivals' box (struct model_view): its queues, then each thread's own run queue in
+ * turn; for the virtual model, every runnable thread. */
 static long ui_runq_items(struct ui_gfx *g, const struct model *m)
 {
-    const struct fifo *fifos[2] = {&m->backlog, &m->queue};
-    long n = ui_fifo_items(g, m, fifos, 2), k = n;
-    if (m->vt_queued == 0)
+    struct model_view v;
+    m->ops->view(m, &v);
+    long n = ui_fifo_items(g, m, v.box, v.nbox), k = n;
+    if (v.box_own == 0)
         return n;
-    ui_scratch(g, n + m->vt_queued); /* keeps what is there */
-    for (int32_t c = 0; c < m->nrunq; c++)
-        for (int32_t i = m->runq[c].head; i >= 0 && k < n + m->vt_queued; i = m->req[i].next)
+    ui_scratch(g, n + v.box_own); /* keeps what is there */
+    for (int32_t t = 0; t < m->nthr && k < n + v.box_own; t++) {
+        const struct fifo *own = ui_thread_runq(m, t);
+        for (int32_t i = own ? own->head : -1; i >= 0 && k < n + v.box_own; i = m->req[i].next)
             g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
+    }
     return k;
 }
 
@@ -8429,17 +8642,13 @@ static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui
     ui_line(g, qx - 4 * S, arrow_y, qx - 9 * S, arrow_y - 4 * S, S, dim);
     ui_line(g, qx - 4 * S, arrow_y, qx - 9 * S, arrow_y + 4 * S, S, dim);
     ui_flights(g, m, v, r, x0 + 4 * S, qx);
-    /* the queue: the run queue (virtual); the platform's executor queue has the big grid
-     * below its threads, so here it shows only the kernel's accept backlog */
-    const struct fifo *fifos[2] = {&m->backlog, &m->queue};
-    long n = m->id == MODEL_PLATFORM ? ui_fifo_items(g, m, fifos, 1) : ui_runq_items(g, m);
-    char label[96];
-    if (m->id == MODEL_PLATFORM)
-        snprintf(label, sizeof label, "accept backlog: %d", m->backlog.len);
-    else
-        snprintf(label, sizeof label, "run queue%s: %d%s", m->s->vt_sched == VT_FIFO ? "" : "s",
-                 m->ops->runnable(m) + m->backlog.len, m->backlog.len ? " (some in backlog)" : "");
-    ui_text(g, UI_SMALL, qx, r.y, text, label);
+    /* the queue the model shows here (struct model_view): the run queues (virtual); the
+     * platform's executor queue has the big grid below its threads, so here it shows only
+     * the kernel's accept backlog */
+    struct model_view mv;
+    m->ops->view(m, &mv);
+    long n = ui_runq_items(g, m);
+    ui_text(g, UI_SMALL, qx, r.y, text, mv.label);
     SDL_FRect box = {qx, r.y + small + 2 * S, r.w - (qx - r.x), r.h - small - 2 * S};
     ui_outline(g, box, S, ui_color(g, UI_LINE, 255));
     struct ui_grid gr = ui_grid_fit(ui_inset(box, 2 * S), n, 8 * S);
@@ -8458,9 +8667,9 @@ static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRec
     SDL_Color ink = ui_color(g, UI_FAILED, 255); /* black reads on every state colour */
     float x = ui_textf(g, UI_SMALL, r.x + 4 * S, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink,
                        "%s#%-4u %-8s", ui_thr_prefix(m), th->id, thr_state_names[th->state]);
-    if (vt_runq_len(m, t)) /* a carrier's own run queue (virtual.scheduler steal or home) */
+    if (ui_thread_runq_len(m, t)) /* a carrier's own run queue (steal or home) */
         x = ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " +%d queued",
-                     vt_runq_len(m, t));
+                     ui_thread_runq_len(m, t));
     if (th->req < 0)
         return;
     char step[64];
@@ -8501,7 +8710,7 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
 static void ui_thread_counts(struct ui_gfx *g, const struct model *m, float x, float y)
 {
     char buf[160];
-    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, ui_words[m->id].threads);
+    int o = snprintf(buf, sizeof buf, "%d %s:", m->threads_alive, ui_words(m)->threads);
     for (int state = THR_NSTATES - 1; state >= 0; state--)
         if (m->thr_state_n[state])
             o += snprintf(buf + o, sizeof buf - (size_t)o, " %d %s", m->thr_state_n[state],
@@ -8518,7 +8727,9 @@ static void ui_lot(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     int svc[MAX_SERVICES], nsvc = ui_used_services(s, svc);
     const struct ui_scan *sc = g->scan[m->id];
     char count[32];
-    rep_human(count, sizeof count, m->vt_parked, R_INT);
+    struct model_view mv;
+    m->ops->view(m, &mv);
+    rep_human(count, sizeof count, mv.on_io, R_INT);
     ui_textf(g, UI_SMALL, r.x, r.y, ui_color(g, UI_TEXT, 255),
              "parking lot: %s virtual threads parked on I/O (off any carrier)", count);
     ui_hit_add(g, r, m->id, UI_HIT_LOT, -1);
@@ -8580,7 +8791,7 @@ static void ui_workers(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     SDL_FRect lanes = {r.x, r.y + small + 2 * S, r.w, r.h - small - 2 * S};
     float h = lanes.h * 0.42f; /* a fixed split, so the two lots start at the same height */
     SDL_FRect lot = {r.x, lanes.y + h + 6 * S, r.w, lanes.h - h - 6 * S};
-    if (m->id == MODEL_VIRTUAL)
+    if (ui_words(m)->parks)
         ui_lot(g, m, lot);
     else
         ui_queue_lot(g, m, lot);
@@ -8748,24 +8959,22 @@ static void ui_counters(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     }
     /* waiting on I/O: blocked OS threads (platform), parked virtual threads (virtual) */
     char io[32], busy[32] = "-";
-    rep_human(io, sizeof io, m->id == MODEL_PLATFORM ? m->thr_state_n[THR_BLOCKED] : m->vt_parked,
-              R_INT);
-    if (m->id == MODEL_VIRTUAL)
-        snprintf(busy, sizeof busy, "%d/%d", m->carriers_busy, m->threads_alive);
+    struct model_view mv;
+    m->ops->view(m, &mv);
+    rep_human(io, sizeof io, mv.on_io, R_INT);
+    if (mv.busy >= 0)
+        snprintf(busy, sizeof busy, "%d/%d", mv.busy, m->threads_alive);
     ui_textf(g, UI_SMALL, r.x, y2, ui_color(g, UI_TEXT, 255),
              "OS threads %-5d on I/O %-8s carriers busy %-6s memory %s", model_os_threads(m), io,
              busy, mem);
 }
-
-static const char *const ui_panel_titles[MODEL_N] = {"PLATFORM THREADS (1:1, a Tomcat pool)",
-                                                     "VIRTUAL THREADS (M:N, Loom)"};
 
 static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_view *v, SDL_FRect p)
 {
     struct ui_panel_rects L;
     ui_panel_layout(g, p, &L);
     ui_hit_add(g, p, m->id, UI_HIT_PANEL, -1);
-    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_panel_titles[m->id]);
+    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_words(m)->title);
     ui_arrivals(g, m, v, L.arrivals);
     ui_workers(g, m, L.workers);
     ui_cores(g, m, L.cores);
@@ -8900,7 +9109,7 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
             ui_color(g, UI_DIM, 255), top);
     simtime span = ui_chart_span(ms[0].s->duration, t);
     for (int k = 0; k < MODEL_N; k++)
-        ui_plot(g, &ms[k], c, plot, ymax, k == MODEL_VIRTUAL, span);
+        ui_plot(g, &ms[k], c, plot, ymax, ui_words(&ms[k])->dashed, span);
     if (lv)
         ui_plot_live(g, lv, c, plot, ymax, span);
     float cx = plot.x + (float)((double)t / (double)span) * plot.w;
@@ -9072,15 +9281,15 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
         if (!th->alive)
             return n;
         snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id,
-                 ui_words[m->id].thread, thr_state_names[th->state],
+                 ui_words(m)->thread, thr_state_names[th->state],
                  (double)(m->now - th->since) / 1e6);
         int o = snprintf(lines[n], 96, "created at t=%.3f s, %u requests finished",
                          (double)th->born / SEC, th->served);
         if (th->core >= 0)
             o += snprintf(lines[n] + o, (size_t)(96 - o), ", on core %d", th->core);
-        if (vt_runq_len(m, p.idx) && o < 96)
+        if (ui_thread_runq_len(m, p.idx) && o < 96)
             snprintf(lines[n] + o, (size_t)(96 - o), ", %d in its run queue",
-                     vt_runq_len(m, p.idx));
+                     ui_thread_runq_len(m, p.idx));
         n++;
         r = th->req;
     } else if (p.type == UI_PICK_REQ)
@@ -9996,7 +10205,7 @@ static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struc
             y[i] = b->binding >= 0 ? fmin(b->rps[b->binding], f.y.hi) : NAN;
         }
         if (c->bound) /* under the lines: seen where above */
-            ui_chart_line(g, &f, xi, y, sw->n, UI_DIM, mk == MODEL_VIRTUAL);
+            ui_chart_line(g, &f, xi, y, sw->n, UI_DIM, model_words_of(mk)->dashed);
     }
     for (int mk = 0; mk < MODEL_N; mk++) {
         for (int i = 0; i < sw->n; i++) {
@@ -10006,7 +10215,7 @@ static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struc
             hi[i] = h > 0 ? y[i] + h : NAN;
             ui_chart_point(g, &f, xi[i], y[i], lo[i], hi[i], UI_TEXT);
         }
-        ui_chart_line(g, &f, xi, y, sw->n, UI_TEXT, mk == MODEL_VIRTUAL);
+        ui_chart_line(g, &f, xi, y, sw->n, UI_TEXT, model_words_of(mk)->dashed);
     }
 }
 

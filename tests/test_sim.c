@@ -439,6 +439,12 @@ static void test_scheduler_policies(void)
           r[VT_HOME].p99, r[VT_FIFO].p99);
 }
 
+/* Carrier c's own run queue's length, read from the virtual model's state (0: it has none). */
+static int32_t runq_len(const struct model *m, int32_t c)
+{
+    return c < m->vt.nrunq ? m->vt.runq[c].len : 0;
+}
+
 /* The queues' bookkeeping at every event, for each policy, on a program that parks, pins
  * and compensates (io()): the carriers' queues add up to vt_queued, an idle carrier's own
  * queue is empty, under home a queued thread waits at its home carrier, and under steal no
@@ -466,16 +472,16 @@ static void test_scheduler_invariants(void)
             for (int32_t c = 0; c < m.nthr; c++) {
                 if (!m.thr[c].alive)
                     continue;
-                sum += vt_runq_len(&m, c);
-                bad_idle += m.thr[c].state == THR_IDLE && m.thr[c].req < 0 && vt_runq_len(&m, c);
-                for (int32_t r = vt_runq_len(&m, c) ? m.runq[c].head : -1; r >= 0;
+                sum += runq_len(&m, c);
+                bad_idle += m.thr[c].state == THR_IDLE && m.thr[c].req < 0 && runq_len(&m, c);
+                for (int32_t r = runq_len(&m, c) ? m.vt.runq[c].head : -1; r >= 0;
                      r = m.req[r].next)
                     bad_home += k == VT_HOME && m.req[r].home != c;
             }
-            bad_sum += sum != m.vt_queued || (k == VT_FIFO ? sum != 0 : m.queue.len != 0);
-            bad_steal += k == VT_STEAL && m.idle.len > 0 && m.vt_queued > 0;
-            idle_q += m.idle.len > 0 && m.vt_queued > 0;
-            waits += m.vt_queued + m.queue.len > 0;
+            bad_sum += sum != m.vt.queued || (k == VT_FIFO ? sum != 0 : m.queue.len != 0);
+            bad_steal += k == VT_STEAL && m.idle.len > 0 && m.vt.queued > 0;
+            idle_q += m.idle.len > 0 && m.vt.queued > 0;
+            waits += m.vt.queued + m.queue.len > 0;
             steps++;
         }
         CHECK(bad_sum == 0 && bad_idle == 0 && bad_home == 0,
@@ -510,10 +516,10 @@ static void test_steal_takes_the_oldest(void)
     }
     int32_t stolen = vt_steal_next(&m, 1), own = vt_steal_next(&m, 0);
     CHECK(stolen == r[0] && m.req[stolen].home == 1 && own == r[1] && m.req[own].home == 0 &&
-              m.vt_queued == 1 && vt_runq_len(&m, 0) == 1,
+              m.vt.queued == 1 && runq_len(&m, 0) == 1,
           "steal: the thief takes the oldest (%d, want %d) and hosts it, the owner the next (%d, "
           "want %d), one left (%d)",
-          stolen, r[0], own, r[1], m.vt_queued);
+          stolen, r[0], own, r[1], m.vt.queued);
     model_free(&m);
 }
 

@@ -473,6 +473,12 @@ static void test_fanout_lot(void)
     free(x);
 }
 
+/* Carrier c's own run queue's length, read from the virtual model's state (0: it has none). */
+static int32_t runq_len(const struct model *m, int32_t c)
+{
+    return c < m->vt.nrunq ? m->vt.runq[c].len : 0;
+}
+
 /* Issue 15: with a run queue per carrier (steal, home) the run-queue box holds every
  * runnable virtual thread (the model's count, not the drawing's), and a carrier's card says
  * how many wait in its own queue. CPU-heavy, so the queues are long at t = 2 s. */
@@ -500,17 +506,17 @@ static void test_carrier_queues(void)
         const struct model *m = &x->m[MODEL_VIRTUAL];
         int32_t want = m->backlog.len + m->queue.len, queued = 0;
         for (int32_t t = 0; t < m->nthr; t++)
-            queued += m->thr[t].alive ? vt_runq_len(m, t) : 0;
+            queued += m->thr[t].alive ? runq_len(m, t) : 0;
         long n = ui_runq_items(&c.g, m);
-        CHECK(n == want + queued && queued == m->vt_queued && (k == 2 || queued > 100),
+        CHECK(n == want + queued && queued == m->vt.queued && (k == 2 || queued > 100),
               "%s: the run-queue box holds %ld, the model %d waiting + %d in carriers' queues",
               names[k], n, want, queued);
         for (int32_t t = 0; t < m->nthr; t++) {
             char lines[7][96], tail[48];
-            if (!m->thr[t].alive || !vt_runq_len(m, t))
+            if (!m->thr[t].alive || !runq_len(m, t))
                 continue;
             ui_card_lines(m, (struct ui_pick){MODEL_VIRTUAL, UI_PICK_THREAD, t}, lines, 7);
-            snprintf(tail, sizeof tail, ", %d in its run queue", vt_runq_len(m, t));
+            snprintf(tail, sizeof tail, ", %d in its run queue", runq_len(m, t));
             CHECK(strstr(lines[1], tail), "%s: C#%u's card \"%s\" says \"%s\"", names[k],
                   m->thr[t].id, lines[1], tail);
         }
