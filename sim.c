@@ -156,6 +156,10 @@ struct evq {
 
 /* ==== Part I. The two models ==== */
 
+/* Tested by tests/test_sim.c (the models against theory: Little's law, Erlang C and B, the
+ * utilisation law, pinning, compensation, the port wall, the schedulers' invariants, common
+ * random numbers, determinism) and tests/test_verdict.c. */
+
 /* THE CORE MODEL IN A FEW SENTENCES
  *   A request is a tiny program: cpu(d), call(service), io(d), sync { ... }, par(A,B,...).
  *   The interpreter (req_continue, I.2) walks it; whenever the request needs CPU it asks
@@ -2050,8 +2054,8 @@ static void thr_exit(struct model *m, int32_t t)
 /* Thread t is idle from now on and may retire `after` from now if still idle then. At most
  * one check per thread is queued: going idle again while one is queued only notes the new
  * check, with the insertion order it would have had, and the queued one queues it when it
- * fires (thr_idle_timer_fired). A check per idle period once piled up for the whole
- * timeout: a retry storm (retry_after = 1us, calls failing at once) grew by 75 MB/s. */
+ * fires (thr_idle_timer_fired). A check per idle period would pile up for the whole
+ * timeout: in a retry storm (calls failing at once) the queue grows as fast as threads idle. */
 static void thr_idle_timer(struct model *m, int32_t t, simtime after)
 {
     struct thr *th = &m->thr[t];
@@ -2323,6 +2327,9 @@ static void svc_done(struct model *m, const struct event *e)
 }
 
 /* ==== Part II. Tools ==== */
+
+/* Tested by tests/test_sim.c (test_event_order*, test_histogram, test_distributions,
+ * test_determinism). */
 
 /* ---- II.1 Random streams ---- */
 
@@ -2811,9 +2818,9 @@ static int ev_type_of(const struct event *e)
  *   &m->req[r] again after anything that may allocate.
  *   Prefetch. A pop asks the cache for the FIFO's new head (fifo_prefetch): the next pop
  *   reads its `next` and the request is then run. With 100,000 virtual threads queued for
- *   2 carriers the requests (5.6 MB) outgrow L2, and that read was the engine's top cache
- *   miss (vt_dequeue, 18% of the time); now it is fetched while other events run. Cost: a
- *   line in fifo_pop.
+ *   2 carriers the requests outgrow the L2 cache, and that read (vt_dequeue) was the
+ *   engine's top cache miss; now it is fetched while other events run. Cost: a line in
+ *   fifo_pop.
  */
 
 static void *xrealloc(void *p, size_t n, size_t size)
@@ -2831,9 +2838,9 @@ static void *xrealloc(void *p, size_t n, size_t size)
 }
 
 /* FOR SPEED ONLY: the new part of a grown array of 1 MiB or more is mapped in one call
- * instead of a page fault per 4 KiB page as slots are first taken. A fault costs about
- * 2.5 us in this VM: the 5 s command at 100,000 users took 3,706 faults, 16% of its time,
- * most of them for its 2 x 100,000 requests (1,874 with this). Cost: the RSS counts the
+ * instead of a page fault per 4 KiB page as slots are first taken. At 100,000 users most of a
+ * run's page faults were those of its request arrays, each a trip into the kernel (the
+ * figures are in the commit that added this). Cost: the RSS counts the
  * whole grown part at once (an array is at most half unused). Advice only: an error (a
  * kernel before 5.14) changes nothing. */
 static void slot_populate(void *p, size_t bytes)
@@ -2997,6 +3004,9 @@ static FILE *io_open_out(const char *path)
 }
 
 /* ==== Part III. Scenario files ==== */
+
+/* Tested by tests/test_sim.c (test_shipped_scenarios, test_scenario_claims, test_bad_input,
+ * test_not_text, test_calibration_file), tests/test_cli.sh and make fuzz (fuzz_scenario). */
 
 /* ---- III.1 Keys ---- */
 
@@ -3976,6 +3986,11 @@ static void scn_print_keys(FILE *out)
 }
 
 /* ==== Part IV. Reports and instruments ==== */
+
+/* Tested by tests/test_sim.c (test_t_quantile, test_interval_coverage, test_steady_state,
+ * test_bounds, test_report_conservation, test_sweep_values, test_validate*, test_timeline,
+ * test_live*), tests/test_verdict.c (the verdict's error rates) and make fuzz (fuzz_readers,
+ * fuzz_live, fuzz_sweep). */
 
 /* ---- IV.1 Reports ---- */
 
@@ -5417,9 +5432,10 @@ static const char *const val_server_names[VS_N] = {"c", "java"};
     "the JVM's RSS (G1 sizes the heap by its own rules) and its p99 tail (GC pauses) are not "     \
     "modelled"
 
-/* The bench's spread over runs, its failures and the network of the cell (C1), each column
- * optional: NAN where absent (or -1, the bench's word for unknown). Rows measured in a private
- * network namespace are predicted with its port range and tcp_tw_reuse. */
+/* The bench's spread over runs, its failures and the network of the cell (the extra
+ * columns: runs, the interval, failures, ports, close_first), each column optional: NAN
+ * where absent (or -1, the bench's word for unknown). Rows measured in a private network
+ * namespace are predicted with its port range and tcp_tw_reuse. */
 enum {
     VX_RUNS,
     VX_CI_LOW,
@@ -5674,7 +5690,7 @@ static int val_header(char **field, int n, struct val_columns *c, const struct s
     return 0;
 }
 
-/* The C1 columns of a row: numbers (-1 and `-` are unknown), close_first a word. */
+/* The extra columns of a row: numbers (-1 and `-` are unknown), close_first a word. */
 static int val_extra(char **field, const struct val_columns *c, struct val_point *pt,
                      const struct scn_src *src)
 {
@@ -5894,9 +5910,9 @@ static int val_disturbed(const struct val_point *p, int n)
     return 0;
 }
 
-/* ---- The bench's spread, failures and network (C1) beside the prediction ---- */
+/* ---- The bench's spread, failures and network beside the prediction ---- */
 
-/* Does the CSV carry any C1 column? Only then are these lines printed (older CSVs keep
+/* Does the CSV carry any of the extra columns? Only then are these lines printed (older CSVs keep
  * their report as it was). */
 static int val_has_extra(const struct val_point *p, int n)
 {
@@ -6362,7 +6378,7 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
     fputs("}\n", out);
 }
 
-/* ---- The port wall over time: a timeline CSV (C2) ----
+/* ---- The port wall over time: a timeline CSV ----
  *
  * `aggregator bench --timeline` writes a row per whole second of a cell's measured run
  * (t_s = 1, 2, ... since its load started): requests served and failed in that second,
@@ -7209,6 +7225,10 @@ static int live_mode(const struct live *lv)
 }
 
 /* ==== Part V. Window ==== */
+
+/* Tested by tests/test_ui.c (the panels' words and colours, text that is cut or overlaps in
+ * every tutorial screenshot, stepping and rewinding, frames, sizes, the plots' axes) and
+ * make fuzz (fuzz_font). */
 
 /* The animated window, headless screenshots and frame dumps share one drawing path, ui_draw.
  *
@@ -9242,7 +9262,7 @@ static void ui_live_status(struct ui_view *v, const struct live *lv)
     const struct live_sample *x = &lv->v[lv->n - 1];
     snprintf(v->status, sizeof v->status,
              "LIVE %s mode, t=%.0f s: %.0f req/s, p99 %.1f ms, %.0f threads, %.0f parked, RSS %.1f "
-             "MiB (thick green: measured)",
+             "MiB (thick blue: measured)",
              model_names[live_mode(lv)], x->t, x->rps, x->p99_ms, x->os_threads, x->vt_parked,
              x->rss / 1048576);
 }
@@ -10798,6 +10818,9 @@ out:
 
 /* ==== Part VI. Command line and main ==== */
 
+/* Tested by tests/test_cli.sh (exit codes, messages, byte-identical output) and
+ * tests/test_sim.c (test_command_line). */
+
 /* ---- VI.1 Options ---- */
 
 /* What the command line asked for, typed: numbers and times are checked as they are parsed. */
@@ -11472,7 +11495,7 @@ static int sim_validate_plot(const struct options *o, const struct val_point *p,
     return rc;
 }
 
-/* --validate of a timeline (C2): each cell predicted second by second, then --plot's picture. */
+/* --validate of a timeline: each cell predicted second by second, then --plot's picture. */
 static int sim_timeline(const struct options *o)
 {
     struct tl_cell *c = calloc(TL_MAX_CELLS, sizeof *c);
