@@ -6163,10 +6163,16 @@ struct val_series {
     double mean[VM_N][VAL_CURVE_MAX], half[VM_N][VAL_CURVE_MAX];
 };
 
+/* The same configuration (pool, closer, K, D), whatever the mode. */
+static int val_same_config(const struct val_point *a, const struct val_point *b)
+{
+    return a->pooled == b->pooled && a->close_first == b->close_first && a->fanout == b->fanout &&
+           a->delay_ms == b->delay_ms;
+}
+
 static int val_same_series(const struct val_point *a, const struct val_point *b)
 {
-    return a->mode == b->mode && a->pooled == b->pooled && a->close_first == b->close_first &&
-           a->fanout == b->fanout && a->delay_ms == b->delay_ms;
+    return a->mode == b->mode && val_same_config(a, b);
 }
 
 /* The series of the points, in order of first appearance; returns how many (at most max). */
@@ -7282,6 +7288,7 @@ enum ui_ink {
     UI_LINE,
     UI_ALERT,
     UI_MEASURED,
+    UI_MEASURED2,
     UI_NINKS
 };
 
@@ -7304,6 +7311,7 @@ static const struct ui_ink_def {
     [UI_LINE] = {NULL, 0x3b404a, 0xcfcfcf},
     [UI_ALERT] = {NULL, 0xff3b30, 0xd11a10},
     [UI_MEASURED] = {NULL, 0x0072B2, 0x0072B2},
+    [UI_MEASURED2] = {NULL, 0xD55E00, 0xD55E00},
 };
 
 /* ONE MEANING PER COLOUR, in the window and in every picture (--plot, --live):
@@ -7313,9 +7321,11 @@ static const struct ui_ink_def {
  *   UI_DIM                                  what bounds or surrounds them: binding bounds,
  *                                           axes, 95% intervals' bands
  *   UI_MEASURED (Okabe-Ito blue)            a measurement of the real thing (--live, the
- *                                           port wall's timeline)
- *   UI_ALERT (red)                          failures, and the window's clock
- * --validate's grid of series keeps a colour per series (a mode and configuration). */
+ *                                           port wall's timeline, --validate's points:
+ *                                           platform filled, virtual hollow)
+ *   UI_MEASURED2 (Okabe-Ito vermillion)     a second configuration's measurements, beside
+ *                                           the first's blue (--validate's grid)
+ *   UI_ALERT (red)                          failures, and the window's clock */
 
 /* A thread's colour by state. A blocked carrier is pinned: its virtual thread could not
  * unmount, so the carrier is lost to everyone else. */
@@ -10010,6 +10020,7 @@ static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f,
     SDL_Color dim = ui_color(g, UI_DIM, 255), grid = ui_color(g, UI_LINE, 255);
     double t[UI_AXIS_TICKS];
     char buf[40];
+    float next = -1e9f, xrow = p.y + p.h + 5 * S; /* x's labels: left edge free, their row */
     ui_rect(g, r.x, r.y, r.w, r.h, ui_color(g, UI_PANEL, 255));
     ui_text_fit(g, UI_SMALL, r.x + 8 * S, r.y + 4 * S, ui_color(g, UI_TEXT, 255), title,
                 r.w - 12 * S);
@@ -10019,9 +10030,10 @@ static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f,
         ui_rect(g, p.x - 4 * S, y, 4 * S, S, dim);
         ui_tick_label(buf, sizeof buf, t[i]);
         ui_text(g, UI_SMALL, p.x - 6 * S - ui_text_w(g, UI_SMALL, buf), y - small / 2, dim, buf);
+        if (y + small / 2 - 1 > xrow) /* a label at the corner, on x's row: x's start after it, */
+            next = p.x - 5 * S + g->font[UI_SMALL].adv / 2; /* half a character and a pixel */
     }
     int n = f->xnames ? f->nxnames : ui_axis_ticks(&f->x, t, UI_AXIS_TICKS);
-    float next = -1e9f;
     for (int i = 0; i < n; i++) {
         double v = f->xnames ? i : t[i];
         float x = ui_axis_at(&f->x, v);
@@ -10031,8 +10043,10 @@ static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f,
             ui_tick_label(buf, sizeof buf, v);
         float w = ui_text_w(g, UI_SMALL, buf), lx = x - w / 2;
         ui_rect(g, x, p.y + p.h, S, 4 * S, dim);
+        if (i == 0 && lx < next && next - lx <= w / 2) /* moved clear of y's corner label */
+            lx = next;
         if (lx >= next) {
-            ui_text(g, UI_SMALL, lx, p.y + p.h + 5 * S, dim, buf);
+            ui_text(g, UI_SMALL, lx, xrow, dim, buf);
             next = lx + w + g->font[UI_SMALL].adv;
         }
     }
@@ -10046,11 +10060,22 @@ static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f,
 
 /* A series' marks, named in a legend. */
 enum ui_key_style { UI_KEY_LINE, UI_KEY_DASH, UI_KEY_POINT, UI_KEY_BAND };
+enum ui_key_mark { UI_MARK_NONE, UI_MARK_FILLED, UI_MARK_HOLLOW };
 struct ui_series_key {
     const char *label;
     int ink; /* enum ui_ink */
     int style;
+    int mark, mark_ink; /* a measured point's marker over the mark (enum ui_key_mark), its ink */
 };
+
+/* A measured point's marker at (X, Y): a square of the ink, filled or hollow. */
+static void ui_marker(struct ui_gfx *g, float X, float Y, int ink, int hollow)
+{
+    float S = g->scale;
+    ui_line(g, X - 4.5f * S, Y, X + 4.5f * S, Y, 9 * S, ui_color(g, ink, 255));
+    if (hollow)
+        ui_line(g, X - 2.5f * S, Y, X + 2.5f * S, Y, 5 * S, ui_color(g, UI_PANEL, 255));
+}
 
 /* The legend from (x, *y): each series' mark, then its name, in rows that wrap before
  * `right`. Returns the x after the last; *y is then its row's. */
@@ -10075,6 +10100,8 @@ static float ui_series_legend(struct ui_gfx *g, float x, float *y, const struct 
             ui_line(g, x + 11 * S, mid - 6 * S, x + 11 * S, mid + 6 * S, 1.6f * S, ink);
             ui_rect(g, x + 8 * S, mid - 3 * S, 6 * S, 6 * S, ink);
         }
+        if (k[i].mark != UI_MARK_NONE)
+            ui_marker(g, x + 11 * S, mid, k[i].mark_ink, k[i].mark == UI_MARK_HOLLOW);
         x = ui_text(g, UI_SMALL, x + 26 * S, *y, ui_color(g, UI_TEXT, 255), k[i].label) + 14 * S;
     }
     return x;
@@ -10166,10 +10193,10 @@ static int ui_figure_close(struct ui_canvas *c, const char *path)
 }
 
 /* --plot of a sweep: its figures against its key, three charts side by side: throughput
- * (each model's binding bound dashed in its colour, under the lines), p99, OS threads.
- * Platform in the I/O blue, virtual in the running green; a 95% interval is a bar through
- * its point. The key's values are x's values when they are numbers (a unit after them, as
- * in 50ms, is the axis's), else evenly spaced names. */
+ * (each model's binding bound in dim grey, under the lines), p99, OS threads. The
+ * simulator's figures in the text ink, platform solid and virtual dashed; a 95% interval is
+ * a bar through its point. The key's values are x's values when they are numbers (a unit
+ * after them, as in 50ms, is the axis's), else evenly spaced names. */
 static const struct ui_sweep_chart {
     const char *title;
     size_t off; /* the figure in struct result */
@@ -10246,11 +10273,12 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
     if (ui_canvas_open(&c, uo) < 0)
         return -1;
     struct ui_gfx *g = &c.g;
-    static const struct ui_series_key keys[] = {{"platform", UI_TEXT, UI_KEY_LINE},
-                                                {"virtual", UI_TEXT, UI_KEY_DASH},
-                                                {"platform's binding bound", UI_DIM, UI_KEY_LINE},
-                                                {"virtual's", UI_DIM, UI_KEY_DASH},
-                                                {"95% interval", UI_TEXT, UI_KEY_POINT}};
+    static const struct ui_series_key keys[] = {
+        {"platform", UI_TEXT, UI_KEY_LINE, 0, 0},
+        {"virtual", UI_TEXT, UI_KEY_DASH, 0, 0},
+        {"platform's binding bound", UI_DIM, UI_KEY_LINE, 0, 0},
+        {"virtual's", UI_DIM, UI_KEY_DASH, 0, 0},
+        {"95% interval", UI_TEXT, UI_KEY_POINT, 0, 0}};
     char title[256], note[96], unit[16] = "", xname[96];
     double x[SWEEP_MAX];
     int numeric = ui_sweep_x(sw, x, unit, sizeof unit) == 0;
@@ -10271,11 +10299,34 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
 }
 
 /* --validate --plot: prediction against measurement over users, two charts (throughput, peak
- * OS threads). Each series (a mode and configuration) in its colour: its predicted curve
- * (the mean of replications) in a translucent band of its 95% interval, each measured point
- * with its spread over runs as a bar. */
-static const int ui_series_inks[] = {UI_IO, UI_RUN, UI_QUEUED, UI_CREATED, UI_PINNED, UI_READY};
-#define UI_NSERIES_INKS (int)(sizeof ui_series_inks / sizeof ui_series_inks[0])
+ * OS threads). The prediction (the mean of replications) is the simulator's: a line in the
+ * text ink, platform solid and virtual dashed, in a translucent band of its 95% interval;
+ * each measured point is a marker in the measured blue (a second configuration in
+ * vermillion), filled for platform and hollow for virtual, with its spread over runs as a
+ * bar. More configurations than two repeat the two inks; the legend names each series. */
+
+/* Series k's configuration (pool, closer, K, D: what is not its mode), numbered in order of
+ * first appearance; its measured points' ink follows it. */
+static int ui_validate_config(const struct val_point *p, const struct val_series *sr, int k)
+{
+    int c = 0;
+    for (int j = 0; j <= k; j++) {
+        int i = 0; /* does series j open a configuration? */
+        while (i < j && !val_same_config(&p[sr[i].first], &p[sr[j].first]))
+            i++;
+        if (i < j)
+            continue;
+        if (val_same_config(&p[sr[j].first], &p[sr[k].first]))
+            return c;
+        c++;
+    }
+    return c;
+}
+
+static int ui_validate_ink(const struct val_point *p, const struct val_series *sr, int k)
+{
+    return ui_validate_config(p, sr, k) % 2 ? UI_MEASURED2 : UI_MEASURED;
+}
 
 static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const char *title,
                               const struct val_point *p, int n, const struct val_series *sr, int ns)
@@ -10292,39 +10343,47 @@ static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const c
             yhi = fmax(yhi, sr[k].mean[metric][j] + sr[k].half[metric][j]);
     struct ui_chart_frame f = ui_chart_make(g, r, xlo, xhi, 0, yhi * scale, NULL, 0);
     ui_chart_draw_axes(g, &f, title, "users");
-    for (int k = 0; k < ns; k++) {
-        int ink = ui_series_inks[k % UI_NSERIES_INKS];
+    for (int k = 0; k < ns; k++) { /* the predictions first, under every measured point */
         double y[VAL_CURVE_MAX], l[VAL_CURVE_MAX], h[VAL_CURVE_MAX];
         for (int j = 0; j < sr[k].n; j++) {
             y[j] = sr[k].mean[metric][j] * scale;
             l[j] = (sr[k].mean[metric][j] - sr[k].half[metric][j]) * scale;
             h[j] = (sr[k].mean[metric][j] + sr[k].half[metric][j]) * scale;
         }
-        ui_chart_band(g, &f, sr[k].users, l, h, sr[k].n, ink);
-        ui_chart_line(g, &f, sr[k].users, y, sr[k].n, ink, 0);
+        ui_chart_band(g, &f, sr[k].users, l, h, sr[k].n, UI_TEXT);
+        ui_chart_line(g, &f, sr[k].users, y, sr[k].n, UI_TEXT,
+                      model_words_of(p[sr[k].first].mode)->dashed);
         for (int j = 0; j < sr[k].n; j++) { /* each prediction a tick: one alone is seen too */
             float X = ui_axis_at(&f.x, sr[k].users[j]), Y = ui_axis_at(&f.y, y[j]);
-            ui_line(g, X - 7 * g->scale, Y, X + 7 * g->scale, Y, 2 * g->scale,
-                    ui_color(g, ink, 255));
+            ui_line(g, X - 5 * g->scale, Y, X + 5 * g->scale, Y, 1.6f * g->scale,
+                    ui_color(g, UI_TEXT, 255));
         }
+    }
+    for (int k = 0; k < ns; k++) {
+        int ink = ui_validate_ink(p, sr, k), hollow = model_words_of(p[sr[k].first].mode)->dashed;
+        SDL_Color c = ui_color(g, ink, 255);
         for (int i = 0; i < n; i++) {
             if (!val_same_series(&p[sr[k].first], &p[i]))
                 continue;
             if (metric != VM_RPS || !val_spread(&p[i], &lo, &hi))
                 lo = hi = NAN;
-            ui_chart_point(g, &f, (double)p[i].users, p[i].measured[metric] * scale, lo, hi, ink);
+            float X = ui_axis_at(&f.x, (double)p[i].users);
+            if (isfinite(lo) && isfinite(hi)) {
+                float y0 = ui_axis_at(&f.y, lo * scale), y1 = ui_axis_at(&f.y, hi * scale);
+                ui_line(g, X, y0, X, y1, 1.6f * g->scale, c);
+                ui_line(g, X - 4 * g->scale, y0, X + 4 * g->scale, y0, 1.6f * g->scale, c);
+                ui_line(g, X - 4 * g->scale, y1, X + 4 * g->scale, y1, 1.6f * g->scale, c);
+            }
+            ui_marker(g, X, ui_axis_at(&f.y, p[i].measured[metric] * scale), ink, hollow);
         }
     }
 }
 
-/* The picture of a validation, written to path. 0, or -1 after a message. */
-static int ui_validate_png(const struct val_point *p, int n, const struct val_series *sr, int ns,
-                           const char *csv, const char *path, const struct ui_options *uo)
+/* The validation's figure on an open canvas (its texts are then the canvas's). */
+static void ui_validate_draw(struct ui_canvas *c, const struct val_point *p, int n,
+                             const struct val_series *sr, int ns, const char *csv)
 {
-    struct ui_canvas c;
-    if (ui_canvas_open(&c, uo) < 0)
-        return -1;
-    struct ui_gfx *g = &c.g;
+    struct ui_gfx *g = &c->g;
     struct ui_series_key keys[VAL_SERIES_MAX + 3];
     char names[VAL_SERIES_MAX][96], title[256], note[160];
     int detail = 0, nk = 0;
@@ -10335,20 +10394,24 @@ static int ui_validate_png(const struct val_point *p, int n, const struct val_se
         detail |= p[sr[k].first].pooled != p[sr[0].first].pooled ||
                   p[sr[k].first].fanout != p[sr[0].first].fanout ||
                   p[sr[k].first].delay_ms != p[sr[0].first].delay_ms;
-    for (int k = 0; k < ns; k++) {
+    for (int k = 0; k < ns; k++) { /* its predicted line, and its measured points' marker */
+        int dashed = model_words_of(p[sr[k].first].mode)->dashed;
         val_series_name(names[k], sizeof names[k], &p[sr[k].first], detail);
-        keys[nk++] =
-            (struct ui_series_key){names[k], ui_series_inks[k % UI_NSERIES_INKS], UI_KEY_LINE};
+        keys[nk++] = (struct ui_series_key){names[k], UI_TEXT, dashed ? UI_KEY_DASH : UI_KEY_LINE,
+                                            dashed ? UI_MARK_HOLLOW : UI_MARK_FILLED,
+                                            ui_validate_ink(p, sr, k)};
     }
     char band[64];
-    snprintf(band, sizeof band, "predicted: 95%% band of %d replications", VAL_BAND_REPS);
-    keys[nk++] = (struct ui_series_key){band, UI_DIM, UI_KEY_BAND};
+    snprintf(band, sizeof band, "line: predicted, in its 95%% band of %d replications",
+             VAL_BAND_REPS);
+    keys[nk++] = (struct ui_series_key){band, UI_TEXT, UI_KEY_BAND, 0, 0};
     double lo, hi;
     const char *spread = NULL;
     for (int i = 0; i < n && !spread; i++)
         spread = val_spread(&p[i], &lo, &hi);
-    snprintf(note, sizeof note, "measured%s%s", spread ? ", bar: " : "", spread ? spread : "");
-    keys[nk++] = (struct ui_series_key){note, UI_DIM, UI_KEY_POINT};
+    snprintf(note, sizeof note, "square: measured%s%s", spread ? ", bar: " : "",
+             spread ? spread : "");
+    keys[nk++] = (struct ui_series_key){note, UI_MEASURED, UI_KEY_POINT, 0, 0};
     const struct val_point *q = &p[sr[0].first];
     snprintf(title, sizeof title, "Predicted against measured: the %s aggregator over users (%s)",
              q->server == VS_JAVA ? "JVM (Tomcat)" : "C", csv);
@@ -10358,12 +10421,22 @@ static int ui_validate_png(const struct val_point *p, int n, const struct val_se
                  "pool %s (%s)",
                  q->server == VS_JAVA ? "JVM (Tomcat)" : "C", q->fanout, q->delay_ms,
                  q->pooled ? "on" : "off", csv);
-    float S = g->scale, m = 12 * S, top = ui_figure_open(&c, title, keys, nk, NULL);
-    float w = ((float)c.w - 3 * m) / 2;
-    ui_validate_chart(g, (SDL_FRect){m, top, w, (float)c.h - top - m}, VM_RPS,
+    float S = g->scale, m = 12 * S, top = ui_figure_open(c, title, keys, nk, NULL);
+    float w = ((float)c->w - 3 * m) / 2;
+    ui_validate_chart(g, (SDL_FRect){m, top, w, (float)c->h - top - m}, VM_RPS,
                       "throughput (req/s) against users", p, n, sr, ns);
-    ui_validate_chart(g, (SDL_FRect){2 * m + w, top, w, (float)c.h - top - m}, VM_THREADS,
+    ui_validate_chart(g, (SDL_FRect){2 * m + w, top, w, (float)c->h - top - m}, VM_THREADS,
                       "peak OS threads against users", p, n, sr, ns);
+}
+
+/* The picture of a validation, written to path. 0, or -1 after a message. */
+static int ui_validate_png(const struct val_point *p, int n, const struct val_series *sr, int ns,
+                           const char *csv, const char *path, const struct ui_options *uo)
+{
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, uo) < 0)
+        return -1;
+    ui_validate_draw(&c, p, n, sr, ns, csv);
     return ui_figure_close(&c, path);
 }
 
@@ -10396,25 +10469,23 @@ static void ui_timeline_chart(struct ui_gfx *g, SDL_FRect r, const struct tl_cel
     ui_chart_line(g, &f, x, c->meas[k], c->n, UI_MEASURED, 0);
 }
 
-static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, const char *path,
-                           const struct ui_options *uo)
+/* The timeline's figure on an open canvas (its texts are then the canvas's). */
+static void ui_timeline_draw(struct ui_canvas *cv, const struct tl_cell *c, int n, const char *csv)
 {
-    struct ui_canvas cv;
-    if (ui_canvas_open(&cv, uo) < 0)
-        return -1;
-    struct ui_gfx *g = &cv.g;
-    static const struct ui_series_key keys[] = {{"measured", UI_MEASURED, UI_KEY_LINE},
-                                                {"predicted", UI_TEXT, UI_KEY_DASH},
-                                                {"first no_port: measured", UI_ALERT, UI_KEY_LINE},
-                                                {"predicted", UI_ALERT, UI_KEY_DASH}};
+    struct ui_gfx *g = &cv->g;
+    static const struct ui_series_key keys[] = {
+        {"measured", UI_MEASURED, UI_KEY_LINE, 0, 0},
+        {"predicted", UI_TEXT, UI_KEY_DASH, 0, 0},
+        {"first no_port: measured", UI_ALERT, UI_KEY_LINE, 0, 0},
+        {"predicted", UI_ALERT, UI_KEY_DASH, 0, 0}};
     char title[256];
     snprintf(title, sizeof title,
              "The port wall over time, %ld users: served, failed and TIME_WAIT, measured "
              "against predicted (%s)",
              n > 0 ? c[0].pt.users : 0L, csv);
-    float S = g->scale, m = 12 * S, top = ui_figure_open(&cv, title, keys, 4, NULL);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(cv, title, keys, 4, NULL);
     int cols = n < 4 ? n : 4;
-    float w = ((float)cv.w - (cols + 1) * m) / cols, h = ((float)cv.h - top - 3 * m) / 3;
+    float w = ((float)cv->w - (cols + 1) * m) / cols, h = ((float)cv->h - top - 3 * m) / 3;
     /* a panel's title fits a quarter of the figure: what, whose, and the one condition that
      * differs between the cells (pooled, or which side closes first) */
     static const char *const what[TL_N] = {"served/s", "failed/s", NULL, "TIME_WAIT"};
@@ -10430,8 +10501,17 @@ static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, cons
                               rows[j], t);
         }
     }
-    if (n > cols)
-        fprintf(stderr, "sim: %s draws the first %d of %d cells\n", path, cols, n);
+}
+
+static int ui_timeline_png(const struct tl_cell *c, int n, const char *csv, const char *path,
+                           const struct ui_options *uo)
+{
+    struct ui_canvas cv;
+    if (ui_canvas_open(&cv, uo) < 0)
+        return -1;
+    ui_timeline_draw(&cv, c, n, csv);
+    if (n > 4)
+        fprintf(stderr, "sim: %s draws the first %d of %d cells\n", path, 4, n);
     return ui_figure_close(&cv, path);
 }
 

@@ -733,25 +733,34 @@ static void test_one_colour_per_role(void)
     ui_canvas_close(&c);
 }
 
-/* The tutorial's screenshots (the Makefile's TUTORIAL_SHOTS, scenario:time), each as
- * `make tutorial-images` draws it: no text cut, off the canvas or colliding. */
-static void test_shots_text(void)
+/* The value of the Makefile's variable `name` (its continued lines joined) into out. */
+static void tu_make_var(const char *name, char *out, size_t len)
 {
     FILE *f = fopen("Makefile", "r");
-    char line[512], shots[2048] = "";
-    int in = 0, n = 0;
+    char line[512];
+    size_t nl = strlen(name);
+    int in = 0;
+    *out = 0;
     while (f && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "TUTORIAL_SHOTS", 14))
-            in = 1;
+        int first = !strncmp(line, name, nl) && (line[nl] == ' ' || line[nl] == '=');
+        in |= first;
         if (in) {
             char *eq = strchr(line, '=');
-            strncat(shots, eq && !strncmp(line, "TUTORIAL_SHOTS", 14) ? eq + 1 : line,
-                    sizeof shots - strlen(shots) - 1);
+            strncat(out, eq && first ? eq + 1 : line, len - strlen(out) - 1);
             in = strchr(line, '\\') != NULL;
         }
     }
     if (f)
         fclose(f);
+}
+
+/* The tutorial's screenshots (the Makefile's TUTORIAL_SHOTS, scenario:time), each as
+ * `make tutorial-images` draws it: no text cut, off the canvas or colliding. */
+static void test_shots_text(void)
+{
+    char shots[2048];
+    int n = 0;
+    tu_make_var("TUTORIAL_SHOTS", shots, sizeof shots);
     struct ui_canvas c;
     if (ui_canvas_open(&c, &tu_opts) < 0) {
         CHECK(0, "canvas");
@@ -789,6 +798,117 @@ static void test_shots_text(void)
     ui_canvas_close(&c);
 }
 
+/* One study picture, name (assets/study/NAME.csv) of server srv, drawn as --validate --plot
+ * draws it into c, with the costs make study-images gives it. 0, or -1 after a failed check. */
+static int tu_study_draw(struct ui_canvas *c, const char *name, const char *srv,
+                         const char *calibration, const char *const *sets, int nsets)
+{
+    char csv[256], file[128], err[512];
+    snprintf(csv, sizeof csv, "assets/study/%s.csv", name);
+    snprintf(file, sizeof file, "%s.csv", name);
+    if (tl_is_timeline(csv)) {
+        struct tl_cell *cell = calloc(TL_MAX_CELLS, sizeof *cell);
+        int n = 0, rc = cell && tl_read(csv, cell, &n, err, sizeof err) == 0 ? 0 : -1;
+        for (int i = 0; i < n && rc == 0; i++)
+            rc = tl_predict(&cell[i], csv, calibration, sets, nsets, err, sizeof err);
+        if (rc == 0)
+            ui_timeline_draw(c, cell, n, file);
+        CHECK(rc == 0, "%s: read and predicted (%s)", csv, rc ? err : "");
+        if (cell)
+            tl_free(cell, n);
+        free(cell);
+        return rc;
+    }
+    int server = !strcmp(srv, "java") ? VS_JAVA : VS_C, n = 0, ns, rc = 0;
+    struct val_point *p = NULL;
+    struct val_series *sr = calloc(VAL_SERIES_MAX, sizeof *sr);
+    if (!sr || val_read_server(csv, server, &p, &n, err, sizeof err) < 0) {
+        CHECK(0, "%s: read (%s)", csv, err);
+        free(sr);
+        return -1;
+    }
+    long ulo = LONG_MAX, uhi = 0;
+    for (int i = 0; i < n; i++)
+        ulo = p[i].users < ulo ? p[i].users : ulo, uhi = p[i].users > uhi ? p[i].users : uhi;
+    ns = val_series_find(p, n, sr, VAL_SERIES_MAX);
+    for (int k = 0; k < ns && rc == 0; k++)
+        rc = val_series_predict(&sr[k], p, n, ui_axis_wants_log((double)ulo, (double)uhi), csv,
+                                calibration, sets, nsets, err, sizeof err);
+    CHECK(rc == 0, "%s: its %d series predicted (%s)", csv, ns, rc ? err : "");
+    if (rc == 0)
+        ui_validate_draw(c, p, n, sr, ns, file);
+    free(p);
+    free(sr);
+    return rc;
+}
+
+/* A study picture's colours: measurements in the measured blue, and no state ink (the
+ * panels' running green, sky blue, ...): those mean a thread's state. A grid (not a
+ * timeline) names each series in its legend. Vermillion is also a second configuration's
+ * measured ink, and grey the axes' neighbour: not counted. */
+static void tu_study_colours(struct ui_canvas *c, const char *name)
+{
+    ui_flush(&c->g);
+    SDL_RenderFlush(c->r);
+    SDL_FRect all = {0, 0, (float)c->w, (float)c->h};
+    long state = 0, measured = tu_count(c, all, ui_inks[UI_MEASURED].dark, 1);
+    for (int k = 0; k < UI_NLEGEND; k++)
+        if (k != UI_IDLE && k != UI_FAILED && ui_inks[k].dark != ui_inks[UI_MEASURED2].dark)
+            state += tu_count(c, all, ui_inks[k].dark, 1);
+    CHECK(measured > 50 && state == 0,
+          "%s: measured in the measured blue (%ld px), no state ink (%ld px)", name, measured,
+          state);
+    if (strstr(name, "timeline"))
+        return;
+    int named = 0;
+    for (int i = 0; i < c->g.ntext; i++)
+        named += !strcmp(c->g.text[i].s, "platform") + !strcmp(c->g.text[i].s, "virtual");
+    CHECK(named == 2, "%s: the legend names the platform and the virtual series (%d)", name,
+          named);
+}
+
+/* The study's pictures (the Makefile's STUDY_PLOTS, name:server), each from assets/study's
+ * committed CSV as `make study-images` draws it: the titles, legends and tick labels are not
+ * cut, off the canvas or colliding. A server with a calibration in assets/study has its
+ * costs; the JVM without one has the Makefile's JVM_THREADS. */
+static void test_study_plots_text(void)
+{
+    char plots[1024], jvm[512], *save = NULL;
+    const char *sets[8];
+    int nsets = 0, n = 0;
+    tu_make_var("STUDY_PLOTS", plots, sizeof plots);
+    tu_make_var("JVM_THREADS", jvm, sizeof jvm);
+    for (char *t = strtok_r(jvm, " \t\n\\", &save); t && nsets < 8;
+         t = strtok_r(NULL, " \t\n\\", &save))
+        if (strcmp(t, "--set"))
+            sets[nsets++] = t;
+    save = NULL;
+    for (char *tok = strtok_r(plots, " \t\n\\", &save); tok;
+         tok = strtok_r(NULL, " \t\n\\", &save)) {
+        char *colon = strchr(tok, ':'), ini[128];
+        if (!colon)
+            continue;
+        *colon = 0;
+        snprintf(ini, sizeof ini, "assets/study/%s.ini", colon + 1);
+        int cal = access(ini, R_OK) == 0, java = !strcmp(colon + 1, "java");
+        struct ui_canvas c;
+        if (ui_canvas_open(&c, &tu_opts) < 0) {
+            CHECK(0, "canvas");
+            return;
+        }
+        if (tu_study_draw(&c, tok, colon + 1, cal ? ini : NULL, cal || !java ? NULL : sets,
+                          cal || !java ? 0 : nsets) == 0) {
+            c.g.ntext_base = c.g.ntext;
+            CHECK(tu_text_clean(&c, tok) == 0, "%s's picture: its text is clean", tok);
+            CHECK(c.g.ntext > 20, "%s's picture has its texts (%d)", tok, c.g.ntext);
+            tu_study_colours(&c, tok);
+        }
+        ui_canvas_close(&c);
+        n++;
+    }
+    CHECK(n >= 4, "the Makefile's STUDY_PLOTS read (%d pictures)", n);
+}
+
 int main(void)
 {
     test_carrier_queues();
@@ -805,6 +925,7 @@ int main(void)
     test_sizes_and_font();
     test_plot_axes();
     test_shots_text();
+    test_study_plots_text();
     test_window_words();
     test_chart_span();
     test_one_colour_per_role();
