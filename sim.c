@@ -5151,28 +5151,39 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     fputs("}\n", out);
 }
 
-/* CSV: a row per model; each headline column is followed by KEY_ci95, its half-width
- * (empty without an interval). */
+/* CSV (the report's and the sweep's): the rows' columns, each headline column followed by
+ * KEY_ci95, its half-width (empty without an interval); then one model's cells. */
+static void rep_csv_columns(FILE *out)
+{
+    for (size_t i = 0; i < REP_NROWS; i++)
+        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+}
+
+static void rep_csv_cells(FILE *out, const struct report *rp, int mk)
+{
+    for (size_t i = 0; i < REP_NROWS; i++) {
+        double half = rep_get(&rp->ci[mk], &rep_rows[i]);
+        fputc(',', out);
+        fprintf(out, rep_row_fmt(&rep_rows[i]), rep_get(&rp->r[mk], &rep_rows[i]));
+        if (rep_rows[i].ci && isfinite(half))
+            fprintf(out, ",%.4g", half);
+        else if (rep_rows[i].ci)
+            fputc(',', out);
+    }
+}
+
+/* CSV: a row per model, the rows' columns and the bounds. */
 static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp)
 {
     fputs("model,users,rate", out);
-    for (size_t i = 0; i < REP_NROWS; i++)
-        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+    rep_csv_columns(out);
     for (int k = 0; k < BOUND_N; k++)
         fprintf(out, ",bound_%s_rps", bound_keys[k]);
     fputs(",binding,steady,intervals_n\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
         const struct bounds *b = &rp->r[mk].bounds;
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
-        for (size_t i = 0; i < REP_NROWS; i++) {
-            double half = rep_get(&rp->ci[mk], &rep_rows[i]);
-            fputc(',', out);
-            fprintf(out, rep_row_fmt(&rep_rows[i]), rep_get(&rp->r[mk], &rep_rows[i]));
-            if (rep_rows[i].ci && isfinite(half))
-                fprintf(out, ",%.4g", half);
-            else if (rep_rows[i].ci)
-                fputc(',', out);
-        }
+        rep_csv_cells(out, rp, mk);
         for (int k = 0; k < BOUND_N; k++) /* a bound that does not apply: an empty field */
             isfinite(b->rps[k]) ? fprintf(out, ",%.6g", b->rps[k]) : fputc(',', out);
         fprintf(out, ",%s,%d,%d\n", b->binding >= 0 ? bound_keys[b->binding] : "none",
@@ -5230,8 +5241,7 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
     for (int k = 0; k < sw->nkey; k++)
         fprintf(out, "%s,", sw->key[k]);
     fputs("model", out);
-    for (size_t i = 0; i < REP_NROWS; i++)
-        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+    rep_csv_columns(out);
     fputs(",bound_rps,binding,steady,intervals_n\n", out);
     for (int i = 0; i < sw->n; i++)
         for (int mk = 0; mk < MODEL_N; mk++) {
@@ -5240,15 +5250,7 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
             for (int k = 0; k < sw->nkey; k++)
                 fprintf(out, "%s,", sw->val[i][k]);
             fputs(model_names[mk], out);
-            for (size_t j = 0; j < REP_NROWS; j++) {
-                double half = rep_get(&rp->ci[mk], &rep_rows[j]);
-                fputc(',', out);
-                fprintf(out, rep_row_fmt(&rep_rows[j]), rep_get(&rp->r[mk], &rep_rows[j]));
-                if (rep_rows[j].ci && isfinite(half))
-                    fprintf(out, ",%.4g", half);
-                else if (rep_rows[j].ci)
-                    fputc(',', out);
-            }
+            rep_csv_cells(out, rp, mk);
             fprintf(out, ",%.6g,%s,%d,%d\n", b->binding >= 0 ? b->rps[b->binding] : NAN,
                     b->binding >= 0 ? bound_keys[b->binding] : "none", rp->r[mk].steady, rp->n);
         }
@@ -5428,6 +5430,15 @@ static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100, 3600};
  * (GC pauses); they are printed measured only, and left out of the summaries. */
 enum val_server { VS_C, VS_JAVA, VS_N };
 static const char *const val_server_names[VS_N] = {"c", "java"};
+
+/* The server of that name (enum val_server), -1 if none. */
+static int val_server_named(const char *name)
+{
+    for (int k = 0; k < VS_N; k++)
+        if (!strcmp(name, val_server_names[k]))
+            return k;
+    return -1;
+}
 #define VAL_JAVA_UNMODELLED                                                                        \
     "the JVM's RSS (G1 sizes the heap by its own rules) and its p99 tail (GC pauses) are not "     \
     "modelled"
@@ -5759,7 +5770,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
     if (pt->mode < 0)
         return scn_fail(src, "mode '%s' is not platform or virtual", mode);
     const char *server = c->server >= 0 ? field[c->server] : "c";
-    pt->server = !strcmp(server, "c") ? VS_C : !strcmp(server, "java") ? VS_JAVA : -1;
+    pt->server = val_server_named(server);
     if (pt->server < 0)
         return scn_fail(src, "server '%s' is not c or java", server);
     if (pt->pooled < 0)
@@ -6477,7 +6488,7 @@ static int tl_conditions(char **f, const int *col, struct val_point *pt, const s
     const char *mode = f[col[TC_MODE]], *pool = f[col[TC_POOL]], *srv = f[col[TC_SERVER]];
     pt->mode = model_named(mode);
     pt->pooled = !strcmp(pool, "on") ? 1 : !strcmp(pool, "off") ? 0 : -1;
-    pt->server = !strcmp(srv, "c") ? VS_C : !strcmp(srv, "java") ? VS_JAVA : -1;
+    pt->server = val_server_named(srv);
     if (pt->mode < 0 || pt->pooled < 0 || pt->server < 0)
         return scn_fail(src,
                         "mode '%s', pool '%s', server '%s': want platform|virtual, on|off, c|java",
@@ -11618,8 +11629,8 @@ static int sim_validate(const struct options *o)
     int n = 0;
     char err[512];
     int server = -1;
-    for (int k = 0; o->server && k < VS_N; k++)
-        server = !strcmp(o->server, val_server_names[k]) ? k : server;
+    if (o->server)
+        server = val_server_named(o->server);
     if (o->server && server < 0)
         return opt_fail("--server %s: want c or java", o->server);
     if (tl_is_timeline(o->validate))
