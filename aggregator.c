@@ -397,20 +397,28 @@ static int proc_count_dir(const char *path)
     return n;
 }
 
-/* IPv4 TCP sockets in TIME_WAIT on the whole machine (state 06 in /proc/net/tcp): what
- * --no-pool piles up, one per downstream call, for 60 s each. */
-static long proc_count_time_wait(void)
+/* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp and tcp6) with a local or remote port
+ * in [low, high]; 0..65535 counts them all. What --no-pool piles up, one per downstream call,
+ * for 60 s each: on the aggregator's side when it closes first (the local port is the
+ * ephemeral one), on the backend's when the backend does (the remote port is). */
+static long proc_count_time_wait(int low, int high)
 {
-    FILE *f = fopen("/proc/net/tcp", "r");
-    if (!f)
-        return -1;
-    char line[512];
+    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
     long n = 0;
-    unsigned state;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %*s %*s %x", &state) == 1 && state == 6)
-            n++;
-    fclose(f);
+    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+        FILE *f = fopen(files[i], "r");
+        if (!f)
+            return i ? n : -1; /* no IPv6: the IPv4 count */
+        char line[512];
+        unsigned lp, rp, state; /* local and remote port, hex in the file */
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "%*s %*[0-9A-F]:%x %*[0-9A-F]:%x %x", &lp, &rp, &state) == 3 &&
+                state == 6 &&
+                ((lp >= (unsigned)low && lp <= (unsigned)high) ||
+                 (rp >= (unsigned)low && rp <= (unsigned)high)))
+                n++;
+        fclose(f);
+    }
     return n;
 }
 
@@ -3286,7 +3294,7 @@ static void metrics_page(struct sbuf *b)
         {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
         {"agg_open_fds", "open file descriptors", (double)proc_count_dir("/proc/self/fd")},
         {"agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine",
-         (double)proc_count_time_wait()},
+         (double)proc_count_time_wait(0, 65535)},
         {"agg_connections", "client connections open", (double)LOAD(m->conns)},
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
@@ -5149,13 +5157,20 @@ static int netns_lo_up(void)
     return rc;
 }
 
+/* Set the namespace's ephemeral port range to [low, high]. Returns 0, or -1 with errno. */
+static int netns_set_range(int low, int high)
+{
+    char range[32];
+    snprintf(range, sizeof range, "%d %d\n", low, high);
+    return netns_write("/proc/sys/net/ipv4/ip_local_port_range", range);
+}
+
 /* Enter a new network namespace with lo up, nports ephemeral ports (NETNS_PORT_LOW and up)
  * and tcp_tw_reuse 0 (no reuse of a TIME_WAIT port by connect()). Returns 0, or -1 with
  * the reason in why. */
 static int netns_enter(int nports, char *why, size_t n)
 {
     static int in_userns; /* netns_become_root has been done: no second try */
-    char range[32];
     if (unshare(CLONE_NEWNET) < 0) {
         int e = errno;
         if (e != EPERM || in_userns || netns_become_root() < 0 || unshare(CLONE_NEWNET) < 0) {
@@ -5165,11 +5180,10 @@ static int netns_enter(int nports, char *why, size_t n)
         }
         in_userns = 1;
     }
-    snprintf(range, sizeof range, "%d %d\n", NETNS_PORT_LOW, NETNS_PORT_LOW + nports - 1);
     const char *step = "bring lo up";
     if (netns_lo_up() < 0 ||
         (step = "/proc/sys/net/ipv4/ip_local_port_range",
-         netns_write("/proc/sys/net/ipv4/ip_local_port_range", range) < 0) ||
+         netns_set_range(NETNS_PORT_LOW, NETNS_PORT_LOW + nports - 1) < 0) ||
         (step = "/proc/sys/net/ipv4/tcp_tw_reuse",
          netns_write("/proc/sys/net/ipv4/tcp_tw_reuse", "0\n") < 0)) {
         snprintf(why, n, "%s: %s", step, strerror(errno));
@@ -5271,7 +5285,8 @@ static struct bench_ci bench_ci95(const double *x, int n)
 struct bench_tick {
     uint32_t served, failed; /* the load generator's answers and errors in that second */
     double no_port;          /* the server's no_port counter at the second's end (-1: none) */
-    long time_wait;          /* TIME_WAIT sockets in the namespace at the second's end */
+    long time_wait;          /* TIME_WAIT sockets in the namespace at the second's end (of the
+                              * wall's port range where a JIT warm-up had one of its own) */
 };
 
 /* One cell's figures. */
@@ -5292,6 +5307,7 @@ struct bench_row {
     int close_first;          /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
     struct bench_tick *ticks; /* --timeline: the run's seconds (heap; the row's owner frees) */
     int nticks;
+    int tw_low, tw_high; /* > 0: the timeline counts TIME_WAIT of these ports only */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
     int runs;                /* runs measured */
     double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
@@ -5382,14 +5398,14 @@ static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd
 }
 
 /* A connection to 127.0.0.1:port whose reads and writes time out after timeout_s, or -1. */
-static int bench_dial(int port, int timeout_s)
+static int bench_dial(int port, int timeout_ms)
 {
     struct sockaddr_in sa;
     char hp[32];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
     parse_hostport(hp, &sa);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {timeout_s, 0};
+    struct timeval tv = {timeout_ms / 1000, timeout_ms % 1000 * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0)
@@ -5413,7 +5429,7 @@ enum { BENCH_WAIT_ACCEPT = 0, BENCH_WAIT_ANSWER = 1 }; /* bench_wait_port: what 
 static int bench_try(int port, int answer)
 {
     char got[12];
-    int fd = bench_dial(port, 1);
+    int fd = bench_dial(port, 1000);
     int ok =
         fd >= 0 && (!answer || (bench_ask_metrics(fd) &&
                                 recv(fd, got, sizeof got, MSG_WAITALL) == (ssize_t)sizeof got &&
@@ -5719,15 +5735,40 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
     return bench_spawn(kids, largv, out_fd, BENCH_STDERR_KEEP);
 }
 
+/* In a port-wall namespace the JIT's warm-up spends ports of a range of its own, the ports
+ * above the wall's (warming = 1), and the window then gets the wall's range untouched
+ * (warming = 0): a warm server meets the wall as a cold one would, where a warm-up in the
+ * wall's range would have met it first, or a window without one would measure the
+ * interpreter. The warm-up's TIME_WAIT sockets stay (60 s) in their range, so the timeline
+ * then counts those of the wall's range only (row->tw_low..tw_high). Returns 0, or -1 when
+ * the namespace has no port to spare above the wall's range. */
+static int bench_warm_ports(const struct bench_cfg *bc, struct bench_row *row, int warming)
+{
+    int wall_high = NETNS_PORT_LOW + bc->netns_ports - 1;
+    if (wall_high >= 65535) {
+        fprintf(stderr, "bench: no port above the wall's range for the JIT's warm-up: none\n");
+        return -1;
+    }
+    int rc = warming ? netns_set_range(wall_high + 1, 65535)
+                     : netns_set_range(NETNS_PORT_LOW, wall_high);
+    if (rc < 0)
+        die("/proc/sys/net/ipv4/ip_local_port_range: %s", strerror(errno));
+    row->tw_low = NETNS_PORT_LOW;
+    row->tw_high = wall_high;
+    return 0;
+}
+
 /* The JIT's warm-up, for the JVM only: the cell's load for bc->jit_warmup_s, not measured, so
  * that the window measures compiled code, a grown heap and a grown pool, not the
  * interpreter (the first seconds of a JVM cost several times the CPU of the steady state).
  * Returns 0, or -1 if interrupted. */
 static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
-                            const struct bench_row *row)
+                            struct bench_row *row)
 {
     if (row->server != SERVER_JAVA || !(bc->jit_warmup_s > 0))
         return 0;
+    if (bc->netns_ports > 0 && bench_warm_ports(bc, row, 1) < 0)
+        return 0; /* no ports to spare: the window starts cold (said on stderr) */
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     pid_t load = bench_load(bc, kids, row, bc->jit_warmup_s, 0, null);
     close(null);
@@ -5737,8 +5778,15 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
             return -1;
         }
     bench_forget(kids, load);
+    if (bc->netns_ports > 0)
+        bench_warm_ports(bc, row, 0);
     return 0;
 }
+
+/* How long bench waits for a /metrics page, ms: at the window's two ends, and each second of
+ * a timeline (where a late page would delay the next second's samples). */
+#define BENCH_SCRAPE_MS      2000
+#define BENCH_TICK_SCRAPE_MS 800
 
 /* The counters bench reads from a server's /metrics (the contract both servers keep), -1
  * when the page does not have them (or did not come). */
@@ -5760,13 +5808,13 @@ static double bench_metric(const char *page, const char *name)
     return -1;
 }
 
-/* GET /metrics from 127.0.0.1:port (at most 2 s) and read the counters. */
-static struct bench_scrape bench_scrape(int port)
+/* GET /metrics from 127.0.0.1:port (at most timeout_ms) and read the counters. */
+static struct bench_scrape bench_scrape(int port, int timeout_ms)
 {
     struct bench_scrape m = {-1, -1, -1};
     struct sbuf page = {0};
-    int64_t end = now_ns() + 2 * NS_PER_S;
-    int fd = bench_dial(port, 2);
+    int64_t end = now_ns() + (int64_t)timeout_ms * NS_PER_MS;
+    int fd = bench_dial(port, timeout_ms);
     if (fd >= 0 && bench_ask_metrics(fd)) {
         char buf[4096];
         for (ssize_t got;
@@ -5856,11 +5904,29 @@ static int64_t bench_next_sample(const struct bench_clock *k, const struct bench
     return next;
 }
 
+/* --timeline: the samples of the seconds that have ended by `now`. TIME_WAIT is read first
+ * (a read of /proc, at the second's end); the server's no_port counter is asked for the last
+ * second ended only, for at most BENCH_TICK_SCRAPE_MS, so that a server slow to answer (a
+ * saturated pool queues /metrics too) costs that second's figure (-1, unknown) and not the
+ * clock of the seconds after it. */
+static void bench_tick(const struct bench_cfg *bc, struct bench_row *row, struct bench_clock *k,
+                       int64_t now)
+{
+    while (k->tick < row->nticks && now >= k->t_load + (int64_t)(k->tick + 1) * NS_PER_S) {
+        struct bench_tick *t = &row->ticks[k->tick++];
+        t->time_wait =
+            row->tw_high > 0 ? proc_count_time_wait(row->tw_low, row->tw_high) : proc_sockstat_tw();
+        int last = now < k->t_load + (int64_t)(k->tick + 1) * NS_PER_S;
+        t->no_port = last ? bench_scrape(bc->port + 1, BENCH_TICK_SCRAPE_MS).no_port : -1;
+    }
+}
+
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
  * Returns 0, or -1 if interrupted (Ctrl-C). */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     bench_cell_netns(bc, kids);
+    row->tw_low = row->tw_high = 0;
     pid_t agg = bench_start_server(bc, kids, row);
     row->base_rss = proc_status_field(agg, "VmRSS") * 1024;
     row->base_threads = proc_status_field(agg, "Threads");
@@ -5873,7 +5939,7 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
         die("pipe: %s", strerror(errno));
     row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
-    double no_port_before = row->nticks ? bench_scrape(bc->port + 1).no_port : -1;
+    double no_port_before = row->nticks ? bench_scrape(bc->port + 1, BENCH_SCRAPE_MS).no_port : -1;
     pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, pfd[1]);
     close(pfd[1]);
     /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
@@ -5892,16 +5958,13 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
         int64_t now = now_ns();
         if (c0.agg_us < 0 && now >= k.t_start) {
             c0 = bench_cpu_now(bc, agg, load);
-            m0 = bench_scrape(bc->port + 1);
+            m0 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
         }
         if (c1.agg_us < 0 && now >= k.t_end) {
             c1 = bench_cpu_now(bc, agg, load);
-            m1 = bench_scrape(bc->port + 1);
+            m1 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
         }
-        if (k.tick < row->nticks && now >= k.t_load + (int64_t)(k.tick + 1) * NS_PER_S) {
-            row->ticks[k.tick].no_port = bench_scrape(bc->port + 1).no_port;
-            row->ticks[k.tick++].time_wait = proc_sockstat_tw();
-        }
+        bench_tick(bc, row, &k, now);
         if (signals_wait_until(bench_next_sample(&k, row, c0.agg_us >= 0, c1.agg_us >= 0, now))) {
             interrupted = 1;
             break;
@@ -5909,8 +5972,10 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     }
     if (c1.agg_us < 0) {
         c1 = bench_cpu_now(bc, agg, load);
-        m1 = bench_scrape(bc->port + 1);
+        m1 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
     }
+    if (!interrupted)
+        bench_tick(bc, row, &k, now_ns()); /* the seconds that ended as the load exited */
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     struct sbuf out = {0};

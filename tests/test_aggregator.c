@@ -845,6 +845,90 @@ static void cal_point_set(struct cal_result *r, double cpu_us, int users)
                              .foreign = 2};
 }
 
+/* ---- the timeline's TIME_WAIT count of a port range ---- */
+
+/* `n` connections to a listener at addr, each closed by the client first (its TIME_WAIT),
+ * then by the server. Returns how many were made. */
+static int tw_make(int family, const char *addr, int port, int n)
+{
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } a = {0};
+    socklen_t len = family == AF_INET ? sizeof a.in : sizeof a.in6;
+    a.sa.sa_family = (sa_family_t)family;
+    if (family == AF_INET) {
+        a.in.sin_port = htons((uint16_t)port);
+        inet_pton(AF_INET, addr, &a.in.sin_addr);
+    } else {
+        a.in6.sin6_port = htons((uint16_t)port);
+        inet_pton(AF_INET6, addr, &a.in6.sin6_addr);
+    }
+    int one = 1, made = 0, l = socket(family, SOCK_STREAM, 0);
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (l < 0 || bind(l, &a.sa, len) < 0 || listen(l, n) < 0) {
+        if (l >= 0)
+            close(l);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int c = socket(family, SOCK_STREAM, 0), s = -1;
+        if (c >= 0 && connect(c, &a.sa, len) == 0 && (s = accept(l, NULL, NULL)) >= 0)
+            made++;
+        if (c >= 0)
+            close(c); /* first: the client's side holds the TIME_WAIT */
+        if (s >= 0)
+            close(s);
+    }
+    close(l);
+    return made;
+}
+
+/* In a private namespace (the child of a fork: unshare needs one thread): connections from
+ * two port ranges, IPv4 and IPv6, closed by the client first. proc_count_time_wait of each
+ * range must count that range's connections exactly, and of every port the kernel's own
+ * count (/proc/net/sockstat's tw). Exit 0, 1 on a failure, 77 when no namespace. */
+static int tw_ranges_child(void)
+{
+    char why[256];
+    int failed0 = check_failed;
+    if (netns_enter(50, why, sizeof why) < 0)
+        return 77;
+    int a = tw_make(AF_INET, "127.0.0.1", 21950, 20); /* from 40000..40049 */
+    netns_set_range(50000, 50049);
+    int b = tw_make(AF_INET, "127.0.0.1", 21951, 7) + tw_make(AF_INET6, "::1", 21952, 5);
+    int64_t end = now_ns() + 5 * NS_PER_S; /* the last FINs travel through loopback's softirq */
+    while (proc_sockstat_tw() < a + b && now_ns() < end)
+        sched_yield();
+    long in_a = proc_count_time_wait(NETNS_PORT_LOW, NETNS_PORT_LOW + 49),
+         in_b = proc_count_time_wait(50000, 50049), all = proc_count_time_wait(0, 65535);
+    CHECK(a == 20 && b >= 7, "connections made: %d of 20, %d of 12", a, b);
+    CHECK(in_a == a && in_b == b,
+          "TIME_WAIT in 40000-40049: %ld (want %d), 50000-50049: %ld "
+          "(want %d)",
+          in_a, a, in_b, b);
+    CHECK(all == a + b && proc_sockstat_tw() == all,
+          "TIME_WAIT of every port %ld, the kernel's "
+          "count %ld, want %d",
+          all, proc_sockstat_tw(), a + b);
+    return check_failed > failed0;
+}
+
+static void t_time_wait_ranges(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(tw_ranges_child());
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+        printf("test_aggregator: TIME_WAIT ranges: skipped (no private network namespace)\n");
+    else
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "TIME_WAIT ranges: the child failed (above)");
+}
+
 static void t_cal_trust(void)
 {
     struct cal_result sat[2][2], big, nopool;
@@ -1198,6 +1282,7 @@ int main(void)
     t_ci95();
     t_alloc();
     t_cal_trust();
+    t_time_wait_ranges();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(t_spawn_join, NULL);
