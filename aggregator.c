@@ -3357,7 +3357,7 @@ struct config {
 enum { MODE_PLATFORM, MODE_VIRTUAL };
 
 /* --no-pool: which side of a downstream connection closes it first, and so holds its
- * TIME_WAIT for 60 s (C4). */
+ * TIME_WAIT for 60 s. */
 enum { CLOSE_CLIENT, CLOSE_SERVER };
 static const char *const close_first_names[] = {"client", "server"};
 
@@ -3853,7 +3853,7 @@ static struct client *ds_take(struct ds_pool *backend_pool)
 }
 
 /* After an answer: keep the connection for the next call if keep says so, nothing was read
- * past the answer (F5), and the pool is under its cap; close it otherwise. */
+ * past the answer, and the pool is under its cap; close it otherwise. */
 static void ds_release(struct server *s, struct ds_pool *backend_pool, struct client *cl, int keep)
 {
     int64_t now = now_ns();
@@ -5217,7 +5217,7 @@ struct bench_cfg {
     const char *servers;     /* comma-separated: c, java */
     const char *modes;       /* comma-separated: platform, virtual */
     const char *pool;        /* on, off or both */
-    const char *close_first; /* pool off: client, server or both (C4) */
+    const char *close_first; /* pool off: client, server or both */
     int fanout;              /* K */
     int delay_ms;            /* D */
     int think_ms;            /* Z */
@@ -5231,7 +5231,7 @@ struct bench_cfg {
     double jit_warmup_s;     /* java: load before each measured window, not counted */
     const struct jvm *jvm;   /* java: how to start it (NULL when no java cell is asked for) */
     int netns_ports;         /* > 0: each cell in a new network namespace with this many ports */
-    FILE *timeline;          /* --timeline: one row per second of each run (C2), or NULL */
+    FILE *timeline;          /* --timeline: one row per second of each run, or NULL */
     const char *timeline_path;
     struct bench_progress progress; /* for the estimate of the time left (stderr) */
 };
@@ -5281,7 +5281,7 @@ static struct bench_ci bench_ci95(const double *x, int n)
     return c;
 }
 
-/* One second of a run for --timeline, since its load started (C2). */
+/* One second of a run for --timeline, since its load started. */
 struct bench_tick {
     uint32_t served, failed; /* the load generator's answers and errors in that second */
     double no_port;          /* the server's no_port counter at the second's end (-1: none) */
@@ -6168,7 +6168,7 @@ static void bench_progress(struct bench_cfg *bc, const struct bench_row *point, 
             run + 1, runs, floor(left / 60), fmod(left, 60));
 }
 
-/* --timeline: the run's rows (C2), one per second since its load started. */
+/* --timeline: the run's rows, one per second since its load started. */
 static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_row *r, int run)
 {
     for (int k = 0; bc->timeline && k < r->nticks; k++)

@@ -6443,6 +6443,7 @@ struct tl_cell {
     double *meas[TL_N], *pred[TL_N];
     int *seen;                   /* runs that measured second t */
     double wall_meas, wall_pred; /* s: the first no_port, NAN if none */
+    int wall_by_failures;        /* wall_meas is the client's first failures (no count then) */
 };
 
 static void tl_free(struct tl_cell *c, int n)
@@ -6582,6 +6583,20 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
     return 0;
 }
 
+/* Is second t (an index) the measured wall's? The first second the server counted a no_port
+ * in, or before it one where the client saw failures while the server's counter did not
+ * answer (a JVM whose busy pool also serves /metrics): that second is the wall's, said as
+ * the client's first failures, since skipping it would date the wall at the counter's
+ * first answer, seconds later. */
+static void tl_find_wall(struct tl_cell *c, int t)
+{
+    if (c->meas[TL_NO_PORT][t] > 0 ||
+        (isnan(c->meas[TL_NO_PORT][t]) && c->meas[TL_FAILED][t] > 0)) {
+        c->wall_meas = t + 1;
+        c->wall_by_failures = !(c->meas[TL_NO_PORT][t] > 0);
+    }
+}
+
 /* Read a timeline CSV into cells (their sums made means). 0, or -1 after a message. */
 static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
 {
@@ -6620,8 +6635,8 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
                               t + 1, c[i].n);
             for (int k = 0; k < TL_N && rc == 0; k++)
                 c[i].meas[k][t] /= c[i].seen[t];
-            if (rc == 0 && isnan(c[i].wall_meas) && c[i].meas[TL_NO_PORT][t] > 0)
-                c[i].wall_meas = t + 1;
+            if (rc == 0 && isnan(c[i].wall_meas))
+                tl_find_wall(&c[i], t);
         }
     return rc;
 }
@@ -6736,7 +6751,10 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
     if (isnan(c->wall_meas))
         fputs("none", out);
     else
-        fprintf(out, "in second %.0f", c->wall_meas);
+        fprintf(out, "in second %.0f%s", c->wall_meas,
+                c->wall_by_failures ? " (the client's first failures: the server's no_port "
+                                      "counter did not answer in that second)"
+                                    : "");
     fputs(", predicted ", out);
     if (isnan(c->wall_pred))
         fputs("none", out);
@@ -6789,6 +6807,8 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
             val_closer_name(p), p->users, p->fanout, p->delay_ms, p->extra[VX_PORT_LOW],
             p->extra[VX_PORT_HIGH], p->extra[VX_TW_REUSE], c->runs, TL_TW_S);
     rep_json_number(out, "%g", c->wall_meas);
+    if (c->wall_by_failures)
+        fputs(", \"measured_by\": \"the client's failures\"", out);
     fputs(", \"predicted\": ", out);
     rep_json_number(out, "%.6g", c->wall_pred);
     fputs("},\n   \"after_wall\": ", out);

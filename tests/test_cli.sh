@@ -50,15 +50,15 @@ for k in '"scenario"' '"seed"' '"engine"' '"events_per_s"' '"peak_rss_bytes"' '"
     grep -q "$k" "$tmp/r.json" && ok || bad "--json lacks $k"
 done
 [ "$("$sim" $args --csv | wc -l)" -eq 3 ] && ok || bad "--csv: a header and two rows"
-# the bounds in --csv as in the table and JSON (issue 13 c): each bound, which binds
+# the bounds in --csv as in the table and JSON: each bound, which binds
 "$sim" $args --csv | head -1 | grep -q ',bound_littles_law_rps,bound_cpu_rps,bound_pool_rps,bound_ports_rps,binding,steady,' && ok || bad "--csv lacks the bounds"
 "$sim" $args --csv | grep -q '^platform,.*,pool,[01],[0-9]*$' && ok || bad "--csv: the platform's pool binds in default.scn"
-# the virtual scheduler (issue 15): a key like the others, checked, with the nearest word
+# the virtual scheduler: a key like the others, checked, with the nearest word
 expect 2 "virtual.scheduler: 'steel' is not one of steal, fifo, home (did you mean 'steal'?)" -- $args --set virtual.scheduler=steel
 "$sim" --keys | grep -q 'virtual.scheduler  *steal' && ok || bad "--keys lists virtual.scheduler, default steal"
 "$sim" $args --trace "$tmp/t.json" > /dev/null && head -c 1 "$tmp/t.json" | grep -q '\[' && tail -n 1 "$tmp/t.json" | grep -q '\]' && ok || bad "--trace writes a JSON array"
 
-# intervals (issue 13): replications are deterministic; every headline figure has its ci95
+# intervals: replications are deterministic; every headline figure has its ci95
 "$sim" $args --replications 3 --json > "$tmp/i1.json"
 "$sim" $args --replications 3 --json | grep -v wall_s > "$tmp/i2.json"
 grep -v wall_s "$tmp/i1.json" | cmp -s - "$tmp/i2.json" && ok || bad "--replications 3: reports differ"
@@ -85,7 +85,7 @@ t1=$("$sim" $mm --seed 7 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mea
 t2=$("$sim" $mm --seed 8 | grep '"virtual"' | sed 's/.*"mean": \([0-9.]*\), "mean_ci95": \([0-9.e-]*\).*/\1 \2/')
 echo "$t1 $t2" | awk '{ d = $1 - $3; if (d < 0) d = -d; exit !(d > 0 && d <= $2 + $4) }' && ok || bad "seeds 7, 8: mmc means $t1 / $t2 not different and close"
 
-# Every shipped scenario (issue 13): each "# expect:" line in its header holds. Its forms:
+# Every shipped scenario: each "# expect:" line in its header holds. Its forms:
 #   MODEL.KEY = NUMBER   the printed 95% interval (KEY_ci95; a key without one, such as a peak,
 #                        must match) holds NUMBER, within half a unit of its last digit
 #   MODEL.KEY = EXPR     the interval holds EXPR, a first-principles figure computed apart from
@@ -144,7 +144,7 @@ if ! grep -q __asan_init "$sim"; then
     [ -s "$tmp/expect.err" ] && { cat "$tmp/expect.err" >&2; bad "a scenario's expected figure is outside its interval"; } || ok
 fi
 
-# --sweep (issue 13 item 4): one row per point and model; a point is the report --set gives
+# --sweep: one row per point and model; a point is the report --set gives
 sw="--sweep users=10,100 scenarios/default.scn --set duration=3s --set warmup=1s --replications 2"
 "$sim" $sw --csv > "$tmp/sw.csv"
 [ "$(wc -l < "$tmp/sw.csv")" -eq 5 ] && head -1 "$tmp/sw.csv" | grep -q '^users,model,throughput_rps,throughput_rps_ci95,' && ok || bad "--sweep --csv: a header and 4 rows"
@@ -164,7 +164,7 @@ cmp -s "$tmp/d.png" assets/default.png && ok || bad "assets/default.png is stale
 expect 2 "--font /nonexistent.ttf: cannot open" -- scenarios/default.scn --screenshot "$tmp/x.png" --font /nonexistent.ttf
 expect 2 "--theme blue: want light or dark" -- scenarios/default.scn --theme blue
 
-# Hostile and careless input (issue 14): every case ends by itself with a clear message,
+# Hostile and careless input: every case ends by itself with a clear message,
 # never a crash, a hang or unbounded memory. `run_bounded SECONDS ARGS...` runs ./sim under
 # a time limit and records its status in $got (124: it hung).
 run_bounded() { t=$1; shift; timeout "$t" "$sim" "$@" >"$tmp/out" 2>"$tmp/err"; got=$?; }
@@ -181,7 +181,7 @@ printf '%s\n100,virtual,on,40,50,600,150,160,6,1000\n' "$hdr" > "$tmp/fan.csv"
 run_bounded 60 --validate "$tmp/fan.csv"
 { [ "$got" -eq 0 ] || { [ "$got" -eq 2 ] && grep -q "$tmp/fan.csv:2:" "$tmp/err"; }; } && ! grep -q 'Sanitizer' "$tmp/err" \
     && ok || bad "--validate with fanout 40: exit $got: $(head -c 300 "$tmp/err")"
-# --validate by server (issue 12): a CSV of C and JVM rows needs --server, which selects
+# --validate by server: a CSV of C and JVM rows needs --server, which selects
 # them; for the JVM its RSS and p99 tail are not modelled, so they get no error %
 printf '%s,server\n100,virtual,on,3,50,660,152,160,29,360000000,java\n100,virtual,on,3,50,640,153,170,6,9000000,c\n100,platform,on,3,50,655,152,158,127,370000000,java\n' "$hdr" > "$tmp/mixed.csv"
 expect 2 "$tmp/mixed.csv:3: server 'c', where line 2 has 'java': the CSV mixes servers; choose one with --server c or --server java" -- --validate "$tmp/mixed.csv"
@@ -222,7 +222,7 @@ timeout 30 "$sim" --headless scenarios/default.scn --set duration=2s --set warmu
 long=$(printf 'x%.0s' $(seq 100))
 expect_clean 2 "service name" 10 -- --headless scenarios/default.scn --set "program=call($long)"
 
-# Hardening, round 3 (issue 26): crashes, hangs and writes that failed silently. Each case
+# Hardening: crashes, hangs and writes that failed silently. Each case
 # ends within a second or two with a clear message: exit 2 for bad input, 1 for a failed write.
 printf 'users = 10\nduration = 2s\nprogram = cpu(100us) call(A) cpu(50us)\n' > "$tmp/T.scn"
 T="$tmp/T.scn"

@@ -12,10 +12,10 @@
  *   - more connections than the server's fd limit allows;
  *   - platform mode: clients that close while their request waits for a pool thread.
  * And the hardening, each in both modes with figures bounded by the flags: idle and
- * silent connections closed after --idle-ms (F1), a request deadline that a client sending a
- * byte at a time cannot stretch (F2), a backend that drips its body answered 504 at
- * --timeout-ms (F3), no busy loop at the fd limit (F4), bytes a backend sends after its answer
- * never read as the next answer (F5), the downstream pool's cap and idle expiry, the
+ * silent connections closed after --idle-ms, a request deadline that a client sending a
+ * byte at a time cannot stretch, a backend that drips its body answered 504 at
+ * --timeout-ms, no busy loop at the fd limit, bytes a backend sends after its answer
+ * never read as the next answer, the downstream pool's cap and idle expiry, the
  * protocol details (empty line before a request, Connection tokens, Expect).
  * And the command line: bad flags and unwritable outputs refused at once with their exit
  * status (test_cli), and virtual mode's one listening socket, which no other socket can
@@ -513,9 +513,9 @@ static void server_check_and_stop(struct server *s, const char *what)
 }
 
 /* Each bad backend gets its status, within --timeout-ms (plus scheduling slack): the deadline
- * covers the whole call, however the backend spaces its bytes (F3: FAKE_DRIP). */
+ * covers the whole call, however the backend spaces its bytes (FAKE_DRIP). */
 /* Each bad backend's requests answered with their status, and counted in /metrics under the
- * reason the failure had (C3's agg_downstream_failures_total): 4 requests of K sequential
+ * reason the failure had (agg_downstream_failures_total): 4 requests of K sequential
  * calls, each failing at its first call, are 4 failures of that reason and none of another. */
 static void test_bad_backends(const char *mode)
 {
@@ -907,7 +907,7 @@ static int time_wait_new(int port, const unsigned *before, int nbefore)
     return fresh;
 }
 
-/* --no-pool --close-first (C4): who closes a downstream connection first holds its
+/* --no-pool --close-first: who closes a downstream connection first holds its
  * TIME_WAIT. The backend closes a connection after answering a `Connection: close` request
  * (the client then reads EOF, not a timeout). With --close-first client every call leaves a
  * TIME_WAIT on the aggregator's side (its remote port the backend's): 5 requests of K = 3
@@ -1299,7 +1299,7 @@ enum { WALL_PORTS = 300, WALL_K = 3 };
  * (D = 0). The aggregator closes each downstream connection first, so each call leaves one
  * of its ports in TIME_WAIT for 60 s: after WALL_PORTS calls none is left, connect() fails
  * with EADDRNOTAVAIL, and every later request must be answered 502 and its failed call
- * counted as no_port (C3), none as another reason. At most WALL_PORTS / K requests can be
+ * counted as no_port, none as another reason. At most WALL_PORTS / K requests can be
  * served (the test's own connections to the aggregator may share those port numbers: their
  * remote port differs). With --close-first server (the backend closes first, its TIME_WAIT a
  * new SYN may take over) and with pooling, the same requests, three times the ports' worth of
@@ -1430,9 +1430,9 @@ static int csv_field(const char *header, const char *row, const char *name, char
 }
 
 /* `bench --netns-ports 300 --pool off --close-first client --timeline`: one cell behind the
- * wall, its CSV row (C1) and its timeline (C2). The cell's namespace has 300 ports: the row
+ * wall, its CSV row and its timeline. The cell's namespace has 300 ports: the row
  * says so (40000..40299, tcp_tw_reuse 0, client closes first); every failure the server
- * counted is no_port, and some are; the timeline has the C2 header, a row per second of
+ * counted is no_port, and some are; the timeline has its header, a row per second of
  * the load (1 s warm-up + 1 s window), no_port failures in them, and at the end of the last
  * second the namespace's 300 ports in TIME_WAIT (less those the bench's own connections to
  * the server left in time, and at most a few more: those connections' TIME_WAIT). */
