@@ -7097,11 +7097,12 @@ static int live_value(double v, const char *name, int line, char *err, size_t er
 static int live_bucket(struct live_scrape *sc, const char *le, double v, int line, char *err,
                        size_t errlen)
 {
-    char *end;
-    double x = strncmp(le, "+Inf\"", 5) ? strtod(le, &end) : INFINITY;
+    char *end = NULL;
+    int inf = !strncmp(le, "+Inf\"", 5); /* the only bound that is not a number of seconds */
+    double x = inf ? INFINITY : strtod(le, &end);
     if (sc->nle == LIVE_MAX_LE)
         return 0; /* the rest of a long histogram is not read */
-    if (isnan(x) || (isfinite(x) && (end == le || *end != '"' || x < 0 || x > 1e9)))
+    if (!inf && (end == le || *end != '"' || !(x >= 0 && x <= 1e9))) /* NaN, -Inf: refused */
         return snprintf(err, errlen, "/metrics:%d: bad bucket bound", line), -1;
     if (sc->nle && (x <= sc->le[sc->nle - 1] || v < sc->cum[sc->nle - 1]))
         return snprintf(err, errlen, "/metrics:%d: buckets out of order", line), -1;
