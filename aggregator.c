@@ -5309,9 +5309,8 @@ struct bench_row {
     int nticks;
     int tw_low, tw_high; /* > 0: the timeline counts TIME_WAIT of these ports only */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
-    int runs;                /* runs measured */
-    double rps_lo, rps_hi;   /* the mean's Student-t 95% interval (= rps for one run) */
-    double rps_min, rps_max; /* the slowest and the fastest run */
+    int runs;           /* runs measured */
+    struct bench_ci ci; /* of their rps: the mean's 95% interval (= rps for one run), extremes */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -5357,8 +5356,8 @@ static void bench_kill_all(struct bench_kids *kids)
  * (our own children block them again themselves). */
 enum { BENCH_STDERR_NULL = 0, BENCH_STDERR_KEEP = 1 }; /* bench_spawn: the child's stderr */
 
-static pid_t bench_spawn_exe(struct bench_kids *kids, const char *exe, char *const argv[],
-                             int out_fd, int keep_stderr)
+static pid_t bench_spawn(struct bench_kids *kids, const char *exe, char *const argv[], int out_fd,
+                         int keep_stderr)
 {
     pid_t parent = getpid();
     fflush(NULL);
@@ -5392,9 +5391,21 @@ static pid_t bench_spawn_exe(struct bench_kids *kids, const char *exe, char *con
     return pid;
 }
 
-static pid_t bench_spawn(struct bench_kids *kids, char *const argv[], int out_fd, int keep_stderr)
+/* This binary with argv, its stderr kept and its stdout (a load generator's report) on a pipe
+ * whose read end goes to *report, or on /dev/null without report. */
+static pid_t bench_spawn_report(struct bench_kids *kids, char *const argv[], int *report)
 {
-    return bench_spawn_exe(kids, NULL, argv, out_fd, keep_stderr);
+    int fd[2] = {-1, -1};
+    if (report && pipe2(fd, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
+    if (!report)
+        fd[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    pid_t pid = bench_spawn(kids, NULL, argv, fd[1], BENCH_STDERR_KEEP);
+    if (fd[1] >= 0)
+        close(fd[1]);
+    if (report)
+        *report = fd[0];
+    return pid;
 }
 
 /* A connection to 127.0.0.1:port whose reads and writes time out after timeout_s, or -1. */
@@ -5515,12 +5526,6 @@ struct bench_cpu {
     double agg_us, ours_us;
     struct machine_cpu all;
 };
-
-static struct bench_cpu bench_cpu_now(const struct bench_cfg *bc, pid_t agg, pid_t load)
-{
-    return (struct bench_cpu){bench_cpu_us(agg), bench_cpu_us(bc->backend) + bench_cpu_us(load),
-                              bench_machine_cpu()};
-}
 
 /* The share of the cores' time, in %, that processes other than the bench's own had between
  * two samples `us` apart: another user's build or test on a shared machine. Like steal, it is
@@ -5661,7 +5666,7 @@ static void bench_backend(struct bench_cfg *bc, struct bench_kids *kids, int del
     char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     if (bc->backend > 0)
         bench_kill(kids, bc->backend);
-    bc->backend = bench_spawn(kids, bargv, -1, BENCH_STDERR_NULL);
+    bc->backend = bench_spawn(kids, NULL, bargv, -1, BENCH_STDERR_NULL);
     bc->delay_ms = delay_ms;
     if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
         die("the backend did not start on port %d", bc->port);
@@ -5703,7 +5708,7 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     }
     argv[n] = NULL;
     pid_t pid =
-        bench_spawn_exe(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
+        bench_spawn(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
     if (bench_wait_port(kids, pid, bc->port + 1, java ? BENCH_START_JAVA_S : BENCH_START_C_S,
                         BENCH_WAIT_ANSWER) < 0) {
         bench_kill_all(kids);
@@ -5714,9 +5719,10 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
 }
 
 /* The load generator against the cell's aggregator: `users` for duration_s after warmup_s,
- * its stdout to out_fd (the JSON report with --json). */
+ * its JSON report on *report (bench_spawn_report). */
 static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
-                        const struct bench_row *row, double duration_s, double warmup_s, int out_fd)
+                        const struct bench_row *row, double duration_s, double warmup_s,
+                        int *report)
 {
     char url[64], users[16], dur[32], think[16], warm[32];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", bc->port + 1);
@@ -5732,7 +5738,7 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
                      "--warmup",   warm,
                      "--json",     bc->timeline && warmup_s > 0 ? "--per-second" : NULL,
                      NULL};
-    return bench_spawn(kids, largv, out_fd, BENCH_STDERR_KEEP);
+    return bench_spawn_report(kids, largv, report);
 }
 
 /* In a port-wall namespace the JIT's warm-up spends ports of a range of its own, the ports
@@ -5769,9 +5775,7 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
         return 0;
     if (bc->netns_ports > 0 && bench_warm_ports(bc, row, 1) < 0)
         return 0; /* no ports to spare: the window starts cold (said on stderr) */
-    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    pid_t load = bench_load(bc, kids, row, bc->jit_warmup_s, 0, null);
-    close(null);
+    pid_t load = bench_load(bc, kids, row, bc->jit_warmup_s, 0, NULL);
     while (waitpid(load, NULL, WNOHANG) == 0)
         if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
             bench_kill(kids, load);
@@ -5858,7 +5862,7 @@ static void bench_cell_netns(struct bench_cfg *bc, struct bench_kids *kids)
     bench_backend(bc, kids, bc->delay_ms);
 }
 
-/* The load generator's JSON report, read to its end (the child has exited). */
+/* The load generator's JSON report, read to its end (the child has exited); fd is closed. */
 static void bench_read_all(int fd, struct sbuf *out)
 {
     char buf[4096];
@@ -5866,6 +5870,7 @@ static void bench_read_all(int fd, struct sbuf *out)
         sbuf_add(out, buf, (size_t)got);
     if (!out->p)
         sbuf_add(out, "", 0);
+    close(fd);
 }
 
 /* --timeline: the load's per_s pairs ([answers, errors] of each second) into the ticks. */
@@ -5885,19 +5890,31 @@ static void bench_ticks_from_json(struct bench_row *row, const char *json)
 /* Where a cell's samples are taken, ns: the CPU and /metrics at the window's two ends, and
  * with --timeline the end of every whole second since the load started. */
 struct bench_clock {
-    int64_t t_load, t_start, t_end;
+    int64_t t_load, t_win[2];
     int tick; /* the next second to sample, 0-based */
 };
 
+/* What a cell's window is measured between, taken at each of its two ends. */
+struct bench_sample {
+    struct bench_cpu cpu; /* cpu.agg_us < 0: not taken yet */
+    struct bench_scrape m;
+};
+
+static struct bench_sample bench_sample_now(const struct bench_cfg *bc, pid_t agg, pid_t load)
+{
+    struct bench_cpu c = {bench_cpu_us(agg), bench_cpu_us(bc->backend) + bench_cpu_us(load),
+                          bench_machine_cpu()};
+    return (struct bench_sample){c, bench_scrape(bc->port + 1, BENCH_SCRAPE_MS)};
+}
+
 /* The soonest of the samples still to take after `now`, at most 50 ms away (the peaks). */
 static int64_t bench_next_sample(const struct bench_clock *k, const struct bench_row *row,
-                                 int c0_done, int c1_done, int64_t now)
+                                 const struct bench_sample s[2], int64_t now)
 {
     int64_t next = now + 50 * NS_PER_MS;
-    if (!c0_done && k->t_start < next)
-        next = k->t_start;
-    else if (!c1_done && k->t_end < next)
-        next = k->t_end;
+    for (int e = 0; e < 2; e++)
+        if (s[e].cpu.agg_us < 0 && k->t_win[e] < next)
+            next = k->t_win[e];
     int64_t tick_at = k->t_load + (int64_t)(k->tick + 1) * NS_PER_S;
     if (k->tick < row->nticks && tick_at < next)
         next = tick_at;
@@ -5921,6 +5938,82 @@ static void bench_tick(const struct bench_cfg *bc, struct bench_row *row, struct
     }
 }
 
+/* Watch a cell while its load runs: the aggregator's peak threads every 50 ms, the samples at
+ * the window's two ends into s, the timeline's seconds. The load generator measures from
+ * BENCH_WARMUP_S after its start for duration_s; the CPU is sampled at those two instants
+ * exactly. Returns 0 once the load has exited, or -1 if interrupted (Ctrl-C). */
+static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t agg, pid_t load,
+                       struct bench_sample s[2])
+{
+    struct bench_clock k = {.t_load = now_ns()};
+    k.t_win[0] = k.t_load + BENCH_WARMUP_S * NS_PER_S;
+    k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
+    s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1}};
+    row->peak_threads = 0;
+    while (waitpid(load, NULL, WNOHANG) == 0) {
+        long th = proc_status_field(agg, "Threads");
+        if (th > row->peak_threads)
+            row->peak_threads = th;
+        int64_t now = now_ns();
+        for (int e = 0; e < 2; e++)
+            if (s[e].cpu.agg_us < 0 && now >= k.t_win[e])
+                s[e] = bench_sample_now(bc, agg, load);
+        bench_tick(bc, row, &k, now);
+        if (signals_wait_until(bench_next_sample(&k, row, s, now)))
+            return -1;
+    }
+    if (s[1].cpu.agg_us < 0)
+        s[1] = bench_sample_now(bc, agg, load);
+    bench_tick(bc, row, &k, now_ns()); /* the seconds that ended as the load exited */
+    return 0;
+}
+
+/* The cell's figures, from the load's JSON report and the window's samples s. */
+static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, const char *json,
+                          const struct bench_sample s[2], double no_port_before)
+{
+    row->rps = bench_json_num(json, "throughput_rps");
+    row->p50 = bench_json_num(json, "p50");
+    row->p90 = bench_json_num(json, "p90");
+    row->p99 = bench_json_num(json, "p99");
+    row->errors = (long)bench_json_num(json, "errors");
+    double completed = bench_json_num(json, "completed");
+    bench_ticks_from_json(row, json);
+    for (int i = row->nticks - 1; i >= 0; i--) /* the counter's increase in each second */
+        row->ticks[i].no_port =
+            bench_delta(i ? row->ticks[i - 1].no_port : no_port_before, row->ticks[i].no_port);
+    const struct bench_cpu *c0 = &s[0].cpu, *c1 = &s[1].cpu;
+    int sampled = c0->all.work_us >= 0 && c1->all.work_us >= 0,
+        counted = completed > 0 && c0->agg_us >= 0;
+    double machine = sampled ? c1->all.work_us - c0->all.work_us : 0,
+           served = row->rps * bc->duration_s, agg_us = c1->agg_us - c0->agg_us;
+    row->cpu_us_per_req = counted ? agg_us / served : 0;
+    row->steal_pct = sampled ? bench_steal_pct(c0->all, c1->all, bc->duration_s * 1e6) : 0;
+    row->foreign_pct = sampled ? bench_foreign_pct(c0, c1, bc->duration_s * 1e6) : 0;
+    row->other_cpu_us_per_req = counted ? nonneg(machine - agg_us) / served : 0;
+    row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
+    row->failed = bench_delta(s[0].m.failed, s[1].m.failed);
+    row->failed_no_port = bench_delta(s[0].m.no_port, s[1].m.no_port);
+    double alloc = bench_delta(s[0].m.alloc_bytes, s[1].m.alloc_bytes);
+    row->alloc_per_req = alloc >= 0 && served > 0 ? alloc / served : -1;
+}
+
+/* The cell's processes stopped: the load generator (reaped already unless interrupted), the
+ * aggregator, and with --netns-ports the backend of the cell's namespace. */
+static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t agg, pid_t load,
+                            int interrupted)
+{
+    if (interrupted)
+        bench_kill(kids, load);
+    else
+        bench_forget(kids, load); /* reaped by waitpid (bench_watch) */
+    bench_kill(kids, agg);
+    if (bc->netns_ports > 0) {
+        bench_kill(kids, bc->backend);
+        bc->backend = 0;
+    }
+}
+
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
  * Returns 0, or -1 if interrupted (Ctrl-C). */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
@@ -5934,95 +6027,29 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
         bench_kill(kids, agg);
         return -1;
     }
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        die("pipe: %s", strerror(errno));
     row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
     double no_port_before = row->nticks ? bench_scrape(bc->port + 1, BENCH_SCRAPE_MS).no_port : -1;
-    pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, pfd[1]);
-    close(pfd[1]);
-    /* The load generator measures from 1 s after its start (its warm-up) for `duration_s`;
-     * the CPU figures are sampled at those two instants exactly, the peaks every 50 ms. */
-    struct bench_clock k = {.t_load = now_ns()};
-    k.t_start = k.t_load + BENCH_WARMUP_S * NS_PER_S;
-    k.t_end = k.t_start + (int64_t)(bc->duration_s * NS_PER_S);
-    struct bench_cpu c0 = {.agg_us = -1}, c1 = {.agg_us = -1};
-    struct bench_scrape m0 = {-1, -1, -1}, m1 = {-1, -1, -1};
-    int interrupted = 0, status;
-    row->peak_threads = 0;
-    while (waitpid(load, &status, WNOHANG) == 0) {
-        long th = proc_status_field(agg, "Threads");
-        if (th > row->peak_threads)
-            row->peak_threads = th;
-        int64_t now = now_ns();
-        if (c0.agg_us < 0 && now >= k.t_start) {
-            c0 = bench_cpu_now(bc, agg, load);
-            m0 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
-        }
-        if (c1.agg_us < 0 && now >= k.t_end) {
-            c1 = bench_cpu_now(bc, agg, load);
-            m1 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
-        }
-        bench_tick(bc, row, &k, now);
-        if (signals_wait_until(bench_next_sample(&k, row, c0.agg_us >= 0, c1.agg_us >= 0, now))) {
-            interrupted = 1;
-            break;
-        }
-    }
-    if (c1.agg_us < 0) {
-        c1 = bench_cpu_now(bc, agg, load);
-        m1 = bench_scrape(bc->port + 1, BENCH_SCRAPE_MS);
-    }
-    if (!interrupted)
-        bench_tick(bc, row, &k, now_ns()); /* the seconds that ended as the load exited */
+    int report;
+    pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, &report);
+    struct bench_sample s[2];
+    int interrupted = bench_watch(bc, row, agg, load, s) < 0;
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     struct sbuf out = {0};
-    if (!interrupted)
-        bench_read_all(pfd[0], &out);
-    close(pfd[0]);
     if (interrupted)
-        bench_kill(kids, load);
+        close(report);
     else
-        bench_forget(kids, load); /* reaped by waitpid above */
-    bench_kill(kids, agg);
-    if (bc->netns_ports > 0) {
-        bench_kill(kids, bc->backend);
-        bc->backend = 0;
-    }
+        bench_read_all(report, &out);
+    bench_cell_stop(bc, kids, agg, load, interrupted);
+    if (!interrupted)
+        bench_figures(bc, row, out.p, s, no_port_before);
+    sbuf_free(&out);
     if (interrupted) {
-        sbuf_free(&out);
         free(row->ticks);
         row->ticks = NULL;
-        return -1;
     }
-    const char *json = out.p;
-    row->rps = bench_json_num(json, "throughput_rps");
-    row->p50 = bench_json_num(json, "p50");
-    row->p90 = bench_json_num(json, "p90");
-    row->p99 = bench_json_num(json, "p99");
-    row->errors = (long)bench_json_num(json, "errors");
-    double completed = bench_json_num(json, "completed");
-    bench_ticks_from_json(row, json);
-    for (int i = row->nticks - 1; i >= 0; i--) /* the counter's increase in each second */
-        row->ticks[i].no_port =
-            bench_delta(i ? row->ticks[i - 1].no_port : no_port_before, row->ticks[i].no_port);
-    sbuf_free(&out);
-    int sampled = c0.all.work_us >= 0 && c1.all.work_us >= 0,
-        counted = completed > 0 && c0.agg_us >= 0;
-    double machine = sampled ? c1.all.work_us - c0.all.work_us : 0,
-           served = row->rps * bc->duration_s, agg_us = c1.agg_us - c0.agg_us;
-    row->cpu_us_per_req = counted ? agg_us / served : 0;
-    row->steal_pct = sampled ? bench_steal_pct(c0.all, c1.all, bc->duration_s * 1e6) : 0;
-    row->foreign_pct = sampled ? bench_foreign_pct(&c0, &c1, bc->duration_s * 1e6) : 0;
-    row->other_cpu_us_per_req = counted ? nonneg(machine - agg_us) / served : 0;
-    row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
-    row->failed = bench_delta(m0.failed, m1.failed);
-    row->failed_no_port = bench_delta(m0.no_port, m1.no_port);
-    double alloc = bench_delta(m0.alloc_bytes, m1.alloc_bytes);
-    row->alloc_per_req = alloc >= 0 && served > 0 ? alloc / served : -1;
-    return 0;
+    return interrupted ? -1 : 0;
 }
 
 /* A cell measured while the hypervisor took more than this share of the cores (steal) is
@@ -6066,8 +6093,8 @@ enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format *
 /* The throughput column of the table: "mean ± half-width (min-max)", req/s. */
 static void bench_fmt_rps(char *buf, size_t n, const struct bench_row *r)
 {
-    double half = r->rps_hi - r->rps;
-    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, half, r->rps_min, r->rps_max);
+    double half = r->ci.hi - r->rps;
+    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, half, r->ci.min, r->ci.max);
 }
 
 /* printf's width counts bytes: the "±" of a column is 2 bytes for 1 column on the screen. */
@@ -6083,11 +6110,10 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                 pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
                 r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
         /* unknown is written -1 exactly (not -1.0), as ./sim --validate reads it */
-        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.*f,%.*f,%.0f,", r->runs, r->rps_lo,
-                r->rps_hi, r->rps_min, r->rps_max,
-                r->pool ? "-" : close_first_names[r->close_first], r->net.low, r->net.high,
-                r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1, r->failed_no_port,
-                r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
+        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.*f,%.*f,%.0f,", r->runs, r->ci.lo,
+                r->ci.hi, r->ci.min, r->ci.max, r->pool ? "-" : close_first_names[r->close_first],
+                r->net.low, r->net.high, r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1,
+                r->failed_no_port, r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
         fprintf(f, "%d,%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, BENCH_WARMUP_S, bc->duration_s,
                 r->steal_pct, r->foreign_pct, jit, server_names[r->server]);
         return;
@@ -6180,6 +6206,28 @@ static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_
                 r->ticks[k].time_wait);
 }
 
+/* n runs of a point of the grid (its users, pool, mode, server and close_first; the rest 0),
+ * with the progress line before each where the grid is planned (bench_run). Returns 0, or -1
+ * if interrupted (the runs' ticks freed). */
+static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struct bench_row *point,
+                      struct bench_row *runs, int n)
+{
+    for (int r = 0; r < n; r++) {
+        runs[r] = *point;
+        if (bc->progress.cells)
+            bench_progress(bc, point, r, n);
+        int rc = bench_cell_calm(bc, kids, &runs[r]);
+        bc->progress.done++;
+        bc->progress.planned_done_s += bench_plan_s(bc, point->server);
+        if (rc < 0) {
+            for (int i = 0; i < r; i++)
+                free(runs[i].ticks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
  * throughput is their mean with its interval and extremes; the other figures are the median
  * run's (by throughput). Returns 0, or -1 if interrupted. */
@@ -6189,30 +6237,14 @@ static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const stru
     struct bench_row runs[16];
     double rps[16];
     int n = bc->runs < 16 ? bc->runs : 16;
-    for (int r = 0; r < n; r++) {
-        runs[r] = (struct bench_row){.users = point->users,
-                                     .pool = point->pool,
-                                     .mode = point->mode,
-                                     .server = point->server,
-                                     .close_first = point->close_first};
-        bench_progress(bc, point, r, n);
-        int rc = bench_cell_calm(bc, kids, &runs[r]);
-        bc->progress.done++;
-        bc->progress.planned_done_s += bench_plan_s(bc, point->server);
-        if (rc < 0) {
-            for (int i = 0; i < r; i++)
-                free(runs[i].ticks);
-            return -1;
-        }
+    if (bench_runs(bc, kids, point, runs, n) < 0)
+        return -1;
+    double failed = 0, no_port = 0, alloc = 0; /* means per run; -1 if a run did not say */
+    for (int r = 0; r < n; r++) {              /* in the order measured, before the sort */
         rps[r] = runs[r].rps;
-    }
-    for (int r = 0; r < n; r++) { /* in the order measured, before the sort */
         bench_write_timeline(bc, &runs[r], r + 1);
         free(runs[r].ticks);
         runs[r].ticks = NULL;
-    }
-    double failed = 0, no_port = 0, alloc = 0; /* means per run; -1 if a run did not say */
-    for (int r = 0; r < n; r++) {
         failed = failed < 0 || runs[r].failed < 0 ? -1 : failed + runs[r].failed / n;
         no_port =
             no_port < 0 || runs[r].failed_no_port < 0 ? -1 : no_port + runs[r].failed_no_port / n;
@@ -6220,13 +6252,9 @@ static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const stru
     }
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
     struct bench_row row = runs[n / 2];
-    struct bench_ci ci = bench_ci95(rps, n);
     row.runs = n;
-    row.rps = ci.mean;
-    row.rps_lo = ci.lo;
-    row.rps_hi = ci.hi;
-    row.rps_min = ci.min;
-    row.rps_max = ci.max;
+    row.ci = bench_ci95(rps, n);
+    row.rps = row.ci.mean;
     row.failed = failed;
     row.failed_no_port = no_port;
     row.alloc_per_req = alloc;
@@ -6864,19 +6892,16 @@ static int cal_server(const struct bench_cfg *bc)
 static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt,
                    struct cal_result *res)
 {
-    struct bench_row runs[16];
+    struct bench_row runs[16],
+        point = {.users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
     int n = bc->runs < 16 ? bc->runs : 16;
     fprintf(stderr, "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
             server_names[cal_server(bc)], pt->mode == MODE_VIRTUAL ? "virtual" : "platform",
             pt->fanout, bc->delay_ms, pt->pool ? "on" : "off", pt->threads, pt->users, n);
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
-    for (int i = 0; i < n; i++) {
-        runs[i] = (struct bench_row){
-            .users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
-        if (bench_cell_calm(bc, kids, &runs[i]) < 0)
-            return -1;
-    }
+    if (bench_runs(bc, kids, &point, runs, n) < 0)
+        return -1;
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
     *res = (struct cal_result){
         .row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
@@ -6901,15 +6926,11 @@ static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *ki
     snprintf(dur, sizeof dur, "%g", bc->duration_s);
     char *largv[] = {"aggregator", "load", "--url",    url, "--users", "20",
                      "--duration", dur,    "--warmup", "1", "--json",  NULL};
-    int pfd[2], status;
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        die("pipe: %s", strerror(errno));
-    pid_t load = bench_spawn(kids, largv, pfd[1], BENCH_STDERR_KEEP);
-    close(pfd[1]);
+    int report;
+    pid_t load = bench_spawn_report(kids, largv, &report);
     struct sbuf json = {0};
-    bench_read_all(pfd[0], &json);
-    close(pfd[0]);
-    waitpid(load, &status, 0);
+    bench_read_all(report, &json);
+    waitpid(load, NULL, 0);
     bench_forget(kids, load);
     *p50 = bench_json_num(json.p, "p50");
     *p90 = bench_json_num(json.p, "p90");
@@ -7308,6 +7329,87 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
                 bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
 }
 
+/* What calibrate measures: the load runs of cal_runs, the backend's latency, the microbench. */
+struct cal_runs {
+    struct cal_result served, threaded, queued;     /* light: memory, and the JVM's thread costs */
+    struct cal_result saturated[2][2], big, nopool; /* CPU: [mode][fan-out 1 or 3], as cal_fit */
+    struct cal_latency lat;
+    double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
+};
+
+/* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
+ * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay.
+ * Returns 0, or 130 if interrupted. */
+static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
+{
+    struct bench_cfg *bc = &cc->bench;
+    int u = cc->users, cu = cc->cpu_users, java = cal_server(bc) == SERVER_JAVA;
+    const struct {
+        int cpu;              /* a CPU run */
+        struct cal_point pt;  /* mode, K, pool, threads, users */
+        struct cal_result *r; /* NULL: not run */
+    } plan[] = {{0, {MODE_VIRTUAL, 3, 1, 200, u}, &m->served},
+                {0, {MODE_PLATFORM, 3, 1, 200, u}, java ? &m->threaded : NULL},
+                {0, {MODE_PLATFORM, 1, 1, u / 5, u}, &m->queued},
+                {1, {MODE_PLATFORM, 1, 1, 200, cu}, &m->saturated[MODE_PLATFORM][0]},
+                {1, {MODE_PLATFORM, 3, 1, 200, cu}, &m->saturated[MODE_PLATFORM][1]},
+                {1, {MODE_VIRTUAL, 1, 1, 200, cu}, &m->saturated[MODE_VIRTUAL][0]},
+                {1, {MODE_VIRTUAL, 3, 1, 200, cu}, &m->saturated[MODE_VIRTUAL][1]},
+                {1, {MODE_VIRTUAL, 3, 1, 200, 4 * cu}, &m->big},
+                {1, {MODE_VIRTUAL, 3, 0, 200, cu}, &m->nopool}};
+    struct bench_kids kids = {{0}};
+    bench_backend(bc, &kids, 50);
+    m->lat = cal_call_latency(bc, &kids);
+    int rc = 0;
+    for (size_t i = 0; i < ARRAY_LEN(plan) && !rc; i++) {
+        if (plan[i].cpu && !plan[i - 1].cpu)
+            bench_backend(bc, &kids, cc->cpu_delay_ms);
+        if (plan[i].r)
+            rc = cal_run(bc, &kids, &plan[i].pt, plan[i].r);
+    }
+    bench_kill_all(&kids);
+    return rc ? 130 : 0;
+}
+
+/* Why nothing was written, and what to do; returns the status (cal_trust's). */
+static int cal_refuse(const char *out, int trust, const char *why)
+{
+    fprintf(stderr,
+            "calibrate: refused, %s not written: %s.\n"
+            "  Measure again %s, with more and longer runs (--runs 5 --duration 5).\n",
+            out, why,
+            trust == CAL_NOISY ? "when the machine is quiet (stop other jobs; top shows them)"
+                               : "on a quiet machine; if it persists, raise --cpu-users "
+                                 "until the CPU runs are saturated");
+    return trust;
+}
+
+/* The scenario keys, after the header: every figure, with how it was measured. */
+static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *m,
+                      const struct cal_cpu_fit *fit)
+{
+    const struct bench_cfg *bc = &cc->bench;
+    int server = cal_server(bc);
+    fprintf(
+        f,
+        "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs "
+        "of %g s\n"
+        "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
+        bc->runs, bc->duration_s, cc->cpu_delay_ms);
+    fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
+    cal_write_micro(f, server, m->mb, m->mb_lo, m->mb_hi);
+    cal_write_cpu(f, fit, m->saturated, &m->big, &m->nopool, cc->cpu_delay_ms);
+    cal_write_noise(f, m->saturated, &m->big, &m->nopool);
+    double stack_rss =
+        server == SERVER_JAVA ? cal_jvm_stack_rss(&m->threaded.row, &m->served.row) : 0;
+    if (!(stack_rss > 0))
+        stack_rss = m->mb[MB_PT_RSS];
+    cal_write_threads(f, server, &m->served.row, &m->threaded.row, stack_rss);
+    cal_write_machine(f);
+    cal_write_memory(f, &m->served, &m->queued, stack_rss, cc->users);
+    cal_write_latency(f, m->lat);
+}
+
 /* Measure the costs the simulator takes as parameters and write them as scenario keys
  * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
  *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
@@ -7326,99 +7428,33 @@ static int cal_measure(struct cal_cfg *cc)
     const char *out = cc->out;
     struct bench_cfg *bc = &cc->bench;
     bench_ports_free(bc);
-    int users = cc->users, cpu_users = cc->cpu_users, cpu_delay_ms = cc->cpu_delay_ms;
     /* Written to out.part, renamed over out only when trusted (cal_trust); a device such as
      * /dev/null is written in place, never renamed over. The header goes first, so a file
      * that cannot be written fails now, not after the runs. */
     struct stat st;
     int in_place = stat(out, &st) == 0 && !S_ISREG(st.st_mode);
-    char part[PATH_MAX];
+    char part[PATH_MAX], why[512];
     snprintf(part, sizeof part, in_place ? "%s" : "%s.part", out);
     FILE *f = out_open(part);
     cal_write_header(f, out, cal_server(bc), bc);
     out_check(f, part);
-    double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
+    struct cal_runs m = {0};
     fprintf(stderr, "calibrate: microbench (median of 3)...\n");
-    mb_measure(1000000, 3, mb, mb_lo, mb_hi);
+    mb_measure(1000000, 3, m.mb, m.mb_lo, m.mb_hi);
     raise_fd_limit();
     signals_block();
-    struct bench_kids kids = {{0}};
-    struct cal_result saturated[2][2], big, nopool, served, queued,
-        threaded; /* saturated: [mode][fan-out 1 or 3]; threaded: the JVM's thread costs */
-    int server = cal_server(bc);
-    int rc = 0;
-    /* light runs first: the saturated ones leave the kernel busy (TIME_WAIT sockets) */
-    bench_backend(bc, &kids, 50);
-    struct cal_latency lat = cal_call_latency(bc, &kids);
-    struct cal_point light = {
-        .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = users};
-    rc = cal_run(bc, &kids, &light, &served);
-    if (!rc && server == SERVER_JAVA) {
-        struct cal_point pool = {
-            .mode = MODE_PLATFORM, .fanout = 3, .pool = 1, .threads = 200, .users = users};
-        rc = cal_run(bc, &kids, &pool, &threaded);
-    }
-    if (!rc) {
-        struct cal_point queue = {
-            .mode = MODE_PLATFORM, .fanout = 1, .pool = 1, .threads = users / 5, .users = users};
-        rc = cal_run(bc, &kids, &queue, &queued);
-    }
-    if (!rc)
-        bench_backend(bc, &kids, cpu_delay_ms);
-    for (int mode = 0; mode < 2 && !rc; mode++)
-        for (int k = 0; k < 2 && !rc; k++) {
-            struct cal_point cpu = {
-                .mode = mode, .fanout = 1 + 2 * k, .pool = 1, .threads = 200, .users = cpu_users};
-            rc = cal_run(bc, &kids, &cpu, &saturated[mode][k]);
-        }
-    if (!rc) {
-        struct cal_point many = {
-            .mode = MODE_VIRTUAL, .fanout = 3, .pool = 1, .threads = 200, .users = 4 * cpu_users};
-        rc = cal_run(bc, &kids, &many, &big);
-    }
-    if (!rc) {
-        struct cal_point no_pool = {
-            .mode = MODE_VIRTUAL, .fanout = 3, .pool = 0, .threads = 200, .users = cpu_users};
-        rc = cal_run(bc, &kids, &no_pool, &nopool);
-    }
-    bench_kill_all(&kids);
+    int rc = cal_runs(cc, &m);
     struct cal_cpu_fit fit = {0};
-    char why[512];
     if (!rc)
-        fit = cal_fit(saturated, &big, &nopool, cpu_users, bc->threads);
-    int trust = rc ? CAL_TRUSTED : cal_trust(&fit, saturated, &big, &nopool, why, sizeof why);
+        fit = cal_fit(m.saturated, &m.big, &m.nopool, cc->cpu_users, bc->threads);
+    int trust = rc ? CAL_TRUSTED : cal_trust(&fit, m.saturated, &m.big, &m.nopool, why, sizeof why);
     if (rc || trust != CAL_TRUSTED) {
         fclose(f);
         if (!in_place)
             unlink(part);
-        if (rc)
-            return 130;
-        fprintf(stderr,
-                "calibrate: refused, %s not written: %s.\n"
-                "  Measure again %s, with more and longer runs (--runs 5 --duration 5).\n",
-                out, why,
-                trust == CAL_NOISY ? "when the machine is quiet (stop other jobs; top shows them)"
-                                   : "on a quiet machine; if it persists, raise --cpu-users "
-                                     "until the CPU runs are saturated");
-        return trust;
+        return rc ? rc : cal_refuse(out, trust, why);
     }
-    fprintf(
-        f,
-        "# Micro-figures are medians of 3 runs on one CPU; the load figures are medians of %d runs "
-        "of %g s\n"
-        "# on loopback (spread in brackets): CPU saturated at D = %d ms, memory at D = 50 ms.\n",
-        bc->runs, bc->duration_s, cpu_delay_ms);
-    fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
-    cal_write_micro(f, server, mb, mb_lo, mb_hi);
-    cal_write_cpu(f, &fit, saturated, &big, &nopool, cpu_delay_ms);
-    cal_write_noise(f, saturated, &big, &nopool);
-    double stack_rss = server == SERVER_JAVA ? cal_jvm_stack_rss(&threaded.row, &served.row) : 0;
-    if (!(stack_rss > 0))
-        stack_rss = mb[MB_PT_RSS];
-    cal_write_threads(f, server, &served.row, &threaded.row, stack_rss);
-    cal_write_machine(f);
-    cal_write_memory(f, &served, &queued, stack_rss, users);
-    cal_write_latency(f, lat);
+    cal_write(f, cc, &m, &fit);
     out_close(f, part);
     if (!in_place && rename(part, out) < 0) {
         int e = errno;
