@@ -3529,48 +3529,43 @@ static int scn_enum(const struct scn_src *src, const struct scn_key *k, const ch
     return scn_fail(src, "%s: '%s' is not one of %s", k->name, v, words);
 }
 
-/* Parse one value of a key into `base + key->off`. */
-static int scn_value(struct scenario *s, void *base, const struct scn_key *k, const char *v,
-                     const struct scn_src *src)
+/* K_STR and K_PROGRAM: the text itself, within its field's size (a program is then parsed). */
+static int scn_text(struct scenario *s, void *field, const struct scn_key *k, const char *v,
+                    const struct scn_src *src)
 {
-    void *field = (char *)base + k->off;
-    const char *end = v;
-    double x = 0;
-    char *e;
-    switch (k->type) {
-    case K_STR: {
-        size_t cap = k->off == SK(program_text) ? sizeof s->program_text : sizeof s->name;
-        if (strlen(v) >= cap)
-            return scn_fail(src, "%s: value longer than %zu characters", k->name, cap - 1);
-        strcpy(field, v);
-        return 0;
-    }
-    case K_ENUM:
-        return scn_enum(src, k, v, field);
-    case K_PROGRAM:
+    if (k->type == K_PROGRAM) {
         if (strlen(v) >= sizeof s->program_text)
             return scn_fail(src, "program longer than %zu characters", sizeof s->program_text - 1);
         strcpy(s->program_text, v);
         return scn_program(s, src, v);
-    case K_DIST:
-        if (scn_dist(src, v, &end, field) < 0)
-            return -1;
-        break;
+    }
+    size_t cap = k->off == SK(program_text) ? sizeof s->program_text : sizeof s->name;
+    if (strlen(v) >= cap)
+        return scn_fail(src, "%s: value longer than %zu characters", k->name, cap - 1);
+    strcpy(field, v);
+    return 0;
+}
+
+/* A numeric key's text into *x (K_U64 straight into its field), *end after the number.
+ * 0; 1 when the value is stored already (K_TIME's "unlimited"); -1 after a message. */
+static int scn_number(const struct scn_key *k, const char *v, void *field, const char **end,
+                      double *x, const struct scn_src *src)
+{
+    char *e;
+    switch (k->type) {
     case K_TIME:
         if (!strcmp(k->def, "unlimited") && !strncmp(scn_skip_space(v), "unlimited", 9)) {
-            end = scn_skip_space(v) + 9; /* a key whose default is no bound takes the word */
-            if (*scn_skip_space(end))
-                break; /* refused below */
+            *end = scn_skip_space(v) + 9; /* a key whose default is no bound takes the word */
+            if (*scn_skip_space(*end))
+                return 0; /* refused by the caller */
             *(simtime *)field = SVC_WAIT_UNLIMITED;
-            return 0;
+            return 1;
         }
-        if (scn_time(src, v, &end, &x) < 0)
-            return -1;
-        break;
+        return scn_time(src, v, end, x);
     case K_BYTES:
-        if (scn_number_unit(v, &end, byte_units, &x) < 0)
+        if (scn_number_unit(v, end, byte_units, x) < 0)
             return scn_fail(src, "%s: bad size '%s' (want e.g. 64KiB, 1MiB)", k->name, v);
-        break;
+        return 0;
     case K_U64:
         errno = 0;
         if (*v == '-' || scn_hex(v))
@@ -3578,36 +3573,31 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
         *(uint64_t *)field = strtoull(v, &e, 10);
         if (e == v || errno)
             return scn_fail(src, "%s: '%s' is not a whole number >= 0", k->name, v);
-        end = e;
-        break;
+        *end = e;
+        return 0;
     default: /* K_INT, K_LONG, K_DOUBLE, K_BOOL */
         errno = 0;
-        x = scn_strtod(v, &e);
-        if (e == v || errno || !isfinite(x))
+        *x = scn_strtod(v, &e);
+        if (e == v || errno || !isfinite(*x))
             return scn_fail(src, "%s: '%s' is not a%s number", k->name, v,
                             scn_hex(v) ? " decimal" : "");
-        if (k->type != K_DOUBLE && x != floor(x))
+        if (k->type != K_DOUBLE && *x != floor(*x))
             return scn_fail(src, "%s: '%s' is not a whole number", k->name, v);
-        end = e;
-        break;
+        *end = e;
+        return 0;
     }
-    if (*scn_skip_space(end))
-        return scn_fail(src, "%s: unexpected '%s' after the value", k->name, scn_skip_space(end));
-    if (k->type == K_DIST) {
-        const struct dist *d = field;
-        x = d->shape == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b)
-            : d->shape == DIST_UNIFORM ? d->b
-                                       : d->a;
-    }
-    if (k->type != K_U64 && k->type != K_STR && (x < k->min || x > k->max))
-        return scn_fail(src, "%s: %s is out of range [%g, %g]%s", k->name, v, k->min, k->max,
-                        k->type == K_TIME || k->type == K_DIST ? " ns" : "");
+}
+
+/* x, checked, into a numeric key's field in the field's type. */
+static void scn_store(const struct scn_key *k, void *field, double x)
+{
     switch (k->type) {
     case K_INT:
     case K_BOOL:
         *(int *)field = (int)x;
         break;
     case K_LONG:
+    case K_BYTES:
         *(long *)field = (long)x;
         break;
     case K_DOUBLE:
@@ -3616,12 +3606,42 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
     case K_TIME:
         *(simtime *)field = (simtime)(x + 0.5);
         break;
-    case K_BYTES:
-        *(long *)field = (long)x;
-        break;
     default:
         break;
     }
+}
+
+/* Parse one value of a key into `base + key->off`. A distribution's range is checked on its
+ * p99 (lognormal), its end (uniform) or its mean. */
+static int scn_value(struct scenario *s, void *base, const struct scn_key *k, const char *v,
+                     const struct scn_src *src)
+{
+    void *field = (char *)base + k->off;
+    const char *end = v;
+    double x = 0;
+    int rc;
+    if (k->type == K_STR || k->type == K_PROGRAM)
+        return scn_text(s, field, k, v, src);
+    if (k->type == K_ENUM)
+        return scn_enum(src, k, v, field);
+    if (k->type == K_DIST)
+        rc = scn_dist(src, v, &end, field);
+    else
+        rc = scn_number(k, v, field, &end, &x, src);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    if (*scn_skip_space(end))
+        return scn_fail(src, "%s: unexpected '%s' after the value", k->name, scn_skip_space(end));
+    if (k->type == K_DIST) {
+        const struct dist *d = field;
+        x = d->shape == DIST_LOGNORMAL ? exp(d->a + Z99 * d->b)
+            : d->shape == DIST_UNIFORM ? d->b
+                                       : d->a;
+    }
+    if (k->type != K_U64 && (x < k->min || x > k->max))
+        return scn_fail(src, "%s: %s is out of range [%g, %g]%s", k->name, v, k->min, k->max,
+                        k->type == K_TIME || k->type == K_DIST ? " ns" : "");
+    scn_store(k, field, x);
     return 0;
 }
 
