@@ -5043,9 +5043,11 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
         fprintf(out, "  %s: %s\n", model_names[mk], res[mk].steady_why);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void rep_json_string(FILE *out, const char *str)
+/* A JSON string after `key` (the text before the value, e.g. ", \"name\": "): quotes,
+ * backslashes and control characters escaped. */
+static void rep_json_string(FILE *out, const char *key, const char *str)
 {
+    fputs(key, out);
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)str; *p; p++)
         if (*p == '"' || *p == '\\')
@@ -5057,9 +5059,11 @@ static void rep_json_string(FILE *out, const char *str)
     fputc('"', out);
 }
 
-/* A number for JSON, which has no inf or nan: those are null (the caller says why). */
-static void rep_json_number(FILE *out, const char *fmt, double v)
+/* A number for JSON after `key`, as rep_json_string's. JSON has no inf or nan: those are null
+ * (the caller says why). */
+static void rep_json_number(FILE *out, const char *key, const char *fmt, double v)
 {
+    fputs(key, out);
     if (isfinite(v))
         fprintf(out, fmt, v);
     else
@@ -5076,7 +5080,7 @@ static void rep_json_bounds(FILE *out, const struct result *r, double half)
     fputs("\"bounds\": {", out);
     for (int k = 0; k < BOUND_N; k++) {
         fprintf(out, "\"%s\": ", bound_keys[k]);
-        rep_json_number(out, "%.6g", b->rps[k]);
+        rep_json_number(out, "", "%.6g", b->rps[k]);
         fputs(", ", out);
     }
     fprintf(out, "\"binding\": \"%s\", \"why_null\": {",
@@ -5084,13 +5088,11 @@ static void rep_json_bounds(FILE *out, const struct result *r, double half)
     for (int k = 0; k < BOUND_N; k++)
         if (!isfinite(b->rps[k])) {
             fprintf(out, "%s\"%s\": ", nulls++ ? ", " : "", bound_keys[k]);
-            rep_json_string(out, b->what[k]);
+            rep_json_string(out, "", b->what[k]);
         }
     fputc('}', out);
-    if (rep_above_bound(r, half, note, sizeof note)) {
-        fputs(", \"above_bound\": ", out);
-        rep_json_string(out, note);
-    }
+    if (rep_above_bound(r, half, note, sizeof note))
+        rep_json_string(out, ", \"above_bound\": ", note);
     fputc('}', out);
 }
 
@@ -5115,10 +5117,10 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
             open = key;
         }
         fprintf(out, "\"%s\": ", dot ? dot + 1 : key);
-        rep_json_number(out, rep_row_fmt(&rep_rows[i]), rep_get(r, &rep_rows[i]));
+        rep_json_number(out, "", rep_row_fmt(&rep_rows[i]), rep_get(r, &rep_rows[i]));
         if (rep_rows[i].ci) { /* "KEY_ci95": the half-width, null without an interval */
             fprintf(out, ", \"%s_ci95\": ", dot ? dot + 1 : key);
-            rep_json_number(out, "%.4g", rep_get(ci, &rep_rows[i]));
+            rep_json_number(out, "", "%.4g", rep_get(ci, &rep_rows[i]));
         }
     }
     if (open)
@@ -5126,8 +5128,8 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
     fputs(", \"failed_by_reason\": {", out);
     for (int k = 0; k < FAIL_N; k++)
         fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], r->failed_by_reason[k]);
-    fprintf(out, "}, \"steady\": %s, \"steady_why\": ", r->steady ? "true" : "false");
-    rep_json_string(out, r->steady_why);
+    fprintf(out, "}, \"steady\": %s", r->steady ? "true" : "false");
+    rep_json_string(out, ", \"steady_why\": ", r->steady_why);
     fputs(", ", out);
     rep_json_bounds(out, r, ci->throughput_rps);
     fputc('}', out);
@@ -5139,10 +5141,8 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
 {
     const struct result *res = rp->r;
     double events = res[0].events + res[1].events, ideal = rep_ideal_rps(s);
-    fputs("{\n  \"scenario\": ", out);
-    rep_json_string(out, path);
-    fputs(",\n  \"name\": ", out);
-    rep_json_string(out, s->name);
+    rep_json_string(out, "{\n  \"scenario\": ", path);
+    rep_json_string(out, ",\n  \"name\": ", s->name);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
     fprintf(out, "  \"warmup_s\": %.6g, \"warmup_rule\": \"%s\",\n", (double)s->warmup / SEC,
             s->warmup_auto == 2 ? "mser5"
@@ -5152,12 +5152,10 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
             "  \"engine\": {\"events\": %.0f, \"wall_s\": %.6f, \"events_per_s\": %.0f, "
             "\"peak_rss_bytes\": %ld},\n",
             events, wall_s, wall_s > 0 ? events / wall_s : 0, peak_rss);
-    fputs("  \"ideal_rps\": ", out);
-    rep_json_number(out, "%.3f", ideal);
+    rep_json_number(out, "  \"ideal_rps\": ", "%.3f", ideal);
     if (!isfinite(ideal))
         fputs(",\n  \"ideal_rps_why_null\": \"requests take no time and users do not think\"", out);
-    fputs(",\n  \"calibrated_keys\": ", out);
-    rep_json_string(out, s->calibrated);
+    rep_json_string(out, ",\n  \"calibrated_keys\": ", s->calibrated);
     fprintf(out, ",\n  \"intervals\": {\"level\": 0.95, \"method\": \"%s\", \"n\": %d},\n",
             rp->n < 2     ? "none"
             : rp->batches ? "batch_means"
@@ -5280,21 +5278,16 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
  * model object of --json}, "virtual": {...}}, ...]}. */
 static void rep_sweep_json(FILE *out, const char *path, const struct sweep *sw)
 {
-    fputs("{\n  \"scenario\": ", out);
-    rep_json_string(out, path);
+    rep_json_string(out, "{\n  \"scenario\": ", path);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n  \"keys\": [", sw->s[0].seed);
-    for (int k = 0; k < sw->nkey; k++) {
-        fputs(k ? ", " : "", out);
-        rep_json_string(out, sw->key[k]);
-    }
+    for (int k = 0; k < sw->nkey; k++)
+        rep_json_string(out, k ? ", " : "", sw->key[k]);
     fputs("],\n  \"points\": [\n", out);
     for (int i = 0; i < sw->n; i++) {
         fputs("    {\"values\": {", out);
         for (int k = 0; k < sw->nkey; k++) {
-            fputs(k ? ", " : "", out);
-            rep_json_string(out, sw->key[k]);
-            fputs(": ", out);
-            rep_json_string(out, sw->val[i][k]);
+            rep_json_string(out, k ? ", " : "", sw->key[k]);
+            rep_json_string(out, ": ", sw->val[i][k]);
         }
         fprintf(out, "}, \"intervals_n\": %d", sw->rp[i].n);
         for (int mk = 0; mk < MODEL_N; mk++) {
@@ -5423,16 +5416,15 @@ static const char *const val_cols[VC_N] = {"users",        "mode",           "po
 /* The metrics compared, measured vs predicted. */
 enum val_metric { VM_RPS, VM_P50, VM_P99, VM_THREADS, VM_RSS, VM_N };
 static const struct {
-    const char *json, *label;
+    const char *json, *label, *summary; /* summary: its name in --json's summary keys */
     int col;
     size_t off;
-    double scale;
 } val_metrics[VM_N] = {
-    {"throughput_rps", "req/s", VC_RPS, RR(throughput_rps), 1},
-    {"p50_ms", "p50 ms", VC_P50, RR(p50), 1},
-    {"p99_ms", "p99 ms", VC_P99, RR(p99), 1},
-    {"peak_threads", "threads", VC_THREADS, RR(peak_os_threads), 1},
-    {"peak_rss_bytes", "RSS MiB", VC_RSS, RR(peak_rss), 1},
+    {"throughput_rps", "req/s", "throughput", VC_RPS, RR(throughput_rps)},
+    {"p50_ms", "p50 ms", "p50", VC_P50, RR(p50)},
+    {"p99_ms", "p99 ms", "p99", VC_P99, RR(p99)},
+    {"peak_threads", "threads", "threads", VC_THREADS, RR(peak_os_threads)},
+    {"peak_rss_bytes", "RSS MiB", "rss", VC_RSS, RR(peak_rss)},
 };
 
 /* steal_pct: the share of the cores' time the hypervisor took during the window. It is
@@ -5814,8 +5806,6 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
     return 0;
 }
 
-/* Read the points of a results CSV from `f` (named `name` in messages) into a malloc'd
- * array; 0, or -1 after a message (then *points is NULL). */
 /* The rows of one server: `server` (enum val_server) keeps those and skips the others; -1
  * wants every row to be of the same server. Returns 0, or -1 after a message. */
 static int val_keep(const struct val_point *pt, int server, int *first_server, int *first_line,
@@ -5835,6 +5825,9 @@ static int val_keep(const struct val_point *pt, int server, int *first_server, i
     return 0;
 }
 
+/* Read the points of a results CSV from `f` (named `name` in messages) into a malloc'd
+ * array, the rows of `server` as val_keep says; 0, or -1 after a message (then *points is
+ * NULL). */
 static int val_read_rows(FILE *f, const char *name, int server, struct val_point **points,
                          int *npoints, char *err, size_t errlen)
 {
@@ -6115,30 +6108,26 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
 
 static void val_json_extra(FILE *out, const struct val_point *p)
 {
-    fprintf(out, ", \"runs\": ");
-    rep_json_number(out, "%g", p->extra[VX_RUNS]);
+    rep_json_number(out, ", \"runs\": ", "%g", p->extra[VX_RUNS]);
     fputs(", \"throughput_ci95\": ", out);
     if (val_has_ci(p))
         fprintf(out, "[%.6g, %.6g], \"predicted_in_ci95\": %s", p->extra[VX_CI_LOW],
                 p->extra[VX_CI_HIGH], strcmp(val_inside(p), "yes") ? "false" : "true");
     else
         fputs("null, \"predicted_in_ci95\": null", out);
-    fprintf(out, ", \"close_first\": \"%s\", \"port_low\": ", val_closer_name(p));
-    rep_json_number(out, "%g", p->extra[VX_PORT_LOW]);
-    fputs(", \"port_high\": ", out);
-    rep_json_number(out, "%g", p->extra[VX_PORT_HIGH]);
-    fputs(", \"tw_reuse\": ", out);
-    rep_json_number(out, "%g", p->extra[VX_TW_REUSE]);
-    fputs(", \"failure_fraction\": {\"measured\": ", out);
-    rep_json_number(out, "%.6g", val_fail_frac(p, VX_FAILED));
+    fprintf(out, ", \"close_first\": \"%s\"", val_closer_name(p));
+    rep_json_number(out, ", \"port_low\": ", "%g", p->extra[VX_PORT_LOW]);
+    rep_json_number(out, ", \"port_high\": ", "%g", p->extra[VX_PORT_HIGH]);
+    rep_json_number(out, ", \"tw_reuse\": ", "%g", p->extra[VX_TW_REUSE]);
+    rep_json_number(out, ", \"failure_fraction\": {\"measured\": ", "%.6g",
+                    val_fail_frac(p, VX_FAILED));
     fprintf(out,
             ", \"predicted\": %.6g}, \"no_port_fraction\": {\"measured\": ", p->pred.fail_frac);
-    rep_json_number(out, "%.6g", val_fail_frac(p, VX_FAILED_NO_PORT));
+    rep_json_number(out, "", "%.6g", val_fail_frac(p, VX_FAILED_NO_PORT));
     fprintf(out, ", \"predicted\": %.6g}, \"binding_bound\": \"%s\", \"binding_bound_rps\": ",
             p->pred.no_port_frac, p->pred.binding >= 0 ? bound_keys[p->pred.binding] : "none");
-    rep_json_number(out, "%.6g", p->pred.bound_rps);
-    fputs(", \"binding_bound_what\": ", out);
-    rep_json_string(out, p->pred.bound_what);
+    rep_json_number(out, "", "%.6g", p->pred.bound_rps);
+    rep_json_string(out, ", \"binding_bound_what\": ", p->pred.bound_what);
 }
 
 static void val_json_ratios(FILE *out, const struct val_point *p, int n)
@@ -6157,18 +6146,17 @@ static void val_json_ratios(FILE *out, const struct val_point *p, int n)
                 "\"%s\", \"fanout\": %d, \"delay_ms\": %g, \"measured\": ",
                 k++ ? "," : "", val_server_names[p[i].server], p[i].users,
                 p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout, p[i].delay_ms);
-        rep_json_number(out, "%.6g", r);
+        rep_json_number(out, "", "%.6g", r);
         fputs(", \"ci95\": ", out);
         if (isnan(lo))
             fputs("null", out);
         else
             fprintf(out, "[%.6g, %.6g]", lo, hi);
-        fputs(", \"interval\": \"delta method on the log ratio, Welch-Satterthwaite df\", "
-              "\"predicted\": ",
-              out);
-        rep_json_number(out, "%.6g", pr);
-        fputs(", \"rel_error\": ", out);
-        rep_json_number(out, "%.6g", val_rel(r, pr));
+        rep_json_number(out,
+                        ", \"interval\": \"delta method on the log ratio, Welch-Satterthwaite "
+                        "df\", \"predicted\": ",
+                        "%.6g", pr);
+        rep_json_number(out, ", \"rel_error\": ", "%.6g", val_rel(r, pr));
         const char *in = val_ratio_inside(pr, lo, hi);
         fprintf(out, ", \"predicted_in_ci95\": %s}",
                 !strcmp(in, "-")     ? "null"
@@ -6399,11 +6387,7 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         fprintf(out, ",\n\"%s\": {", calm ? "summary_calm" : "summary");
         for (int k = 0; k < VM_N; k++) {
             double med, max;
-            const char *name = k == VM_RPS       ? "throughput"
-                               : k == VM_P50     ? "p50"
-                               : k == VM_P99     ? "p99"
-                               : k == VM_THREADS ? "threads"
-                                                 : "rss";
+            const char *name = val_metrics[k].summary;
             int m = val_summary(p, n, k, calm, &med, &max);
             if (calm && k == 0)
                 fprintf(out, "\"points\": %d, \"max_steal_pct\": %g, ", m, VAL_CALM_STEAL_PCT);
@@ -6826,11 +6810,10 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
             val_server_names[p->server], model_names[p->mode], p->pooled ? "on" : "off",
             val_closer_name(p), p->users, p->fanout, p->delay_ms, p->extra[VX_PORT_LOW],
             p->extra[VX_PORT_HIGH], p->extra[VX_TW_REUSE], c->runs, TL_TW_S);
-    rep_json_number(out, "%g", c->wall_meas);
+    rep_json_number(out, "", "%g", c->wall_meas);
     if (c->wall_by_failures)
         fputs(", \"measured_by\": \"the client's failures\"", out);
-    fputs(", \"predicted\": ", out);
-    rep_json_number(out, "%.6g", c->wall_pred);
+    rep_json_number(out, ", \"predicted\": ", "%.6g", c->wall_pred);
     fputs("},\n   \"after_wall\": ", out);
     if (wall)
         fprintf(out,
@@ -6842,7 +6825,7 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
         fputs("null", out);
     fprintf(out, ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": ",
             tl_fail_frac(c->meas, c->n));
-    rep_json_number(out, "%.6g", tl_fail_frac(c->pred, c->n));
+    rep_json_number(out, "", "%.6g", tl_fail_frac(c->pred, c->n));
     if (isnan(tl_fail_frac(c->pred, c->n)))
         fputs(", \"predicted_why_null\": \"after the wall a failed request is sent again at the "
               "client's pace, which the model does not know\"",
@@ -6853,10 +6836,8 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
             const double *x = w ? c->pred[k] : c->meas[k];
             fprintf(out, "%s\"%s_%s\": [", k || w ? ", " : "", names[k],
                     w ? "predicted" : "measured");
-            for (int t = 0; t < c->n; t++) {
-                fputs(t ? "," : "", out);
-                rep_json_number(out, "%.6g", x[t]);
-            }
+            for (int t = 0; t < c->n; t++)
+                rep_json_number(out, t ? "," : "", "%.6g", x[t]);
             fputc(']', out);
         }
     fputs("}}", out);
@@ -6987,23 +6968,13 @@ static int live_wait(int fd, short events, double deadline)
 /* A non-blocking socket connected to the endpoint by `deadline`; -1 with errno. */
 static int live_connect(const struct live *lv, double deadline)
 {
-    struct sockaddr_storage sa = {0};
-    socklen_t salen, elen = sizeof(int);
-    int e = 0, fd = socket(lv->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (lv->family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&sa;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)lv->port);
-        inet_pton(AF_INET, lv->host, &a->sin_addr);
-        salen = sizeof *a;
-    } else {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)lv->port);
-        inet_pton(AF_INET6, lv->host, &a->sin6_addr);
-        salen = sizeof *a;
-    }
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) == 0)
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lv->port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)lv->port)};
+    int v4 = lv->family == AF_INET, e = 0;
+    int fd = socket(lv->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    socklen_t salen = v4 ? sizeof a4 : sizeof a6, elen = sizeof(int);
+    inet_pton(lv->family, lv->host, v4 ? (void *)&a4.sin_addr : (void *)&a6.sin6_addr);
+    if (fd < 0 || connect(fd, v4 ? (struct sockaddr *)&a4 : (struct sockaddr *)&a6, salen) == 0)
         return fd;
     if (errno == EINPROGRESS && live_wait(fd, POLLOUT, deadline) == 0 &&
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && (errno = e) == 0)
