@@ -5992,6 +5992,18 @@ static double val_ratio(const struct val_point *v, const struct val_point *pl, d
     return r;
 }
 
+/* The same configuration (pool, closer, K, D), whatever the mode. */
+static int val_same_config(const struct val_point *a, const struct val_point *b)
+{
+    return a->pooled == b->pooled && a->close_first == b->close_first && a->fanout == b->fanout &&
+           a->delay_ms == b->delay_ms;
+}
+
+static int val_same_series(const struct val_point *a, const struct val_point *b)
+{
+    return a->mode == b->mode && val_same_config(a, b);
+}
+
 /* The ratio tables' pairs: for the virtual side of a cell, the same cell in the platform
  * mode (same server, users, pool, closer, fanout and delay), else -1. It tests which model
  * a point is, outside the models: the ratio is "virtual / platform", the study's question. */
@@ -6001,9 +6013,7 @@ static int val_ratio_pair(const struct val_point *p, int n, int i)
         return -1;
     for (int j = 0; j < n; j++)
         if (j != i && p[j].mode != p[i].mode && p[j].server == p[i].server &&
-            p[j].users == p[i].users && p[j].pooled == p[i].pooled &&
-            p[j].close_first == p[i].close_first && p[j].fanout == p[i].fanout &&
-            p[j].delay_ms == p[i].delay_ms)
+            p[j].users == p[i].users && val_same_config(&p[i], &p[j]))
             return j;
     return -1;
 }
@@ -6022,12 +6032,14 @@ static const char *val_inside(const struct val_point *p)
     return x >= p->extra[VX_CI_LOW] && x <= p->extra[VX_CI_HIGH] ? "yes" : "no";
 }
 
-static void val_print_pct(FILE *out, double frac)
+/* v in fmt (" " and a conversion `width` columns wide), or "-" in its place when v is not a
+ * number (unknown, or not predicted). */
+static void val_print_num(FILE *out, const char *fmt, int width, double v)
 {
-    if (isnan(frac))
-        fprintf(out, " %6s", "-");
+    if (isfinite(v))
+        fprintf(out, fmt, v);
     else
-        fprintf(out, " %5.1f%%", 100 * frac);
+        fprintf(out, " %*s", width, "-");
 }
 
 static void val_print_extra_row(FILE *out, const struct val_point *p)
@@ -6043,11 +6055,11 @@ static void val_print_extra_row(FILE *out, const struct val_point *p)
     else
         fprintf(out, " %23s", "(one run)");
     fprintf(out, " %9.1f %-6s |", p->predicted[VM_RPS], val_inside(p));
-    val_print_pct(out, val_fail_frac(p, VX_FAILED));
-    val_print_pct(out, val_fail_frac(p, VX_FAILED_NO_PORT));
+    val_print_num(out, " %5.1f%%", 6, 100 * val_fail_frac(p, VX_FAILED));
+    val_print_num(out, " %5.1f%%", 6, 100 * val_fail_frac(p, VX_FAILED_NO_PORT));
     fputs(" |", out);
-    val_print_pct(out, p->pred.fail_frac);
-    val_print_pct(out, p->pred.no_port_frac);
+    val_print_num(out, " %5.1f%%", 6, 100 * p->pred.fail_frac);
+    val_print_num(out, " %5.1f%%", 6, 100 * p->pred.no_port_frac);
     fprintf(out, " | %s: %s\n", p->pred.binding >= 0 ? bound_keys[p->pred.binding] : "none",
             p->pred.bound_what);
 }
@@ -6094,14 +6106,9 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
         else
             fprintf(out, " [%8.2f, %8.2f]", lo, hi);
         fputs(" |", out);
-        if (isfinite(pr))
-            fprintf(out, " %9.2f", pr);
-        else
-            fprintf(out, " %9s", "-");
-        if (isfinite(pr) && isfinite(r))
-            fprintf(out, " %+6.1f%%", 100 * val_rel(r, pr));
-        else
-            fprintf(out, " %7s", "-");
+        val_print_num(out, " %9.2f", 9, pr);
+        val_print_num(out, " %+6.1f%%", 7,
+                      isfinite(pr) && isfinite(r) ? 100 * val_rel(r, pr) : NAN);
         fprintf(out, " %s\n", val_ratio_inside(pr, lo, hi));
     }
 }
@@ -6181,18 +6188,6 @@ struct val_series {
     double users[VAL_CURVE_MAX];
     double mean[VM_N][VAL_CURVE_MAX], half[VM_N][VAL_CURVE_MAX];
 };
-
-/* The same configuration (pool, closer, K, D), whatever the mode. */
-static int val_same_config(const struct val_point *a, const struct val_point *b)
-{
-    return a->pooled == b->pooled && a->close_first == b->close_first && a->fanout == b->fanout &&
-           a->delay_ms == b->delay_ms;
-}
-
-static int val_same_series(const struct val_point *a, const struct val_point *b)
-{
-    return a->mode == b->mode && val_same_config(a, b);
-}
 
 /* The series of the points, in order of first appearance; returns how many (at most max). */
 static int val_series_find(const struct val_point *p, int n, struct val_series *sr, int max)
