@@ -4792,10 +4792,10 @@ struct load_stats {
     struct hist h;      /* latencies in µs */
     uint64_t completed; /* answers received inside the window */
     uint64_t errors[LOAD_NERR];
-    /* --per-second: [s] for each whole second since the users started, warm-up included */
-    uint32_t *sec_ok;  /* 2xx answers received in that second */
-    uint32_t *sec_err; /* errors of every kind in that second */
-    int nsec;          /* the merged stats' length of both (0: not asked) */
+    /* --per-second: for each whole second since the users started, warm-up included, the 2xx
+     * answers ([s][0]) and the errors of every kind ([s][1]) received in it */
+    uint32_t (*sec)[2];
+    int nsec; /* the merged stats' length of sec (0: not asked) */
 };
 
 struct load {
@@ -4828,7 +4828,7 @@ static void load_tick(struct load *L, int ok)
 {
     int64_t i = (now_ns() - L->t_begin) / NS_PER_S;
     if (L->nsec && i >= 0 && i < L->nsec)
-        (ok ? L->per_carrier[rt_self()].sec_ok : L->per_carrier[rt_self()].sec_err)[i]++;
+        L->per_carrier[rt_self()].sec[i][!ok]++;
 }
 
 /* One request on the user's connection (opened if needed). Returns the error kind, or -1
@@ -4937,10 +4937,8 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->t0 = L->t_begin + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
     L->nsec = cfg->per_second ? (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S) : 0;
-    for (int i = 0; i < rt_carriers() && L->nsec; i++) {
-        L->per_carrier[i].sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
-        L->per_carrier[i].sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
-    }
+    for (int i = 0; i < rt_carriers() && L->nsec; i++)
+        L->per_carrier[i].sec = xcalloc((size_t)L->nsec, sizeof *L->per_carrier[i].sec);
     for (int i = 0; i < cfg->users; i++) {
         struct load_user *u = xcalloc(1, sizeof *u);
         u->L = L;
@@ -4959,21 +4957,16 @@ static struct load_stats *load_wait(struct load *L)
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
     all->nsec = L->nsec;
-    if (L->nsec) {
-        all->sec_ok = xcalloc((size_t)L->nsec, sizeof(uint32_t));
-        all->sec_err = xcalloc((size_t)L->nsec, sizeof(uint32_t));
-    }
+    if (L->nsec)
+        all->sec = xcalloc((size_t)L->nsec, sizeof *all->sec);
     for (int i = 0; i < rt_carriers(); i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
         all->completed += L->per_carrier[i].completed;
         for (int e = 0; e < LOAD_NERR; e++)
             all->errors[e] += L->per_carrier[i].errors[e];
-        for (int k = 0; k < L->nsec; k++) {
-            all->sec_ok[k] += L->per_carrier[i].sec_ok[k];
-            all->sec_err[k] += L->per_carrier[i].sec_err[k];
-        }
-        free(L->per_carrier[i].sec_ok);
-        free(L->per_carrier[i].sec_err);
+        for (int k = 0; k < 2 * L->nsec; k++)
+            all->sec[k / 2][k % 2] += L->per_carrier[i].sec[k / 2][k % 2];
+        free(L->per_carrier[i].sec);
     }
     free(L->per_carrier);
     pthread_cond_destroy(&L->cv);
@@ -5011,7 +5004,7 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         if (stats->nsec) /* [answers, errors] of second 1, 2, ... since the users started */
             fprintf(f, ",\"per_s\":[");
         for (int k = 0; k < stats->nsec; k++)
-            fprintf(f, "%s[%u,%u]", k ? "," : "", stats->sec_ok[k], stats->sec_err[k]);
+            fprintf(f, "%s[%u,%u]", k ? "," : "", stats->sec[k][0], stats->sec[k][1]);
         fprintf(f, "%s}\n", stats->nsec ? "]" : "");
         return;
     }
@@ -5081,8 +5074,7 @@ static int load_run_cli(struct load_cfg *cfg)
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
     unsigned long long errors = load_errors_total(stats), completed = stats->completed;
-    free(stats->sec_ok);
-    free(stats->sec_err);
+    free(stats->sec);
     free(stats);
     if (!interrupted && !completed && errors) {
         fprintf(stderr, "aggregator: load: no request succeeded (%llu errors)\n", errors);
@@ -5196,6 +5188,7 @@ static int netns_enter(int nports, char *why, size_t n)
  * Tomcat), started as it is documented there and given the same flags. */
 enum { SERVER_C, SERVER_JAVA, SERVER_N };
 static const char *const server_names[SERVER_N] = {"c", "java"};
+static const char *const mode_names[2] = {"platform", "virtual"}; /* by MODE_PLATFORM, _VIRTUAL */
 
 /* How to start the JVM server, as java/find-jdk says: its `java`, Tomcat's classpath (with
  * build/java in front when compiled), and the main class, or the source file for the
@@ -5411,10 +5404,9 @@ static pid_t bench_spawn_report(struct bench_kids *kids, char *const argv[], int
 /* A connection to 127.0.0.1:port whose reads and writes time out after timeout_s, or -1. */
 static int bench_dial(int port, int timeout_ms)
 {
-    struct sockaddr_in sa;
-    char hp[32];
-    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
-    parse_hostport(hp, &sa);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct timeval tv = {timeout_ms / 1000, timeout_ms % 1000 * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -5686,7 +5678,7 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         *head_c[] = {"aggregator", "serve"},
         *head_java[] = {bc->jvm ? bc->jvm->java : "", "-cp", bc->jvm ? bc->jvm->classpath : "",
                         bc->jvm ? bc->jvm->main : ""},
-        *flags[] = {"--mode",         row->mode == MODE_VIRTUAL ? "virtual" : "platform",
+        *flags[] = {"--mode",         mode_names[row->mode],
                     "--port",         port,
                     "--backends",     bport,
                     "--fanout",       fan,
@@ -5718,20 +5710,19 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     return pid;
 }
 
-/* The load generator against the cell's aggregator: `users` for duration_s after warmup_s,
- * its JSON report on *report (bench_spawn_report). */
-static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids,
-                        const struct bench_row *row, double duration_s, double warmup_s,
-                        int *report)
+/* The load generator on url (NULL: the cell's aggregator): `users` for duration_s after
+ * warmup_s, its JSON report on *report (bench_spawn_report). */
+static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids, char *url, int nusers,
+                        double duration_s, double warmup_s, int *report)
 {
-    char url[64], users[16], dur[32], think[16], warm[32];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", bc->port + 1);
-    snprintf(users, sizeof users, "%d", row->users);
+    char agg[64], users[16], dur[32], think[16], warm[32];
+    snprintf(agg, sizeof agg, "http://127.0.0.1:%d/aggregate", bc->port + 1);
+    snprintf(users, sizeof users, "%d", nusers);
     snprintf(dur, sizeof dur, "%g", duration_s);
     snprintf(think, sizeof think, "%d", bc->think_ms);
     snprintf(warm, sizeof warm, "%g", warmup_s);
     char *largv[] = {"aggregator", "load",
-                     "--url",      url,
+                     "--url",      url ? url : agg,
                      "--users",    users,
                      "--duration", dur,
                      "--think-ms", think,
@@ -5775,7 +5766,7 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
         return 0;
     if (bc->netns_ports > 0 && bench_warm_ports(bc, row, 1) < 0)
         return 0; /* no ports to spare: the window starts cold (said on stderr) */
-    pid_t load = bench_load(bc, kids, row, bc->jit_warmup_s, 0, NULL);
+    pid_t load = bench_load(bc, kids, NULL, row->users, bc->jit_warmup_s, 0, NULL);
     while (waitpid(load, NULL, WNOHANG) == 0)
         if (signals_wait_until(now_ns() + 50 * NS_PER_MS)) {
             bench_kill(kids, load);
@@ -6031,24 +6022,21 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
     double no_port_before = row->nticks ? bench_scrape(bc->port + 1, BENCH_SCRAPE_MS).no_port : -1;
     int report;
-    pid_t load = bench_load(bc, kids, row, bc->duration_s, BENCH_WARMUP_S, &report);
+    pid_t load = bench_load(bc, kids, NULL, row->users, bc->duration_s, BENCH_WARMUP_S, &report);
     struct bench_sample s[2];
     int interrupted = bench_watch(bc, row, agg, load, s) < 0;
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
-    struct sbuf out = {0};
-    if (interrupted)
-        close(report);
-    else
-        bench_read_all(report, &out);
     bench_cell_stop(bc, kids, agg, load, interrupted);
-    if (!interrupted)
-        bench_figures(bc, row, out.p, s, no_port_before);
-    sbuf_free(&out);
+    struct sbuf out = {0};
+    bench_read_all(report, &out); /* the load has exited, or been stopped: its report ends */
     if (interrupted) {
         free(row->ticks);
         row->ticks = NULL;
+    } else {
+        bench_figures(bc, row, out.p, s, no_port_before);
     }
+    sbuf_free(&out);
     return interrupted ? -1 : 0;
 }
 
@@ -6071,8 +6059,8 @@ static int bench_cell_calm(struct bench_cfg *bc, struct bench_kids *kids, struct
     fprintf(stderr,
             "bench: %d users %s %s: %.1f%% of the CPU stolen by the hypervisor, %.1f%% taken by "
             "other processes; measuring again\n",
-            row->users, row->mode == MODE_VIRTUAL ? "virtual" : "platform",
-            server_names[row->server], row->steal_pct, row->foreign_pct);
+            row->users, mode_names[row->mode], server_names[row->server], row->steal_pct,
+            row->foreign_pct);
     struct bench_row disturbed = *row;
     *row = first;
     if (bench_cell(bc, kids, row) < 0) {
@@ -6102,8 +6090,7 @@ static void bench_fmt_rps(char *buf, size_t n, const struct bench_row *r)
 
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
-    const char *mode = r->mode == MODE_VIRTUAL ? "virtual" : "platform",
-               *pool = r->pool ? "on" : "off";
+    const char *mode = mode_names[r->mode], *pool = r->pool ? "on" : "off";
     double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0;
     if (csv) {
         fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
@@ -6186,8 +6173,8 @@ static void bench_progress(struct bench_cfg *bc, const struct bench_row *point, 
     fprintf(stderr,
             "bench: cell %d of %d: %s %s, %d users, pool %s, run %d of %d; about %.0f min %02.0f "
             "s left\n",
-            p->done + 1, p->cells, server_names[point->server],
-            point->mode == MODE_VIRTUAL ? "virtual" : "platform", point->users,
+            p->done + 1, p->cells, server_names[point->server], mode_names[point->mode],
+            point->users,
             point->pool                          ? "on"
             : point->close_first == CLOSE_SERVER ? "off (server closes first)"
                                                  : "off (client closes first)",
@@ -6199,11 +6186,10 @@ static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_
 {
     for (int k = 0; bc->timeline && k < r->nticks; k++)
         fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
-                server_names[r->server], r->mode == MODE_VIRTUAL ? "virtual" : "platform",
-                r->pool ? "on" : "off", r->pool ? "-" : close_first_names[r->close_first], r->users,
-                bc->fanout, bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S,
-                run, k + 1, r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port,
-                r->ticks[k].time_wait);
+                server_names[r->server], mode_names[r->mode], r->pool ? "on" : "off",
+                r->pool ? "-" : close_first_names[r->close_first], r->users, bc->fanout,
+                bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S, run, k + 1,
+                r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port, r->ticks[k].time_wait);
 }
 
 /* n runs of a point of the grid (its users, pool, mode, server and close_first; the rest 0),
@@ -6282,15 +6268,11 @@ static void bench_ports_free(const struct bench_cfg *bc)
  * caller frees *out). */
 static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
 {
-    int pools[2], npools = 0, modes[2], nmodes = 0, closes[2], ncloses = 0, n = 0, cap = 16;
+    int pools[2], npools = 0, closes[2], ncloses = 0, n = 0, cap = 16;
     if (strcmp(bc->pool, "off"))
         pools[npools++] = 1;
     if (strcmp(bc->pool, "on"))
         pools[npools++] = 0;
-    if (strstr(bc->modes, "platform"))
-        modes[nmodes++] = MODE_PLATFORM;
-    if (strstr(bc->modes, "virtual"))
-        modes[nmodes++] = MODE_VIRTUAL;
     for (int c = 0; c < 2; c++)
         if (!strcmp(bc->close_first, "both") || !strcmp(bc->close_first, close_first_names[c]))
             closes[ncloses++] = c;
@@ -6299,15 +6281,16 @@ static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
         for (int ci = 0; ci < (pools[pi] ? 1 : ncloses); ci++) {
             char *save = NULL, *list = strdup(bc->users);
             for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save))
-                for (int mi = 0; mi < nmodes; mi++)
+                for (int mode = 0; mode < 2; mode++)
                     for (int si = 0; si < SERVER_N; si++) {
-                        if (!bench_has_server(bc->servers, si))
+                        if (!strstr(bc->modes, mode_names[mode]) ||
+                            !bench_has_server(bc->servers, si))
                             continue;
                         if (n == cap)
                             g = xrealloc(g, (size_t)(cap *= 2) * sizeof *g);
                         g[n++] = (struct bench_row){.users = atoi(u),
                                                     .pool = pools[pi],
-                                                    .mode = modes[mi],
+                                                    .mode = mode,
                                                     .server = si,
                                                     .close_first = closes[ci]};
                     }
@@ -6896,8 +6879,8 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
         point = {.users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
     int n = bc->runs < 16 ? bc->runs : 16;
     fprintf(stderr, "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs: ",
-            server_names[cal_server(bc)], pt->mode == MODE_VIRTUAL ? "virtual" : "platform",
-            pt->fanout, bc->delay_ms, pt->pool ? "on" : "off", pt->threads, pt->users, n);
+            server_names[cal_server(bc)], mode_names[pt->mode], pt->fanout, bc->delay_ms,
+            pt->pool ? "on" : "off", pt->threads, pt->users, n);
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
     if (bench_runs(bc, kids, &point, runs, n) < 0)
@@ -6921,13 +6904,10 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
 static int cal_backend_latency(const struct bench_cfg *bc, struct bench_kids *kids, double *p50,
                                double *p90, double *p99)
 {
-    char url[96], dur[16];
+    char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/item/0?delay_ms=%d", bc->port, CAL_LATENCY_D_MS);
-    snprintf(dur, sizeof dur, "%g", bc->duration_s);
-    char *largv[] = {"aggregator", "load", "--url",    url, "--users", "20",
-                     "--duration", dur,    "--warmup", "1", "--json",  NULL};
     int report;
-    pid_t load = bench_spawn_report(kids, largv, &report);
+    pid_t load = bench_load(bc, kids, url, 20, bc->duration_s, 1, &report);
     struct sbuf json = {0};
     bench_read_all(report, &json);
     waitpid(load, NULL, 0);
@@ -6990,6 +6970,14 @@ static void cal_write_latency(FILE *f, struct cal_latency l)
             l.p50, p99, CAL_LATENCY_D_MS, l.p50, l.p90, p99, l.p99);
 }
 
+/* What calibrate measures: the load runs of cal_runs, the backend's latency, the microbench. */
+struct cal_runs {
+    struct cal_result served, threaded, queued;     /* light: memory, and the JVM's thread costs */
+    struct cal_result saturated[2][2], big, nopool; /* CPU: [mode][fan-out 1 or 3], as cal_fit */
+    struct cal_latency lat;
+    double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
+};
+
 /* The CPU figures, from saturated runs (D = cpu-delay-ms, so that the CPU is the limit):
  *   c(K) = (per_request + K * per_call) * (1 + pressure * in_service)
  * K = 1 and 3 give the two costs; virtual K = 3 at `users` and 4 * `users` (all of them in
@@ -7000,56 +6988,53 @@ struct cal_cpu_fit {
     double per_request[2], per_call[2], connect;
 };
 
-static struct cal_cpu_fit cal_fit(const struct cal_result saturated[2][2],
-                                  const struct cal_result *big, const struct cal_result *nopool,
-                                  int users, int threads)
+static struct cal_cpu_fit cal_fit(const struct cal_runs *m, int users, int threads)
 {
     struct cal_cpu_fit fit;
-    double c3 = cal_cpu(&saturated[MODE_VIRTUAL][1].row), ratio = cal_cpu(&big->row) / c3;
-    int big_users = big->row.users;
+    double c3 = cal_cpu(&m->saturated[MODE_VIRTUAL][1].row), ratio = cal_cpu(&m->big.row) / c3;
+    int big_users = m->big.row.users;
     fit.pressure = nonneg((ratio - 1) / (big_users - ratio * users));
     for (int mode = 0; mode < 2; mode++) {
         double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
-        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&saturated[mode][0].row),
-               k3 = cal_cpu(&saturated[mode][1].row);
+        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&m->saturated[mode][0].row),
+               k3 = cal_cpu(&m->saturated[mode][1].row);
         fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
         fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
     }
-    fit.connect = nonneg((cal_cpu(&nopool->row) - c3) / 3) / (1 + fit.pressure * users);
+    fit.connect = nonneg((cal_cpu(&m->nopool.row) - c3) / 3) / (1 + fit.pressure * users);
     return fit;
 }
 
-static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit,
-                          const struct cal_result saturated[2][2], const struct cal_result *big,
-                          const struct cal_result *nopool, int cpu_delay_ms)
+static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_runs *m,
+                          int cpu_delay_ms)
 {
-    static const char *const prefix[2] = {"platform", "virtual"};
-    const struct cal_result *v3 = &saturated[MODE_VIRTUAL][1];
+    const struct cal_result *v3 = &m->saturated[MODE_VIRTUAL][1];
     fprintf(f,
             "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in service: "
             "virtual K=3, %.1f us at %d users, %.1f us at %d\n",
-            fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users);
+            fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&m->big.row),
+            m->big.row.users);
     for (int mode = 0; mode < 2; mode++) {
-        const struct cal_result *k1 = &saturated[mode][0], *k3 = &saturated[mode][1];
+        const struct cal_result *k1 = &m->saturated[mode][0], *k3 = &m->saturated[mode][1];
         fprintf(f,
                 "%s.cpu_per_request = %.1fus  # machine CPU, saturated (D = %d ms, %d users): %.1f "
                 "us at K=1 (%.1f..%.1f; aggregator %.1f), less a call\n",
-                prefix[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users,
+                mode_names[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users,
                 cal_cpu(&k1->row), k1->lo, k1->hi, k1->row.cpu_us_per_req);
         fprintf(f,
                 "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 (%.1f..%.1f) - "
                 "K=1) / 2, less the cache pressure\n",
-                prefix[mode], fit->per_call[mode], cal_cpu(&k3->row), k3->lo, k3->hi);
+                mode_names[mode], fit->per_call[mode], cal_cpu(&k3->row), k3->lo, k3->hi);
         double agg_call = nonneg((k3->row.cpu_us_per_req - k1->row.cpu_us_per_req) / 2);
         fprintf(f,
                 "# %s: the aggregator process alone spends %.1f us per request and %.1f us per "
                 "call of that\n",
-                prefix[mode], nonneg(k1->row.cpu_us_per_req - agg_call), agg_call);
+                mode_names[mode], nonneg(k1->row.cpu_us_per_req - agg_call), agg_call);
     }
     fprintf(f,
             "net.connect_cpu = %.1fus  # machine CPU per new TCP connection: (%.1f us without "
             "pooling (%.1f..%.1f) - %.1f with) / 3\n",
-            fit->connect, cal_cpu(&nopool->row), nopool->lo, nopool->hi, cal_cpu(&v3->row));
+            fit->connect, cal_cpu(&m->nopool.row), m->nopool.lo, m->nopool.hi, cal_cpu(&v3->row));
 }
 
 /* TRUST
@@ -7080,25 +7065,21 @@ struct cal_named {
     const struct cal_result *r;
 };
 
-static void cal_cpu_points(const struct cal_result saturated[2][2], const struct cal_result *big,
-                           const struct cal_result *nopool, struct cal_named pts[CAL_CPU_POINTS])
+static void cal_cpu_points(const struct cal_runs *m, struct cal_named pts[CAL_CPU_POINTS])
 {
     const struct cal_named all[CAL_CPU_POINTS] = {
-        {"platform K=1", &saturated[0][0]}, {"platform K=3", &saturated[0][1]},
-        {"virtual K=1", &saturated[1][0]},  {"virtual K=3", &saturated[1][1]},
-        {"virtual K=3, 4x users", big},     {"virtual K=3 without pooling", nopool}};
+        {"platform K=1", &m->saturated[0][0]}, {"platform K=3", &m->saturated[0][1]},
+        {"virtual K=1", &m->saturated[1][0]},  {"virtual K=3", &m->saturated[1][1]},
+        {"virtual K=3, 4x users", &m->big},    {"virtual K=3 without pooling", &m->nopool}};
     memcpy(pts, all, sizeof all);
 }
 
 /* Whether the CPU figures can be written: CAL_TRUSTED, or the status with the reason in
  * why (the points as cal_cpu_points takes them). */
-static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result saturated[2][2],
-                     const struct cal_result *big, const struct cal_result *nopool, char *why,
-                     size_t len)
+static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_runs *m, char *why, size_t len)
 {
-    static const char *const prefix[2] = {"platform", "virtual"};
     struct cal_named pts[CAL_CPU_POINTS];
-    cal_cpu_points(saturated, big, nopool, pts);
+    cal_cpu_points(m, pts);
     for (size_t i = 0; i < CAL_CPU_POINTS; i++) {
         const struct cal_result *r = pts[i].r;
         double med = cal_cpu(&r->row);
@@ -7126,8 +7107,8 @@ static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result satu
                 snprintf(why, len,
                          "%s.%s came out %.1f us, not a cost (%g..%g us): its K=1 and K=3 "
                          "runs measured %.1f and %.1f us per request",
-                         prefix[mode], what[k], v[k], CAL_CPU_MIN_US, CAL_CPU_MAX_US,
-                         cal_cpu(&saturated[mode][0].row), cal_cpu(&saturated[mode][1].row));
+                         mode_names[mode], what[k], v[k], CAL_CPU_MIN_US, CAL_CPU_MAX_US,
+                         cal_cpu(&m->saturated[mode][0].row), cal_cpu(&m->saturated[mode][1].row));
                 return CAL_IMPLAUSIBLE;
             }
     }
@@ -7135,11 +7116,10 @@ static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_result satu
 }
 
 /* The noise the CPU figures were measured in, as a comment: each point's worst run. */
-static void cal_write_noise(FILE *f, const struct cal_result saturated[2][2],
-                            const struct cal_result *big, const struct cal_result *nopool)
+static void cal_write_noise(FILE *f, const struct cal_runs *m)
 {
     struct cal_named pts[CAL_CPU_POINTS];
-    cal_cpu_points(saturated, big, nopool, pts);
+    cal_cpu_points(m, pts);
     fprintf(f, "# noise in the CPU runs (worst run; %% of the cores: other processes, "
                "hypervisor):");
     for (int i = 0; i < CAL_CPU_POINTS; i++)
@@ -7329,14 +7309,6 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
                 bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
 }
 
-/* What calibrate measures: the load runs of cal_runs, the backend's latency, the microbench. */
-struct cal_runs {
-    struct cal_result served, threaded, queued;     /* light: memory, and the JVM's thread costs */
-    struct cal_result saturated[2][2], big, nopool; /* CPU: [mode][fan-out 1 or 3], as cal_fit */
-    struct cal_latency lat;
-    double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
-};
-
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
  * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay.
  * Returns 0, or 130 if interrupted. */
@@ -7398,8 +7370,8 @@ static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *
         bc->runs, bc->duration_s, cc->cpu_delay_ms);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     cal_write_micro(f, server, m->mb, m->mb_lo, m->mb_hi);
-    cal_write_cpu(f, fit, m->saturated, &m->big, &m->nopool, cc->cpu_delay_ms);
-    cal_write_noise(f, m->saturated, &m->big, &m->nopool);
+    cal_write_cpu(f, fit, m, cc->cpu_delay_ms);
+    cal_write_noise(f, m);
     double stack_rss =
         server == SERVER_JAVA ? cal_jvm_stack_rss(&m->threaded.row, &m->served.row) : 0;
     if (!(stack_rss > 0))
@@ -7446,8 +7418,8 @@ static int cal_measure(struct cal_cfg *cc)
     int rc = cal_runs(cc, &m);
     struct cal_cpu_fit fit = {0};
     if (!rc)
-        fit = cal_fit(m.saturated, &m.big, &m.nopool, cc->cpu_users, bc->threads);
-    int trust = rc ? CAL_TRUSTED : cal_trust(&fit, m.saturated, &m.big, &m.nopool, why, sizeof why);
+        fit = cal_fit(&m, cc->cpu_users, bc->threads);
+    int trust = rc ? CAL_TRUSTED : cal_trust(&fit, &m, why, sizeof why);
     if (rc || trust != CAL_TRUSTED) {
         fclose(f);
         if (!in_place)

@@ -813,8 +813,10 @@ static void t_alloc(void)
     uint64_t c = alloc_total();
     free(p);
     free(q);
-    CHECK(b - a == 1000 + 1000 + 5000, "xmalloc 1000, xcalloc 10x100, xrealloc to 5000: %llu "
-          "bytes counted, want 7000", (unsigned long long)(b - a));
+    CHECK(b - a == 1000 + 1000 + 5000,
+          "xmalloc 1000, xcalloc 10x100, xrealloc to 5000: %llu "
+          "bytes counted, want 7000",
+          (unsigned long long)(b - a));
     CHECK(c - b == 12345, "another thread's xmalloc(12345): %llu counted",
           (unsigned long long)(c - b));
 }
@@ -837,7 +839,8 @@ static double t_density(double x, int df)
  * half their median, and a K=3 run no dearer than K=1 (the fit's 0.0 us per call) are not. */
 static void cal_point_set(struct cal_result *r, double cpu_us, int users)
 {
-    *r = (struct cal_result){.row = {.users = users, .cpu_us_per_req = cpu_us * 0.6,
+    *r = (struct cal_result){.row = {.users = users,
+                                     .cpu_us_per_req = cpu_us * 0.6,
                                      .other_cpu_us_per_req = cpu_us * 0.4},
                              .lo = cpu_us * 0.95,
                              .hi = cpu_us * 1.05,
@@ -931,41 +934,41 @@ static void t_time_wait_ranges(void)
 
 static void t_cal_trust(void)
 {
-    struct cal_result sat[2][2], big, nopool;
+    struct cal_runs m = {0};
     struct cal_cpu_fit fit;
     char why[512] = "";
     for (int mode = 0; mode < 2; mode++) { /* 50 us a request and 10 us a call, both modes */
-        cal_point_set(&sat[mode][0], 60, 500);
-        cal_point_set(&sat[mode][1], 80, 500);
+        cal_point_set(&m.saturated[mode][0], 60, 500);
+        cal_point_set(&m.saturated[mode][1], 80, 500);
     }
-    cal_point_set(&big, 80, 2000);
-    cal_point_set(&nopool, 95, 500);
-    fit = cal_fit(sat, &big, &nopool, 500, 200);
+    cal_point_set(&m.big, 80, 2000);
+    cal_point_set(&m.nopool, 95, 500);
+    fit = cal_fit(&m, 500, 200);
     CHECK(fabs(fit.per_request[1] - 50) < 1e-9 && fabs(fit.per_call[1] - 10) < 1e-9,
           "the fit: %.2f us a request, %.2f a call (want 50, 10)", fit.per_request[1],
           fit.per_call[1]);
-    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_TRUSTED, "quiet: %s", why);
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_TRUSTED, "quiet: %s", why);
     char *note = NULL;
     size_t len = 0;
     FILE *mf = open_memstream(&note, &len);
-    cal_write_noise(mf, sat, &big, &nopool);
+    cal_write_noise(mf, &m);
     fclose(mf);
     CHECK(note[0] == '#' && strstr(note, "; virtual K=1 2, 1;") && strlen(note) < 1000,
           "the file notes each point's noise in a comment: %s", note);
     free(note);
-    sat[1][0].foreign = 60; /* a neighbour's build during virtual K=1 */
-    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_NOISY &&
+    m.saturated[1][0].foreign = 60; /* a neighbour's build during virtual K=1 */
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_NOISY &&
               strstr(why, "virtual K=1 runs other processes took 60%"),
           "noise refused: %s", why);
-    sat[1][0].foreign = 2;
-    sat[0][1].lo = 30; /* platform K=3 between 30 and 80 us */
-    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_NOISY &&
+    m.saturated[1][0].foreign = 2;
+    m.saturated[0][1].lo = 30; /* platform K=3 between 30 and 80 us */
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_NOISY &&
               strstr(why, "platform K=3 runs spread from 30.0 to 84.0 us"),
           "spread refused: %s", why);
-    sat[0][1].lo = 76;
-    cal_point_set(&sat[1][0], 85, 500); /* K=1 dearer than K=3: no cost left for a call */
-    fit = cal_fit(sat, &big, &nopool, 500, 200);
-    CHECK(cal_trust(&fit, sat, &big, &nopool, why, sizeof why) == CAL_IMPLAUSIBLE &&
+    m.saturated[0][1].lo = 76;
+    cal_point_set(&m.saturated[1][0], 85, 500); /* K=1 dearer than K=3: no cost left for a call */
+    fit = cal_fit(&m, 500, 200);
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_IMPLAUSIBLE &&
               strstr(why, "virtual.cpu_per_call came out 0.0 us"),
           "a zero cost refused: %s", why);
 }
