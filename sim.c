@@ -6739,10 +6739,9 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
     for (int t = 0; t < c->n; t++) {
         fprintf(out, "%5d", t + 1);
         for (int k = 0; k < TL_N; k++) {
-            char m[32], p[32];
-            snprintf(m, sizeof m, isnan(c->meas[k][t]) ? "-" : "%.0f", c->meas[k][t]);
-            snprintf(p, sizeof p, isnan(c->pred[k][t]) ? "-" : "%.0f", c->pred[k][t]);
-            fprintf(out, " | %9s %9s", m, p);
+            fputs(" |", out);
+            val_print_num(out, " %9.0f", 9, c->meas[k][t]);
+            val_print_num(out, " %9.0f", 9, c->pred[k][t]);
         }
         fputc('\n', out);
     }
@@ -6980,32 +6979,17 @@ static int live_connect(const struct live *lv, double deadline)
     return -1;
 }
 
-/* Write all n bytes by `deadline`; 0, or -1 with errno. */
-static int live_send(int fd, const char *p, size_t n, double deadline)
-{
-    while (n > 0) {
-        if (live_wait(fd, POLLOUT, deadline) < 0)
-            return -1;
-        ssize_t sent = send(fd, p, n, MSG_NOSIGNAL);
-        if (sent < 0 && errno != EINTR && errno != EAGAIN)
-            return -1;
-        if (sent > 0) {
-            p += sent;
-            n -= (size_t)sent;
-        }
-    }
-    return 0;
-}
-
-/* Read until the peer closes (or cap bytes) by `deadline`; the length, or -1 with errno. */
-static ssize_t live_receive(int fd, char *buf, size_t cap, double deadline)
+/* By `deadline`, send all n bytes of buf (out = 1) or read into it until the peer closes or n
+ * bytes came (out = 0): the bytes moved, or -1 with errno. */
+static ssize_t live_io(int fd, int out, char *buf, size_t n, double deadline)
 {
     size_t len = 0;
-    while (len < cap) {
-        if (live_wait(fd, POLLIN, deadline) < 0)
+    while (len < n) {
+        if (live_wait(fd, out ? POLLOUT : POLLIN, deadline) < 0)
             return -1;
-        ssize_t got = read(fd, buf + len, cap - len);
-        if (got == 0)
+        ssize_t got =
+            out ? send(fd, buf + len, n - len, MSG_NOSIGNAL) : read(fd, buf + len, n - len);
+        if (got == 0 && !out)
             break;
         if (got < 0 && errno != EINTR && errno != EAGAIN)
             return -1;
@@ -7043,8 +7027,8 @@ static char *live_fetch(const struct live *lv, char *err, size_t errlen)
     char *buf = xrealloc(NULL, LIVE_MAX_BODY + 2, 1);
     ssize_t len = -1;
     int fd = live_connect(lv, deadline);
-    if (fd >= 0 && live_send(fd, req, sizeof req - 1, deadline) == 0)
-        len = live_receive(fd, buf, LIVE_MAX_BODY + 1, deadline);
+    if (fd >= 0 && live_io(fd, 1, (char *)req, sizeof req - 1, deadline) >= 0)
+        len = live_io(fd, 0, buf, LIVE_MAX_BODY + 1, deadline);
     if (len < 0 && errno == ETIMEDOUT)
         snprintf(err, errlen, "live: %s port %d: no whole answer within %d ms", lv->host, lv->port,
                  lv->deadline_ms);
