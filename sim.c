@@ -5392,49 +5392,35 @@ static int trace_close(struct trace *tr)
  * prediction beside measurement. The scenario of a point is built from text through scn_set,
  * so it is checked like any scenario, and the calibration file and --set apply on top. */
 
-/* The columns a results CSV must have, in any order (more are ignored). The bench also
- * writes the load generator's warm-up and measured window: the point is then simulated
- * over the same [warmup, warmup + window], transient included (with 5000 users queued
- * for 200 threads, a 3 s window sees the first queue drain, not the steady state). */
-enum val_col {
-    VC_USERS,
-    VC_MODE,
-    VC_POOL,
-    VC_FANOUT,
-    VC_DELAY,
-    VC_RPS,
-    VC_P50,
-    VC_P99,
-    VC_THREADS,
-    VC_RSS,
-    VC_N
-};
-static const char *const val_cols[VC_N] = {"users",        "mode",           "pool",   "fanout",
-                                           "delay_ms",     "throughput_rps", "p50_ms", "p99_ms",
-                                           "peak_threads", "peak_rss_bytes"};
+/* The columns a results CSV must have, in any order (more are ignored): these, and each
+ * metric's (val_metrics, by its JSON name). The bench also writes the load generator's
+ * warm-up and measured window: the point is then simulated over the same [warmup, warmup +
+ * window], transient included (with 5000 users queued for 200 threads, a 3 s window sees the
+ * first queue drain, not the steady state). */
+enum val_col { VC_USERS, VC_MODE, VC_POOL, VC_FANOUT, VC_DELAY, VC_N };
+static const char *const val_cols[VC_N] = {"users", "mode", "pool", "fanout", "delay_ms"};
 
 /* The metrics compared, measured vs predicted. */
 enum val_metric { VM_RPS, VM_P50, VM_P99, VM_THREADS, VM_RSS, VM_N };
 static const struct {
     const char *json, *label, *summary; /* summary: its name in --json's summary keys */
-    int col;
     size_t off;
 } val_metrics[VM_N] = {
-    {"throughput_rps", "req/s", "throughput", VC_RPS, RR(throughput_rps)},
-    {"p50_ms", "p50 ms", "p50", VC_P50, RR(p50)},
-    {"p99_ms", "p99 ms", "p99", VC_P99, RR(p99)},
-    {"peak_threads", "threads", "threads", VC_THREADS, RR(peak_os_threads)},
-    {"peak_rss_bytes", "RSS MiB", "rss", VC_RSS, RR(peak_rss)},
+    {"throughput_rps", "req/s", "throughput", RR(throughput_rps)},
+    {"p50_ms", "p50 ms", "p50", RR(p50)},
+    {"p99_ms", "p99 ms", "p99", RR(p99)},
+    {"peak_threads", "threads", "threads", RR(peak_os_threads)},
+    {"peak_rss_bytes", "RSS MiB", "rss", RR(peak_rss)},
 };
 
 /* steal_pct: the share of the cores' time the hypervisor took during the window. It is
  * printed beside the errors: on a VM, a point with much steal is a disturbed measurement. */
 enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_RAMPUP, VC_OPTIONAL_N };
-static const char *const val_optional_cols[VC_OPTIONAL_N] = {"warmup_s", "window_s", "steal_pct",
-                                                             "rampup_s"};
-static const double val_optional_default[VC_OPTIONAL_N] = {
-    5, 15, -1, 0}; /* s, s (a steady state); -1 = unknown; s (users started together) */
-static const double val_optional_max[VC_OPTIONAL_N] = {3600, 3600, 100, 3600};
+static const struct {
+    const char *name;
+    double def, max; /* def: s, s (a steady state); -1 = unknown; s (users started together) */
+} val_optional_cols[VC_OPTIONAL_N] = {
+    {"warmup_s", 5, 3600}, {"window_s", 15, 3600}, {"steal_pct", -1, 100}, {"rampup_s", 0, 3600}};
 
 /* The server a row measured (its `server` column; a CSV without one is the C aggregator's):
  * one validation compares one server. For the JVM two figures have no model: its RSS
@@ -5676,10 +5662,11 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
 #define VAL_MAX_FILE   (64 << 20)
 #define VAL_MAX_FIELDS 64
 
-/* Where each column is: col[] for the required ones, opt[] (-1 if absent) for the rest. */
+/* Where each column is: col[] for the required ones (col[VC_N + k]: metric k's), opt[] (-1
+ * if absent) for the rest. */
 struct val_columns {
     int n; /* fields in the header: every row has as many */
-    int col[VC_N], opt[VC_OPTIONAL_N], extra[VX_N];
+    int col[VC_N + VM_N], opt[VC_OPTIONAL_N], extra[VX_N];
     int server;      /* the `server` column, -1 if absent */
     int close_first; /* the `close_first` column, -1 if absent */
 };
@@ -5701,11 +5688,13 @@ static int val_column(char **field, int n, const char *name)
 static int val_header(char **field, int n, struct val_columns *c, const struct scn_src *src)
 {
     c->n = n;
-    for (int k = 0; k < VC_N; k++)
-        if ((c->col[k] = val_column(field, n, val_cols[k])) < 0)
-            return scn_fail(src, "no column '%s' in the header", val_cols[k]);
+    for (int k = 0; k < VC_N + VM_N; k++) {
+        const char *name = k < VC_N ? val_cols[k] : val_metrics[k - VC_N].json;
+        if ((c->col[k] = val_column(field, n, name)) < 0)
+            return scn_fail(src, "no column '%s' in the header", name);
+    }
     for (int k = 0; k < VC_OPTIONAL_N; k++)
-        c->opt[k] = val_column(field, n, val_optional_cols[k]);
+        c->opt[k] = val_column(field, n, val_optional_cols[k].name);
     for (int k = 0; k < VX_N; k++)
         c->extra[k] = val_column(field, n, val_extra_cols[k]);
     c->server = val_column(field, n, "server");
@@ -5790,18 +5779,18 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
     if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0)
         return -1;
     for (int k = 0; k < VM_N; k++) {
-        const char *v = field[c->col[val_metrics[k].col]];
+        const char *v = field[c->col[VC_N + k]];
         if (val_number(v, &pt->measured[k]) < 0 || pt->measured[k] < 0)
-            return scn_fail(src, "%s: '%s' is not a number >= 0", val_cols[val_metrics[k].col], v);
+            return scn_fail(src, "%s: '%s' is not a number >= 0", val_metrics[k].json, v);
     }
     for (int k = 0; k < VC_OPTIONAL_N; k++) {
         const char *v = c->opt[k] >= 0 ? field[c->opt[k]] : NULL;
-        pt->conditions[k] = val_optional_default[k];
+        pt->conditions[k] = val_optional_cols[k].def;
         if (v && (val_number(v, &pt->conditions[k]) < 0 ||
                   pt->conditions[k] < (k == VC_WINDOW ? 0.01 : 0) ||
-                  pt->conditions[k] > val_optional_max[k]))
-            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[k], v,
-                            val_optional_max[k]);
+                  pt->conditions[k] > val_optional_cols[k].max))
+            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[k].name,
+                            v, val_optional_cols[k].max);
     }
     return 0;
 }
