@@ -6078,13 +6078,6 @@ static int bench_cell_calm(struct bench_cfg *bc, struct bench_kids *kids, struct
 
 enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format */
 
-/* The throughput column of the table: "mean ± half-width (min-max)", req/s. */
-static void bench_fmt_rps(char *buf, size_t n, const struct bench_row *r)
-{
-    double half = r->ci.hi - r->rps;
-    snprintf(buf, n, "%.0f ± %.0f (%.0f-%.0f)", r->rps, half, r->ci.min, r->ci.max);
-}
-
 /* printf's width counts bytes: the "±" of a column is 2 bytes for 1 column on the screen. */
 #define BENCH_RPS_W 26
 
@@ -6105,8 +6098,9 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
                 r->steal_pct, r->foreign_pct, jit, server_names[r->server]);
         return;
     }
-    char rps[64];
-    bench_fmt_rps(rps, sizeof rps, r);
+    char rps[64]; /* the throughput column: "mean ± half-width (min-max)", req/s */
+    snprintf(rps, sizeof rps, "%.0f ± %.0f (%.0f-%.0f)", r->rps, r->ci.hi - r->rps, r->ci.min,
+             r->ci.max);
     pool = r->pool ? "on" : r->close_first == CLOSE_SERVER ? "off/s" : "off/c";
     fprintf(f,
             "%6d %-8s %-5s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
