@@ -5320,10 +5320,9 @@ static int rep_series(const char *path, const struct model ms[MODEL_N])
     FILE *f = io_open_out(path);
     if (!f)
         return -1;
-    fputs("model,t_s,rps,p99_ms,cpu_util,os_threads,threads_blocked,carriers_busy,vt_runnable,vt_"
-          "parked,"
-          "vt_pinned,queued,in_flight,ports_time_wait,ports_open,conns_busy,thread_mem_bytes,"
-          "failed\n",
+    fputs("model,t_s,rps,p99_ms,cpu_util,os_threads,threads_blocked,carriers_busy,vt_runnable,"
+          "vt_parked,vt_pinned,queued,in_flight,ports_time_wait,ports_open,conns_busy,"
+          "thread_mem_bytes,failed\n",
           f);
     for (int mk = 0; mk < MODEL_N; mk++)
         for (int i = 0; i < ms[mk].nseries; i++) {
@@ -6346,17 +6345,15 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
                 "\"delay_ms\": %g",
                 p[i].users, model_names[p[i].mode], p[i].pooled ? "on" : "off", p[i].fanout,
                 p[i].delay_ms);
-        for (int k = 0; k < VM_N; k++)
-            if (val_unmodelled(&p[i], k))
-                fprintf(out,
-                        ", \"%s\": {\"measured\": %.6g, \"predicted\": null, \"rel_error\": null, "
-                        "\"not_modelled\": true}",
-                        val_metrics[k].json, p[i].measured[k]);
-            else
-                fprintf(out,
-                        ", \"%s\": {\"measured\": %.6g, \"predicted\": %.6g, \"rel_error\": %.6g}",
-                        val_metrics[k].json, p[i].measured[k], p[i].predicted[k],
-                        val_rel(p[i].measured[k], p[i].predicted[k]));
+        for (int k = 0; k < VM_N; k++) { /* an unmodelled metric: null, and says so */
+            int un = val_unmodelled(&p[i], k);
+            double pr = p[i].predicted[k];
+            fprintf(out, ", \"%s\": {\"measured\": %.6g", val_metrics[k].json, p[i].measured[k]);
+            rep_json_number(out, ", \"predicted\": ", "%.6g", un ? NAN : pr);
+            rep_json_number(out, ", \"rel_error\": ", "%.6g",
+                            un ? NAN : val_rel(p[i].measured[k], pr));
+            fputs(un ? ", \"not_modelled\": true}" : "}", out);
+        }
         fprintf(out, ", \"server\": \"%s\"", val_server_names[p[i].server]);
         if (p[i].conditions[VC_STEAL] >= 0)
             fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
