@@ -864,9 +864,11 @@ static void test_unasked_bytes(const char *mode)
     }
 }
 
-/* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp) whose local port (local = 1) or
- * remote port (local = 0) is `port`: their count, and with `other` the other end's ports
- * (at most max). */
+/* TCP sockets whose end closed first, in TIME_WAIT or on their way to it (states 04
+ * FIN_WAIT1, 05 FIN_WAIT2, 0B CLOSING, 06 TIME_WAIT in /proc/net/tcp), whose local port
+ * (local = 1) or remote port (local = 0) is `port`: their count, and with `other` the other
+ * end's ports (at most max). The way counts too: a client's answer can arrive before the
+ * peer's FIN has moved the last closed socket from FIN_WAIT2 to TIME_WAIT. */
 static int time_wait_matching(int port, int local, unsigned *other, int max)
 {
     char line[512];
@@ -874,7 +876,8 @@ static int time_wait_matching(int port, int local, unsigned *other, int max)
     FILE *f = fopen("/proc/net/tcp", "r");
     while (f && fgets(line, sizeof line, f)) {
         unsigned lport, rport, state;
-        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) != 3 || state != 6 ||
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &lport, &rport, &state) != 3 ||
+            !(state == 4 || state == 5 || state == 6 || state == 0xB) ||
             (int)(local ? lport : rport) != port)
             continue;
         if (other && n < max)
