@@ -6701,6 +6701,22 @@ static double tl_mean(const double *x, int from, int to)
     return to > from ? sum / (to - from) : NAN;
 }
 
+/* Requests served in the run's first TIME_WAIT period, seconds 1 to TL_TW_S: no port taken in
+ * the run can come back sooner, so with the wall each served request holds K ports of the
+ * range and the count is the range's worth, however fast or slow the server reached it (a
+ * cold JVM takes longer to the wall, not more requests). NAN for a shorter run. */
+static double tl_first_period(const struct tl_cell *c, const double *served)
+{
+    return c->n >= TL_TW_S ? tl_mean(served, 0, TL_TW_S) * TL_TW_S : NAN;
+}
+
+/* The most requests the first TIME_WAIT period can serve: the range's ports / K calls. */
+static double tl_range_worth(const struct tl_cell *c)
+{
+    const struct val_point *p = &c->pt;
+    return (p->extra[VX_PORT_HIGH] - p->extra[VX_PORT_LOW] + 1) / p->fanout;
+}
+
 /* failed / (served + failed) over the whole run; NAN when a second's failures are unknown. */
 static double tl_fail_frac(double *const *x, int n)
 {
@@ -6744,7 +6760,7 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
         fputs("none", out);
     else
         fprintf(out, "%.2f s (in second %.0f)", c->wall_pred, ceil(c->wall_pred));
-    int from, to;
+    int from = 0, to = 0;
     if (tl_after_window(c, &from, &to))
         fprintf(out,
                 "\nthroughput after the wall, seconds %d-%d (%d s%s): measured %.1f req/s, "
@@ -6757,6 +6773,15 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
     else
         fprintf(out, "\nno wall: throughput over the run measured %.1f req/s, predicted %.1f",
                 tl_mean(c->meas[TL_SERVED], 0, c->n), tl_mean(c->pred[TL_SERVED], 0, c->n));
+    double m = tl_first_period(c, c->meas[TL_SERVED]), pr = tl_first_period(c, c->pred[TL_SERVED]);
+    if (tl_after_window(c, &from, &to) && !isnan(m))
+        fprintf(out,
+                "\nserved in the first TIME_WAIT period (seconds 1-%d, before any port can come "
+                "back): measured %.0f, predicted %.0f (%+.1f%%); at most the range's worth, %.0f "
+                "ports / %d calls = %.0f",
+                TL_TW_S, m, pr, 100 * val_rel(m, pr),
+                c->pt.extra[VX_PORT_HIGH] - c->pt.extra[VX_PORT_LOW] + 1, c->pt.fanout,
+                tl_range_worth(c));
     double pf = tl_fail_frac(c->pred, c->n);
     if (isnan(pf)) {
         if (tl_after_window(c, &from, &to))
@@ -6803,6 +6828,12 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
                 tl_mean(c->pred[TL_SERVED], from, to));
     else
         fputs("null", out);
+    if (wall && !isnan(tl_first_period(c, c->meas[TL_SERVED])))
+        fprintf(out,
+                ",\n   \"first_time_wait_period\": {\"seconds\": %d, \"served_measured\": %.6g, "
+                "\"served_predicted\": %.6g, \"range_worth\": %.6g}",
+                TL_TW_S, tl_first_period(c, c->meas[TL_SERVED]),
+                tl_first_period(c, c->pred[TL_SERVED]), tl_range_worth(c));
     fprintf(out, ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": ",
             tl_fail_frac(c->meas, c->n));
     rep_json_number(out, "", "%.6g", tl_fail_frac(c->pred, c->n));

@@ -2114,7 +2114,18 @@ static void test_timeline(void)
                   strstr(txt, "failures after the wall: measured 150 a second") &&
                   strstr(txt, "not predicted"),
               "the text says the failure rate is not predicted, and no nan: %s", txt);
+        CHECK(strstr(txt, "first TIME_WAIT period (seconds 1-60, before any port can come back): "
+                          "measured 300,") &&
+                  strstr(txt, "1000 ports / 3 calls = 333"),
+              "the first period's count: the runs' 300, the range's 333: %s", txt);
         free(txt);
+        /* No port comes back within 60 s, so each request served in them held K = 3 ports of
+         * the 1000: at most 1000 / 3, and at least that less what the 10 users' unfinished
+         * requests hold when the wall comes (up to K - 1 ports each). */
+        double first = tl_first_period(&c[0], c[0].pred[TL_SERVED]);
+        CHECK(first <= 1000 / 3.0 && first >= (1000 - 10 * 2) / 3.0,
+              "predicted count in the first TIME_WAIT period: %g, want %.1f..%.1f", first,
+              (1000 - 10 * 2) / 3.0, 1000 / 3.0);
         CHECK(isnan(c[1].wall_pred) && tl_fail_frac(c[1].pred, c[1].n) == 0,
               "the server closes first: no failure predicted");
         CHECK_NEAR(tl_mean(c[1].pred[TL_SERVED], 0, 80), 10 / 0.030, 0.02,
@@ -2130,6 +2141,10 @@ static void test_timeline(void)
                   strstr(json, "\"after_wall\": {\"from_second\": 3, \"to_second\": 80,") &&
                   strstr(json, "\"close_first\": \"server\""),
               "--json: the wall, the window, the closer");
+        CHECK(strstr(json, "\"first_time_wait_period\": {\"seconds\": 60, \"served_measured\": "
+                           "300,") &&
+                  strstr(json, "\"range_worth\": 333.333}"),
+              "--json: the first TIME_WAIT period's count and the range's worth");
         CHECK(!strstr(json, "nan") && strstr(json, "\"predicted\": null, \"predicted_why_null\""),
               "--json: the unpredicted failures are null, with why");
         free(json);
