@@ -5618,13 +5618,9 @@ static int jvm_find(struct jvm *j)
         stat(cls, &c) == 0 && stat(src, &s) == 0 &&
         (c.st_mtim.tv_sec > s.st_mtim.tv_sec ||
          (c.st_mtim.tv_sec == s.st_mtim.tv_sec && c.st_mtim.tv_nsec >= s.st_mtim.tv_nsec));
-    if (compiled) {
-        snprintf(j->classpath, sizeof j->classpath, "%s/build/java:%s", root, cp);
-        snprintf(j->main, sizeof j->main, "Aggregator");
-    } else {
-        snprintf(j->classpath, sizeof j->classpath, "%s", cp);
-        snprintf(j->main, sizeof j->main, "%s", src);
-    }
+    snprintf(j->classpath, sizeof j->classpath, "%s%s%s", compiled ? root : "",
+             compiled ? "/build/java:" : "", cp);
+    snprintf(j->main, sizeof j->main, "%s", compiled ? "Aggregator" : src);
     return 0;
 }
 
