@@ -173,9 +173,9 @@ study-images: $(O)/sim
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
 # parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
-# The small parsers (--sweep lists, --live's metrics page, the font check) run a quarter of that (at least 1 s): their inputs are a
-# few dozen bytes and their coverage stops growing within seconds, so CI's fuzz time grows
-# by a little, not by FUZZ_SECONDS each.
+# The small parsers (--sweep lists, --live's metrics page, the font check) run a quarter of
+# that (at least 1 s): their inputs are a few dozen bytes and their coverage stops growing
+# within seconds, so CI's fuzz time grows by a little, not by FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 FUZZ_SMALL    = sweep live font
 FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -O1 -g \
@@ -209,16 +209,23 @@ build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -DFUZZ_RESPONSE -o $@ tests/fuzz_http.c -lpthread -lm
 
-fuzz: $(FUZZERS)
-	@for f in scenario validate calibration http_request http_response $(FUZZ_SMALL); do \
-	    t=$(FUZZ_SECONDS); case " $(FUZZ_SMALL) " in *" $$f "*) t=$$(( ($$t + 3) / 4 )) ;; esac; \
-	    mkdir -p build/fuzz/corpus_$$f; \
-	    echo "fuzz: $$f for $$t s"; \
-	    build/fuzz/fuzz_$$f -max_total_time=$$t -max_len=4096 -timeout=10 -print_final_stats=1 \
-	        -artifact_prefix=build/fuzz/$$f- build/fuzz/corpus_$$f tests/corpus/$$f 2>&1 \
-	        | grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written' ; \
-	    ls build/fuzz/$$f-* >/dev/null 2>&1 && { echo "fuzz: $$f found a crash"; exit 1; }; \
-	done; echo "fuzz: no crash"
+# Each fuzzer is its own target, so make -j2 fuzz runs two at a time (libFuzzer uses one core).
+# A fuzzer's summary is printed in one piece when it ends, so parallel runs do not interleave.
+FUZZ_NAMES    = scenario validate calibration http_request http_response $(FUZZ_SMALL)
+
+fuzz: $(FUZZ_NAMES:%=fuzz-run-%)
+	@echo "fuzz: no crash"
+
+fuzz-run-%: build/fuzz/fuzz_%
+	@t=$(FUZZ_SECONDS); case " $(FUZZ_SMALL) " in *" $* "*) t=$$(( ($$t + 3) / 4 )) ;; esac; \
+	mkdir -p build/fuzz/corpus_$*; \
+	build/fuzz/fuzz_$* -max_total_time=$$t -max_len=4096 -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/$*- build/fuzz/corpus_$* tests/corpus/$* > build/fuzz/$*.log 2>&1; \
+	rc=$$?; \
+	{ echo "fuzz: $* for $$t s"; \
+	  grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written' \
+	      build/fuzz/$*.log; } ; \
+	if [ $$rc -ne 0 ] || ls build/fuzz/$*-* >/dev/null 2>&1; then echo "fuzz: $* found a crash (build/fuzz/$*.log)"; exit 1; fi
 
 # The calibration loop on this machine (a few minutes, loopback only): measure the costs,
 # run the real aggregator over a grid, and have the simulator predict every point.
