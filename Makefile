@@ -127,7 +127,9 @@ study: $(O)/sim $(O)/aggregator java
 	@sh tests/study $(O) out/study
 STUDY_FILES = c.ini java.ini massive-c.csv massive-java.csv wall-c-timeline.csv \
               wall-java-timeline.csv wall-c-pooled-timeline.csv wall-java-pooled-timeline.csv \
-              wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md
+              wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md \
+              machine.txt massive-c.txt massive-java.txt wall-c.txt wall-java.txt wall-c-pooled.txt \
+              wall-java-pooled.txt blog-jvm.txt
 study-assets:
 	@mkdir -p assets/study && for f in $(STUDY_FILES); do \
 	    [ -f out/study/$$f ] && cp out/study/$$f assets/study/$$f; done; ls assets/study
@@ -158,7 +160,8 @@ tutorial-images: $(O)/sim
 	$(MAKE) -s study-images O=$(O)
 
 # The study's pictures, from the measurement files make study wrote and make study-assets
-# committed: measured points on the predicted curves (C, JVM) and the port wall over time.
+# committed: measured points on the predicted curves (C, JVM) and the port wall over time;
+# then its report, study.md, with the simulator's predictions of today (tests/study --report).
 # Without a calibration of the JVM (calibrate refuses the JVM's run-to-run spread of CPU),
 # its runtime threads as counted at idle (JVM_THREADS), as tests/study does.
 STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java
@@ -168,7 +171,8 @@ study-images: $(O)/sim
 	    cal=""; [ $$s = java ] && cal="$(JVM_THREADS)"; \
 	    [ -f assets/study/$$s.ini ] && cal="--calibration assets/study/$$s.ini"; \
 	    $(O)/sim --validate assets/study/$$f.csv $$cal --server $$s --plot assets/study/$$f.png > /dev/null || exit 1; \
-	done; echo "study-images: drew the study's pictures in assets/study/"
+	done; sh tests/study $(O) assets/study --report && \
+	echo "study-images: drew the study's pictures in assets/study/ and wrote its study.md again"
 
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
