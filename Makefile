@@ -188,30 +188,20 @@ FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_validate build/fuzz/fuz
                 build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_sweep \
                 build/fuzz/fuzz_live build/fuzz/fuzz_font
 
-build/fuzz/fuzz_scenario: tests/fuzz_scenario.c sim.c
+# Each fuzzer is one test file (FUZZ_DEF picks a variant) built with the program it includes.
+build/fuzz/fuzz_scenario build/fuzz/fuzz_sweep build/fuzz/fuzz_live build/fuzz/fuzz_font: \
+    build/fuzz/fuzz_%: tests/fuzz_%.c sim.c
+build/fuzz/fuzz_validate build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
+build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
+build/fuzz/fuzz_calibration: FUZZ_DEF = -DFUZZ_CALIBRATION
+build/fuzz/fuzz_http_response: FUZZ_DEF = -DFUZZ_RESPONSE
+build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: FUZZ_SDL_CF =
+build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: FUZZ_SDL_LD =
+FUZZ_SDL_CF = $(SDL_CF)
+FUZZ_SDL_LD = $(SDL_LD)
+$(FUZZERS):
 	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_scenario.c $(SDL_LD) -lm
-build/fuzz/fuzz_validate: tests/fuzz_readers.c sim.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_readers.c $(SDL_LD) -lm
-build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -DFUZZ_CALIBRATION -o $@ tests/fuzz_readers.c $(SDL_LD) -lm
-build/fuzz/fuzz_sweep: tests/fuzz_sweep.c sim.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_sweep.c $(SDL_LD) -lm
-build/fuzz/fuzz_live: tests/fuzz_live.c sim.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_live.c $(SDL_LD) -lm
-build/fuzz/fuzz_font: tests/fuzz_font.c sim.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(SDL_CF) -o $@ tests/fuzz_font.c $(SDL_LD) -lm
-build/fuzz/fuzz_http_request: tests/fuzz_http.c aggregator.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) -o $@ tests/fuzz_http.c -lpthread -lm
-build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) -DFUZZ_RESPONSE -o $@ tests/fuzz_http.c -lpthread -lm
+	$(FUZZ_CC) $(FUZZ_DEF) $(FUZZ_SDL_CF) -o $@ $< $(FUZZ_SDL_LD) -lpthread -lm
 
 # Each fuzzer is its own target, so make -j2 fuzz runs two at a time (libFuzzer uses one core).
 # A fuzzer's summary is printed in one piece when it ends, so parallel runs do not interleave.
