@@ -2,7 +2,8 @@
 # test_layout.sh: the two programs read as the README promises. Each file opens with a map
 # of at most 60 lines whose contents list names the Parts and sections in the order their
 # banners appear; sim.c keeps every difference between the models behind model_ops; the
-# latency histogram is one text in both files. Run from the repository's top.
+# latency histogram is one text in both files; no code or test carries a date or an issue
+# number. Run from the repository's top.
 pass=0; fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "test_layout: FAIL: $*" >&2; }
@@ -61,6 +62,13 @@ main_lines=$(awk '/^int main\(/ { on = 1 } on { n++ } on && /^\}$/ { print n; ex
 hist() { sed -n '/^\/\* ---- latency histogram: the same text/,/^\/\* ---- end of the shared latency histogram ---- \*\/$/p' "$1"; }
 hist sim.c > "$tmp/h1"; hist aggregator.c > "$tmp/h2"
 [ -s "$tmp/h1" ] && cmp -s "$tmp/h1" "$tmp/h2" && ok || bad "the latency histogram differs between sim.c and aggregator.c (or is missing)"
+
+# code and tests carry no dates or issue numbers: they go stale, and belong in README and the
+# commit messages
+stale=$(grep -nE '[Ii]ssues? #?[0-9]+|20[0-9][0-9]-[01][0-9]-[0-3][0-9]' sim.c aggregator.c \
+    tests/*.c tests/*.sh tests/bench tests/study java/*.java Makefile .ci/run 2>/dev/null)
+[ -z "$stale" ] && ok || bad "a date or issue number in code or tests:
+$stale"
 
 echo "test_layout: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

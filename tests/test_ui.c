@@ -359,7 +359,7 @@ static void test_sizes_and_font(void)
     CHECK(ui_canvas_open(&c, &nofont) < 0, "a missing font is refused, not a crash");
 }
 
-/* Issue 16: the status line says paused whenever the clock is stopped: by space, and at
+/* The status line says paused whenever the clock is stopped: by space, and at
  * the end of the run (where it once still said running). */
 static void test_status_paused(void)
 {
@@ -384,7 +384,7 @@ static void test_status_paused(void)
     free(a);
 }
 
-/* Issue 16: -> and <- are not opposites (one event forward, 100 ms back); the hint line
+/* -> and <- are not opposites (one event forward, 100 ms back); the hint line
  * says each as the key table does it, so the two can never disagree. */
 static void test_keys_told(void)
 {
@@ -404,7 +404,7 @@ static void test_keys_told(void)
     CHECK(found == 2, "both arrows are bound (%d)", found);
 }
 
-/* Issue 16: in the light theme, pinned and queued were two oranges a projector merges. Their
+/* In the light theme, pinned and queued were two oranges a projector merges. Their
  * distance in RGB must be at least that of pinned to running. */
 static void test_light_pinned_vs_queued(void)
 {
@@ -415,7 +415,7 @@ static void test_light_pinned_vs_queued(void)
           p.g, p.b, q.r, q.g, q.b, d);
 }
 
-/* Issue 16: every shipped scenario's name fits the top bar at 1280x800, paused, with the
+/* Every shipped scenario's name fits the top bar at 1280x800, paused, with the
  * longest clock a shipped run shows (t = 690 s, speed x0.05). */
 static void test_title_fits(void)
 {
@@ -443,7 +443,7 @@ static void test_title_fits(void)
     ui_canvas_close(&c);
 }
 
-/* Issue 16: in a fan-out, a parked virtual thread waits for each of its calls: every
+/* In a fan-out, a parked virtual thread waits for each of its calls: every
  * service's box holds the requests with a call to it in flight (the counters' calls), not
  * only the first service's. */
 static void test_fanout_lot(void)
@@ -479,7 +479,7 @@ static int32_t runq_len(const struct model *m, int32_t c)
     return c < m->vt.nrunq ? m->vt.runq[c].len : 0;
 }
 
-/* Issue 15: with a run queue per carrier (steal, home) the run-queue box holds every
+/* With a run queue per carrier (steal, home) the run-queue box holds every
  * runnable virtual thread (the model's count, not the drawing's), and a carrier's card says
  * how many wait in its own queue. CPU-heavy, so the queues are long at t = 2 s. */
 static void test_carrier_queues(void)
@@ -626,7 +626,7 @@ static const struct ui_text_item *tu_text_find(const struct ui_canvas *c, const 
     return NULL;
 }
 
-/* Issue 24: the words under a service name its connection pool (not "pool 3/4 busy", which
+/* The words under a service name its connection pool (not "pool 3/4 busy", which
  * reads as the thread pool), and a p50 not known yet says why. */
 static void test_window_words(void)
 {
@@ -666,7 +666,7 @@ static void test_window_words(void)
     ui_canvas_close(&c);
 }
 
-/* Issue 24: a run of minutes seen early fills its charts; the axis ends at a round time. */
+/* A run of minutes seen early fills its charts; the axis ends at a round time. */
 static void test_chart_span(void)
 {
     CHECK(ui_chart_span(690 * SEC, 5 * SEC) == 10 * SEC &&
@@ -696,7 +696,7 @@ static void test_chart_span(void)
     ui_canvas_close(&c);
 }
 
-/* Issue 24: one meaning per colour. --live's measured line is the measured blue, not the
+/* One meaning per colour. --live's measured line is the measured blue, not the
  * running green of the panels; the window's charts (predictions) hold no state colour. */
 static void test_one_colour_per_role(void)
 {
