@@ -938,6 +938,7 @@ static struct rt {
     uint64_t spawned, finished; /* atomic: virtual threads created / whose function returned,
                                    by other threads than carriers (and folded in by rt_join) */
     struct sigaction old_segv;  /* restored for faults that are not stack overflows */
+    int no_pwait2;              /* atomic: the kernel said ENOSYS to epoll_pwait2 once */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -1812,15 +1813,18 @@ static void carrier_dispatch(struct carrier *c, struct vt_io *io, uint32_t e)
 
 /* epoll_wait with a timeout in ns (-1 = forever). epoll_pwait2 takes nanoseconds, so a 50 ms
  * sleep does not become 51 by rounding up to epoll_wait's milliseconds; kernels before 5.11
- * get the fallback. */
+ * (and Valgrind) get the fallback. */
 static int carrier_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t timeout_ns)
 {
     struct timespec ts = {timeout_ns / NS_PER_S, timeout_ns % NS_PER_S};
-    int got = epoll_pwait2(epfd, ev, n, timeout_ns < 0 ? NULL : &ts, NULL);
-    if (got < 0 && errno == ENOSYS)
-        got = epoll_wait(epfd, ev, n,
-                         timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
-    return got;
+    if (!LOAD(rt.no_pwait2)) {
+        int got = epoll_pwait2(epfd, ev, n, timeout_ns < 0 ? NULL : &ts, NULL);
+        if (got >= 0 || errno != ENOSYS)
+            return got;
+        __atomic_store_n(&rt.no_pwait2, 1, __ATOMIC_RELAXED); /* ask once, not every poll */
+    }
+    return epoll_wait(epfd, ev, n,
+                      timeout_ns < 0 ? -1 : (int)((timeout_ns + NS_PER_MS - 1) / NS_PER_MS));
 }
 
 /* Wait for I/O readiness (timeout in ns, -1 = forever) and wake the threads waiting on it;
