@@ -3,6 +3,7 @@
 #   make            build ./sim and ./aggregator
 #   make test       build and run every test (no display, loopback only)
 #   make asan       the same tests under AddressSanitizer + UBSan (in build/asan/)
+#   make valgrind   the runtime's tests and the simulator under Valgrind's Memcheck
 #   make run        the simulator on the default scenario (window if a display exists,
 #                   otherwise a headless report and a PNG screenshot)
 #   make bench      benchmarks: simulator speed, the window, our two modes beside the Go peer
@@ -32,7 +33,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
            $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test asan tsan run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm study study-assets study-images clean
+.PHONY: all test asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm study study-assets study-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -71,6 +72,24 @@ test: all $(TESTS)
 
 asan:
 	$(MAKE) O=build/asan CFLAGS="$(SAN)" test
+
+# Memcheck on what runs: the aggregator's tests (the runtime, both servers), built with
+# VT_VALGRIND so that its run stacks are registered with Valgrind, and the simulator on the
+# default scenario, headless and drawn. An error or a definite leak fails. CI runs it. tests/test_sim under
+# Memcheck is clean too but takes minutes: make valgrind VG_ALL=1 adds it.
+# --fair-sched: Valgrind runs one thread at a time, and without a fair lock a carrier that
+# spins keeps it, so the runtime's work-stealing tests would wait out their deadlines.
+VG = valgrind -q --fair-sched=yes --error-exitcode=9 --leak-check=full \
+     --show-leak-kinds=definite --errors-for-leak-kinds=definite
+valgrind: $(O)/sim $(if $(VG_ALL),$(O)/tests/test_sim)
+	@mkdir -p build/valgrind/tests
+	$(CC) $(STD) -O1 -g -DVT_VALGRIND -I. -o build/valgrind/tests/test_aggregator \
+	    tests/test_aggregator.c -lpthread -lm
+	$(VG) build/valgrind/tests/test_aggregator
+	$(VG) $(O)/sim --headless scenarios/default.scn > /dev/null
+	$(VG) $(O)/sim scenarios/default.scn --screenshot build/valgrind/default.png --at 1s
+	$(if $(VG_ALL),$(VG) $(O)/tests/test_sim)
+	@echo "valgrind: no error, no definite leak"
 
 # The aggregator's tests (the virtual-thread runtime, both servers) under ThreadSanitizer:
 # clang, with the context switch annotated as fiber switches. CI runs it.

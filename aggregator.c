@@ -22,7 +22,7 @@
  * Contents (each line is a banner below, in this order):
  *   Part I. The M:N runtime
  *     I.1 Utilities              time in ns, fatal errors, buffers, /proc readers, signals
- *     I.2 Context switch         the register swap in assembly; the sanitizer helpers
+ *     I.2 Context switch         the register swap in assembly; sanitizer and Valgrind helpers
  *     I.3 Virtual threads        vt_ carrier_ rt: the stack design, types, the runtime, locks
  *     I.4 Timer heap             timer_ deadlines of parked threads, O(log n)
  *     I.5 Run queue              runq_ work stealing, wake-ups, Loom's park/unpark protocol
@@ -113,6 +113,9 @@
 #ifdef VT_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
+#ifdef VT_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
 
 #if defined(__x86_64__) && !defined(VT_UCONTEXT)
 #define VT_SWITCH_X86_64 1
@@ -147,7 +150,8 @@ __attribute__((noinline)) static int *vt_errno_location(void)
  * virtual thread or block a platform thread through one code path.
  * Tests: tests/test_aggregator.c, t_spawn_join to t_overflow (switching, timers, readiness,
  * the stale check, pinning, 100,000 parked threads, stealing, joins across carriers, the kept
- * stack, stack overflow); make tsan runs them under ThreadSanitizer, make asan under ASan. */
+ * stack, stack overflow); make tsan runs them under ThreadSanitizer, make asan under ASan,
+ * make valgrind under Memcheck. */
 
 /* ---- I.1 Utilities ---- */
 
@@ -686,6 +690,22 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #define TSAN_SWITCH(f)  ((void)(f))
 #endif
 
+/* Valgrind (make valgrind builds with VT_VALGRIND). Each run stack is registered: they lie
+ * a few hundred KiB apart, closer than Memcheck's --max-stackframe, so without it a switch
+ * between two of them would read as one huge frame pushed or popped and leave the frames
+ * there unaddressable. Restoring frames writes below the stack pointer a run stack had when
+ * it last ran, bytes Memcheck marked unaddressable as that thread's frames returned:
+ * VG_WRITABLE makes them addressable (the copy then brings its own definedness). */
+#ifdef VT_VALGRIND
+#define VG_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER((lo), (hi))
+#define VG_STACK_DEREGISTER(id)   VALGRIND_STACK_DEREGISTER(id)
+#define VG_WRITABLE(p, n)         VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#else
+#define VG_STACK_REGISTER(lo, hi) ((void)(lo), (void)(hi), 0u)
+#define VG_STACK_DEREGISTER(id)   ((void)(id))
+#define VG_WRITABLE(p, n)         ((void)(p), (void)(n))
+#endif
+
 static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo,
                                                                     size_t size, void *tsan_fiber)
 {
@@ -823,6 +843,7 @@ struct vt {
 struct vt_stack {
     char *map;              /* the mapping: guard region, then the run stack */
     char *lo, *hi;          /* usable run stack [lo, hi); frames grow down */
+    unsigned vg_id;         /* its id for Valgrind (VG_STACK_REGISTER), or 0 */
     struct vt *owner;       /* thread whose frames occupy it, or NULL */
     int busy;               /* atomic: 1 while a carrier runs a thread on it */
     struct carrier *holder; /* atomic: that carrier, a hint for handing threads over */
@@ -1241,6 +1262,7 @@ static void vt_stack_restore(struct carrier *c, struct vt_stack *s, struct vt *v
     if (!v->saved_len)
         return;
     ASAN_UNPOISON(s->hi - v->saved_len, v->saved_len);
+    VG_WRITABLE(s->hi - v->saved_len, v->saved_len);
     memcpy(s->hi - v->saved_len, v->saved, v->saved_len);
     OWN_ADD(c->copied_bytes, v->saved_len);
 }
@@ -2020,6 +2042,7 @@ static void vt_stack_init(struct vt_stack *s)
         die("mprotect guard: %s", strerror(errno));
     s->lo = s->map + VT_GUARD;
     s->hi = s->map + len;
+    s->vg_id = VG_STACK_REGISTER(s->lo, s->hi);
 }
 
 static void carrier_init(struct carrier *c, int id)
@@ -2100,8 +2123,10 @@ static void rt_join(void)
             vt_free(v); /* carrier_self is NULL here: really freed */
         }
     }
-    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++)
+    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++) {
+        VG_STACK_DEREGISTER(rt.stacks[i].vg_id);
         munmap(rt.stacks[i].map, VT_GUARD + VT_RUN_STACK);
+    }
     free(rt.stacks);
     free(rt.carriers);
     free(rt.io);
