@@ -75,8 +75,8 @@ asan:
 
 # Memcheck on what runs: the aggregator's tests (the runtime, both servers), built with
 # VT_VALGRIND so that its run stacks are registered with Valgrind, and the simulator on the
-# default scenario, headless and drawn. An error or a definite leak fails. CI runs it. tests/test_sim under
-# Memcheck is clean too but takes minutes: make valgrind VG_ALL=1 adds it.
+# default scenario, headless and drawn. An error or a definite leak fails; CI runs it.
+# tests/test_sim under Memcheck is clean too but takes minutes: VG_ALL=1 adds it.
 # --fair-sched: Valgrind runs one thread at a time, and without a fair lock a carrier that
 # spins keeps it, so the runtime's work-stealing tests would wait out their deadlines.
 VG = valgrind -q --fair-sched=yes --error-exitcode=9 --leak-check=full \
