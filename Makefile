@@ -81,10 +81,10 @@ asan:
 # spins keeps it, so the runtime's work-stealing tests would wait out their deadlines.
 VG = valgrind -q --fair-sched=yes --error-exitcode=9 --leak-check=full \
      --show-leak-kinds=definite --errors-for-leak-kinds=definite
-valgrind: $(O)/sim $(if $(VG_ALL),$(O)/tests/test_sim)
+build/valgrind/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p build/valgrind/tests
-	$(CC) $(STD) -O1 -g -DVT_VALGRIND -I. -o build/valgrind/tests/test_aggregator \
-	    tests/test_aggregator.c -lpthread -lm
+	$(CC) $(STD) -O1 -g -DVT_VALGRIND -I. -o $@ tests/test_aggregator.c -lpthread -lm
+valgrind: build/valgrind/tests/test_aggregator $(O)/sim $(if $(VG_ALL),$(O)/tests/test_sim)
 	$(VG) build/valgrind/tests/test_aggregator
 	$(VG) $(O)/sim --headless scenarios/default.scn > /dev/null
 	$(VG) $(O)/sim scenarios/default.scn --screenshot build/valgrind/default.png --at 1s

@@ -66,7 +66,8 @@ hist sim.c > "$tmp/h1"; hist aggregator.c > "$tmp/h2"
 # code and tests carry no dates or issue numbers: they go stale, and belong in README and the
 # commit messages
 stale=$(grep -nE '[Ii]ssues? #?[0-9]+|20[0-9][0-9]-[01][0-9]-[0-3][0-9]' sim.c aggregator.c \
-    tests/*.c tests/*.sh tests/bench tests/study java/*.java Makefile .ci/run 2>/dev/null)
+    tests/*.c tests/*.sh tests/*.py tests/bench tests/study java/*.java java/find-jdk Makefile .ci/* \
+    2>/dev/null)
 [ -z "$stale" ] && ok || bad "a date or issue number in code or tests:
 $stale"
 
