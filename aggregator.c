@@ -2053,7 +2053,8 @@ static void carrier_init(struct carrier *c, int id)
     if (c->epfd < 0 || c->wakefd < 0)
         die("epoll/eventfd: %s", strerror(errno));
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
-    epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev);
+    if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev) < 0)
+        die("epoll_ctl: %s", strerror(errno));
     for (int i = 0; i < VT_STACKS; i++)
         vt_stack_init(&rt.stacks[id * VT_STACKS + i]);
     c->altstack = xmalloc(VT_ALTSTACK);
@@ -4496,9 +4497,12 @@ static void pool_start(struct server *s)
     pthread_attr_setstacksize(&p->attr, 256 * 1024);
     p->epfd = epoll_create1(EPOLL_CLOEXEC);
     p->stopfd = eventfd(0, EFD_CLOEXEC);
+    if (p->epfd < 0 || p->stopfd < 0) /* else the poller spins on a bad fd and never stops */
+        die("epoll/eventfd: %s", strerror(errno));
     fcntl(s->lfd, F_SETFL, O_NONBLOCK);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->stopfd};
-    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stopfd, &ev);
+    if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stopfd, &ev) < 0)
+        die("epoll_ctl: %s", strerror(errno));
     pool_watch_listener(p, EPOLL_CTL_ADD);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < s->cfg->min_spare && i < s->cfg->threads; i++)

@@ -110,17 +110,26 @@ static pid_t spawn(char *const *args, int nofile, int *port)
 }
 
 /* `timeout 5 ./aggregator ARGS` through sh (ARGS may redirect), stdout discarded unless ARGS
- * sends it elsewhere; its stderr in err. Returns its exit status (124: it was still running
- * after 5 s, i.e. it did not refuse at once), or -1. */
-static int run_agg(const char *args, char *err, size_t cap)
+ * sends it elsewhere; its stderr in err. A positive nofile is its fd limit, soft and hard.
+ * Returns its exit status (124: it was still running after 5 s, i.e. it did not refuse at
+ * once), or -1. */
+static int run_agg_nofile(int nofile, const char *args, char *err, size_t cap)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "timeout -k 1 5 %s 2>&1 >/dev/null </dev/null %s", agg_path, args);
+    char cmd[1024], limit[64] = "";
+    if (nofile > 0) /* after the redirections: they take an fd of their own */
+        snprintf(limit, sizeof limit, "ulimit -n %d && ", nofile);
+    snprintf(cmd, sizeof cmd, "exec 2>&1 >/dev/null </dev/null; %sexec timeout -k 1 5 %s %s",
+             limit, agg_path, args);
     FILE *p = popen(cmd, "r");
     size_t len = p ? fread(err, 1, cap - 1, p) : 0;
     err[len] = 0;
     int st = p ? pclose(p) : -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run_agg(const char *args, char *err, size_t cap)
+{
+    return run_agg_nofile(0, args, err, cap);
 }
 
 static int stop(pid_t pid)
@@ -1598,6 +1607,19 @@ static void test_cli(void)
               "cli: aggregator %s: exit %d (want %d; 124 = still running), '%.300s'", args, st,
               cases[i].want, err);
     }
+    /* No fd left for the server's epoll or eventfd (standard streams, the listener, then
+     * nothing): it must refuse to start, not claim to listen with a poller that spins on a
+     * bad fd and a stop that never comes. */
+    for (int nofile = 4; nofile <= 5; nofile++)
+        for (int m = 0; m < 2; m++) {
+            char args[128];
+            snprintf(args, sizeof args, "serve --mode %s --port 0 --backends 127.0.0.1:9",
+                     modes[m]);
+            int st = run_agg_nofile(nofile, args, err, sizeof err);
+            CHECK(st == 1 && strstr(err, "Too many open files"),
+                  "cli: aggregator %s with %d fds: exit %d (want 1; 124 = still running), "
+                  "'%.300s'", args, nofile, st, err);
+        }
     /* a port already taken (lfd listens on it), and a load against a port nobody serves */
     snprintf(taken_args, sizeof taken_args, "calibrate --out /dev/null --port %d", port);
     int st = run_agg(taken_args, err, sizeof err);
