@@ -2837,6 +2837,14 @@ static void *xrealloc(void *p, size_t n, size_t size)
     return q;
 }
 
+/* Zeroed, or the program ends with the same message as xrealloc's. */
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = xrealloc(NULL, n, size);
+    memset(p, 0, n * size);
+    return p;
+}
+
 /* FOR SPEED ONLY: the new part of a grown array of 1 MiB or more is mapped in one call
  * instead of a page fault per 4 KiB page as slots are first taken. At 100,000 users most of a
  * run's page faults were those of its request arrays, each a trip into the kernel (the
@@ -6521,15 +6529,10 @@ static struct tl_cell *tl_cell_of(struct tl_cell *c, int *n, const struct val_po
     struct tl_cell *x = &c[(*n)++];
     *x = (struct tl_cell){.pt = *pt, .wall_meas = NAN, .wall_pred = NAN};
     for (int k = 0; k < TL_N; k++) {
-        x->meas[k] = calloc(TL_MAX_S, sizeof *x->meas[k]);
-        x->pred[k] = calloc(TL_MAX_S, sizeof *x->pred[k]);
+        x->meas[k] = xcalloc(TL_MAX_S, sizeof *x->meas[k]);
+        x->pred[k] = xcalloc(TL_MAX_S, sizeof *x->pred[k]);
     }
-    x->seen = calloc(TL_MAX_S, sizeof *x->seen);
-    for (int k = 0; k < TL_N; k++)
-        if (!x->meas[k] || !x->pred[k] || !x->seen) {
-            fprintf(stderr, "sim: out of memory\n");
-            exit(1);
-        }
+    x->seen = xcalloc(TL_MAX_S, sizeof *x->seen);
     return x;
 }
 
@@ -9805,9 +9808,7 @@ static struct ui_view ui_view_at(simtime t)
 static struct ui_sim *ui_headless_open(const struct scenario *s, const struct ui_options *uo,
                                        struct ui_canvas *c)
 {
-    struct ui_sim *x = calloc(1, sizeof *x);
-    if (!x)
-        return NULL;
+    struct ui_sim *x = xcalloc(1, sizeof *x);
     x->s = *s;
     if (ui_canvas_open(c, uo) < 0) {
         free(x);
@@ -10850,9 +10851,7 @@ static int ui_frame(struct ui_app *a)
 static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn load, void *ctx,
                      const struct ui_options *uo)
 {
-    struct ui_app *a = calloc(1, sizeof *a);
-    if (!a)
-        return 1;
+    struct ui_app *a = xcalloc(1, sizeof *a);
     a->paths = paths;
     a->npaths = npaths;
     a->load = load;
@@ -11535,12 +11534,12 @@ static int sim_sweep_points(const struct options *o, struct sweep *sw, struct op
 /* --sweep: a report per point, then the table (or CSV, JSON) and --plot's picture. */
 static int sim_sweep(const struct options *o)
 {
-    struct sweep *sw = calloc(1, sizeof *sw);
-    char(*sets)[2][128] = calloc(SWEEP_MAX, sizeof *sets);
+    struct sweep *sw = xcalloc(1, sizeof *sw);
+    char(*sets)[2][128] = xcalloc(SWEEP_MAX, sizeof *sets);
     struct options po;
     struct trace none = {0};
-    int rc = !sw || !sets ? 1 : 0;
-    if (rc == 0 && o->plot && o->nsweep != 1) {
+    int rc = 0;
+    if (o->plot && o->nsweep != 1) {
         fprintf(stderr, "sim: --plot draws one --sweep key, not a grid\n");
         rc = 2;
     }
@@ -11597,11 +11596,11 @@ static int sim_validate_plot(const struct options *o, const struct val_point *p,
 /* --validate of a timeline: each cell predicted second by second, then --plot's picture. */
 static int sim_timeline(const struct options *o)
 {
-    struct tl_cell *c = calloc(TL_MAX_CELLS, sizeof *c);
+    struct tl_cell *c = xcalloc(TL_MAX_CELLS, sizeof *c);
     int n = 0, rc = 0;
     char err[512];
-    if (!c || tl_read(o->validate, c, &n, err, sizeof err) < 0) {
-        fprintf(stderr, "%s\n", c ? err : "sim: out of memory");
+    if (tl_read(o->validate, c, &n, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
         rc = 2;
     }
     for (int i = 0; i < n && rc == 0; i++)
@@ -11850,10 +11849,10 @@ static int sim_screenshot(const struct scenario *s, const struct options *o)
     if (sim_ui_options(o, &lv, &uo) < 0)
         return 1;
     simtime at = sim_until(s, o);
-    if (o->live && (at = sim_live_collect(&lv, at)) < 0)
-        return 1;
-    int rc = ui_screenshot(s, at, o->screenshot, &uo);
-    free(lv.v);
+    int rc = 1;
+    if (!o->live || (at = sim_live_collect(&lv, at)) >= 0)
+        rc = ui_screenshot(s, at, o->screenshot, &uo);
+    free(lv.v); /* also when the collection failed after some samples */
     return rc;
 }
 

@@ -1755,7 +1755,6 @@ static void test_command_line(void)
     (void)sim_headless, (void)sim_validate, (void)sim_live_text, (void)sim_sweep;
     (void)ui_window, (void)ui_frames, (void)ui_screenshot, (void)sim_load_window,
         (void)sim_live_open, (void)sim_live_collect, (void)sim_font_check;
-    (void)sim_screenshot;
     (void)sim_frames;
     (void)sim_window;
 }
@@ -2390,6 +2389,37 @@ static void test_live_hostile(void)
     free(text);
 }
 
+/* --live --screenshot when the aggregator's page goes bad after a sample was taken: the
+ * screenshot is refused (exit 1, no file) and the samples are freed (make asan's leak check
+ * fails otherwise). The first good answer is the check that the endpoint answers, the next
+ * two make a sample a second apart, and the fourth, a second later, is bad. */
+static void test_live_screenshot_error(void)
+{
+    static const char good[] = "HTTP/1.1 200 OK\r\n\r\nagg_os_threads 5\n",
+                      bad[] = "HTTP/1.1 200 OK\r\n\r\nagg_os_threads five\n";
+    const char *answers[] = {good, good, good, bad};
+    size_t lens[] = {sizeof good - 1, sizeof good - 1, sizeof good - 1, sizeof bad - 1};
+    const char *png = "test_live_error.png";
+    struct scenario s;
+    char err[512], url[64];
+    int port = 0;
+    scn_defaults(&s);
+    if (scn_load(&s, "scenarios/default.scn", err, sizeof err) < 0 ||
+        scn_finish(&s, "scenarios/default.scn", err, sizeof err) < 0) {
+        CHECK(0, "default.scn: %s", err);
+        return;
+    }
+    pid_t pid = serve_answers(answers, lens, 4, &port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    struct options o = {.live = url, .screenshot = png, .at = 5 * SEC};
+    unlink(png);
+    CHECK(pid > 0 && sim_screenshot(&s, &o) == 1 && access(png, F_OK) < 0,
+          "--live --screenshot with a bad fourth scrape: refused, no %s", png);
+    int status;
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+}
+
 /* An endpoint that answers one byte every 200 ms, for at most 40 bytes (8 s). */
 struct drip {
     int listener;
@@ -2498,6 +2528,7 @@ int main(void)
     test_timeline();
     test_live();
     test_live_hostile();
+    test_live_screenshot_error();
     test_live_deadline();
     return check_done("test_sim");
 }
