@@ -2060,13 +2060,18 @@ static void carrier_init(struct carrier *c, int id)
     c->altstack = xmalloc(VT_ALTSTACK);
 }
 
-/* Start the runtime with n carriers (n <= 0: one per CPU, as the JDK does). */
-static void rt_start(int n)
+/* The carriers rt_start(n) starts: n, or for n <= 0 one per CPU, as the JDK does. */
+static int rt_carriers_for(int n)
 {
     if (n <= 0)
         n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0)
-        n = 1;
+    return n > 0 ? n : 1;
+}
+
+/* Start the runtime with n carriers (see rt_carriers_for). */
+static void rt_start(int n)
+{
+    n = rt_carriers_for(n);
     raise_fd_limit();
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
@@ -5078,6 +5083,19 @@ static int load_parse_url(struct load_cfg *cfg, const char *url)
     return 0;
 }
 
+/* The most users this process may hold connections for, and its fd limit in *fds. Past it the users' own connects fail, and the report would blame the server
+ * for them. Besides a connection per user, the runtime takes two fds a carrier (epoll,
+ * eventfd), and the standard streams and the first connection a few. */
+enum { LOAD_FD_SPARE = 16 };
+static long long load_max_users(const struct load_cfg *cfg, long long *fds)
+{
+    struct rlimit rl;
+    raise_fd_limit();
+    int known = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)INT_MAX;
+    *fds = known ? (long long)rl.rlim_cur : INT_MAX;
+    return *fds - LOAD_FD_SPARE - 2LL * rt_carriers_for(cfg->carriers);
+}
+
 static void load_defaults(struct load_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -7554,6 +7572,27 @@ static void opt_check_port_pair(const char *synopsis, int port)
                  port);
 }
 
+/* A --users list (bench): counts from 1 to what the load generator, one connection a user,
+ * may hold within its fd limit (load_max_users), comma-separated. */
+static void opt_check_users(const char *synopsis, const char *list)
+{
+    struct load_cfg load = {0}; /* the load generator bench spawns: one carrier per CPU */
+    long long fds = 0, most = load_max_users(&load, &fds);
+    for (const char *p = list;; p += strcspn(p, ",") + 1) {
+        size_t n = strcspn(p, ",");
+        char *end;
+        errno = 0;
+        long long u = strtoll(p, &end, 10);
+        if (!n || end != p + n || errno || u < 1 || u > most)
+            opt_fail(synopsis,
+                     "--users takes counts from 1 to %lld (one connection each, within the load "
+                     "generator's %lld fds), comma-separated; got '%.*s'",
+                     most, fds, (int)n, p);
+        if (!p[n])
+            return;
+    }
+}
+
 /* ---- IV.2 Subcommands ---- */
 
 #define SERVE_SYNOPSIS                                                                             \
@@ -7675,6 +7714,12 @@ static int cmd_load(int argc, char **argv)
         opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
     if (cfg.users < 1)
         opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
+    long long fds = 0, most = load_max_users(&cfg, &fds);
+    if (cfg.users > most)
+        opt_fail(LOAD_SYNOPSIS,
+                 "--users %d: each user holds a connection, and this process may open %lld fds "
+                 "(ulimit -n): at most %lld users",
+                 cfg.users, fds, most);
     /* one connection first: a server that is not there is said at once, not after the run */
     int fd = io_connect(&cfg.addr, now_ns() + (int64_t)cfg.timeout_ms * NS_PER_MS);
     if (fd < 0)
@@ -7746,6 +7791,7 @@ static int cmd_bench(int argc, char **argv)
     if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
     opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
+    opt_check_users(BENCH_SYNOPSIS, bc.users);
     struct jvm jvm;
     if (bench_setup_jvm(&bc, &jvm))
         return 2;

@@ -1568,6 +1568,32 @@ static int free_port_pair(void)
 
 /* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
  * or a refused resource) and a message naming the cause, at once (within `timeout 5`). */
+/* The load generator holds a connection per user: with 300 fds and 2 carriers it takes at
+ * most 280 users and says so for 281, and the 280 it takes do connect (no connect error: the
+ * fds it keeps for itself are enough), against a backend with fds to spare. */
+static void test_load_fds(void)
+{
+    int bport = 0;
+    char err[1024], args[256];
+    pid_t b = spawn((char *[]){"backend", "--port", "0", "--delay-ms", "1", NULL}, 0, &bport);
+    if (b < 0) {
+        CHECK(0, "load fds: no backend");
+        return;
+    }
+    const char *fmt = "load --url http://127.0.0.1:%d/item/1 --users %d --carriers 2 "
+                      "--duration 1 --warmup 1 --json 1>&2";
+    snprintf(args, sizeof args, fmt, bport, 281);
+    int st = run_agg_nofile(300, args, err, sizeof err);
+    CHECK(st == 2 && strstr(err, "--users 281: each user holds a connection, and this process "
+                                 "may open 300 fds (ulimit -n): at most 280 users"),
+          "load fds: %s with 300 fds: exit %d, '%.300s'", args, st, err);
+    snprintf(args, sizeof args, fmt, bport, 280);
+    st = run_agg_nofile(300, args, err, sizeof err);
+    CHECK(st == 0 && strstr(err, "\"connect\":0,") && !strstr(err, "\"completed\":0,"),
+          "load fds: %s with 300 fds: exit %d, '%.400s'", args, st, err);
+    stop(b);
+}
+
 static void test_cli(void)
 {
     char fifo[64], taken_args[256], free_args[256], err[1024];
@@ -1595,6 +1621,10 @@ static void test_cli(void)
         {"serve --port 65536 --backends 127.0.0.1:9", 2, "--port must be 0..65535"},
         {"serve --fanout 2147483647 --backends 127.0.0.1:9", 2, "--fanout must be at most"},
         {"bench --fanout 100000", 2, "--fanout <="},
+        {"bench --users 100,abc --port %d", 2, "--users takes counts from 1 to"},
+        {"bench --users 0 --port %d", 2, "got '0'"},
+        {"bench --users 100,,1000 --port %d", 2, "got ''"},
+        {"bench --users 2147483648 --port %d", 2, "got '2147483648'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256];
@@ -1620,6 +1650,7 @@ static void test_cli(void)
                   "cli: aggregator %s with %d fds: exit %d (want 1; 124 = still running), "
                   "'%.300s'", args, nofile, st, err);
         }
+    test_load_fds();
     /* a port already taken (lfd listens on it), and a load against a port nobody serves */
     snprintf(taken_args, sizeof taken_args, "calibrate --out /dev/null --port %d", port);
     int st = run_agg(taken_args, err, sizeof err);
