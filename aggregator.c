@@ -7712,8 +7712,8 @@ static int cmd_load(int argc, char **argv)
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!url || load_parse_url(&cfg, url) < 0)
         opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
-    if (cfg.users < 1)
-        opt_fail(LOAD_SYNOPSIS, "--users must be >= 1");
+    if (cfg.users < 1 || !(cfg.duration_s > 0) || cfg.timeout_ms < 1)
+        opt_fail(LOAD_SYNOPSIS, "need --users >= 1, --duration > 0 and --timeout-ms >= 1");
     long long fds = 0, most = load_max_users(&cfg, &fds);
     if (cfg.users > most)
         opt_fail(LOAD_SYNOPSIS,
@@ -7786,8 +7786,11 @@ static int cmd_bench(int argc, char **argv)
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
     if (!close_ok)
         opt_fail(BENCH_SYNOPSIS, "--close-first takes client, server or both");
-    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1 || bc.fanout > AGG_MAX_FANOUT)
-        opt_fail(BENCH_SYNOPSIS, "need 1 <= --runs <= 16 and 1 <= --fanout <= %d", AGG_MAX_FANOUT);
+    if (bc.runs < 1 || bc.runs > 16 || bc.fanout < 1 || bc.fanout > AGG_MAX_FANOUT ||
+        !(bc.duration_s > 0) || bc.threads < 1)
+        opt_fail(BENCH_SYNOPSIS,
+                 "need 1 <= --runs <= 16, 1 <= --fanout <= %d, --duration > 0 and --threads >= 1",
+                 AGG_MAX_FANOUT);
     if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
     opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
@@ -7892,11 +7895,16 @@ static int cmd_calibrate(int argc, char **argv)
         opt_fail(CALIBRATE_SYNOPSIS, "--server takes c or java, --jit-warmup a number >= 0");
     if (cfg.cpu_delay_ms == -1)
         cfg.cpu_delay_ms = cal_cpu_delay_ms[cal_server(&cfg.bench)];
-    if (cfg.users < 25 || cfg.cpu_users < 1 || cfg.cpu_users > 2000 || cfg.cpu_delay_ms < 0 ||
-        cfg.bench.runs < 1 || cfg.bench.runs > 16 || !(cfg.bench.duration_s > 0))
+    /* the load generator's users, one connection each, within its fds (a CPU run has 4x) */
+    long long fds = 0, most = load_max_users(&(struct load_cfg){0}, &fds);
+    long long most_cpu = most / 4 < 2000 ? most / 4 : 2000;
+    if (cfg.users < 25 || cfg.users > most || cfg.cpu_users < 1 || cfg.cpu_users > most_cpu ||
+        cfg.cpu_delay_ms < 0 || cfg.bench.runs < 1 || cfg.bench.runs > 16 ||
+        !(cfg.bench.duration_s > 0))
         opt_fail(CALIBRATE_SYNOPSIS,
-                 "need --users >= 25, 1 <= --cpu-users <= 2000, --cpu-delay-ms >= 0, "
-                 "1 <= --runs <= 16, --duration > 0");
+                 "need 25 <= --users <= %lld, 1 <= --cpu-users <= %lld (within the load "
+                 "generator's %lld fds), --cpu-delay-ms >= 0, 1 <= --runs <= 16, --duration > 0",
+                 most, most_cpu, fds);
     opt_check_port_pair(CALIBRATE_SYNOPSIS, cfg.bench.port);
     struct jvm jvm;
     if (bench_setup_jvm(&cfg.bench, &jvm))

@@ -1625,6 +1625,11 @@ static void test_cli(void)
         {"bench --users 0 --port %d", 2, "got '0'"},
         {"bench --users 100,,1000 --port %d", 2, "got ''"},
         {"bench --users 2147483648 --port %d", 2, "got '2147483648'"},
+        {"bench --duration 0 --port %d", 2, "--duration > 0"},
+        {"bench --threads 0 --port %d", 2, "--threads >= 1"},
+        {"calibrate --users 2147483647 --port %d", 2, "--users <="},
+        {"load --url http://127.0.0.1:%d/ --duration 0", 2, "--duration > 0"},
+        {"load --url http://127.0.0.1:%d/ --timeout-ms 0", 2, "--timeout-ms >= 1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256];
