@@ -5083,17 +5083,19 @@ static int load_parse_url(struct load_cfg *cfg, const char *url)
     return 0;
 }
 
-/* The most users this process may hold connections for, and its fd limit in *fds. Past it the users' own connects fail, and the report would blame the server
- * for them. Besides a connection per user, the runtime takes two fds a carrier (epoll,
- * eventfd), and the standard streams and the first connection a few. */
+/* The most users a load generator on `carriers` carriers (rt_carriers_for) may hold
+ * connections for, and its fd limit in *fds. Past it the users' own connects fail, and the
+ * report would blame the server for them. Besides a connection per user, the runtime takes
+ * two fds a carrier (epoll, eventfd), and the standard streams and the first connection a
+ * few. */
 enum { LOAD_FD_SPARE = 16 };
-static long long load_max_users(const struct load_cfg *cfg, long long *fds)
+static long long load_max_users(int carriers, long long *fds)
 {
     struct rlimit rl;
     raise_fd_limit();
     int known = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)INT_MAX;
     *fds = known ? (long long)rl.rlim_cur : INT_MAX;
-    return *fds - LOAD_FD_SPARE - 2LL * rt_carriers_for(cfg->carriers);
+    return *fds - LOAD_FD_SPARE - 2LL * rt_carriers_for(carriers);
 }
 
 static void load_defaults(struct load_cfg *cfg)
@@ -7576,8 +7578,7 @@ static void opt_check_port_pair(const char *synopsis, int port)
  * may hold within its fd limit (load_max_users), comma-separated. */
 static void opt_check_users(const char *synopsis, const char *list)
 {
-    struct load_cfg load = {0}; /* the load generator bench spawns: one carrier per CPU */
-    long long fds = 0, most = load_max_users(&load, &fds);
+    long long fds = 0, most = load_max_users(0, &fds); /* bench's loads: a carrier per CPU */
     for (const char *p = list;; p += strcspn(p, ",") + 1) {
         size_t n = strcspn(p, ",");
         char *end;
@@ -7714,7 +7715,7 @@ static int cmd_load(int argc, char **argv)
         opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
     if (cfg.users < 1 || !(cfg.duration_s > 0) || cfg.timeout_ms < 1)
         opt_fail(LOAD_SYNOPSIS, "need --users >= 1, --duration > 0 and --timeout-ms >= 1");
-    long long fds = 0, most = load_max_users(&cfg, &fds);
+    long long fds = 0, most = load_max_users(cfg.carriers, &fds);
     if (cfg.users > most)
         opt_fail(LOAD_SYNOPSIS,
                  "--users %d: each user holds a connection, and this process may open %lld fds "
@@ -7896,7 +7897,7 @@ static int cmd_calibrate(int argc, char **argv)
     if (cfg.cpu_delay_ms == -1)
         cfg.cpu_delay_ms = cal_cpu_delay_ms[cal_server(&cfg.bench)];
     /* the load generator's users, one connection each, within its fds (a CPU run has 4x) */
-    long long fds = 0, most = load_max_users(&(struct load_cfg){0}, &fds);
+    long long fds = 0, most = load_max_users(0, &fds);
     long long most_cpu = most / 4 < 2000 ? most / 4 : 2000;
     if (cfg.users < 25 || cfg.users > most || cfg.cpu_users < 1 || cfg.cpu_users > most_cpu ||
         cfg.cpu_delay_ms < 0 || cfg.bench.runs < 1 || cfg.bench.runs > 16 ||
