@@ -3283,6 +3283,21 @@ static int scn_number_unit(const char *p, const char **end, const struct unit *u
     return -1;
 }
 
+/* The inverse, for messages: `v` written with the largest of `units` that divides it exactly
+ * (1e3 ns is "1us", 4096 bytes "4KiB"), as a scenario file would write it. */
+static const char *scn_unit_text(char *buf, size_t len, double v, const struct unit *units)
+{
+    const struct unit *best = NULL;
+    for (const struct unit *un = units; un && un->name; un++)
+        if (v >= un->scale && fmod(v, un->scale) == 0 && (!best || un->scale > best->scale))
+            best = un;
+    if (best)
+        snprintf(buf, len, "%g%s", v / best->scale, best->name);
+    else
+        snprintf(buf, len, "%g", v);
+    return buf;
+}
+
 static int scn_time(const struct scn_src *src, const char *p, const char **end, double *ns)
 {
     if (scn_number_unit(scn_skip_space(p), end, time_units, ns) < 0)
@@ -3646,9 +3661,15 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
             : d->shape == DIST_UNIFORM ? d->b
                                        : d->a;
     }
-    if (k->type != K_U64 && (x < k->min || x > k->max))
-        return scn_fail(src, "%s: %s is out of range [%g, %g]%s", k->name, v, k->min, k->max,
-                        k->type == K_TIME || k->type == K_DIST ? " ns" : "");
+    if (k->type != K_U64 && (x < k->min || x > k->max)) {
+        const struct unit *u = k->type == K_TIME || k->type == K_DIST ? time_units
+                               : k->type == K_BYTES                   ? byte_units
+                                                                      : NULL;
+        char lo[32], hi[32];
+        return scn_fail(src, "%s: %s is out of range [%s, %s]", k->name, v,
+                        scn_unit_text(lo, sizeof lo, k->min, u),
+                        scn_unit_text(hi, sizeof hi, k->max, u));
+    }
     scn_store(k, field, x);
     return 0;
 }

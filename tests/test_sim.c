@@ -1586,7 +1586,11 @@ static void test_bad_input(void)
     expect_error("users = -4\n", "out of range");
     expect_error("users = 100000000\n", "out of range");
     expect_error("duration = 5\n", "bad time");
-    expect_error("duration = 0\n", "out of range");
+    expect_error("duration = 0\n", "duration: 0 is out of range [1ms, 1440min]");
+    expect_error("retry_after = 10ns\n", "retry_after: 10ns is out of range [1us, 60min]");
+    expect_error("os.stack_reserved = 1KiB\n", "is out of range [4KiB, 10GB]");
+    expect_error("think = exp(2h)\n", "bad time");
+    expect_error("think = exp(61min)\n", "think: exp(61min) is out of range [0, 60min]");
     expect_error("duration = nan\n", "bad time");
     expect_error("think = lognormal(50ms, 10ms)\n", "needs 0 < p50 <= p99");
     expect_error("think = gauss(5ms)\n", "bad distribution");
