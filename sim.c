@@ -4091,17 +4091,23 @@ static void rep_bounds(const struct model *m, struct bounds *b);
 static void rep_steady(const struct model *m, struct result *r);
 static void rep_verdict(struct result *out, const struct result *xs, int n);
 
+/* The latency rows (ms) of `done` requests whose latencies (ns) sum to lat_sum, in h. */
+static void rep_latency(struct result *r, const struct hist *h, double lat_sum, double done)
+{
+    r->mean = done > 0 ? lat_sum / done / 1e6 : 0;
+    r->p50 = (double)hist_quantile(h, 0.50) / 1e6;
+    r->p90 = (double)hist_quantile(h, 0.90) / 1e6;
+    r->p99 = (double)hist_quantile(h, 0.99) / 1e6;
+    r->p999 = (double)hist_quantile(h, 0.999) / 1e6;
+}
+
 static void rep_result(const struct model *m, struct result *r)
 {
     const struct stats *stats = &m->stats;
     const struct scenario *s = m->s;
     memset(r, 0, sizeof *r);
     r->throughput_rps = (double)stats->completed_window / ((double)(s->duration - s->warmup) / SEC);
-    r->mean = stats->completed_window ? stats->lat_sum / (double)stats->completed_window / 1e6 : 0;
-    r->p50 = (double)hist_quantile(stats->lat, 0.50) / 1e6;
-    r->p90 = (double)hist_quantile(stats->lat, 0.90) / 1e6;
-    r->p99 = (double)hist_quantile(stats->lat, 0.99) / 1e6;
-    r->p999 = (double)hist_quantile(stats->lat, 0.999) / 1e6;
+    rep_latency(r, stats->lat, stats->lat_sum, (double)stats->completed_window);
     r->max = (double)stats->lat->max / 1e6;
     /* the same window as the throughput, so that U = X·D / cores holds between them */
     r->cpu_util = (double)(stats->busy_ns - stats->busy_at_warmup) /
@@ -4284,11 +4290,7 @@ static struct result rep_batch_result(const struct model *m, int i)
     simtime busy_to = i + 1 < st->nbatch ? st->batch[i + 1].busy_from : st->busy_ns;
     struct result x = {0};
     x.throughput_rps = (double)b->done / (len / SEC);
-    x.mean = b->done ? b->lat_sum / (double)b->done / 1e6 : 0;
-    x.p50 = (double)hist_quantile(b->lat, 0.50) / 1e6;
-    x.p90 = (double)hist_quantile(b->lat, 0.90) / 1e6;
-    x.p99 = (double)hist_quantile(b->lat, 0.99) / 1e6;
-    x.p999 = (double)hist_quantile(b->lat, 0.999) / 1e6;
+    rep_latency(&x, b->lat, b->lat_sum, (double)b->done);
     x.cpu_util = (double)(busy_to - b->busy_from) / ((double)m->s->cores * len);
     return x;
 }
