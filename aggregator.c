@@ -6395,7 +6395,6 @@ static int bench_run(struct bench_cfg *bc)
 /* Raw switch: two contexts handing control back and forth, no scheduler involved. */
 struct mb_pingpong {
     struct vt_ctx main, other;
-    long n;
 };
 
 static void mb_other(void *arg)
@@ -6405,16 +6404,48 @@ static void mb_other(void *arg)
         vt_ctx_switch(&p->other, &p->main);
 }
 
-static double mb_raw_switch_ns(long n)
+/* The floor a switch is measured against: the callee-saved registers and the stack pointer,
+ * nothing else (no FP control state, no bookkeeping), as libaco and libdill switch. A
+ * routine of its own, so the figure does not depend on ours. */
+#if VT_SWITCH_X86_64
+__asm__(".text\n"
+        ".type mb_bare_swap,@function\n"
+        "mb_bare_swap:\n"
+        "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n"
+        "    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n    movq %rsi, %rsp\n"
+        "    popq %r15\n    popq %r14\n    popq %r13\n"
+        "    popq %r12\n    popq %rbx\n    popq %rbp\n"
+        "    ret\n"
+        ".size mb_bare_swap, .-mb_bare_swap\n");
+__attribute__((visibility("hidden"))) void mb_bare_swap(void **from_sp, void *to_sp);
+#define MB_BARE_SWAP(from, to) mb_bare_swap(&(from)->sp, (to)->sp)
+#else
+#define MB_BARE_SWAP(from, to) vt_ctx_switch(from, to) /* no bare routine here: ours */
+#endif
+
+static void mb_bare_other(void *arg)
+{
+    struct mb_pingpong *p = arg;
+    for (;;)
+        MB_BARE_SWAP(&p->other, &p->main);
+}
+
+/* ns per switch of the ping-pong: ours (vt_ctx_switch) or, with bare, the floor's. */
+static double mb_switch_ns(long n, int bare)
 {
     struct mb_pingpong *p = xcalloc(1, sizeof *p);
     size_t sz = 128 * 1024;
     char *stack = xmalloc(sz);
-    vt_frame_init(&p->other, stack + sz, mb_other, p);
-    vt_ctx_switch(&p->main, &p->other); /* warm up */
+    vt_frame_init(&p->other, stack + sz, bare ? mb_bare_other : mb_other, p);
+    vt_ctx_switch(&p->main, &p->other); /* warm up; the bare swap's frames are the same */
     int64_t t0 = now_ns();
-    for (long i = 0; i < n; i++)
-        vt_ctx_switch(&p->main, &p->other);
+    if (bare)
+        for (long i = 0; i < n; i++)
+            MB_BARE_SWAP(&p->main, &p->other);
+    else
+        for (long i = 0; i < n; i++)
+            vt_ctx_switch(&p->main, &p->other);
     double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
     free(stack);
     free(p);
@@ -6791,57 +6822,6 @@ static const struct mb_figure {
     {"bare register swap, the floor (same run), ns", "baseline_swap_ns", 0},
 };
 
-/* The floor a switch is measured against: the callee-saved registers and the stack pointer,
- * nothing else (no FP control state, no bookkeeping), as libaco and libdill switch. A
- * routine of its own, so the figure does not depend on ours. */
-#if VT_SWITCH_X86_64
-__asm__(".text\n"
-        ".type mb_bare_swap,@function\n"
-        "mb_bare_swap:\n"
-        "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n"
-        "    pushq %r13\n    pushq %r14\n    pushq %r15\n"
-        "    movq %rsp, (%rdi)\n    movq %rsi, %rsp\n"
-        "    popq %r15\n    popq %r14\n    popq %r13\n"
-        "    popq %r12\n    popq %rbx\n    popq %rbp\n"
-        "    ret\n"
-        ".size mb_bare_swap, .-mb_bare_swap\n");
-__attribute__((visibility("hidden"))) void mb_bare_swap(void **from_sp, void *to_sp);
-#endif
-
-static void mb_bare_other(void *arg)
-{
-    struct mb_pingpong *p = arg;
-    for (;;) {
-#if VT_SWITCH_X86_64
-        mb_bare_swap(&p->other.sp, p->main.sp);
-#else
-        vt_ctx_switch(&p->other, &p->main);
-#endif
-    }
-}
-
-/* The bare swap's ping-pong, as mb_raw_switch_ns does with ours. */
-static double mb_bare_swap_ns(long n)
-{
-    struct mb_pingpong *p = xcalloc(1, sizeof *p);
-    size_t sz = 128 * 1024;
-    char *stack = xmalloc(sz);
-    vt_frame_init(&p->other, stack + sz, mb_bare_other, p);
-    vt_ctx_switch(&p->main, &p->other); /* warm up; its frames are the same as ours */
-    int64_t t0 = now_ns();
-    for (long i = 0; i < n; i++) {
-#if VT_SWITCH_X86_64
-        mb_bare_swap(&p->main.sp, p->other.sp);
-#else
-        vt_ctx_switch(&p->main, &p->other);
-#endif
-    }
-    double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
-    free(stack);
-    free(p);
-    return ns;
-}
-
 static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *hi)
 {
     double m[MB_N][16];
@@ -6851,8 +6831,8 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
         rt_run(mb_runtime, &res);
         rt_shutdown();
         rt_join();
-        m[MB_SWITCH][r] = mb_raw_switch_ns(n);
-        m[MB_BASELINE][r] = mb_bare_swap_ns(n); /* right after: the same conditions */
+        m[MB_SWITCH][r] = mb_switch_ns(n, 0);
+        m[MB_BASELINE][r] = mb_switch_ns(n, 1); /* right after: the same conditions */
         m[MB_YIELD][r] = res.yield_ns;
         m[MB_PARK_IO][r] = res.park_io_ns;
         m[MB_PARK_FLOOR][r] = mb_park_floor_ns(n / 50); /* the ping-pong's rounds */
