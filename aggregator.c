@@ -5338,7 +5338,7 @@ struct bench_tick {
 /* One cell's figures. */
 struct bench_row {
     int users, pool, mode, server;
-    double rps, p50, p90, p99, cpu_us_per_req, ideal;
+    double rps, p50, p90, p99, cpu_us_per_req;
     double other_cpu_us_per_req; /* the rest of the machine's (backend, load generator, kernel) */
     double steal_pct;            /* % of the cores' time the hypervisor took during the window */
     double foreign_pct;          /* % of it that processes not of the bench had */
@@ -5434,23 +5434,6 @@ static pid_t bench_spawn(struct bench_kids *kids, const char *exe, char *const a
             kids->pid[i] = pid;
             break;
         }
-    return pid;
-}
-
-/* This binary with argv, its stderr kept and its stdout (a load generator's report) on a pipe
- * whose read end goes to *report, or on /dev/null without report. */
-static pid_t bench_spawn_report(struct bench_kids *kids, char *const argv[], int *report)
-{
-    int fd[2] = {-1, -1};
-    if (report && pipe2(fd, O_CLOEXEC) < 0)
-        die("pipe: %s", strerror(errno));
-    if (!report)
-        fd[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    pid_t pid = bench_spawn(kids, NULL, argv, fd[1], BENCH_STDERR_KEEP);
-    if (fd[1] >= 0)
-        close(fd[1]);
-    if (report)
-        *report = fd[0];
     return pid;
 }
 
@@ -5760,7 +5743,8 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
 }
 
 /* The load generator on url (NULL: the cell's aggregator): `users` for duration_s after
- * warmup_s, its JSON report on *report (bench_spawn_report). */
+ * warmup_s. Its stderr is kept; its stdout (the JSON report) goes to a pipe whose read end is
+ * *report, or to /dev/null without report. */
 static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids, char *url, int nusers,
                         double duration_s, double warmup_s, int *report)
 {
@@ -5778,7 +5762,17 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids, cha
                      "--warmup",   warm,
                      "--json",     bc->timeline && warmup_s > 0 ? "--per-second" : NULL,
                      NULL};
-    return bench_spawn_report(kids, largv, report);
+    int fd[2] = {-1, -1};
+    if (report && pipe2(fd, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
+    if (!report)
+        fd[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    pid_t pid = bench_spawn(kids, NULL, largv, fd[1], BENCH_STDERR_KEEP);
+    if (fd[1] >= 0)
+        close(fd[1]);
+    if (report)
+        *report = fd[0];
+    return pid;
 }
 
 /* In a port-wall namespace the JIT's warm-up spends ports of a range of its own, the ports
@@ -6031,7 +6025,6 @@ static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, con
     row->steal_pct = sampled ? bench_steal_pct(c0->all, c1->all, bc->duration_s * 1e6) : 0;
     row->foreign_pct = sampled ? bench_foreign_pct(c0, c1, bc->duration_s * 1e6) : 0;
     row->other_cpu_us_per_req = counted ? nonneg(machine - agg_us) / served : 0;
-    row->ideal = row->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3);
     row->failed = bench_delta(s[0].m.failed, s[1].m.failed);
     row->failed_no_port = bench_delta(s[0].m.no_port, s[1].m.no_port);
     double alloc = bench_delta(s[0].m.alloc_bytes, s[1].m.alloc_bytes);
@@ -6133,11 +6126,12 @@ enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format *
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
     const char *mode = mode_names[r->mode], *pool = r->pool ? "on" : "off";
-    double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0;
+    double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0,
+           ideal = r->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3); /* N/(K*D+Z) */
     if (csv) {
         fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
                 pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
-                r->peak_rss, r->cpu_us_per_req, r->ideal, r->errors, r->other_cpu_us_per_req);
+                r->peak_rss, r->cpu_us_per_req, ideal, r->errors, r->other_cpu_us_per_req);
         /* unknown is written -1 exactly (not -1.0), as ./sim --validate reads it */
         fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.*f,%.*f,%.0f,", r->runs, r->ci.lo,
                 r->ci.hi, r->ci.min, r->ci.max, r->pool ? "-" : close_first_names[r->close_first],
@@ -6154,10 +6148,10 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
     fprintf(f,
             "%6d %-8s %-5s %-4s %-*s %8.0f %5.0f%% %8.1f %8.1f %8.1f %7ld %8.1f %7.0f %6ld "
             "%5.1f%% %6.1f%% %8.0f %8.0f\n",
-            r->users, mode, pool, server_names[r->server], BENCH_RPS_W + 1, rps, r->ideal,
-            100 * r->rps / r->ideal, r->p50, r->p90, r->p99, r->peak_threads,
-            r->peak_rss / 1048576.0, r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct,
-            r->failed, r->failed_no_port);
+            r->users, mode, pool, server_names[r->server], BENCH_RPS_W + 1, rps, ideal,
+            100 * r->rps / ideal, r->p50, r->p90, r->p99, r->peak_threads, r->peak_rss / 1048576.0,
+            r->cpu_us_per_req, r->errors, r->steal_pct, r->foreign_pct, r->failed,
+            r->failed_no_port);
 }
 
 static int bench_cmp_rps(const void *a, const void *b)
@@ -6356,9 +6350,8 @@ static int bench_run(struct bench_cfg *bc)
     raise_fd_limit();
     signals_block();
     FILE *csv = out_open(bc->out);
-    if (bc->timeline_path)
+    if (bc->timeline_path) {
         bc->timeline = out_open(bc->timeline_path);
-    if (bc->timeline) {
         fprintf(bc->timeline,
                 "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
                 "port_high,tw_reuse,rampup_s,run,t_s,served,failed,failed_no_port,time_wait\n");
@@ -6377,8 +6370,7 @@ static int bench_run(struct bench_cfg *bc)
     for (int i = 0; i < npoints && !rc; i++)
         rc = bench_point(bc, &kids, &grid[i], csv);
     free(grid);
-    bench_kill(&kids, bc->backend);
-    bench_kill_all(&kids);
+    bench_kill_all(&kids); /* the backend too */
     out_close(csv, bc->out);
     if (bc->timeline)
         out_close(bc->timeline, bc->timeline_path);
@@ -6520,10 +6512,10 @@ enum { MB_ECHO_BUF = 64 };
 
 static void mb_echo(void *arg)
 {
-    int *fd = arg; /* fd[0]: read from, fd[1]: write to */
+    int *fd = arg; /* two pipes: read from the first (fd[0]), answer on the second (fd[3]) */
     char c[MB_ECHO_BUF];
     while (io_rw(fd[0], VT_READ, c, sizeof c, -1) == 1 && c[0])
-        io_rw(fd[1], VT_WRITE, c, 1, -1);
+        io_rw(fd[3], VT_WRITE, c, 1, -1);
 }
 
 static void mb_noop(void *arg)
@@ -6554,14 +6546,12 @@ static void mb_runtime(void *arg)
     r->yield_ns = (double)(now_ns() - t0) / (2.0 * (double)n);
     free(cnt);
     /* park/unpark through epoll: a byte goes back and forth over two pipes */
-    int *fds = xmalloc(4 * sizeof *fds), *echo = xmalloc(2 * sizeof *echo);
+    int *fds = xmalloc(4 * sizeof *fds);
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) || pipe2(fds + 2, O_NONBLOCK | O_CLOEXEC))
         die("pipe");
     for (int i = 0; i < 4; i++)
         io_register(fds[i]);
-    echo[0] = fds[0];
-    echo[1] = fds[3];
-    struct vt *e = vt_spawn(mb_echo, echo, VT_JOINABLE);
+    struct vt *e = vt_spawn(mb_echo, fds, VT_JOINABLE);
     long rounds = n / 50;
     t0 = now_ns();
     for (long i = 0; i < rounds; i++) {
@@ -6576,7 +6566,6 @@ static void mb_runtime(void *arg)
     for (int i = 0; i < 4; i++)
         io_close(fds[i]);
     free(fds);
-    free(echo);
     r->park_ring_ns = mb_ring_ns(n / (20 * MB_RING) + 1);
     /* create + run + exit + join */
     t0 = now_ns();
