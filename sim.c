@@ -4141,23 +4141,26 @@ static void rep_result(const struct model *m, struct result *r)
 
 /* One row per figure: the text table, JSON and CSV are all generated from this table. */
 enum rep_fmt { R_INT, R_RATE, R_MS, R_MIB, R_PCT };
+/* A percentile is read off the latency histogram, so it is known to a bucket, not to the
+ * nanosecond: its interval is never narrower than that bucket (rep_ci_rows). */
+enum rep_ci { CI_NONE, CI_MEAN, CI_PERCENTILE };
 struct rep_row {
     const char *label; /* text report */
     const char *key;   /* JSON / CSV name; a '.' puts it in a sub-object (latency_ms.p50) */
     size_t off;
     uint8_t fmt;
-    uint8_t ci;  /* a headline figure: it gets a 95% confidence interval */
+    uint8_t ci;  /* a headline figure: it gets a 95% confidence interval (enum rep_ci) */
     uint8_t sum; /* a count of requests: summed over replications, not averaged, so that
                     arrived = completed + failed + in flight holds in whole numbers */
 };
 #define RR(field) offsetof(struct result, field)
 static const struct rep_row rep_rows[] = {
-    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, 1, 0},
-    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, 1, 0},
-    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, 1, 0},
-    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, 1, 0},
-    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, 1, 0},
-    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, 1, 0},
+    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, CI_MEAN, 0},
+    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, CI_MEAN, 0},
+    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, CI_PERCENTILE, 0},
+    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, CI_PERCENTILE, 0},
+    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, CI_PERCENTILE, 0},
+    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, CI_PERCENTILE, 0},
     {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0, 0},
     {"requests arrived", "arrived", RR(arrived), R_INT, 0, 1},
     {"requests completed", "completed", RR(completed), R_INT, 0, 1},
@@ -4174,7 +4177,7 @@ static const struct rep_row rep_rows[] = {
     {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB, 0,
      0},
     {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0, 0},
-    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, 1, 0},
+    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, CI_MEAN, 0},
     {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0, 0},
     {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0, 0},
     {"virtual thread parks", "parks", RR(parks), R_INT, 0, 0},
@@ -4206,6 +4209,8 @@ static const char *rep_row_fmt(const struct rep_row *row)
  *                   the whole run's, the interval the batches' spread. Batches of a long run
  *                   are nearly independent; short ones are correlated and the interval is
  *                   too narrow: keep a batch many response times long.
+ *   A percentile is known only to its histogram bucket (< 0.8% wide): its half-width is at
+ *   least the bucket's width, however closely the samples agree.
  *   The request counts (rep_row.sum) are sums over the replications: whole numbers, for
  *   which arrived = completed + failed + in flight holds in every format; the other rows
  *   are means over the replications (or the one run's). */
@@ -4238,6 +4243,14 @@ static double rep_t975(int df)
     return z + (z3 + z) / (4.0 * df) + (5 * z3 * z * z + 16 * z3 + 3 * z) / (96.0 * df * df);
 }
 
+/* The width (ms) of the latency histogram's bucket that holds v ms: a percentile's resolution.
+ * Samples that agree on a percentile agree on its bucket, not on its value. */
+static double rep_bucket_ms(double v)
+{
+    int i = hist_index((uint64_t)(v * 1e6));
+    return (double)(i ? hist_bucket_top(i) - hist_bucket_top(i - 1) : 1) / 1e6;
+}
+
 /* The half-widths of the headline rows from n samples xs (NAN elsewhere or when n < 2). */
 static void rep_ci_rows(const struct result *xs, int n, struct result *half)
 {
@@ -4251,6 +4264,8 @@ static void rep_ci_rows(const struct result *xs, int n, struct result *half)
         *out = row->ci && n > 1 ? rep_t975(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
         if (*out < 1e-9 * fabs(sum / n)) /* equal samples: rounding, not spread */
             *out = 0;
+        if (row->ci == CI_PERCENTILE && *out < rep_bucket_ms(sum / n))
+            *out = rep_bucket_ms(sum / n);
     }
 }
 
