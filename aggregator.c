@@ -42,7 +42,7 @@
  *     II.7 Platform server       pool_ Tomcat-like acceptor/poller and growing executor
  *     II.8 Virtual server        vserver_ vconn_: one virtual thread per connection
  *   Part III. Lab tools
- *     III.1 Latency histogram    hist_ log-linear, the same text as in sim.c
+ *     III.1 Statistics           hist_ latencies (sim.c's text), ci95_ Student-t intervals
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
  *     III.3 Bench                bench_ jvm_ netns_ the grid (C or JVM), CSV, the port wall
  *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
@@ -4701,12 +4701,12 @@ static int serve_until_signal(struct config *cfg, route_fn route, const char *wh
  * child processes, the microbench of the runtime, and calibrate, which turns measurements
  * into the simulator's scenario keys. They run on the runtime of Part I (the load
  * generator's users are virtual threads) and spawn this same binary as their children.
- * Tests: tests/test_aggregator.c (t_hist, t_ci95, t_cal_trust), tests/test_faults.c
- * (microbench --json, bench's port wall with --timeline), tests/test_layout.sh (the histogram
- * is sim.c's text), tests/test_java.sh (bench --server java), make check-model (calibrate and
- * bench against ./sim --validate). */
+ * Tests: tests/test_aggregator.c (t_hist, t_ci95, t_load_interval, t_cal_trust),
+ * tests/test_faults.c (microbench --json, bench's port wall with --timeline),
+ * tests/test_layout.sh (the histogram is sim.c's text), tests/test_java.sh (bench --server
+ * java), make check-model (calibrate and bench against ./sim --validate). */
 
-/* ---- III.1 Latency histogram ---- */
+/* ---- III.1 Statistics ---- */
 
 /* Latencies here are microseconds, up to 2^41 us (about 25 days). */
 #define HIST_MAX_MSB 40
@@ -4788,6 +4788,44 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 
 /* ---- end of the shared latency histogram ---- */
 
+/* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
+ * the published tables give it: the factor of the two-sided 95% interval of a mean of df + 1
+ * measurements. Above 30 the normal's 1.96 (t(30) is 2.042, 4% more). */
+static const double ci_t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+
+static double ci_t975_of(int df)
+{
+    return df < 1 ? 0 : df <= (int)ARRAY_LEN(ci_t975) ? ci_t975[df - 1] : 1.96;
+}
+
+/* The mean of n measurements, its 95% interval mean -+ t(0.975, n-1) s / sqrt(n) (s the
+ * sample standard deviation: the measurements are taken as independent draws of one normal),
+ * and the extremes. With one measurement the interval is the point itself: nothing says how
+ * wide it is. */
+struct ci95 {
+    double mean, lo, hi, min, max;
+};
+
+static struct ci95 ci95_of(const double *x, int n)
+{
+    struct ci95 c = {0, 0, 0, n ? x[0] : 0, n ? x[0] : 0};
+    for (int i = 0; i < n; i++) {
+        c.mean += x[i] / n;
+        c.min = x[i] < c.min ? x[i] : c.min;
+        c.max = x[i] > c.max ? x[i] : c.max;
+    }
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (x[i] - c.mean) * (x[i] - c.mean);
+    double half = n > 1 ? ci_t975_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
+    c.lo = c.mean - half;
+    c.hi = c.mean + half;
+    return c;
+}
+
 /* ---- III.2 Load generator ---- */
 
 /* Error kinds, one table for counting and printing. */
@@ -4810,6 +4848,10 @@ static const char *const load_err_names[] = {
 #undef X
 };
 
+/* The longest window and warm-up a load takes, s: a day (its per-second counters are sized
+ * by them). */
+enum { LOAD_MAX_S = 86400 };
+
 struct load_cfg {
     struct sockaddr_in addr; /* target */
     char url[256];           /* as given, for the report */
@@ -4830,10 +4872,11 @@ struct load_stats {
     struct hist h;      /* latencies in µs */
     uint64_t completed; /* answers received inside the window */
     uint64_t errors[LOAD_NERR];
-    /* --per-second: for each whole second since the users started, warm-up included, the 2xx
-     * answers ([s][0]) and the errors of every kind ([s][1]) received in it */
+    /* for each whole second since the users started, warm-up included, the 2xx answers
+     * ([s][0]) and the errors of every kind ([s][1]) received in it: the throughput's
+     * interval, and --per-second's per_s */
     uint32_t (*sec)[2];
-    int nsec; /* the merged stats' length of sec (0: not asked) */
+    int nsec; /* the merged stats' length of sec */
 };
 
 struct load {
@@ -4842,7 +4885,7 @@ struct load {
     size_t req_len;
     int64_t t0, t_end;              /* window [t0, t_end), ns */
     int64_t t_begin;                /* when the users started (the warm-up's start), ns */
-    int nsec;                       /* --per-second: seconds in [t_begin, t_end), rounded up */
+    int nsec;                       /* seconds in [t_begin, t_end), rounded up */
     struct load_stats *per_carrier; /* one per carrier */
     int stop;                       /* atomic: stop early (Ctrl-C) */
     pthread_mutex_t mu;             /* guards done */
@@ -4860,12 +4903,12 @@ static int load_over(struct load *L)
     return now_ns() >= L->t_end || LOAD(L->stop);
 }
 
-/* --per-second: count an answer (ok) or an error in the second it came, on the calling
- * carrier's counters (written by that carrier only, as the rest of its stats). */
+/* Count an answer (ok) or an error in the second it came, on the calling carrier's
+ * counters (written by that carrier only, as the rest of its stats). */
 static void load_tick(struct load *L, int ok)
 {
     int64_t i = (now_ns() - L->t_begin) / NS_PER_S;
-    if (L->nsec && i >= 0 && i < L->nsec)
+    if (i >= 0 && i < L->nsec)
         L->per_carrier[rt_self()].sec[i][!ok]++;
 }
 
@@ -4974,8 +5017,8 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->t_begin = now_ns();
     L->t0 = L->t_begin + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
-    L->nsec = cfg->per_second ? (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S) : 0;
-    for (int i = 0; i < rt_carriers() && L->nsec; i++)
+    L->nsec = (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S);
+    for (int i = 0; i < rt_carriers(); i++)
         L->per_carrier[i].sec = xcalloc((size_t)L->nsec, sizeof *L->per_carrier[i].sec);
     for (int i = 0; i < cfg->users; i++) {
         struct load_user *u = xcalloc(1, sizeof *u);
@@ -4995,8 +5038,7 @@ static struct load_stats *load_wait(struct load *L)
     pthread_mutex_unlock(&L->mu);
     struct load_stats *all = xcalloc(1, sizeof *all);
     all->nsec = L->nsec;
-    if (L->nsec)
-        all->sec = xcalloc((size_t)L->nsec, sizeof *all->sec);
+    all->sec = xcalloc((size_t)L->nsec, sizeof *all->sec);
     for (int i = 0; i < rt_carriers(); i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
         all->completed += L->per_carrier[i].completed;
@@ -5020,30 +5062,52 @@ static uint64_t load_errors_total(const struct load_stats *stats)
     return n;
 }
 
+/* The throughput's 95% interval from batch means: the 2xx answers of each whole second of the
+ * window, `secs` long (shorter than asked after a Ctrl-C). Seconds are nearly independent
+ * batches while a response takes well under one (the half-width is too narrow otherwise).
+ * Returns how many seconds there were; *half is NAN under two. */
+static int load_rps_interval(const struct load_cfg *cfg, const struct load_stats *stats,
+                             double secs, double *half)
+{
+    int from = (int)ceil(cfg->warmup_s), to = (int)floor(cfg->warmup_s + secs);
+    double *x = xcalloc((size_t)stats->nsec + 1, sizeof *x);
+    int n = 0;
+    for (int k = from; k < to && k < stats->nsec; k++)
+        x[n++] = stats->sec[k][0];
+    struct ci95 c = ci95_of(x, n);
+    *half = n >= 2 ? c.hi - c.mean : NAN;
+    free(x);
+    return n;
+}
+
 static void load_report(const struct load_cfg *cfg, const struct load_stats *stats, double secs,
                         FILE *f)
 {
-    double rps = (double)stats->completed / secs;
+    double rps = (double)stats->completed / secs, half;
+    int nsec = load_rps_interval(cfg, stats, secs, &half);
     const struct hist *h = &stats->h;
     double ms[5] = {hist_quantile(h, 0.5) / 1e3, hist_quantile(h, 0.9) / 1e3,
                     hist_quantile(h, 0.99) / 1e3, hist_quantile(h, 0.999) / 1e3, h->max / 1e3};
     double mean = h->count ? (double)h->sum / (double)h->count / 1e3 : 0;
     if (cfg->json) {
+        char ci[32] = "null";
+        if (!isnan(half))
+            snprintf(ci, sizeof ci, "%.2f", half);
         fprintf(f,
-                "{\"throughput_rps\":%.2f,\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
-                "\"p999\":%.3f,\"max\":%.3f,\"mean\":%.3f},\"completed\":%llu,\"errors\":%llu,"
-                "\"errors_by_kind\":{",
-                rps, ms[0], ms[1], ms[2], ms[3], ms[4], mean, (unsigned long long)stats->completed,
-                (unsigned long long)load_errors_total(stats));
+                "{\"throughput_rps\":%.2f,\"throughput_ci95\":%s,\"latency_ms\":{\"p50\":%.3f,"
+                "\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f,\"mean\":%.3f},"
+                "\"completed\":%llu,\"errors\":%llu,\"errors_by_kind\":{",
+                rps, ci, ms[0], ms[1], ms[2], ms[3], ms[4], mean,
+                (unsigned long long)stats->completed, (unsigned long long)load_errors_total(stats));
         for (int e = 0; e < LOAD_NERR; e++)
             fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e],
                     (unsigned long long)stats->errors[e]);
         fprintf(f, "},\"users\":%d,\"duration_s\":%.3f", cfg->users, secs);
-        if (stats->nsec) /* [answers, errors] of second 1, 2, ... since the users started */
+        if (cfg->per_second) /* [answers, errors] of second 1, 2, ... since the users started */
             fprintf(f, ",\"per_s\":[");
-        for (int k = 0; k < stats->nsec; k++)
+        for (int k = 0; cfg->per_second && k < stats->nsec; k++)
             fprintf(f, "%s[%u,%u]", k ? "," : "", stats->sec[k][0], stats->sec[k][1]);
-        fprintf(f, "%s}\n", stats->nsec ? "]" : "");
+        fprintf(f, "%s}\n", cfg->per_second ? "]" : "");
         return;
     }
     fprintf(f, "Running %.1fs test @ %s\n  %d users, %s\n", secs, cfg->url, cfg->users,
@@ -5059,7 +5123,12 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
     fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)stats->completed, secs);
     for (int e = 0; e < LOAD_NERR; e++)
         fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)stats->errors[e]);
-    fprintf(f, "\nRequests/sec: %.2f\n", rps);
+    fprintf(f, "\nRequests/sec: %.2f", rps);
+    if (isnan(half))
+        fprintf(f, " (no interval: %d whole second%s in the window, 2 needed)\n", nsec,
+                nsec == 1 ? "" : "s");
+    else
+        fprintf(f, " \u00b1 %.2f (95%% interval from %d one-second batch means)\n", half, nsec);
 }
 
 /* Split http://HOST:PORT/PATH into the config. Returns 0 or -1. */
@@ -5290,43 +5359,6 @@ struct bench_cfg {
  * has the CPU per request after 5 s and after 15 s). */
 #define BENCH_JIT_WARMUP_S 15
 
-/* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
- * the published tables give it: the factor of the two-sided 95% interval of a mean of df + 1
- * runs. Above 30 the normal's 1.96 (t(30) is 2.042, 4% more). */
-static const double bench_t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                    2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                    2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                    2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-
-static double bench_t975_of(int df)
-{
-    return df < 1 ? 0 : df <= (int)ARRAY_LEN(bench_t975) ? bench_t975[df - 1] : 1.96;
-}
-
-/* The mean of n measurements, its 95% interval mean -+ t(0.975, n-1) s / sqrt(n) (s the
- * sample standard deviation: the runs are taken as independent draws of one normal), and the
- * extremes. With one run the interval is the point itself: nothing says how wide it is. */
-struct bench_ci {
-    double mean, lo, hi, min, max;
-};
-
-static struct bench_ci bench_ci95(const double *x, int n)
-{
-    struct bench_ci c = {0, 0, 0, n ? x[0] : 0, n ? x[0] : 0};
-    for (int i = 0; i < n; i++) {
-        c.mean += x[i] / n;
-        c.min = x[i] < c.min ? x[i] : c.min;
-        c.max = x[i] > c.max ? x[i] : c.max;
-    }
-    double ss = 0;
-    for (int i = 0; i < n; i++)
-        ss += (x[i] - c.mean) * (x[i] - c.mean);
-    double half = n > 1 ? bench_t975_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
-    c.lo = c.mean - half;
-    c.hi = c.mean + half;
-    return c;
-}
-
 /* One second of a run for --timeline, since its load started. */
 struct bench_tick {
     uint32_t served, failed; /* the load generator's answers and errors in that second */
@@ -5355,8 +5387,8 @@ struct bench_row {
     int nticks;
     int tw_low, tw_high; /* > 0: the timeline counts TIME_WAIT of these ports only */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
-    int runs;           /* runs measured */
-    struct bench_ci ci; /* of their rps: the mean's 95% interval (= rps for one run), extremes */
+    int runs;       /* runs measured */
+    struct ci95 ci; /* of their rps: the mean's 95% interval (= rps for one run), extremes */
 };
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
@@ -6276,7 +6308,7 @@ static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const stru
     qsort(runs, (size_t)n, sizeof *runs, bench_cmp_rps);
     struct bench_row row = runs[n / 2];
     row.runs = n;
-    row.ci = bench_ci95(rps, n);
+    row.ci = ci95_of(rps, n);
     row.rps = row.ci.mean;
     row.failed = failed;
     row.failed_no_port = no_port;
@@ -7684,6 +7716,9 @@ static int cmd_load(int argc, char **argv)
         opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
     if (cfg.users < 1 || !(cfg.duration_s > 0) || cfg.timeout_ms < 1)
         opt_fail(LOAD_SYNOPSIS, "need --users >= 1, --duration > 0 and --timeout-ms >= 1");
+    if (!(cfg.duration_s <= LOAD_MAX_S) || !(cfg.warmup_s >= 0 && cfg.warmup_s <= LOAD_MAX_S))
+        opt_fail(LOAD_SYNOPSIS, "--duration and --warmup: at most %d s (a day), --warmup >= 0",
+                 LOAD_MAX_S);
     long long fds = 0, most = load_max_users(cfg.carriers, &fds);
     if (cfg.users > most)
         opt_fail(LOAD_SYNOPSIS,

@@ -831,7 +831,7 @@ static double t_density(double x, int df)
                (v + 1) / 2 * log1p(x * x / v));
 }
 
-/* bench_ci95 against intervals worked by hand, and its t table against the t density: the
+/* ci95_of against intervals worked by hand, and its t table against the t density: the
  * area between -t(0.975, df) and t(0.975, df), integrated here (Simpson, 20,000 steps), must
  * be 95% for every df the table holds (its 3 decimals allow an error of a few 1e-5). */
 /* calibrate refuses a CPU figure it cannot trust (cal_trust): a quiet, consistent set of
@@ -976,28 +976,48 @@ static void t_cal_trust(void)
 static void t_ci95(void)
 {
     double one[] = {5}, three[] = {100, 110, 120}, ten[10];
-    struct bench_ci c = bench_ci95(one, 1);
+    struct ci95 c = ci95_of(one, 1);
     CHECK(c.mean == 5 && c.lo == 5 && c.hi == 5 && c.min == 5 && c.max == 5,
           "one run: the interval is the point (%g, %g..%g)", c.mean, c.lo, c.hi);
     /* s = 10, s/sqrt(3) = 5.7735, t(2) = 4.303: 110 -+ 24.843 */
-    c = bench_ci95(three, 3);
+    c = ci95_of(three, 3);
     CHECK(fabs(c.mean - 110) < 1e-9 && fabs(c.hi - 134.843) < 1e-3 && fabs(c.lo - 85.157) < 1e-3,
           "100,110,120: got %.3f..%.3f, want 85.157..134.843", c.lo, c.hi);
     CHECK(c.min == 100 && c.max == 120, "100,110,120: extremes %g-%g", c.min, c.max);
     /* 1..10: mean 5.5, s^2 = 82.5/9, s/sqrt(10) = 0.957427, t(9) = 2.262: -+ 2.16570 */
     for (int i = 0; i < 10; i++)
         ten[9 - i] = i + 1;
-    c = bench_ci95(ten, 10);
+    c = ci95_of(ten, 10);
     CHECK(fabs(c.mean - 5.5) < 1e-9 && fabs(c.hi - c.mean - 2.16570) < 1e-4 &&
               fabs(c.mean - c.lo - 2.16570) < 1e-4,
           "1..10: half-width %.5f, want 2.16570", c.hi - c.mean);
-    for (int df = 1; df <= (int)ARRAY_LEN(bench_t975); df++) {
-        double t = bench_t975_of(df), h = t / 20000, area = 0;
+    for (int df = 1; df <= (int)ARRAY_LEN(ci_t975); df++) {
+        double t = ci_t975_of(df), h = t / 20000, area = 0;
         for (int i = 0; i <= 20000; i++)
             area += (i == 0 || i == 20000 ? 1 : i % 2 ? 4 : 2) * t_density(i * h, df);
         area *= 2 * h / 3;
         CHECK(fabs(area - 0.95) < 1e-4, "t(0.975, %d) = %g covers %.5f, not 0.95", df, t, area);
     }
+}
+
+/* load's throughput interval: batch means of the window's whole seconds only (the warm-up's
+ * and a cut-off last second's answers are not in it), worked by hand as t_ci95's. */
+static void t_load_interval(void)
+{
+    uint32_t sec[6][2] = {{999, 0}, {100, 0}, {110, 0}, {120, 0}, {999, 0}, {999, 0}};
+    struct load_stats st = {.sec = sec, .nsec = 6};
+    struct load_cfg cfg = {.warmup_s = 1, .duration_s = 3};
+    double half;
+    int n = load_rps_interval(&cfg, &st, 3, &half);
+    CHECK(n == 3 && fabs(half - 24.843) < 1e-3, "seconds 1-3: %d, +-%.3f, want 3, +-24.843", n,
+          half);
+    cfg.warmup_s = 0.5; /* seconds 1 and 2 whole: s = 7.0711, / sqrt(2) = 5, t(1) = 12.706 */
+    n = load_rps_interval(&cfg, &st, 3, &half);
+    CHECK(n == 2 && fabs(half - 63.53) < 1e-2, "seconds 1-2: %d, +-%.3f, want 2, +-63.53", n,
+          half);
+    cfg.warmup_s = 1; /* cut after 1.5 s (Ctrl-C): one whole second, no interval */
+    n = load_rps_interval(&cfg, &st, 1.5, &half);
+    CHECK(n == 1 && isnan(half), "a second alone: %d, %g, want 1, nan", n, half);
 }
 
 static void t_hist(void)
@@ -1283,6 +1303,7 @@ int main(void)
     t_http_fuzz();
     t_hist();
     t_ci95();
+    t_load_interval();
     t_alloc();
     t_cal_trust();
     t_time_wait_ranges();

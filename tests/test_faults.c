@@ -1630,6 +1630,8 @@ static void test_cli(void)
         {"calibrate --users 2147483647 --port %d", 2, "--users <="},
         {"load --url http://127.0.0.1:%d/ --duration 0", 2, "--duration > 0"},
         {"load --url http://127.0.0.1:%d/ --timeout-ms 0", 2, "--timeout-ms >= 1"},
+        {"load --url http://127.0.0.1:%d/ --duration 1e9", 2, "at most 86400 s (a day)"},
+        {"load --url http://127.0.0.1:%d/ --warmup 1e6", 2, "at most 86400 s (a day)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256];
