@@ -5054,6 +5054,12 @@ static struct load_stats *load_wait(struct load *L)
     return all;
 }
 
+static void load_stats_free(struct load_stats *stats)
+{
+    free(stats->sec);
+    free(stats);
+}
+
 static uint64_t load_errors_total(const struct load_stats *stats)
 {
     uint64_t n = 0;
@@ -5196,8 +5202,7 @@ static int load_run_cli(struct load_cfg *cfg)
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
     unsigned long long errors = load_errors_total(stats), completed = stats->completed;
-    free(stats->sec);
-    free(stats);
+    load_stats_free(stats);
     if (!interrupted && !completed && errors) {
         fprintf(stderr, "aggregator: load: no request succeeded (%llu errors)\n", errors);
         return 1;

@@ -1129,7 +1129,7 @@ static void check_load(int port, const char *what)
     CHECK_NEAR(x * r, USERS, 0.10, label);
     printf("test_aggregator: %s: %d users, X = %.0f req/s, R = %.1f ms, X*R = %.1f\n", what, USERS,
            x, r * 1e3, x * r);
-    free(st);
+    load_stats_free(st);
 }
 
 /* The pool grows under load and, idle, shrinks back to min_spare (Tomcat's maxIdleTime).
@@ -1137,7 +1137,7 @@ static void check_load(int port, const char *what)
 static void check_pool_shrinks(struct server *s)
 {
     double secs;
-    free(run_load(s->port, 8, 0.3, 0, &secs));
+    load_stats_free(run_load(s->port, 8, 0.3, 0, &secs));
     pthread_mutex_lock(&s->pool->mu);
     int peak = s->pool->peak_threads;
     pthread_mutex_unlock(&s->pool->mu);
@@ -1165,7 +1165,7 @@ static void check_overload(int port)
         run_load(port, 8, 1.0, 5, &secs); /* 1 s: time for one answer under TSan */
     CHECK(st->completed > 0, "bounded queue: nothing served");
     CHECK(st->errors[LOAD_ERR_STATUS] > 0, "bounded queue: no 503 with 8 users, 1 thread, queue 1");
-    free(st);
+    load_stats_free(st);
 }
 
 static void check_answers(int port, const char *what)
