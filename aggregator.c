@@ -4791,14 +4791,14 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 /* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
  * the published tables give it: the factor of the two-sided 95% interval of a mean of df + 1
  * measurements. Above 30 the normal's 1.96 (t(30) is 2.042, 4% more). */
-static const double ci_t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+static const double ci95_t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
 
-static double ci_t975_of(int df)
+static double ci95_t_of(int df)
 {
-    return df < 1 ? 0 : df <= (int)ARRAY_LEN(ci_t975) ? ci_t975[df - 1] : 1.96;
+    return df < 1 ? 0 : df <= (int)ARRAY_LEN(ci95_t) ? ci95_t[df - 1] : 1.96;
 }
 
 /* The mean of n measurements, its 95% interval mean -+ t(0.975, n-1) s / sqrt(n) (s the
@@ -4820,7 +4820,7 @@ static struct ci95 ci95_of(const double *x, int n)
     double ss = 0;
     for (int i = 0; i < n; i++)
         ss += (x[i] - c.mean) * (x[i] - c.mean);
-    double half = n > 1 ? ci_t975_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
+    double half = n > 1 ? ci95_t_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
     c.lo = c.mean - half;
     c.hi = c.mean + half;
     return c;

@@ -991,8 +991,8 @@ static void t_ci95(void)
     CHECK(fabs(c.mean - 5.5) < 1e-9 && fabs(c.hi - c.mean - 2.16570) < 1e-4 &&
               fabs(c.mean - c.lo - 2.16570) < 1e-4,
           "1..10: half-width %.5f, want 2.16570", c.hi - c.mean);
-    for (int df = 1; df <= (int)ARRAY_LEN(ci_t975); df++) {
-        double t = ci_t975_of(df), h = t / 20000, area = 0;
+    for (int df = 1; df <= (int)ARRAY_LEN(ci95_t); df++) {
+        double t = ci95_t_of(df), h = t / 20000, area = 0;
         for (int i = 0; i <= 20000; i++)
             area += (i == 0 || i == 20000 ? 1 : i % 2 ? 4 : 2) * t_density(i * h, df);
         area *= 2 * h / 3;
@@ -1013,8 +1013,7 @@ static void t_load_interval(void)
           half);
     cfg.warmup_s = 0.5; /* seconds 1 and 2 whole: s = 7.0711, / sqrt(2) = 5, t(1) = 12.706 */
     n = load_rps_interval(&cfg, &st, 3, &half);
-    CHECK(n == 2 && fabs(half - 63.53) < 1e-2, "seconds 1-2: %d, +-%.3f, want 2, +-63.53", n,
-          half);
+    CHECK(n == 2 && fabs(half - 63.53) < 1e-2, "seconds 1-2: %d, +-%.3f, want 2, +-63.53", n, half);
     cfg.warmup_s = 1; /* cut after 1.5 s (Ctrl-C): one whole second, no interval */
     n = load_rps_interval(&cfg, &st, 1.5, &half);
     CHECK(n == 1 && isnan(half), "a second alone: %d, %g, want 1, nan", n, half);
