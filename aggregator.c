@@ -5068,6 +5068,11 @@ static uint64_t load_errors_total(const struct load_stats *stats)
     return n;
 }
 
+/* A batch mean is nearly independent of the next when the batch is this many mean response
+ * times long; with longer responses, one-second batches are correlated and their interval
+ * too narrow (load_report says so). */
+#define LOAD_BATCH_RESPONSES 10
+
 /* The throughput's 95% interval from batch means: the 2xx answers of each whole second of the
  * window, `secs` long (shorter than asked after a Ctrl-C). Seconds are nearly independent
  * batches while a response takes well under one (the half-width is too narrow otherwise).
@@ -5134,7 +5139,9 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         fprintf(f, " (no interval: %d whole second%s in the window, 2 needed)\n", nsec,
                 nsec == 1 ? "" : "s");
     else
-        fprintf(f, " \u00b1 %.2f (95%% interval from %d one-second batch means)\n", half, nsec);
+        fprintf(f, " \u00b1 %.2f (95%% interval from %d one-second batch means%s)\n", half, nsec,
+                mean * LOAD_BATCH_RESPONSES >= 1000 ? "; too narrow: responses too long for them"
+                                                    : "");
 }
 
 /* Split http://HOST:PORT/PATH into the config. Returns 0 or -1. */

@@ -1014,6 +1014,20 @@ static void t_load_interval(void)
     cfg.warmup_s = 0.5; /* seconds 1 and 2 whole: s = 7.0711, / sqrt(2) = 5, t(1) = 12.706 */
     n = load_rps_interval(&cfg, &st, 3, &half);
     CHECK(n == 2 && fabs(half - 63.53) < 1e-2, "seconds 1-2: %d, +-%.3f, want 2, +-63.53", n, half);
+    /* the text names the condition: responses of 100 ms (a tenth of a batch) or more make
+     * the one-second batches correlated */
+    for (int slow = 0; slow < 2; slow++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        st.h = (struct hist){0};
+        hist_add(&st.h, slow ? 100000 : 99000); /* us */
+        load_report(&cfg, &st, 3, f);
+        fclose(f);
+        CHECK(!strstr(text, "too narrow") == !slow, "a mean response of %d ms: %s", slow ? 100 : 99,
+              text);
+        free(text);
+    }
     cfg.warmup_s = 1; /* cut after 1.5 s (Ctrl-C): one whole second, no interval */
     n = load_rps_interval(&cfg, &st, 1.5, &half);
     CHECK(n == 1 && isnan(half), "a second alone: %d, %g, want 1, nan", n, half);
