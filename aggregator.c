@@ -7512,11 +7512,48 @@ struct opt {
     const char *help; /* one line, with the default */
 };
 
+/* The length of the word at t: up to a space outside brackets, so that a synopsis's
+ * "[--runs N]" stays on one line. */
+static int opt_word(const char *t)
+{
+    int n = 0;
+    for (int depth = 0; t[n] && (t[n] != ' ' || depth > 0); n++)
+        depth += (t[n] == '[') - (t[n] == ']');
+    return n;
+}
+
+/* Usage fits a terminal of OPT_COLUMNS: `text` is written from column `at`, where the cursor
+ * is, and wraps between words to lines that start at column `indent`. */
+#define OPT_COLUMNS 80
+static void opt_wrap(FILE *f, const char *text, int at, int indent)
+{
+    while (*text) {
+        int word = opt_word(text);
+        int fresh = at == indent; /* nothing written on this line yet */
+        if (!fresh && at + 1 + word > OPT_COLUMNS)
+            at = fprintf(f, "\n%*s", indent, "") - 1, fresh = 1;
+        at += fprintf(f, "%s%.*s", fresh ? "" : " ", word, text);
+        text += word + strspn(text + word, " ");
+    }
+    fputc('\n', f);
+}
+
+/* "usage: aggregator CMD" and the flags after it, wrapped under the first flag. */
+static void opt_synopsis(FILE *f, const char *synopsis)
+{
+    const char *flags = strchr(synopsis + strlen("aggregator "), ' ');
+    int head = flags ? (int)(flags - synopsis) : (int)strlen(synopsis);
+    fprintf(f, "usage: %.*s ", head, synopsis);
+    opt_wrap(f, flags ? flags + 1 : "", 8 + head, 8 + head);
+}
+
 static void opt_usage(FILE *f, const char *synopsis, const struct opt *o, int n)
 {
-    fprintf(f, "usage: %s\n", synopsis);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "  %-18s %s\n", o[i].name, o[i].help);
+    opt_synopsis(f, synopsis);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "  %-18s ", o[i].name);
+        opt_wrap(f, o[i].help, 21, 21);
+    }
     fprintf(f, "  %-18s %s\n", "--help", "print this help");
 }
 
@@ -7529,7 +7566,9 @@ static void opt_fail(const char *synopsis, const char *fmt, ...)
     fprintf(stderr, "aggregator: ");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nusage: %s\n(try --help)\n", synopsis);
+    fputc('\n', stderr);
+    opt_synopsis(stderr, synopsis);
+    fputs("(try --help)\n", stderr);
     exit(2);
 }
 
@@ -7699,8 +7738,8 @@ static int cmd_backend(int argc, char **argv)
 }
 
 #define LOAD_SYNOPSIS                                                                              \
-    "aggregator load --url URL --users N --duration S [--think-ms Z] [--rate R] [--json]"          \
-    " [--timeout-ms T] [--carriers C]"
+    "aggregator load --url URL [--users N] [--duration S] [--warmup S] [--think-ms Z] [--rate R]"  \
+    " [--json [--per-second]] [--timeout-ms T] [--carriers C]"
 
 static int cmd_load(int argc, char **argv)
 {
@@ -7710,9 +7749,10 @@ static int cmd_load(int argc, char **argv)
     const struct opt o[] = {
         {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
         {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
-        {"--duration", OPT_DOUBLE, &cfg.duration_s, "S, seconds measured; default 10"},
+        {"--duration", OPT_DOUBLE, &cfg.duration_s,
+         "S, seconds measured (at most 86400, a day); default 10"},
         {"--warmup", OPT_DOUBLE, &cfg.warmup_s,
-         "seconds of traffic before the window (not counted); default 1"},
+         "seconds of traffic before the window (not counted; at most 86400); default 1"},
         {"--think-ms", OPT_INT, &cfg.think_ms,
          "Z, think time between requests (closed loop); default 0"},
         {"--rate", OPT_DOUBLE, &cfg.rate,
@@ -7982,7 +8022,7 @@ static const struct command commands[] = {
     {"bench", cmd_bench, "run the grid of users x modes x pooling, write a CSV"},
     {"microbench", cmd_microbench, "switch, park/unpark, create costs; RSS per parked thread"},
     {"calibrate", cmd_calibrate, "measure the simulator's cost parameters, write scenario keys"},
-    {"netns", cmd_netns, "run a command in a private network namespace with N ephemeral ports"},
+    {"netns", cmd_netns, "a command in a private network namespace with N ephemeral ports"},
 };
 
 static void usage(FILE *f)

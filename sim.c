@@ -3292,9 +3292,25 @@ static const char *scn_unit_text(char *buf, size_t len, double v, const struct u
         if (v >= un->scale && fmod(v, un->scale) == 0 && (!best || un->scale > best->scale))
             best = un;
     if (best)
-        snprintf(buf, len, "%g%s", v / best->scale, best->name);
+        snprintf(buf, len, "%.15g%s", v / best->scale, best->name);
     else
-        snprintf(buf, len, "%g", v);
+        snprintf(buf, len, "%.15g", v);
+    return buf;
+}
+
+/* A key's allowed range as a scenario file writes it, "[1ms, 1440min]"; "" for a key whose
+ * value is a word, a text or a seed, which have none. Shown by --keys and range errors. */
+static const char *scn_range_text(char *buf, size_t len, const struct scn_key *k)
+{
+    const struct unit *u = k->type == K_TIME || k->type == K_DIST ? time_units
+                           : k->type == K_BYTES                   ? byte_units
+                                                                  : NULL;
+    char lo[24], hi[24];
+    if (k->min == 0 && k->max == 0)
+        snprintf(buf, len, "%s", "");
+    else
+        snprintf(buf, len, "[%s, %s]", scn_unit_text(lo, sizeof lo, k->min, u),
+                 scn_unit_text(hi, sizeof hi, k->max, u));
     return buf;
 }
 
@@ -3662,13 +3678,9 @@ static int scn_value(struct scenario *s, void *base, const struct scn_key *k, co
                                        : d->a;
     }
     if (k->type != K_U64 && (x < k->min || x > k->max)) {
-        const struct unit *u = k->type == K_TIME || k->type == K_DIST ? time_units
-                               : k->type == K_BYTES                   ? byte_units
-                                                                      : NULL;
-        char lo[32], hi[32];
-        return scn_fail(src, "%s: %s is out of range [%s, %s]", k->name, v,
-                        scn_unit_text(lo, sizeof lo, k->min, u),
-                        scn_unit_text(hi, sizeof hi, k->max, u));
+        char range[64];
+        return scn_fail(src, "%s: %s is out of range %s", k->name, v,
+                        scn_range_text(range, sizeof range, k));
     }
     scn_store(k, field, x);
     return 0;
@@ -4017,16 +4029,21 @@ static int scn_finish(struct scenario *s, const char *where, char *err, size_t e
     return scn_check_wait(s, err, errlen);
 }
 
-/* Print every key with its default and meaning: the one place keys are documented. */
+/* Print every key with its default, range and meaning: the one place keys are documented. */
 static void scn_print_keys(FILE *out)
 {
-    fprintf(out, "Scenario keys (`key = value` in a .scn file, or --set key=value):\n\n");
+    char range[64];
+    fprintf(out,
+            "Scenario keys (`key = value` in a .scn file, or --set key=value):\n\n"
+            "  %-26s %-12s %-18s %s\n",
+            "KEY", "DEFAULT", "RANGE", "MEANING");
     for (size_t k = 0; k < SCN_NKEYS; k++)
-        fprintf(out, "  %-26s %-12s %s\n", scn_keys[k].name, scn_keys[k].def, scn_keys[k].doc);
+        fprintf(out, "  %-26s %-12s %-18s %s\n", scn_keys[k].name, scn_keys[k].def,
+                scn_range_text(range, sizeof range, &scn_keys[k]), scn_keys[k].doc);
     fprintf(out, "\nPer downstream service NAME (declared by using it):\n\n");
     for (size_t k = 0; k < SVC_NKEYS; k++)
-        fprintf(out, "  service.NAME.%-13s %-12s %s\n", svc_keys[k].name, svc_keys[k].def,
-                svc_keys[k].doc);
+        fprintf(out, "  service.NAME.%-13s %-12s %-18s %s\n", svc_keys[k].name, svc_keys[k].def,
+                scn_range_text(range, sizeof range, &svc_keys[k]), svc_keys[k].doc);
     fprintf(
         out,
         "\nValues: times 250ns 20us 50ms 1.5s; sizes 64KiB 1MiB; distributions 5ms, uniform(a,b),\n"
@@ -11011,8 +11028,7 @@ static const struct opt_row opt_rows[] = {
     {"--headless", NULL, OPT_SWITCH, OO(headless),
      "print the report instead of opening the window"},
     {"--seed", "N", OPT_STRING, OO(seed), "random seed (default: the scenario's `seed`)"},
-    {"--set", "KEY=VALUE", OPT_SET, 0,
-     "override a scenario key (repeatable), e.g. --set users=1000"},
+    {"--set", "KEY=VALUE", OPT_SET, 0, "override a scenario key, e.g. users=1000 (repeatable)"},
     {"--json", NULL, OPT_SWITCH, OO(json), "the report for machines instead of the table"},
     {"--replications", "N", OPT_COUNT, OO(replications),
      "independent runs, seeds derived from the seed; figures are their means with 95% "
@@ -11023,30 +11039,30 @@ static const struct opt_row opt_rows[] = {
      "may follow the numbers); twice for a grid. One row per point, both models, with their "
      "intervals; --csv, --json for machines"},
     {"--plot", "PNG", OPT_STRING, OO(plot),
-     "with --sweep (one key): throughput, p99 and OS threads\n"
-     "against the key, both models, their bounds dashed; with\n"
-     "--validate: each series' predicted curve over users in its\n"
-     "95% band, the measured points with their spread, or a\n"
+     "with --sweep (one key): throughput, p99 and OS threads "
+     "against the key, both models, their bounds dashed; with "
+     "--validate: each series' predicted curve over users in its "
+     "95% band, the measured points with their spread, or a "
      "timeline's served, failed and TIME_WAIT over time"},
     {"--batches", "K", OPT_COUNT, OO(batches),
      "one run, its window cut into K batches: 95% intervals from batch means"},
     {"--csv", NULL, OPT_SWITCH, OO(csv), "the report as CSV, a row per model"},
     {"--series", "FILE.csv", OPT_STRING, OO(series),
-     "write the time series of both models (at most 1,000,000 rows a\n"
+     "write the time series of both models (at most 1,000,000 rows a "
      "model, duration / sample_interval; a report alone keeps none)"},
     {"--trace", "FILE.json", OPT_STRING, OO(trace),
      "write a Chrome trace (open it in Perfetto): a lane per thread"},
     {"--calibration", "FILE", OPT_STRING, OO(calibration),
      "apply measured costs (./aggregator calibrate) over the scenario"},
     {"--live", "URL", OPT_STRING, OO(live),
-     "poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and\n"
+     "poll a running ./aggregator's /metrics (http://127.0.0.1:PORT) and "
      "put it beside the scenario's prediction, once a second"},
     {"--at", "TIME", OPT_TIME, OO(at),
-     "with --live: stop after TIME; with --screenshot: the frame's time\n"
+     "with --live: stop after TIME; with --screenshot: the frame's time "
      "(default: the scenario's duration)"},
     {"--validate", "FILE.csv", OPT_STRING, OO(validate),
-     "simulate each point of ./aggregator bench's results and compare\n"
-     "(with --calibration; --json for machines; no scenario needed); a timeline\n"
+     "simulate each point of ./aggregator bench's results and compare "
+     "(with --calibration; --json for machines; no scenario needed); a timeline "
      "(bench --timeline, a t_s column): each cell second by second, the port wall"},
     {"--server", "c|java", OPT_STRING, OO(server),
      "with --validate: only the rows of this server (a CSV mixing them needs it)"},
@@ -11059,22 +11075,40 @@ static const struct opt_row opt_rows[] = {
      "TrueType font for the window (default DejaVu Sans Mono)"},
     {"--theme", "light|dark", OPT_THEME, OO(light), "light suits projectors (default dark)"},
     {"--size", "WxH", OPT_SIZE, 0,
-     "window or image size in pixels (default 1280x800; at most\n"
+     "window or image size in pixels (default 1280x800; at most "
      "256 MiB of pixels at 4 bytes each, e.g. 8192x8192)"},
     {"--quiet", NULL, OPT_SWITCH, OO(quiet), "no progress on stderr"},
-    {"--keys", NULL, OPT_KEYS, 0, "list every scenario key with its default"},
+    {"--keys", NULL, OPT_KEYS, 0, "list every scenario key with its default and allowed range"},
     {"--help", NULL, OPT_HELP, 0, "this text (also -h)"},
 };
 #define OPT_NROWS (sizeof opt_rows / sizeof opt_rows[0])
 
+/* Help is wrapped to fit a terminal of OPT_COLUMNS: `text` goes on from column `indent`,
+ * where the cursor is, its continuation lines start there too, and words are never split. */
+#define OPT_COLUMNS 80
+static void opt_wrap(FILE *out, const char *text, int indent)
+{
+    int col = indent;
+    for (const char *p = text; *p;) {
+        int n = (int)strcspn(p, " ");
+        if (col > indent && col + 1 + n > OPT_COLUMNS)
+            col = fprintf(out, "\n%*s", indent, "") - 1;
+        else if (col > indent)
+            col += fprintf(out, " ");
+        col += fprintf(out, "%.*s", n, p);
+        p += n + strspn(p + n, " ");
+    }
+    fputc('\n', out);
+}
+
 static void opt_usage(FILE *out)
 {
     fputs("usage: ./sim [--headless] SCENARIO.scn [options]\n"
-          "       ./sim --validate FILE.csv [--calibration FILE] [--server c|java] [--json] "
-          "[--plot PNG]\n"
+          "       ./sim --validate FILE.csv [--calibration FILE] [--server c|java]\n"
+          "                               [--json] [--plot PNG]\n"
           "\n"
-          "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and virtual\n"
-          "threads (M:N, Loom) on the same workload, and reports them side by side.\n"
+          "Simulates the scenario with platform threads (1:1, a Tomcat-like pool) and\n"
+          "virtual threads (M:N, Loom) on the same workload, and reports them side by side.\n"
           "\n",
           out);
     for (size_t i = 0; i < OPT_NROWS; i++) {
@@ -11083,15 +11117,7 @@ static void opt_usage(FILE *out)
         snprintf(left, sizeof left, "%s%s%s", row->flag, row->arg ? " " : "",
                  row->arg ? row->arg : "");
         fprintf(out, "  %-24s", left);
-        for (const char *p = row->help; *p;) { /* continuation lines line up under the first */
-            size_t n = strcspn(p, "\n");
-            fprintf(out, "%.*s\n", (int)n, p);
-            p += n;
-            if (*p == '\n') {
-                p++;
-                fprintf(out, "  %-24s", "");
-            }
-        }
+        opt_wrap(out, row->help, 26);
     }
 }
 

@@ -30,6 +30,13 @@ expect 2 "--set users=lots: users: 'lots' is not a number" -- --headless scenari
 expect 2 "needs a value" -- --headless scenarios/default.scn --set
 "$sim" --help | grep -q "usage: ./sim" && ok || bad "--help prints usage"
 "$sim" --keys | grep -q "platform.max_threads" && ok || bad "--keys lists the keys"
+# usage fits an 80-column terminal: ./sim's, and ./aggregator's and each of its commands'
+fits80() { awk 'length > 80 { print FILENAME ": " length ": " $0; n++ } END { exit n > 0 }'; }
+"$sim" --help | fits80 && ok || bad "./sim --help has lines over 80 columns"
+for cmd in "" serve backend load bench microbench calibrate netns; do
+    "$dir/aggregator" $cmd --help | fits80 && ok || bad "./aggregator $cmd --help: over 80 columns"
+done
+"$dir/aggregator" load --frobnicate 2>&1 | fits80 && ok || bad "a flag error's usage: over 80 columns"
 
 # determinism: the same scenario and seed, twice: identical report and time series
 args="--headless scenarios/default.scn --set duration=3s --set warmup=1s --quiet"

@@ -718,8 +718,9 @@ static void test_steady_state(void)
     check_steady("users = 0\nrate = 2200\nduration = 20s\nwarmup = 2s\ncores = 2\n"
                  "program = cpu(exp(1ms))\nplatform.max_connections = 1000000\n"
                  "platform.max_queue = 1000000\n",
-                 MODEL_VIRTUAL, 0, "overloaded, no steady state exists: the arrival rate is 110% "
-                                   "of the cpu bound");
+                 MODEL_VIRTUAL, 0,
+                 "overloaded, no steady state exists: the arrival rate is 110% "
+                 "of the cpu bound");
     /* users start over 30 s of a 40 s run, the window from 2 s: a transient inside it */
     check_steady("users = 300\nrampup = 30s\nduration = 40s\nwarmup = 2s\nthink = exp(100ms)\n"
                  "program = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n",
@@ -808,8 +809,7 @@ static void test_shedding(void)
             double shed = r.failed_by_reason[FAIL_SHED] / r.arrived;
             CHECK(fabs(shed - b) < 0.012 && r.failed == r.failed_by_reason[FAIL_SHED],
                   "%s, c %d, a %g: shed fraction %.4f = Erlang B %.4f (failed %g, shed %g)",
-                  model_names[k], cells[i].c, a, shed, b, r.failed,
-                  r.failed_by_reason[FAIL_SHED]);
+                  model_names[k], cells[i].c, a, shed, b, r.failed, r.failed_by_reason[FAIL_SHED]);
             CHECK_NEAR(r.throughput_rps, cells[i].rate * (1 - b), 0.02,
                        k ? "virtual: throughput = offered x (1 - B)"
                          : "platform: throughput = offered x (1 - B)");
@@ -1610,6 +1610,38 @@ static void expect_error(const char *text, const char *want)
           text, want, err);
 }
 
+/* The range --keys prints for a key is the range its parser enforces: both ends, written as
+ * --keys writes them, are accepted, and twice the upper end is refused with that same text. */
+static void check_key_range(struct scenario *s, void *base, const struct scn_key *k)
+{
+    char range[64], lo[32], hi[32], over[48], err[256] = "";
+    struct scn_src src = {"<test>", 1, err, sizeof err};
+    scn_range_text(range, sizeof range, k);
+    if (!*range)
+        return;
+    CHECK(sscanf(range, "[%31[^,], %31[^]]]", lo, hi) == 2, "%s: range '%s' reads", k->name, range);
+    const char *unit = k->type == K_TIME || k->type == K_DIST ? "ns"
+                       : k->type == K_BYTES                   ? "B"
+                                                              : "";
+    snprintf(over, sizeof over, "%.17g%s", 2 * k->max, unit);
+    CHECK(scn_value(s, base, k, lo, &src) == 0, "%s = %s (low end) accepted: %s", k->name, lo, err);
+    CHECK(scn_value(s, base, k, hi, &src) == 0, "%s = %s (high end) accepted: %s", k->name, hi,
+          err);
+    *err = 0;
+    CHECK(scn_value(s, base, k, over, &src) < 0 && strstr(err, range),
+          "%s = %s refused with the range %s --keys shows: '%s'", k->name, over, range, err);
+}
+
+static void test_key_ranges(void)
+{
+    struct scenario s;
+    scn_defaults(&s);
+    for (size_t k = 0; k < SCN_NKEYS; k++)
+        check_key_range(&s, &s, &scn_keys[k]);
+    for (size_t k = 0; k < SVC_NKEYS; k++)
+        check_key_range(&s, &s.svc[0], &svc_keys[k]);
+}
+
 static void test_bad_input(void)
 {
     expect_error("users = 10\nthread = 3\n", ":2: unknown key 'thread'");
@@ -2012,8 +2044,7 @@ static void test_validate_c1(void)
     CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 3, "C1 rows parse: %s",
           err);
     for (int i = 0; i < n; i++)
-        CHECK(val_simulate(&p[i], path, NULL, NULL, 0, err, sizeof err) == 0, "simulates: %s",
-              err);
+        CHECK(val_simulate(&p[i], path, NULL, NULL, 0, err, sizeof err) == 0, "simulates: %s", err);
     if (n == 3) {
         CHECK_NEAR(p[0].predicted[VM_RPS], 1000 / 60.0 / 3, 0.03,
                    "1000 ports, we close first: range / TIME_WAIT / K after the wall");
@@ -2029,8 +2060,7 @@ static void test_validate_c1(void)
         CHECK_NEAR(p[2].predicted[VM_RPS], 10 / 0.030, 0.02, "the server closes first: no wall");
         CHECK(p[2].pred.fail_frac == 0 && p[2].pred.binding != BOUND_PORTS,
               "the server closes first: no failure predicted (%g)", p[2].pred.fail_frac);
-        CHECK(!strcmp(val_inside(&p[1]), "no"), "157 is outside [320, 340]: %s",
-              val_inside(&p[1]));
+        CHECK(!strcmp(val_inside(&p[1]), "no"), "157 is outside [320, 340]: %s", val_inside(&p[1]));
     }
     free(p);
     /* The ratio's interval, worked by hand: V 3520 [3400, 3640], P 220 [214, 226], 3 runs
@@ -2108,9 +2138,9 @@ static void test_timeline(void)
                                     run, t, t == 1 ? 300 : 0, t >= 4 - run ? 100 * run : 0,
                                     t >= 4 - run ? 100 * run : 0, 1000);
     for (int t = 1; t <= 80; t++)
-        len += (size_t)snprintf(text + len, cap - len,
-                                "c,platform,off,server,10,3,10,40000,40999,0,1,%d,330,0,0,500\n",
-                                t);
+        len +=
+            (size_t)snprintf(text + len, cap - len,
+                             "c,platform,off,server,10,3,10,40000,40999,0,1,%d,330,0,0,500\n", t);
     put_file(path, text);
     CHECK(tl_is_timeline(path), "a t_s column: a timeline");
     struct tl_cell c[TL_MAX_CELLS];
@@ -2556,6 +2586,7 @@ int main(void)
     test_zero_time_loop();
     test_shipped_scenarios();
     test_bad_input();
+    test_key_ranges();
     test_not_text();
     test_command_line();
     test_calibration_file();
