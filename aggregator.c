@@ -6019,16 +6019,18 @@ static void bench_tick(const struct bench_cfg *bc, struct bench_row *row, struct
 /* Watch a cell while its load runs: the aggregator's peak threads every 50 ms, the samples at
  * the window's two ends into s, the timeline's seconds. The load generator measures from
  * BENCH_WARMUP_S after its start for duration_s; the CPU is sampled at those two instants
- * exactly. Returns 0 once the load has exited, or -1 if interrupted (Ctrl-C). */
+ * exactly. Returns 0 once the load has exited (its wait status in *status), or -1 if
+ * interrupted (Ctrl-C). */
 static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t agg, pid_t load,
-                       struct bench_sample s[2])
+                       struct bench_sample s[2], int *status)
 {
     struct bench_clock k = {.t_load = now_ns()};
     k.t_win[0] = k.t_load + BENCH_WARMUP_S * NS_PER_S;
     k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
     s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1}};
     row->peak_threads = 0;
-    while (waitpid(load, NULL, WNOHANG) == 0) {
+    *status = 0;
+    while (waitpid(load, status, WNOHANG) == 0) {
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads)
             row->peak_threads = th;
@@ -6091,8 +6093,27 @@ static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t
     }
 }
 
+/* Whether the load generator ended with its report (it exits 1 with one when no request
+ * succeeded: a wall's cell, a measurement). One killed (the OOM killer, a stray kill) or
+ * failed without a report leaves no figures, and a row of -1s would pass for a measurement;
+ * so the cell is dropped, and says why on stderr. */
+static int bench_load_ok(const struct bench_row *row, int status, const char *json)
+{
+    char how[96] = "gave no report";
+    if (bench_json_num(json, "completed") >= 0)
+        return 1;
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status) && WEXITSTATUS(status))
+        snprintf(how, sizeof how, "exited with status %d and no report", WEXITSTATUS(status));
+    fprintf(stderr, "bench: %d users %s %s: the load generator %s; no figures for this cell\n",
+            row->users, mode_names[row->mode], server_names[row->server], how);
+    return 0;
+}
+
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
- * Returns 0, or -1 if interrupted (Ctrl-C). */
+ * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the load generator failed (bench_load_ok). */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     bench_cell_netns(bc, kids);
@@ -6107,23 +6128,24 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
     double no_port_before = row->nticks ? bench_scrape(bc->port + 1, BENCH_SCRAPE_MS).no_port : -1;
-    int report;
+    int report, status;
     pid_t load = bench_load(bc, kids, NULL, row->users, bc->duration_s, BENCH_WARMUP_S, &report);
     struct bench_sample s[2];
-    int interrupted = bench_watch(bc, row, agg, load, s) < 0;
+    int interrupted = bench_watch(bc, row, agg, load, s, &status) < 0;
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
     bench_cell_stop(bc, kids, agg, load, interrupted);
     struct sbuf out = {0};
     bench_read_all(report, &out); /* the load has exited, or been stopped: its report ends */
-    if (interrupted) {
+    int rc = interrupted ? -1 : !bench_load_ok(row, status, out.p);
+    if (rc) {
         free(row->ticks);
         row->ticks = NULL;
     } else {
         bench_figures(bc, row, out.p, s, no_port_before);
     }
     sbuf_free(&out);
-    return interrupted ? -1 : 0;
+    return rc;
 }
 
 /* A cell measured while the hypervisor took more than this share of the cores (steal) is
@@ -6138,8 +6160,9 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
 static int bench_cell_calm(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     struct bench_row first = *row;
-    if (bench_cell(bc, kids, row) < 0)
-        return -1;
+    int rc = bench_cell(bc, kids, row);
+    if (rc)
+        return rc;
     if (row->steal_pct <= BENCH_STEAL_RETRY_PCT && row->foreign_pct <= BENCH_FOREIGN_RETRY_PCT)
         return 0;
     fprintf(stderr,
@@ -6149,9 +6172,9 @@ static int bench_cell_calm(struct bench_cfg *bc, struct bench_kids *kids, struct
             row->foreign_pct);
     struct bench_row disturbed = *row;
     *row = first;
-    if (bench_cell(bc, kids, row) < 0) {
+    if ((rc = bench_cell(bc, kids, row))) {
         free(disturbed.ticks);
-        return -1;
+        return rc;
     }
     if (row->steal_pct + row->foreign_pct > disturbed.steal_pct + disturbed.foreign_pct) {
         free(row->ticks);
@@ -6274,8 +6297,9 @@ static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_
 }
 
 /* n runs of a point of the grid (its users, pool, mode, server and close_first; the rest 0),
- * with the progress line before each where the grid is planned (bench_run). Returns 0, or -1
- * if interrupted (the runs' ticks freed). */
+ * with the progress line before each where the grid is planned (bench_run). Returns 0, or as
+ * bench_cell when a run did not end (-1 interrupted, 1 its load failed: the point's other runs
+ * skipped and the runs' ticks freed). */
 static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struct bench_row *point,
                       struct bench_row *runs, int n)
 {
@@ -6284,12 +6308,16 @@ static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struc
         if (bc->progress.cells)
             bench_progress(bc, point, r, n);
         int rc = bench_cell_calm(bc, kids, &runs[r]);
-        bc->progress.done++;
-        bc->progress.planned_done_s += bench_plan_s(bc, point->server);
-        if (rc < 0) {
+        double plan_s = bench_plan_s(bc, point->server);
+        bc->progress.done += rc ? n - r : 1; /* a run that did not end skips the point's rest */
+        if (rc) /* out of the plan: what is left is scaled by the time per planned second */
+            bc->progress.planned_s -= (n - r) * plan_s;
+        else
+            bc->progress.planned_done_s += plan_s;
+        if (rc) {
             for (int i = 0; i < r; i++)
                 free(runs[i].ticks);
-            return -1;
+            return rc;
         }
     }
     return 0;
@@ -6297,15 +6325,15 @@ static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struc
 
 /* One point of the grid, named by the users, pool and mode of `point`: --runs cells. The
  * throughput is their mean with its interval and extremes; the other figures are the median
- * run's (by throughput). Returns 0, or -1 if interrupted. */
+ * run's (by throughput). Returns 0, or as bench_runs when a run did not end (no row then). */
 static int bench_point(struct bench_cfg *bc, struct bench_kids *kids, const struct bench_row *point,
                        FILE *csv)
 {
     struct bench_row runs[16];
     double rps[16];
-    int n = bc->runs < 16 ? bc->runs : 16;
-    if (bench_runs(bc, kids, point, runs, n) < 0)
-        return -1;
+    int n = bc->runs < 16 ? bc->runs : 16, rc = bench_runs(bc, kids, point, runs, n);
+    if (rc)
+        return rc;
     double failed = 0, no_port = 0, alloc = 0; /* means per run; -1 if a run did not say */
     for (int r = 0; r < n; r++) {              /* in the order measured, before the sort */
         rps[r] = runs[r].rps;
@@ -6382,7 +6410,8 @@ static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
 }
 
 /* The grid cmd_bench asked for: a backend (one per cell, in the cell's namespace, with
- * --netns-ports), then every point. Returns 0, or 130 if interrupted (Ctrl-C). */
+ * --netns-ports), then every point. Returns 0, 130 if interrupted (Ctrl-C), or 1 if a point
+ * has no row (its load generator failed; the grid goes on). */
 static int bench_run(struct bench_cfg *bc)
 {
     char why[256];
@@ -6407,23 +6436,29 @@ static int bench_run(struct bench_cfg *bc)
     if (bc->netns_ports <= 0)
         bench_backend(bc, &kids, bc->delay_ms);
     struct bench_row *grid;
-    int npoints = bench_grid(bc, &grid), rc = 0;
+    int npoints = bench_grid(bc, &grid), rc = 0, missing = 0;
     bc->progress.cells = npoints * bc->runs;
     for (int i = 0; i < npoints; i++)
         bc->progress.planned_s += bc->runs * bench_plan_s(bc, grid[i].server);
-    for (int i = 0; i < npoints && !rc; i++)
-        rc = bench_point(bc, &kids, &grid[i], csv);
+    for (int i = 0; i < npoints && rc >= 0; i++)
+        missing += (rc = bench_point(bc, &kids, &grid[i], csv)) > 0;
     free(grid);
     bench_kill_all(&kids); /* the backend too */
     out_close(csv, bc->out);
     if (bc->timeline)
         out_close(bc->timeline, bc->timeline_path);
-    if (rc)
+    if (rc < 0) {
         fprintf(stderr, "aggregator bench: interrupted; partial results in %s\n", bc->out);
-    else
-        printf("wrote %s%s%s\n", bc->out, bc->timeline ? " and " : "",
-               bc->timeline ? bc->timeline_path : "");
-    return rc ? 130 : 0;
+        return 130;
+    }
+    printf("wrote %s%s%s\n", bc->out, bc->timeline ? " and " : "",
+           bc->timeline ? bc->timeline_path : "");
+    if (missing)
+        fprintf(stderr,
+                "aggregator bench: no row for %d of %d points: their load generator "
+                "failed (above)\n",
+                missing, npoints);
+    return missing ? 1 : 0;
 }
 
 /* ---- III.4 Microbench ---- */
@@ -6939,8 +6974,9 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
             pt->pool ? "on" : "off", pt->threads, pt->users, n);
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
-    if (bench_runs(bc, kids, &point, runs, n) < 0)
-        return -1;
+    int rc = bench_runs(bc, kids, &point, runs, n);
+    if (rc)
+        return rc;
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
     *res = (struct cal_result){
         .row = runs[n / 2], .lo = cal_cpu(&runs[0]), .hi = cal_cpu(&runs[n - 1])};
@@ -7367,7 +7403,7 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
 
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
  * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay.
- * Returns 0, or 130 if interrupted. */
+ * Returns 0, 130 if interrupted, or 1 if a run's load generator failed (no fit without it). */
 static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
 {
     struct bench_cfg *bc = &cc->bench;
@@ -7396,7 +7432,7 @@ static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
             rc = cal_run(bc, &kids, &plan[i].pt, plan[i].r);
     }
     bench_kill_all(&kids);
-    return rc ? 130 : 0;
+    return rc < 0 ? 130 : rc;
 }
 
 /* Why nothing was written, and what to do; returns the status (cal_trust's). */
@@ -7480,6 +7516,8 @@ static int cal_measure(struct cal_cfg *cc)
         fclose(f);
         if (!in_place)
             unlink(part);
+        if (rc == 1)
+            fprintf(stderr, "calibrate: %s not written: a run has no figures (above)\n", out);
         return rc ? rc : cal_refuse(out, trust, why);
     }
     cal_write(f, cc, &m, &fit);

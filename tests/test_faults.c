@@ -147,6 +147,23 @@ static int stop(pid_t pid)
     return status;
 }
 
+/* Its exit status, once it exits by itself within ms; past that it is killed, and -1. */
+static int wait_exit(pid_t pid, double ms)
+{
+    int status = 0;
+    double deadline = now_ms() + ms;
+    pid_t w = 0;
+    while (pid > 0 && (w = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < deadline)
+        usleep(10000); /* bounded by the deadline */
+    if (pid > 0 && w == pid)
+        return status;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
 static int count_fds(pid_t pid)
 {
     char path[64];
@@ -1546,14 +1563,17 @@ static void test_microbench_json(void)
 
 /* ---- the command line: refusals and failed writes ---- */
 
-/* Two consecutive free loopback ports (bench and calibrate use --port and the next), or 0. */
+/* Two consecutive free loopback ports (bench and calibrate use --port and the next), or 0.
+ * The second is probed with SO_REUSEADDR, as the aggregator binds it: a TIME_WAIT socket left
+ * there by an earlier test's connection does not make it taken (a listener still does). */
 static int free_port_pair(void)
 {
     for (int tries = 0; tries < 20; tries++) {
         int port = 0, lfd = listen_any(&port);
         if (lfd < 0)
             return 0;
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         struct sockaddr_in a = {.sin_family = AF_INET,
                                 .sin_port = htons((uint16_t)(port + 1)),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1566,8 +1586,6 @@ static int free_port_pair(void)
     return 0;
 }
 
-/* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
- * or a refused resource) and a message naming the cause, at once (within `timeout 5`). */
 /* The load generator holds a connection per user: with 300 fds and 2 carriers it takes at
  * most 280 users and says so for 281, and the 280 it takes do connect (no connect error: the
  * fds it keeps for itself are enough), against a backend with fds to spare. */
@@ -1594,6 +1612,88 @@ static void test_load_fds(void)
     stop(b);
 }
 
+/* The pid of a child of `parent` running `aggregator load`, or 0: /proc/PID/stat's fourth
+ * field is the parent, /proc/PID/cmdline the arguments (NUL-separated). */
+static pid_t load_child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        char path[64], buf[512];
+        pid_t pid = (pid_t)atoi(e->d_name), ppid = 0;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+        int ok = f && fscanf(f, "%*d (%*[^)]) %*c %d", &ppid) == 1;
+        if (f)
+            fclose(f);
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        f = ok && ppid == parent ? fopen(path, "r") : NULL;
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        if (n > strlen(buf) + 1 && !strcmp(buf + strlen(buf) + 1, "load"))
+            found = pid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A load generator killed during its cell (as the OOM killer would) leaves no report: bench
+ * says which cell and how it ended, writes no row for it (the CSV keeps its header only,
+ * where a row of -1s would pass for a measurement) and exits 1. */
+static void test_bench_load_killed(void)
+{
+    char dir[] = "/tmp/test_faults.XXXXXX", csv[600], log[600], text[4096] = "";
+    int pair = free_port_pair();
+    if (!mkdtemp(dir) || !pair) {
+        CHECK(0, "bench load killed: mkdtemp or no free port pair");
+        return;
+    }
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    char port[16];
+    snprintf(port, sizeof port, "%d", pair);
+    pid_t bench = fork();
+    if (bench == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(agg_path, agg_path, "bench", "--users", "5", "--modes", "virtual", "--delay-ms", "1",
+              "--duration", "30", "--port", port, "--out", csv, (char *)NULL);
+        _exit(127);
+    }
+    pid_t load = 0;
+    double deadline = now_ms() + 10000;
+    while (bench > 0 && !(load = load_child_of(bench)) && now_ms() < deadline)
+        usleep(10000); /* polled up to the deadline: the load starts after the servers */
+    if (load > 0)
+        kill(load, SIGKILL);
+    int st = wait_exit(bench, 20000);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f)
+        fclose(f);
+    int lines = 0;
+    f = fopen(csv, "r");
+    for (int c; f && (c = fgetc(f)) != EOF;)
+        lines += c == '\n';
+    if (f)
+        fclose(f);
+    CHECK(load > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+              strstr(text, "5 users virtual c: the load generator was killed by signal 9") &&
+              strstr(text, "no row for 1 of 1 points") && lines == 1,
+          "bench load killed: load %d, status %d, %d CSV lines (want the header only): %.600s",
+          (int)load, st, lines, text);
+    unlink(csv);
+    unlink(log);
+    rmdir(dir);
+}
+
+/* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
+ * or a refused resource) and a message naming the cause, at once (within `timeout 5`). */
 static void test_cli(void)
 {
     char fifo[64], taken_args[256], free_args[256], err[1024];
@@ -1706,5 +1806,6 @@ int main(int argc, char **argv)
     test_gone_clients();
     test_port_wall(dir);
     test_bench_wall();
+    test_bench_load_killed();
     return check_done("test_faults");
 }
