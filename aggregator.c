@@ -6016,21 +6016,37 @@ static void bench_tick(const struct bench_cfg *bc, struct bench_row *row, struct
     }
 }
 
+/* Whether a child has ended, without reaping it (bench_kill does): if so, how, into how. */
+static int bench_ended(pid_t pid, char *how, size_t len)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != pid)
+        return 0;
+    if (si.si_code == CLD_EXITED)
+        snprintf(how, len, "exited with status %d", si.si_status);
+    else
+        snprintf(how, len, "was killed by signal %d (%s)", si.si_status, strsignal(si.si_status));
+    return 1;
+}
+
 /* Watch a cell while its load runs: the aggregator's peak threads every 50 ms, the samples at
  * the window's two ends into s, the timeline's seconds. The load generator measures from
  * BENCH_WARMUP_S after its start for duration_s; the CPU is sampled at those two instants
- * exactly. Returns 0 once the load has exited (its wait status in *status), or -1 if
- * interrupted (Ctrl-C). */
+ * exactly. Returns 0 once the load has ended, 1 if the server ended first (a crash, the OOM
+ * killer: the load is still running), or -1 if interrupted (Ctrl-C); how the one that ended
+ * did, into how. */
 static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t agg, pid_t load,
-                       struct bench_sample s[2], int *status)
+                       struct bench_sample s[2], char *how, size_t len)
 {
     struct bench_clock k = {.t_load = now_ns()};
     k.t_win[0] = k.t_load + BENCH_WARMUP_S * NS_PER_S;
     k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
     s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1}};
     row->peak_threads = 0;
-    *status = 0;
-    while (waitpid(load, status, WNOHANG) == 0) {
+    while (!bench_ended(load, how, len)) {
+        if (bench_ended(agg, how, len))
+            return 1;
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads)
             row->peak_threads = th;
@@ -6077,15 +6093,11 @@ static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, con
     row->alloc_per_req = alloc >= 0 && served > 0 ? alloc / served : -1;
 }
 
-/* The cell's processes stopped: the load generator (reaped already unless interrupted), the
- * aggregator, and with --netns-ports the backend of the cell's namespace. */
-static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t agg, pid_t load,
-                            int interrupted)
+/* The cell's processes stopped and reaped (those that ended already, at once): the load
+ * generator, the aggregator, and with --netns-ports the backend of the cell's namespace. */
+static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t agg, pid_t load)
 {
-    if (interrupted)
-        bench_kill(kids, load);
-    else
-        bench_forget(kids, load); /* reaped by waitpid (bench_watch) */
+    bench_kill(kids, load);
     bench_kill(kids, agg);
     if (bc->netns_ports > 0) {
         bench_kill(kids, bc->backend);
@@ -6093,27 +6105,11 @@ static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t
     }
 }
 
-/* Whether the load generator ended with its report (it exits 1 with one when no request
- * succeeded: a wall's cell, a measurement). One killed (the OOM killer, a stray kill) or
- * failed without a report leaves no figures, and a row of -1s would pass for a measurement;
- * so the cell is dropped, and says why on stderr. */
-static int bench_load_ok(const struct bench_row *row, int status, const char *json)
-{
-    char how[96] = "gave no report";
-    if (bench_json_num(json, "completed") >= 0)
-        return 1;
-    if (WIFSIGNALED(status))
-        snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status) && WEXITSTATUS(status))
-        snprintf(how, sizeof how, "exited with status %d and no report", WEXITSTATUS(status));
-    fprintf(stderr, "bench: %d users %s %s: the load generator %s; no figures for this cell\n",
-            row->users, mode_names[row->mode], server_names[row->server], how);
-    return 0;
-}
-
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
- * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the load generator failed (bench_load_ok). */
+ * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the cell has no figures: the server ended
+ * during it, or the load generator ended without its report (killed, say; it exits 1 with one
+ * when no request succeeded, a wall's cell, which is a measurement). A row of -1s would pass
+ * for a measurement, so the cell says why on stderr instead. */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     bench_cell_netns(bc, kids);
@@ -6128,16 +6124,22 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
     double no_port_before = row->nticks ? bench_scrape(bc->port + 1, BENCH_SCRAPE_MS).no_port : -1;
-    int report, status;
+    int report;
+    char how[96];
     pid_t load = bench_load(bc, kids, NULL, row->users, bc->duration_s, BENCH_WARMUP_S, &report);
     struct bench_sample s[2];
-    int interrupted = bench_watch(bc, row, agg, load, s, &status) < 0;
+    int watch = bench_watch(bc, row, agg, load, s, how, sizeof how);
     row->net = proc_net_ports();
     row->peak_rss = proc_status_field(agg, "VmHWM") * 1024;
-    bench_cell_stop(bc, kids, agg, load, interrupted);
+    bench_cell_stop(bc, kids, agg, load);
     struct sbuf out = {0};
     bench_read_all(report, &out); /* the load has exited, or been stopped: its report ends */
-    int rc = interrupted ? -1 : !bench_load_ok(row, status, out.p);
+    int rc = watch < 0 ? -1 : watch > 0 || bench_json_num(out.p, "completed") < 0;
+    if (rc > 0)
+        fprintf(stderr, "bench: %d users %s %s: the %s %s %s; no figures for this cell\n",
+                row->users, mode_names[row->mode], server_names[row->server],
+                watch ? "server under test" : "load generator", how,
+                watch ? "during the cell" : "without its report");
     if (rc) {
         free(row->ticks);
         row->ticks = NULL;
@@ -6298,7 +6300,7 @@ static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_
 
 /* n runs of a point of the grid (its users, pool, mode, server and close_first; the rest 0),
  * with the progress line before each where the grid is planned (bench_run). Returns 0, or as
- * bench_cell when a run did not end (-1 interrupted, 1 its load failed: the point's other runs
+ * bench_cell when a run did not end (-1 interrupted, 1 no figures: the point's other runs
  * skipped and the runs' ticks freed). */
 static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struct bench_row *point,
                       struct bench_row *runs, int n)
@@ -6411,7 +6413,7 @@ static int bench_grid(const struct bench_cfg *bc, struct bench_row **out)
 
 /* The grid cmd_bench asked for: a backend (one per cell, in the cell's namespace, with
  * --netns-ports), then every point. Returns 0, 130 if interrupted (Ctrl-C), or 1 if a point
- * has no row (its load generator failed; the grid goes on). */
+ * has no row (a run without figures, bench_cell; the grid goes on). */
 static int bench_run(struct bench_cfg *bc)
 {
     char why[256];
@@ -6455,8 +6457,8 @@ static int bench_run(struct bench_cfg *bc)
            bc->timeline ? bc->timeline_path : "");
     if (missing)
         fprintf(stderr,
-                "aggregator bench: no row for %d of %d points: their load generator "
-                "failed (above)\n",
+                "aggregator bench: no row for %d of %d points: a run of each had no "
+                "figures (above)\n",
                 missing, npoints);
     return missing ? 1 : 0;
 }
@@ -7403,7 +7405,7 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
 
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
  * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay.
- * Returns 0, 130 if interrupted, or 1 if a run's load generator failed (no fit without it). */
+ * Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
 static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
 {
     struct bench_cfg *bc = &cc->bench;

@@ -1612,9 +1612,9 @@ static void test_load_fds(void)
     stop(b);
 }
 
-/* The pid of a child of `parent` running `aggregator load`, or 0: /proc/PID/stat's fourth
+/* The pid of a child of `parent` running `aggregator COMMAND`, or 0: /proc/PID/stat's fourth
  * field is the parent, /proc/PID/cmdline the arguments (NUL-separated). */
-static pid_t load_child_of(pid_t parent)
+static pid_t child_running(pid_t parent, const char *command)
 {
     DIR *d = opendir("/proc");
     pid_t found = 0;
@@ -1632,7 +1632,7 @@ static pid_t load_child_of(pid_t parent)
         if (f)
             fclose(f);
         buf[n] = 0;
-        if (n > strlen(buf) + 1 && !strcmp(buf + strlen(buf) + 1, "load"))
+        if (n > strlen(buf) + 1 && !strcmp(buf + strlen(buf) + 1, command))
             found = pid;
     }
     if (d)
@@ -1640,20 +1640,20 @@ static pid_t load_child_of(pid_t parent)
     return found;
 }
 
-/* A load generator killed during its cell (as the OOM killer would) leaves no report: bench
- * says which cell and how it ended, writes no row for it (the CSV keeps its header only,
- * where a row of -1s would pass for a measurement) and exits 1. */
-static void test_bench_load_killed(void)
+/* A cell whose load generator or server is killed once the load runs (as the OOM killer
+ * would) has no figures: bench says which cell and how the process ended, writes no row for
+ * it (the CSV keeps its header only, where a row of -1s would pass for a measurement) and
+ * exits 1, without waiting out the cell's 30 s. */
+static void bench_child_killed(const char *command, const char *says)
 {
-    char dir[] = "/tmp/test_faults.XXXXXX", csv[600], log[600], text[4096] = "";
+    char dir[] = "/tmp/test_faults.XXXXXX", csv[600], log[600], text[4096] = "", port[16];
     int pair = free_port_pair();
     if (!mkdtemp(dir) || !pair) {
-        CHECK(0, "bench load killed: mkdtemp or no free port pair");
+        CHECK(0, "bench, %s killed: mkdtemp or no free port pair", command);
         return;
     }
     snprintf(csv, sizeof csv, "%s/r.csv", dir);
     snprintf(log, sizeof log, "%s/log", dir);
-    char port[16];
     snprintf(port, sizeof port, "%d", pair);
     pid_t bench = fork();
     if (bench == 0) {
@@ -1664,12 +1664,12 @@ static void test_bench_load_killed(void)
               "--duration", "30", "--port", port, "--out", csv, (char *)NULL);
         _exit(127);
     }
-    pid_t load = 0;
+    pid_t victim = 0;
     double deadline = now_ms() + 10000;
-    while (bench > 0 && !(load = load_child_of(bench)) && now_ms() < deadline)
+    while (bench > 0 && !child_running(bench, "load") && now_ms() < deadline)
         usleep(10000); /* polled up to the deadline: the load starts after the servers */
-    if (load > 0)
-        kill(load, SIGKILL);
+    if ((victim = child_running(bench, command)) > 0)
+        kill(victim, SIGKILL);
     int st = wait_exit(bench, 20000);
     FILE *f = fopen(log, "r");
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -1682,14 +1682,22 @@ static void test_bench_load_killed(void)
         lines += c == '\n';
     if (f)
         fclose(f);
-    CHECK(load > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
-              strstr(text, "5 users virtual c: the load generator was killed by signal 9") &&
+    CHECK(victim > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, says) &&
               strstr(text, "no row for 1 of 1 points") && lines == 1,
-          "bench load killed: load %d, status %d, %d CSV lines (want the header only): %.600s",
-          (int)load, st, lines, text);
+          "bench, %s killed: pid %d, status %d, %d CSV lines (want the header only), want '%s': "
+          "%.600s",
+          command, (int)victim, st, lines, says, text);
     unlink(csv);
     unlink(log);
     rmdir(dir);
+}
+
+static void test_bench_child_killed(void)
+{
+    bench_child_killed("load", "5 users virtual c: the load generator was killed by signal 9 "
+                               "(Killed) without its report; no figures for this cell");
+    bench_child_killed("serve", "5 users virtual c: the server under test was killed by signal 9 "
+                                "(Killed) during the cell; no figures for this cell");
 }
 
 /* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
@@ -1806,6 +1814,6 @@ int main(int argc, char **argv)
     test_gone_clients();
     test_port_wall(dir);
     test_bench_wall();
-    test_bench_load_killed();
+    test_bench_child_killed();
     return check_done("test_faults");
 }
