@@ -6247,7 +6247,10 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
         printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
     printf("failed: downstream calls the server counted as failed in the window (mean of the "
-           "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown\n");
+           "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown, "
+           "the server's /metrics did not answer within %g s (a saturated pool queues it behind "
+           "the requests)\n",
+           BENCH_SCRAPE_MS / 1000.0);
     if (strcmp(bc->pool, "on"))
         printf("pool off/c: the aggregator closes each downstream connection first (the TIME_WAIT "
                "is its); off/s: the backend does (Connection: close)\n");
