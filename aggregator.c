@@ -6033,9 +6033,9 @@ static int bench_ended(pid_t pid, char *how, size_t len)
 /* Watch a cell while its load runs: the aggregator's peak threads every 50 ms, the samples at
  * the window's two ends into s, the timeline's seconds. The load generator measures from
  * BENCH_WARMUP_S after its start for duration_s; the CPU is sampled at those two instants
- * exactly. Returns 0 once the load has ended, 1 if the server ended first (a crash, the OOM
- * killer: the load is still running), or -1 if interrupted (Ctrl-C); how the one that ended
- * did, into how. */
+ * exactly. Returns 0 once the load has ended, 1 if the server has ended (a crash, the OOM
+ * killer; the load may still run), or -1 if interrupted (Ctrl-C); how the one that ended did,
+ * into how. */
 static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t agg, pid_t load,
                        struct bench_sample s[2], char *how, size_t len)
 {
@@ -6044,9 +6044,11 @@ static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t 
     k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
     s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1}};
     row->peak_threads = 0;
-    while (!bench_ended(load, how, len)) {
-        if (bench_ended(agg, how, len))
+    for (;;) {
+        if (bench_ended(agg, how, len)) /* first: a load whose server died ends soon after it */
             return 1;
+        if (bench_ended(load, how, len))
+            break;
         long th = proc_status_field(agg, "Threads");
         if (th > row->peak_threads)
             row->peak_threads = th;
