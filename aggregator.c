@@ -6316,16 +6316,15 @@ static int bench_runs(struct bench_cfg *bc, struct bench_kids *kids, const struc
             bench_progress(bc, point, r, n);
         int rc = bench_cell_calm(bc, kids, &runs[r]);
         double plan_s = bench_plan_s(bc, point->server);
-        bc->progress.done += rc ? n - r : 1; /* a run that did not end skips the point's rest */
-        if (rc) /* out of the plan: what is left is scaled by the time per planned second */
+        if (rc) { /* the point's runs left are skipped, and leave the plan the time left scales */
+            bc->progress.done += n - r;
             bc->progress.planned_s -= (n - r) * plan_s;
-        else
-            bc->progress.planned_done_s += plan_s;
-        if (rc) {
             for (int i = 0; i < r; i++)
                 free(runs[i].ticks);
             return rc;
         }
+        bc->progress.done++;
+        bc->progress.planned_done_s += plan_s;
     }
     return 0;
 }
