@@ -5,6 +5,8 @@
  * says why in one line, so that a total never passes over what did not run;
  * check_done(name) prints "name: N passed, N failed, N skipped" (the line tests/run adds up)
  * and returns the exit status: a skip is not a failure.
+ * Each binary groups its checks in `static void test_<what>(...)` functions that main calls in
+ * turn; a failure's message starts with what was checked. Helpers carry the file's own prefix.
  * Tests compare against independent truth (queueing theory, a second measurement), never
  * against numbers copied from the program's own output. */
 #ifndef CHECK_H
@@ -31,7 +33,8 @@ static int check_passed, check_failed, check_skipped;
 /* Relative closeness, for comparing a measured figure with a formula. */
 #define CHECK_NEAR(got, want, rel, what) \
     CHECK(fabs((double)(got) - (double)(want)) <= (rel) * fabs((double)(want)), \
-          "%s: got %.6g, want %.6g within %.1f%%", what, (double)(got), (double)(want), 100.0 * (rel))
+          "%s: got %.6g, want %.6g within %.1f%%", what, (double)(got), (double)(want), \
+          100.0 * (rel))
 
 static int check_done(const char *name)
 {

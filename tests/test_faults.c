@@ -1402,7 +1402,7 @@ static int run_capture(const char *cmd, char *out, size_t cap)
 
 /* One case of the port wall inside `aggregator netns` (test_port_wall): MODE and KIND from
  * the command line. */
-static void wall_in_netns(const char *mode, int kind)
+static void test_port_wall_in_netns(const char *mode, int kind)
 {
     static const char *const flags[][4] = {{"--no-pool", "--close-first", "client", NULL},
                                            {"--no-pool", "--close-first", "server", NULL},
@@ -1799,7 +1799,7 @@ int main(int argc, char **argv)
         return check_done("test_faults") | 1;
     }
     if (in_netns) { /* test_port_wall's second half */
-        wall_in_netns(argv[3], atoi(argv[4]));
+        test_port_wall_in_netns(argv[3], atoi(argv[4]));
         return check_done("test_faults (a private network namespace)");
     }
     test_cli();

@@ -125,7 +125,7 @@ static void report(struct scenario *s, uint64_t seed, int mk, struct report *rp)
 #endif
 }
 
-static void check_system(const struct system *sys, int seeds, int mk)
+static void test_system(const struct system *sys, int seeds, int mk)
 {
     struct scenario s;
     int notst = 0, steady = 0, cover = 0;
@@ -241,9 +241,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
         const struct system *sys = &systems[i];
         if (sys->full_only && full) /* ~4 M requests a seed: the virtual model, fewer seeds */
-            check_system(sys, VERDICT_NEAR_SEEDS, MODEL_VIRTUAL);
+            test_system(sys, VERDICT_NEAR_SEEDS, MODEL_VIRTUAL);
         for (int mk = full ? 0 : MODEL_VIRTUAL; mk < MODEL_N && !sys->full_only; mk++)
-            check_system(sys, full ? VERDICT_FULL_SEEDS : VERDICT_SEEDS, mk);
+            test_system(sys, full ? VERDICT_FULL_SEEDS : VERDICT_SEEDS, mk);
     }
     return check_done("test_verdict");
 }
