@@ -303,5 +303,10 @@ printf 'virtual.create = 2us\n' > "$tmp/ok.ini"
 run_bounded 60 --validate "$tmp/v1000.csv" --calibration "$tmp/ok.ini"
 [ "$got" -eq 0 ] && grep -q '^   1000 virtual ' "$tmp/out" && ok || bad "a calibration of costs only: exit $got: $(head -c 300 "$tmp/err")"
 
+# The committed study report names paths as the project does, relative to it (tests/study's
+# portable): an absolute path (a JDK's directory, a build directory) is one machine's.
+abs=$(grep -noE '(^|[[:space:]:=(`"'"'"'])/[A-Za-z0-9._-]+/[^[:space:]:;,)`"]*' assets/study/study.md)
+[ -z "$abs" ] && ok || bad "assets/study/study.md names this machine's paths: $(echo "$abs" | head -n 3 | tr '\n' ' ')"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
