@@ -26,9 +26,19 @@
  * The downstream client is the JDK's: HttpURLConnection (default; its keep-alive cache is the
  * connection pool) or java.net.http.HttpClient (--client httpclient).
  *
- * The file reads top to bottom: command line, metrics, downstream clients, the servlet (the
- * /aggregate handler), Tomcat for each model, a dripping backend for the tests, main. No
- * framework beyond embedded Tomcat.
+ * The fan-out (?parallel=1) is structured: with --on-failure cancel (the default) the K calls
+ * are the subtasks of JDK 25's StructuredTaskScope.open() (JEP 505, a preview API), and the
+ * first call that fails cancels its siblings (interrupted, their exchanges aborted) and the
+ * request answers at once; with --on-failure wait every call runs to its end, then a failure
+ * answers. The scope needs JDK 25 and --enable-preview (the single-file launcher also wants
+ * --source 25 then):
+ *   $JAVA --enable-preview --source 25 -cp "$CP" java/Aggregator.java --backends ...
+ * On another JDK, or without --enable-preview, an explicit --on-failure cancel refuses to
+ * start (one line, exit 2), and the default joins all instead, saying so once at start.
+ *
+ * The file reads top to bottom: command line, metrics, downstream clients, the structured
+ * fan-out, the servlet (the /aggregate handler), Tomcat for each model, a dripping backend for
+ * the tests, main. No framework beyond embedded Tomcat.
  * Every Tomcat or JDK setting says, next to it, which simulator key (sim.c) it corresponds to.
  */
 import jakarta.servlet.http.HttpServlet;
@@ -99,7 +109,7 @@ public final class Aggregator {
     static final String SYNOPSIS = "Aggregator [serve] --mode platform|virtual --port P"
             + " --backends HOST:PORT[,HOST:PORT...] [--threads T] [--client urlconnection|httpclient]"
             + " [--no-pool [--close-first client|server]] [--pin [synchronized|native]]"
-            + " [--permits N [--permit-wait-ms W]] [--fanout K] [...]";
+            + " [--permits N [--permit-wait-ms W]] [--fanout K] [--on-failure cancel|wait] [...]";
 
     /** Everything the command line sets; read-only once serving. Defaults as in aggregator.c. */
     static final class Config {
@@ -117,6 +127,8 @@ public final class Aggregator {
         boolean pool = true;                // service.NAME.pool (--no-pool: 0, a connection per call)
         boolean serverClosesFirst = false;  // net.close_first = server (--close-first; default client)
         Pin pin = Pin.NONE;                 // the program's sync { ... } around the calls
+        boolean cancelOnFailure = true;     // --on-failure: cancel (a StructuredTaskScope) or wait
+        boolean onFailureGiven = false;     // said on the command line (then it must be honoured)
         int permits = 0;                    // service.NAME.limit (--permits; 0: no limit)
         int permitWaitMs = 0;               // the limit's queue timeout (--permit-wait-ms), then 503
         int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
@@ -167,6 +179,8 @@ public final class Aggregator {
         {"--permits", "at most N downstream calls at once (a Semaphore); default 0 = no limit"},
         {"--permit-wait-ms", "with --permits, the longest wait for a permit, then 503 (load shedding); default 0"},
         {"--timeout-ms", "downstream budget per /aggregate, then 504; default 5000"},
+        {"--on-failure", "?parallel=1 when a call fails: cancel (its siblings, in a StructuredTaskScope: JDK 25"
+            + " with --enable-preview) or wait (join all, then answer); default cancel"},
         {"--idle-ms", "keep-alive idle timeout (keepAliveTimeout); default 20000"},
     };
 
@@ -217,6 +231,12 @@ public final class Aggregator {
                 case "--close-first" -> closeFirst = v;
                 case "--permits" -> c.permits = number(v);
                 case "--permit-wait-ms" -> c.permitWaitMs = number(v);
+                case "--on-failure" -> {
+                    if (!v.equals("cancel") && !v.equals("wait"))
+                        throw new UsageError("--on-failure must be cancel or wait, not '" + v + "'");
+                    c.cancelOnFailure = v.equals("cancel");
+                    c.onFailureGiven = true;
+                }
                 default -> throw new UsageError("unknown flag '" + flag + "'");
             }
         }
@@ -254,6 +274,9 @@ public final class Aggregator {
         if (c.pin == Pin.NATIVE && Runtime.version().feature() < 22)
             throw new UsageError("--pin native needs JDK 22+ (the FFM API); on JDK "
                     + Runtime.version().feature() + " --pin synchronized pins");
+        if (c.cancelOnFailure && c.onFailureGiven && ScopedFanout.JDK == null)
+            throw new UsageError("--on-failure cancel needs JDK 25's StructuredTaskScope, run with"
+                    + " --enable-preview (this is JDK " + Runtime.version().feature() + ")");
         return c;
     }
 
@@ -326,6 +349,7 @@ public final class Aggregator {
         final AtomicLongArray failures = new AtomicLongArray(Failure.values().length);
         final AtomicBoolean noPortSeen = new AtomicBoolean();
         final LongAdder shed = new LongAdder();
+        final LongAdder cancelled = new LongAdder();
         java.util.concurrent.Semaphore permits; // set when --permits limits the calls
         final LongAdder vthreadsStarted = new LongAdder();
         final AtomicLong vthreadsAlive = new AtomicLong();
@@ -363,6 +387,11 @@ public final class Aggregator {
                     vthreadsAlive.decrementAndGet();
                 }
             };
+        }
+
+        /** A counted virtual thread, not started yet (the fan-out scope's thread factory). */
+        Thread unstartedVirtual(Runnable task) {
+            return Thread.ofVirtual().name("agg-virtual").unstarted(countedVirtual(task));
         }
 
         /** Start a counted virtual thread (fan-out calls, HttpClient's tasks). */
@@ -410,6 +439,8 @@ public final class Aggregator {
             for (Failure f : Failure.values())
                 b.append("agg_downstream_failures_total{reason=\"").append(f.label).append("\"} ")
                         .append(failures.get(f.ordinal())).append('\n');
+            gauge(b, "agg_downstream_cancelled_total", "downstream calls cancelled by their scope (--on-failure cancel)",
+                    cancelled.sum());
             if (permits != null) {
                 gauge(b, "agg_permits_available", "permits for a downstream call free now", permits.availablePermits());
                 gauge(b, "agg_shed_total", "downstream calls refused (503) after waiting --permit-wait-ms", shed.sum());
@@ -560,6 +591,8 @@ public final class Aggregator {
         static final byte[] NONE = new byte[0];
         static final Answer NOT_CALLED = new Answer(504, NONE, null, null); // an earlier call failed
         static final Answer SHED = new Answer(503, NONE, null, null);
+        // interrupted by its scope (a sibling failed): never the answer's status, a failure is
+        static final Answer CANCELLED = new Answer(502, NONE, null, null);
 
         static Answer ok(byte[] body) { return new Answer(200, body, null, null); }
 
@@ -840,6 +873,9 @@ public final class Aggregator {
                     return Answer.failed(Failure.TIMEOUT, e);
                 } catch (ExecutionException e) {
                     return Answer.failed(e.getCause());
+                } catch (InterruptedException e) { // the fan-out's scope cancelled this call:
+                    pending.cancel(true);          // abort the exchange (its connection closed)
+                    throw e;
                 }
                 if (rs.statusCode() != 200 || rs.body().length > MAX_BODY) return Answer.failed(Failure.BAD_RESPONSE, null);
                 return Answer.ok(rs.body());
@@ -944,6 +980,126 @@ public final class Aggregator {
         }
     }
 
+    /* ==== Structured fan-out (--on-failure cancel) ==== */
+
+    /**
+     * ?parallel=1 in JDK 25's StructuredTaskScope (JEP 505, a preview API): the K calls are the
+     * scope's subtasks, the first failed answer cancels the scope, and the scope's deadline is
+     * the request's. Written out, callAll runs exactly this:
+     *
+     *   try (var scope = StructuredTaskScope.open(
+     *           Joiner.<Answer>allUntil(s -> s.state() != SUCCESS || s.get().status() != 200),
+     *           cf -> cf.withThreadFactory(threads).withTimeout(Duration.ofNanos(deadline - now)))) {
+     *       for (int i = 0; i < k; i++) { int item = i; scope.fork(() -> answers[item] = call(item, deadline)); }
+     *       scope.join();  // returns once one answer failed (the joiner cancelled the scope) or all are in;
+     *   }                  // TimeoutException at the deadline. close(): every subtask has ended
+     *
+     * Cancelling interrupts the siblings. A virtual thread parked in a socket read or connect is
+     * woken, the JDK closes its socket ("Closed by interrupt", JEP 444) and the call returns at
+     * once; HttpClient's send is aborted by cancelling its future. The scope never outlives the
+     * request and no subtask outlives the scope: close() waits for all of them. In platform
+     * mode the subtasks are platform threads (1:1, as the pool), whose socket reads an interrupt
+     * does not end: the siblings run on until their reads return, and close() waits for them, as
+     * Future.cancel(true) on a pool thread blocked in I/O would.
+     *
+     * Reached through method handles, as the FFM API of --pin native is, so that this file
+     * still compiles on JDK 21-24, whose StructuredTaskScope has another shape. It is used only
+     * on a JVM started with --enable-preview whose StructuredTaskScope has these methods (JDK
+     * 25); elsewhere an explicit --on-failure cancel refuses to start (one line, exit 2) and the
+     * default falls back to join-all (--on-failure wait), saying so at start.
+     */
+    static final class ScopedFanout {
+        /** This JVM's StructuredTaskScope, or null (not JDK 25's, or preview not enabled). */
+        static final ScopedFanout JDK = find();
+
+        final MethodHandle open, allUntil, fork, join, close, withTimeout, withThreadFactory;
+        final Class<?> timeoutException;
+        final java.util.concurrent.ThreadFactory threads; // the subtasks' (set by with)
+
+        ScopedFanout(MethodHandle[] h, Class<?> timeoutException, java.util.concurrent.ThreadFactory threads) {
+            open = h[0]; allUntil = h[1]; fork = h[2]; join = h[3]; close = h[4]; withTimeout = h[5];
+            withThreadFactory = h[6];
+            this.timeoutException = timeoutException;
+            this.threads = threads;
+        }
+
+        /** The same scope with the subtasks on these threads. */
+        ScopedFanout with(java.util.concurrent.ThreadFactory t) {
+            return new ScopedFanout(new MethodHandle[] {open, allUntil, fork, join, close, withTimeout, withThreadFactory},
+                    timeoutException, t);
+        }
+
+        static ScopedFanout find() {
+            if (!ManagementFactory.getRuntimeMXBean().getInputArguments().contains("--enable-preview")) return null;
+            try {
+                Class<?> sts = Class.forName("java.util.concurrent.StructuredTaskScope");
+                Class<?> joiner = Class.forName("java.util.concurrent.StructuredTaskScope$Joiner");
+                Class<?> subtask = Class.forName("java.util.concurrent.StructuredTaskScope$Subtask");
+                Class<?> conf = Class.forName("java.util.concurrent.StructuredTaskScope$Configuration");
+                var l = MethodHandles.publicLookup();
+                MethodHandle[] h = {
+                    l.findStatic(sts, "open", MethodType.methodType(sts, joiner, java.util.function.Function.class)),
+                    l.findStatic(joiner, "allUntil", MethodType.methodType(joiner, java.util.function.Predicate.class)),
+                    l.findVirtual(sts, "fork", MethodType.methodType(subtask, java.util.concurrent.Callable.class)),
+                    l.findVirtual(sts, "join", MethodType.methodType(Object.class)),
+                    l.findVirtual(sts, "close", MethodType.methodType(void.class)),
+                    l.findVirtual(conf, "withTimeout", MethodType.methodType(conf, Duration.class)),
+                    l.findVirtual(conf, "withThreadFactory", MethodType.methodType(conf, java.util.concurrent.ThreadFactory.class)),
+                };
+                return new ScopedFanout(h, Class.forName("java.util.concurrent.StructuredTaskScope$TimeoutException"), null);
+            } catch (ReflectiveOperationException e) {
+                return null; // JDK 21-24, or a later JDK that reshaped the API again
+            }
+        }
+
+        interface Call { Answer call(int item, long deadline); }
+
+        /** The K calls as the scope's subtasks (see above); every slot of answers set on return. */
+        void callAll(Answer[] answers, long deadline, Call call) {
+            java.util.function.Predicate<Object> failed = s -> { // the joiner: cancel on this?
+                try {
+                    return ((Answer) ((java.util.function.Supplier<?>) s).get()).status() != 200;
+                } catch (IllegalStateException e) { // the subtask threw: no answer at all
+                    return true;
+                }
+            };
+            java.util.function.Function<Object, Object> config = cf -> invoke(withTimeout,
+                    invoke(withThreadFactory, cf, threads), Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+            boolean timedOut = false;
+            Object scope = invoke(open, invoke(allUntil, failed), config);
+            try {
+                for (int i = 0; i < answers.length; i++) {
+                    final int item = i;
+                    invoke(fork, scope, (java.util.concurrent.Callable<Answer>) () -> answers[item] = call.call(item, deadline));
+                }
+                join.invoke(scope);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // Tomcat is stopping: close() cancels the rest
+            } catch (Throwable e) {
+                if (!timeoutException.isInstance(e)) throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
+                timedOut = true;
+            } finally {
+                invoke(close, scope); // cancels what still runs and waits for it: no subtask outlives this
+            }
+            // A subtask never started (forked after the scope was cancelled) or cut by the deadline
+            for (int i = 0; i < answers.length; i++) {
+                if (timedOut && (answers[i] == null || answers[i] == Answer.CANCELLED)) answers[i] = Answer.failed(Failure.TIMEOUT, null);
+                else if (answers[i] == null) answers[i] = Answer.CANCELLED;
+            }
+        }
+
+        /** A method handle's call; what it throws unchecked goes on as it is. */
+        static Object invoke(MethodHandle h, Object... args) {
+            try {
+                return h.invokeWithArguments(args);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
     /* ==== Aggregate ==== */
 
     /**
@@ -957,12 +1113,16 @@ public final class Aggregator {
         final Metrics metrics;
         final Downstream downstream;
         final NativeFrame nativeFrame; // --pin native, else null
+        final ScopedFanout scoped;     // --on-failure cancel where the JDK has it, else null
 
         AggregateServlet(Config cfg, Metrics metrics, Downstream downstream, NativeFrame nativeFrame) {
             this.cfg = cfg;
             this.metrics = metrics;
             this.downstream = downstream;
             this.nativeFrame = nativeFrame;
+            this.scoped = cfg.cancelOnFailure && ScopedFanout.JDK != null
+                    ? ScopedFanout.JDK.with(cfg.virtual ? metrics::unstartedVirtual : Thread.ofPlatform().name("agg-fanout").factory())
+                    : null;
         }
 
         @Override protected void service(HttpServletRequest rq, HttpServletResponse rs) throws IOException {
@@ -998,6 +1158,8 @@ public final class Aggregator {
                 // Like a blocking call made from a JNI or FFM callback (a native library calling
                 // back into Java): pinned on every JDK. Nor does it fan out.
                 nativeFrame.around(() -> callSequentially(answers, deadline));
+            } else if (parallel && k > 1 && scoped != null) {
+                scoped.callAll(answers, deadline, this::call);
             } else if (parallel && k > 1) {
                 callConcurrently(answers, deadline);
             } else {
@@ -1009,11 +1171,12 @@ public final class Aggregator {
             for (int i = 0; i < k; i++) {
                 Answer a = answers[i];
                 if (a == null) a = Answer.NOT_CALLED;
-                if (a.status() != 200 && status == 200) status = a.status();
+                if (a.status() != 200 && status == 200 && a != Answer.CANCELLED) status = a.status();
                 if (i > 0) body.write(',');
                 body.write(a.body());
             }
             body.write(']');
+            if (status == 200 && Arrays.asList(answers).contains(Answer.CANCELLED)) status = 502;
             if (status != 200) reply(rs, status, "text/plain", reason(status).getBytes(StandardCharsets.US_ASCII));
             else reply(rs, 200, "application/json", body.toByteArray());
         }
@@ -1031,13 +1194,20 @@ public final class Aggregator {
                     metrics.shed.increment();
                     return Answer.SHED;
                 }
-            } catch (InterruptedException e) {
+            } catch (InterruptedException e) { // cancelled by the scope while waiting
                 Thread.currentThread().interrupt();
-                return Answer.SHED;
+                metrics.cancelled.increment();
+                return Answer.CANCELLED;
             }
             try {
                 metrics.downstreamCalls.increment();
                 Answer a = downstream.get(cfg.backends.get(item % cfg.backends.size()), item, deadline);
+                // Still interrupted after the call: not by its own deadline (a Cut clears
+                // that), so by the scope, which aborted the exchange: a cancellation.
+                if (a.failure() != null && Thread.currentThread().isInterrupted()) {
+                    metrics.cancelled.increment();
+                    return Answer.CANCELLED;
+                }
                 if (a.failure() != null) metrics.failed(a.failure(), a.cause());
                 return a;
             } finally {
@@ -1362,6 +1532,9 @@ public final class Aggregator {
                 connector.getLocalPort(), cfg.virtual ? "virtual threads" : "platform threads", PIN_NOTES[cfg.pin.ordinal()],
                 Runtime.version().feature(), org.apache.catalina.util.ServerInfo.getServerNumber(),
                 cfg.clientOwnPool ? "httpclient-default" : cfg.httpClient ? "httpclient" : "urlconnection");
+        if (cfg.cancelOnFailure && ScopedFanout.JDK == null)
+            System.err.println("aggregator serve: ?parallel=1 joins all its calls (--on-failure wait):"
+                    + " cancelling needs JDK 25's StructuredTaskScope and --enable-preview");
         tomcat.getServer().await(); // until the JVM is told to stop (SIGTERM, SIGINT)
     }
 
