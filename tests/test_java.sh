@@ -5,9 +5,11 @@
 # threads than the platform pool; and `aggregator bench --server java`, whose CSV the
 # simulator reads; the failure reasons and allocation counter of /metrics, who closes first
 # without a pool (in private network namespaces, where one can be made), --pin native, and
-# shedding load with --permits. Loopback only, a block of 22 ports from 27600 on (the first
-# that no other run holds), about a minute and a half (the drip cases wait for their deadlines).
-# Without a JDK 21+ or embedded Tomcat it says why and counts every check as skipped.
+# shedding load with --permits, and the structured fan-out (--on-failure cancel against wait,
+# JDK 25 with --enable-preview, else skipped and counted). Loopback only, a block of 26 ports
+# from 27600 on (the first that no other run holds), about a minute and a half (the drip cases
+# wait for their deadlines). Without a JDK 21+ or embedded Tomcat it says why and counts every
+# check as skipped.
 dir=${1:-.}
 agg=$dir/aggregator
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-pass=0; fail=0
+pass=0; fail=0; skipped=0
 
 # check DESCRIPTION COMMAND...: one assertion (the skip count below counts these lines)
 check() {
@@ -33,11 +35,12 @@ check() {
 
 skip() {
     echo "test_java: $1"
-    echo "test_java: 0 passed, 0 failed, $(grep -c '^check ' "$0") skipped"
+    echo "test_java: 0 passed, 0 failed, $(grep -c '^ *check ' "$0") skipped"
     exit 0
 }
 JAVA=$("$root/java/find-jdk" 2>"$tmp/err") || skip "$(cat "$tmp/err")"
 CP=$("$root/java/find-jdk" --classpath 2>"$tmp/err") || skip "$(cat "$tmp/err")"
+PREVIEW=$("$root/java/find-jdk" --preview) # --enable-preview on JDK 25+: StructuredTaskScope
 command -v curl >/dev/null || skip "curl not found: install curl"
 [ -x "$agg" ] || { echo "test_java: no $agg (build it first)"; echo "test_java: 0 passed, 1 failed"; exit 1; }
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
@@ -58,7 +61,8 @@ start() {
 }
 java_server() { # java_server NAME PORT FLAGS...
     name=$1; port=$2; shift 2
-    start "$name" "$JAVA" -cp "$tmp/classes:$CP" Aggregator --port "$port" "$@"
+    # shellcheck disable=SC2086 # PREVIEW: no flag or one
+    start "$name" "$JAVA" $PREVIEW -cp "$tmp/classes:$CP" Aggregator --port "$port" "$@"
 }
 # ready PORT PATH: poll until something answers HTTP there (bounded: 20 s).
 ready() {
@@ -72,7 +76,7 @@ ready() {
 }
 status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 
-# port_block: the first block of 22 ports, BASE..BASE+21 from 27600 on by steps of 100, that
+# port_block: the first block of 26 ports, BASE..BASE+25 from 27600 on by steps of 100, that
 # no other run of this test holds (a lock directory per block, taken with mkdir, holding its
 # owner's pid; a dead owner's is taken over) and where nothing listens. Two runs of the tests
 # on one machine would otherwise poll each other's servers.
@@ -82,7 +86,7 @@ port_block() {
         l=/tmp/loomlab-test-java.$b
         if mkdir "$l" 2>/dev/null || { o=$(cat "$l/pid" 2>/dev/null) && ! kill -0 "$o" 2>/dev/null; }; then
             echo $$ >"$l/pid"
-            ss -Htln | awk -v lo=$b -v hi=$((b + 21)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
+            ss -Htln | awk -v lo=$b -v hi=$((b + 25)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
                 END { exit !f }' || { echo $b; return 0; }
             rm -rf "$l"
         fi
@@ -90,14 +94,15 @@ port_block() {
     done
     return 1
 }
-base=$(port_block) || { echo "test_java: no free block of 22 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
+base=$(port_block) || { echo "test_java: no free block of 26 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
 portlock=/tmp/loomlab-test-java.$base
-echo "test_java: ports $base-$((base + 21))"
+echo "test_java: ports $base-$((base + 25))"
 B=$base; SLOW=$((base + 8)); DEAD=$((base + 9))          # backends (nothing listens on DEAD)
 V=$((base + 1)); P=$((base + 2)); D=$((base + 3)); N=$((base + 4)); H=$((base + 5))
 T=$((base + 6)); G=$((base + 7))                          # Java servers
 NATIVE=$((base + 15)); SHED=$((base + 16)); NSB=$((base + 17)); NSJ=$((base + 18)) # more; NSB and NSJ only inside namespaces
 BENCH=$((base + 20))                                      # bench --port: it and the next
+S300A=$((base + 22)); S300B=$((base + 23)); CANCEL=$((base + 24)); WAIT=$((base + 25)) # --on-failure
 
 # Who closes first, without a pool: each way in a private network namespace of its own with
 # 100 ephemeral ports (40000-40099) and tcp_tw_reuse = 0, where a C backend (answering at
@@ -142,18 +147,26 @@ java_server timeout $T --mode platform --timeout-ms 300 --backends 127.0.0.1:$SL
 java_server hcdefault $G --mode virtual --client httpclient-default --backends 127.0.0.1:$B
 # --pin native with a flight recording (its jdk.VirtualThreadPinned events), and shedding: one
 # permit, 200 ms to wait for it, a call of 3 s holding it.
-start native "$JAVA" --enable-native-access=ALL-UNNAMED -XX:StartFlightRecording:settings=default \
+start native "$JAVA" $PREVIEW --enable-native-access=ALL-UNNAMED -XX:StartFlightRecording:settings=default \
     -cp "$tmp/classes:$CP" Aggregator --port $NATIVE --mode virtual --pin native --timeout-ms 500 --backends 127.0.0.1:$B
 java_server shed $SHED --mode virtual --fanout 1 --permits 1 --permit-wait-ms 200 --backends 127.0.0.1:$SLOW
 # A backend that drips its answers, and behind it each client in each mode (DRIP + 1..4).
 DRIP=$((base + 10)); DRIPPED="platform-urlconnection virtual-urlconnection platform-httpclient virtual-httpclient"
-start drip "$JAVA" -cp "$tmp/classes:$CP" Aggregator drip --port $DRIP --every-ms 200
+start drip "$JAVA" $PREVIEW -cp "$tmp/classes:$CP" Aggregator drip --port $DRIP --every-ms 200
 port=$DRIP
 for mc in $DRIPPED; do
     port=$((port + 1)); echo $port >"$tmp/$mc.port"
     java_server "$mc" $port --mode "${mc%-*}" --client "${mc#*-}" --timeout-ms 1000 --backends 127.0.0.1:$DRIP
 done
-for port in $V $P $D $N $H $T $G $((DRIP + 1)) $((DRIP + 2)) $((DRIP + 3)) $((DRIP + 4)) $DRIP $NATIVE $SHED; do
+# The fan-out's policy: K = 3 calls, to a dead port first (refused at once), then to two
+# backends that answer after 300 ms.
+start s300a "$agg" backend --port $S300A --delay-ms 300
+start s300b "$agg" backend --port $S300B --delay-ms 300
+three=127.0.0.1:$DEAD,127.0.0.1:$S300A,127.0.0.1:$S300B
+policy=wait; [ -n "$PREVIEW" ] && policy=cancel # (without the scope its checks are skipped)
+java_server cancel $CANCEL --mode virtual --on-failure $policy --backends $three
+java_server wait $WAIT --mode virtual --on-failure wait --backends $three
+for port in $V $P $D $N $H $T $G $((DRIP + 1)) $((DRIP + 2)) $((DRIP + 3)) $((DRIP + 4)) $DRIP $NATIVE $SHED $CANCEL $WAIT; do
     path=/metrics; [ $port = $DRIP ] && path=/cuts # its other answers drip
     ready $port $path || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }
 done
@@ -202,10 +215,63 @@ check "dead backend: its one call counted as refused (got $(reasons $D))" \
 check "slow backend: its one call counted as timeout (got $(reasons $T))" \
     [ "$(reasons $T)" = "no_port=0 timeout=1 refused=0 bad_response=0 other=0 " ]
 
+# The structured fan-out, K = 3 calls: a dead port (refused at once), then two backends that
+# answer after 300 ms. With --on-failure cancel the refusal cancels the scope: the two
+# siblings' virtual threads are interrupted, their sockets closed, and 502 comes at once; with
+# wait it comes once both 300 ms calls are over. One request to warm up, then five; the time
+# is curl's whole exchange.
+metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+fanout_times() { # fanout_times PORT: "CODE SECONDS" of five ?parallel=1 requests
+    curl -s -o /dev/null --max-time 10 "http://127.0.0.1:$1/aggregate?parallel=1"
+    for i in 1 2 3 4 5; do
+        curl -s -o /dev/null -w '%{http_code} %{time_total}\n' --max-time 10 "http://127.0.0.1:$1/aggregate?parallel=1"
+    done
+}
+seconds() { awk '{ printf "%s%s", s, $2; s = " " }' "$1"; }
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
+fds() { ls "/proc/$1/fd" | wc -l; }
+if [ -n "$PREVIEW" ]; then
+    fanout_times $CANCEL >"$tmp/cancel.times"
+    fanout_times $WAIT >"$tmp/wait.times"
+    echo "test_java: ?parallel=1 with a refused call, s: cancel $(seconds "$tmp/cancel.times"); wait $(seconds "$tmp/wait.times")"
+    check "--on-failure cancel: 502 each time (got $(awk '{ print $1 }' "$tmp/cancel.times" | tr '\n' ' '))" \
+        awk '$1 != 502 { exit 1 }' "$tmp/cancel.times"
+    check "--on-failure cancel: median under 0.15 s, not the siblings' 0.3 s (got $(seconds "$tmp/cancel.times"))" \
+        sh -c "[ \$(sort -n -k2 '$tmp/cancel.times' | awk 'NR == 3 { print (\$2 < 0.15) }') = 1 ]"
+    check "--on-failure wait: 502 each time (got $(awk '{ print $1 }' "$tmp/wait.times" | tr '\n' ' '))" \
+        awk '$1 != 502 { exit 1 }' "$tmp/wait.times"
+    check "--on-failure wait: each after the siblings' 0.3 s (got $(seconds "$tmp/wait.times"))" \
+        awk '$2 < 0.3 { exit 1 }' "$tmp/wait.times"
+    check "cancel: the refusals counted as failures, the siblings as cancelled (got $(reasons $CANCEL); cancelled $(metric $CANCEL agg_downstream_cancelled_total))" \
+        [ "$(reasons $CANCEL)" = "no_port=0 timeout=0 refused=6 bad_response=0 other=0 " ]
+    check "wait: nothing cancelled (got $(metric $WAIT agg_downstream_cancelled_total))" \
+        [ "$(metric $WAIT agg_downstream_cancelled_total)" = 0 ]
+    # No leak: after 200 cancelled scopes (4 curls of 50 requests at once), the JVM's OS
+    # threads, open fds and live virtual threads are back where they were before them.
+    cpid=$(cat "$tmp/cancel.pid"); t0=$(threads "$cpid"); f0=$(fds "$cpid"); v0=$(metric $CANCEL agg_vthreads_alive)
+    kids=""
+    for j in 1 2 3 4; do
+        curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 \
+            $(for i in $(seq 50); do printf ' -o /dev/null http://127.0.0.1:%s/aggregate?parallel=1' $CANCEL; done) >"$tmp/leak.$j" &
+        kids="$kids $!"
+    done
+    wait $kids
+    sleep 1
+    t1=$(threads "$cpid"); f1=$(fds "$cpid"); v1=$(metric $CANCEL agg_vthreads_alive)
+    echo "test_java: 200 cancelled scopes: OS threads $t0 -> $t1, fds $f0 -> $f1, virtual threads alive $v0 -> $v1"
+    check "200 cancelled scopes: all 502 (got $(cat "$tmp"/leak.* | sort | uniq -c | tr -s ' \n' ' '))" \
+        [ "$(cat "$tmp"/leak.* | grep -c '^502$')" = 200 ]
+    check "200 cancelled scopes: OS threads at baseline, within 4 (got $t0 -> $t1)" [ "$t1" -le $((t0 + 4)) ]
+    check "200 cancelled scopes: open fds at baseline, within 8 (got $f0 -> $f1)" [ "$f1" -le $((f0 + 8)) ]
+    check "200 cancelled scopes: virtual threads alive at baseline (got $v0 -> $v1)" [ "$v1" -le "$v0" ]
+else
+    skipped=$((skipped + 10))
+    echo "test_java: skipped 10 checks: --on-failure cancel needs JDK 25 (StructuredTaskScope.open) with --enable-preview"
+fi
+
 # Shedding: the first request holds the one permit for 3 s (the slow backend); once /metrics
 # says it is taken, a second one waits --permit-wait-ms 200 for it and is answered 503, well
 # before the 3 s; the first is answered 200.
-metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 curl -s -o /dev/null -w '%{http_code}' --max-time 20 http://127.0.0.1:$SHED/aggregate >"$tmp/shed.first" &
 shed_first=$!
 i=0; while [ "$(metric $SHED agg_permits_available)" != 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -386,10 +452,12 @@ bad_flags() {
         nopool-both) echo "--no-pool --close-first both" ;;
         pin) echo "--pin sometimes" ;;
         wait) echo "--permit-wait-ms 10" ;; # without --permits
+        cancel) echo "--on-failure cancel" ;; # without --enable-preview: no StructuredTaskScope
+        policy) echo "--on-failure sometimes" ;;
     esac
 }
 kids=""
-for b in close-first nopool-both pin wait; do # all at once: each is a JVM start
+for b in close-first nopool-both pin wait cancel policy; do # all at once: each is a JVM start
     flags=$(bad_flags $b)
     # shellcheck disable=SC2086 # the flags split on purpose
     (echo "$flags" >"$tmp/bad-$b.flags"
@@ -398,13 +466,15 @@ for b in close-first nopool-both pin wait; do # all at once: each is a JVM start
     kids="$kids $!"
 done
 wait $kids
-for b in close-first nopool-both pin wait; do
+for b in close-first nopool-both pin wait cancel policy; do
     check "bad use '$(cat "$tmp/bad-$b.flags")': exit 2 and one line (got $(cat "$tmp/bad-$b.rc"): $(head -n 1 "$tmp/bad-$b.err"))" \
         sh -c "[ \$(cat '$tmp/bad-$b.rc') -eq 2 ] && [ \$(wc -l < '$tmp/bad-$b.err') -eq 1 ]"
 done
 
-# A bad flag: one clear line and exit 2, through the single-file source launcher as documented.
-"$JAVA" -cp "$CP" "$root/java/Aggregator.java" --frobnicate >"$tmp/out" 2>"$tmp/err"; rc=$?
+# A bad flag: one clear line and exit 2, through the single-file source launcher as documented
+# (with the preview flags where the JDK has them).
+# shellcheck disable=SC2046 # the flags split on purpose
+"$JAVA" $("$root/java/find-jdk" --preview-source) -cp "$CP" "$root/java/Aggregator.java" --frobnicate >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "bad flag: exit 2 (got $rc)" [ $rc -eq 2 ]
 check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && grep -q \"unknown flag '--frobnicate'\" '$tmp/err'"
 
@@ -434,5 +504,6 @@ check "bench --server java without a JDK: exit 2 (got $rc)" [ $rc -eq 2 ]
 check "bench --server java without a JDK: find-jdk's one line" \
     sh -c "[ \$(wc -l < '$tmp/nojdk.err') -eq 1 ] && grep -q 'no JDK 21+ found' '$tmp/nojdk.err'"
 
-echo "test_java: $pass passed, $fail failed"
+if [ "$skipped" -gt 0 ]; then echo "test_java: $pass passed, $fail failed, $skipped skipped"
+else echo "test_java: $pass passed, $fail failed"; fi
 [ "$fail" -eq 0 ]
