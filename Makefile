@@ -18,6 +18,7 @@
 #   make tutorial-check every output quoted in README.md and TUTORIAL.md is printed now, and every
 #                   command in their sh blocks runs (those marked long are listed, not run)
 #   make java       compile java/Aggregator.java into build/java/ (skips without a JDK 21+)
+#   make jvm-diagnose the JVM aggregator pinned under JFR and parked in a thread dump, by hand
 #   make clean
 #
 # Flags are overridable: make CC=clang CFLAGS="-O0 -g".
@@ -33,7 +34,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
            $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java blog-jvm study study-assets study-images clean
+.PHONY: all test asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java jvm-diagnose blog-jvm study study-assets study-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -123,6 +124,13 @@ java:
 	@jdk=$$(sh java/find-jdk) && cp=$$(sh java/find-jdk --classpath) || exit 0; \
 	mkdir -p build/java && $$(dirname $$jdk)/javac -d build/java -cp "$$cp" java/Aggregator.java && \
 	echo "java: compiled build/java/ with $$jdk"
+
+# TUTORIAL ch. 12's diagnosis, run: a JVM pinned by --pin native, recorded by JFR (its
+# jdk.VirtualThreadPinned events and their stacks), and one whose virtual threads park, in a
+# thread dump (jcmd Thread.dump_to_file), both under a little load; about a minute. Without a
+# JDK 21+ or Tomcat's jars: one line, exit 0. Writes out/diagnose/.
+jvm-diagnose: $(O)/aggregator java
+	@sh tests/jvm_diagnose.sh $(O)
 
 # The blog's experiment on the real JVM (5-9 minutes, loopback only): Tomcat platform and
 # virtual at 100 and 1000 users, K = 3 calls of D = 50 ms; the JVM's own costs measured first
