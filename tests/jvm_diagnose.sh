@@ -4,6 +4,7 @@
 #   pinned  --pin native with a flight recording: its virtual threads block inside qsort's
 #           upcall, a native frame a virtual thread cannot unmount over (JDK 25 too; JEP 491
 #           freed only `synchronized`), and JFR records each as jdk.VirtualThreadPinned.
+#           (JDK 21, without the FFM API: --pin synchronized, which pins there.)
 #   parked  the plain virtual mode: a thread dump (jcmd Thread.dump_to_file) in the middle of
 #           its load shows the request threads parked in their socket reads, off any carrier.
 # Each gets a little load (DIR/aggregator load, loopback, a few seconds); the events and the
@@ -30,12 +31,12 @@ stop() { # the servers this script started, by their PIDs; a JVM deaf to SIGTERM
 trap stop EXIT
 trap 'exit 1' INT TERM HUP
 
-# serve NAME COMMAND...: start it in the background (log in $out/NAME.log, PID kept), and
-# wait until it prints its port: every server here binds port 0, so none can clash.
+# serve NAME COMMAND...: start it in the background, its log in $out/NAME.log and its PID in
+# $out/NAME.pid. Every server here binds port 0 (any free port), so none can clash.
 serve() {
     name=$1; shift
     "$@" >"$out/$name.log" 2>&1 &
-    eval "${name}_pid=$!"; pids="$pids $!"
+    echo $! >"$out/$name.pid"; pids="$pids $!"
 }
 port_of() { # port_of NAME: the port from "... listening on 127.0.0.1:PORT", bounded: 60 s
     i=0
@@ -47,19 +48,25 @@ port_of() { # port_of NAME: the port from "... listening on 127.0.0.1:PORT", bou
     echo "jvm-diagnose: $1 did not start:" >&2; cat "$out/$1.log" >&2
     return 1
 }
-# The compiled classes if make java built them, else the single-file source launcher.
-if [ -r "$root/build/java/Aggregator.class" ]; then main="-cp $root/build/java:$CP Aggregator"
+# The compiled classes if make java built them since the last edit, else the single-file source launcher.
+if [ "$root/build/java/Aggregator.class" -nt "$root/java/Aggregator.java" ]; then main="-cp $root/build/java:$CP Aggregator"
 else main="$("$root/java/find-jdk" --preview-source) -cp $CP $root/java/Aggregator.java"; fi
+
+pin=native
+v=$("$JAVA" -version 2>&1 | sed -n 's/^[^"]* version "\([0-9]*\).*/\1/p' | sed -n 1p)
+[ "${v:-0}" -ge 22 ] 2>/dev/null || pin=synchronized
 
 serve backend "$agg" backend --port 0 --delay-ms 100
 B=$(port_of backend) || exit 1
 # shellcheck disable=SC2086 # $main splits on purpose
 serve pinned "$JAVA" --enable-native-access=ALL-UNNAMED -XX:StartFlightRecording:settings=default \
-    $main --port 0 --mode virtual --pin native --timeout-ms 500 --backends 127.0.0.1:$B
+    $main --port 0 --mode virtual --pin $pin --timeout-ms 500 --backends 127.0.0.1:$B
 # shellcheck disable=SC2086
 serve parked "$JAVA" $main --port 0 --mode virtual --backends 127.0.0.1:$B
 P=$(port_of pinned) && U=$(port_of parked) || exit 1
-echo "jvm-diagnose: backend pid $backend_pid, pinned JVM pid $pinned_pid (port $P), parked JVM pid $parked_pid (port $U)"
+pinned_pid=$(cat "$out/pinned.pid"); parked_pid=$(cat "$out/parked.pid")
+echo "jvm-diagnose: backend pid $(cat "$out/backend.pid"), pinned JVM pid $pinned_pid (port $P)," \
+    "parked JVM pid $parked_pid (port $U)"
 
 # The load: 10 users on the pinned one, 100 on the other, 6 s each after 1 s of warm-up,
 # both at once. A request makes 3 calls of 100 ms, so by Little's law about 100 requests are
@@ -88,7 +95,7 @@ echo "jvm-diagnose: $(grep -c '^jdk.VirtualThreadPinned' "$out/pinned.txt") jdk.
 awk '/^jdk.VirtualThreadPinned/ { ev = "" }
      /^    (java\.util\.concurrent|sun\.nio|java\.net\.Socket|java\.io|sun\.net|java\.lang\.System)/ { next }
      { ev = ev $0 "\n" }
-     /AggregateServlet\.aggregate/ && ev ~ /Native or VM frame/ { printf "%s    ...\n", ev; exit }' "$out/pinned.txt"
+     /AggregateServlet\.aggregate/ && (ev ~ /Native or VM frame/ || ev !~ /pinnedReason/) { printf "%s    ...\n", ev; exit }' "$out/pinned.txt"
 
 # The thread dump: how many virtual threads, how many parked in a socket read, and one of
 # those, filtered as the JFR stack above: parked by parkNanos, off its carrier (no
@@ -97,6 +104,7 @@ echo "jvm-diagnose: thread dump ($out/threads.txt): $(grep -c '" virtual' "$out/
     "$(grep -c 'sun.nio.ch.NioSocketImpl.park' "$out/threads.txt") parked in a socket read; one of them:"
 awk '/" virtual/ { th = "" }
      /^ +at java\.base\/(java\.util\.concurrent|sun\.nio|java\.net\.Socket|java\.io|sun\.net|java\.lang\.System)/ { next }
+     /^ +- locked/ { next } # (a monitor of a frame left out: JEP 491 unmounted it anyway)
      { th = th $0 "\n" }
      /AggregateServlet\.aggregate/ && th ~ /" virtual/ { printf "%s    ...\n", th; exit }' "$out/threads.txt"
 
