@@ -36,9 +36,12 @@
  * On another JDK, or without --enable-preview, an explicit --on-failure cancel refuses to
  * start (one line, exit 2), and the default joins all instead, saying so once at start.
  *
+ * With --auth hs256:KEYFILE or rs256:PUBKEY.pem, /aggregate wants a bearer JWT signed so
+ * (BearerAuth: the JDK's javax.crypto and java.security, the algorithm fixed by the flag).
+ *
  * The file reads top to bottom: command line, metrics, downstream clients, the structured
- * fan-out, the servlet (the /aggregate handler), Tomcat for each model, a dripping backend for
- * the tests, main. No framework beyond embedded Tomcat.
+ * fan-out, bearer tokens, the servlet (the /aggregate handler), Tomcat for each model, a
+ * dripping backend for the tests, main. No framework beyond embedded Tomcat.
  * Every Tomcat or JDK setting says, next to it, which simulator key (sim.c) it corresponds to.
  */
 import jakarta.servlet.http.HttpServlet;
@@ -129,6 +132,7 @@ public final class Aggregator {
         Pin pin = Pin.NONE;                 // the program's sync { ... } around the calls
         boolean cancelOnFailure = true;     // --on-failure: cancel (a StructuredTaskScope) or wait
         boolean onFailureGiven = false;     // said on the command line (then it must be honoured)
+        BearerAuth auth;                    // --auth: a JWT on /aggregate (null: anyone may call)
         int permits = 0;                    // service.NAME.limit (--permits; 0: no limit)
         int permitWaitMs = 0;               // the limit's queue timeout (--permit-wait-ms), then 503
         int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
@@ -179,6 +183,10 @@ public final class Aggregator {
         {"--permits", "at most N downstream calls at once (a Semaphore); default 0 = no limit"},
         {"--permit-wait-ms", "with --permits, the longest wait for a permit, then 503 (load shedding); default 0"},
         {"--timeout-ms", "downstream budget per /aggregate, then 504; default 5000"},
+        {"--auth", "hs256:KEYFILE (a raw secret) or rs256:PUBKEY.pem: /aggregate wants a bearer JWT so signed;"
+            + " default none"},
+        {"--auth-issuer", "with --auth, the token's iss must be this"},
+        {"--auth-audience", "with --auth, the token's aud must be or contain this"},
         {"--on-failure", "?parallel=1 when a call fails: cancel (its siblings, in a StructuredTaskScope: JDK 25"
             + " with --enable-preview) or wait (join all, then answer); default cancel"},
         {"--idle-ms", "keep-alive idle timeout (keepAliveTimeout); default 20000"},
@@ -195,6 +203,7 @@ public final class Aggregator {
     static Config parseArgs(String[] args) throws UsageError {
         Config c = new Config();
         String mode = "virtual", client = "urlconnection", backends = null, closeFirst = null;
+        String auth = null, issuer = null, audience = null;
         int first = args.length > 0 && args[0].equals("serve") ? 1 : 0;
         for (int a = first; a < args.length; a++) {
             String flag = args[a];
@@ -231,6 +240,9 @@ public final class Aggregator {
                 case "--close-first" -> closeFirst = v;
                 case "--permits" -> c.permits = number(v);
                 case "--permit-wait-ms" -> c.permitWaitMs = number(v);
+                case "--auth" -> auth = v;
+                case "--auth-issuer" -> issuer = v;
+                case "--auth-audience" -> audience = v;
                 case "--on-failure" -> {
                     if (!v.equals("cancel") && !v.equals("wait"))
                         throw new UsageError("--on-failure must be cancel or wait, not '" + v + "'");
@@ -274,6 +286,8 @@ public final class Aggregator {
         if (c.pin == Pin.NATIVE && Runtime.version().feature() < 22)
             throw new UsageError("--pin native needs JDK 22+ (the FFM API); on JDK "
                     + Runtime.version().feature() + " --pin synchronized pins");
+        if (auth != null) c.auth = new BearerAuth(auth, issuer, audience);
+        else if (issuer != null || audience != null) throw new UsageError("--auth-issuer and --auth-audience need --auth");
         if (c.cancelOnFailure && c.onFailureGiven && ScopedFanout.JDK == null)
             throw new UsageError("--on-failure cancel needs JDK 25's StructuredTaskScope, run with"
                     + " --enable-preview (this is JDK " + Runtime.version().feature() + ")");
@@ -324,8 +338,8 @@ public final class Aggregator {
     /* ==== Metrics ==== */
 
     /** Statuses with their own counter, as in aggregator.c's HTTP_STATUSES; the rest is "other". */
-    static final int[] STATUSES = {200, 400, 404, 405, 413, 414, 431, 501, 502, 503, 504, 505};
-    static final String[] REASONS = {"OK", "Bad Request", "Not Found", "Method Not Allowed", "Content Too Large",
+    static final int[] STATUSES = {200, 400, 401, 404, 405, 413, 414, 431, 501, 502, 503, 504, 505};
+    static final String[] REASONS = {"OK", "Bad Request", "Unauthorized", "Not Found", "Method Not Allowed", "Content Too Large",
         "URI Too Long", "Request Header Fields Too Large", "Not Implemented", "Bad Gateway", "Service Unavailable",
         "Gateway Timeout", "HTTP Version Not Supported"};
     /** Latency histogram bounds, ms (the page prints seconds), as metrics_le_ms in C. */
@@ -1100,6 +1114,190 @@ public final class Aggregator {
         }
     }
 
+    /* ==== Bearer tokens (--auth) ==== */
+
+    /**
+     * The JWT (RFC 7519) check of a secured /aggregate, as Spring Security's resource server
+     * does it on every request: "Authorization: Bearer HEADER.PAYLOAD.SIGNATURE", each part
+     * base64url without padding. With the JDK's own crypto only:
+     *   hs256  HMAC-SHA256 with the key file's raw bytes (javax.crypto.Mac), compared in constant
+     *          time (MessageDigest.isEqual), so the time taken says nothing about how much matched;
+     *   rs256  SHA256withRSA with an RSA public key in PEM (java.security.Signature).
+     * The algorithm is the server's, never the token's: a header whose "alg" differs ("none",
+     * or HS256 against an RSA key, the confusion of a public key used as an HMAC secret) is
+     * refused before any signature is computed. Then the claims: "exp" required and "nbf" if
+     * present, each a number of seconds, with SKEW_S of clock skew either way; "iss" and "aud"
+     * (a string or an array of strings) as configured. Anything else wrong, and a missing
+     * header, is the same 401 with WWW-Authenticate: Bearer error="invalid_token" and no
+     * detail; an Authorization header over MAX_TOKEN bytes is 431. The JSON is the JDK's to
+     * parse in no public API, so Json below reads exactly RFC 8259 objects and refuses a
+     * duplicate name (which claim would win is how parsers are made to disagree).
+     */
+    static final class BearerAuth {
+        static final long SKEW_S = 30;        // clock skew allowed on exp and nbf, seconds
+        static final int MAX_TOKEN = 4096;    // the longest Authorization header read, bytes (Tomcat's
+                                              // own limit is 8 KiB for all headers: then 400)
+
+        final String alg;                     // "HS256" or "RS256", from --auth
+        final byte[] secret;                  // hs256
+        final java.security.PublicKey publicKey; // rs256
+        final String issuer, audience;        // null: not checked
+
+        BearerAuth(String spec, String issuer, String audience) throws UsageError {
+            int colon = spec.indexOf(':');
+            String kind = colon < 0 ? spec : spec.substring(0, colon), file = colon < 0 ? "" : spec.substring(colon + 1);
+            this.issuer = issuer;
+            this.audience = audience;
+            try {
+                byte[] bytes = Files.readAllBytes(Path.of(file));
+                switch (kind) {
+                    case "hs256" -> {
+                        if (bytes.length < 32) throw new UsageError("--auth hs256: the key needs >= 32 bytes (RFC 7518 3.2), " + file + " has " + bytes.length);
+                        alg = "HS256"; secret = bytes; publicKey = null;
+                    }
+                    case "rs256" -> {
+                        String pem = new String(bytes, StandardCharsets.US_ASCII)
+                                .replaceAll("-----(BEGIN|END) PUBLIC KEY-----", "").replaceAll("\\s", "");
+                        var der = new java.security.spec.X509EncodedKeySpec(java.util.Base64.getDecoder().decode(pem));
+                        alg = "RS256"; secret = null;
+                        publicKey = java.security.KeyFactory.getInstance("RSA").generatePublic(der);
+                    }
+                    default -> throw new UsageError("--auth must be hs256:KEYFILE or rs256:PUBKEY.pem, not '" + spec + "'");
+                }
+            } catch (IOException | IllegalArgumentException | java.security.GeneralSecurityException e) {
+                throw new UsageError("--auth " + spec + ": cannot read the key: " + e.getMessage());
+            }
+        }
+
+        /** 200 if the request may pass, else the status to answer (401 or 431). */
+        int check(String authorization, long nowS) {
+            if (authorization == null) return 401;
+            if (authorization.length() > MAX_TOKEN) return 431;
+            if (!authorization.startsWith("Bearer ")) return 401;
+            String[] part = authorization.substring(7).split("\\.", -1);
+            try {
+                if (part.length != 3) return 401;
+                var header = Json.object(base64url(part[0]));
+                if (!alg.equals(header.get("alg"))) return 401;
+                byte[] signed = (part[0] + "." + part[1]).getBytes(StandardCharsets.US_ASCII);
+                if (!signatureOk(signed, base64url(part[2]))) return 401;
+                var claims = Json.object(base64url(part[1]));
+                if (!(claims.get("exp") instanceof Double exp) || nowS >= exp + SKEW_S) return 401;
+                Object nbf = claims.get("nbf");
+                if (nbf != null && (!(nbf instanceof Double n) || nowS < n - SKEW_S)) return 401;
+                if (issuer != null && !issuer.equals(claims.get("iss"))) return 401;
+                Object aud = claims.get("aud");
+                if (audience != null && !audience.equals(aud) && !(aud instanceof List<?> l && l.contains(audience))) return 401;
+                return 200;
+            } catch (IllegalArgumentException | java.security.GeneralSecurityException e) {
+                return 401; // bad base64url, bad JSON, a signature of the wrong length...
+            }
+        }
+
+        boolean signatureOk(byte[] signed, byte[] signature) throws java.security.GeneralSecurityException {
+            if (secret != null) {
+                var mac = javax.crypto.Mac.getInstance("HmacSHA256");
+                mac.init(new javax.crypto.spec.SecretKeySpec(secret, "HmacSHA256"));
+                return java.security.MessageDigest.isEqual(mac.doFinal(signed), signature);
+            }
+            var rsa = java.security.Signature.getInstance("SHA256withRSA");
+            rsa.initVerify(publicKey);
+            rsa.update(signed);
+            return rsa.verify(signature);
+        }
+
+        /** base64url without padding (RFC 7515 2), strictly: any other byte is an error. */
+        static byte[] base64url(String s) {
+            if (s.isEmpty() || !s.chars().allMatch(c -> c == '-' || c == '_' || Character.isLetterOrDigit(c) && c < 128))
+                throw new IllegalArgumentException("not base64url");
+            return java.util.Base64.getUrlDecoder().decode(s);
+        }
+    }
+
+    /** RFC 8259 JSON, just enough for a token: values as Map, List, String, Double, Boolean, null. */
+    static final class Json {
+        final String s;
+        int i;
+
+        Json(String s) { this.s = s; }
+
+        /** The object that is the whole of these bytes (UTF-8), or IllegalArgumentException. */
+        static java.util.Map<String, Object> object(byte[] utf8) {
+            var j = new Json(new String(utf8, StandardCharsets.UTF_8));
+            Object v = j.value(0);
+            j.space();
+            if (!(v instanceof java.util.Map<?, ?>) || j.i != j.s.length()) throw new IllegalArgumentException("not one object");
+            @SuppressWarnings("unchecked") var m = (java.util.Map<String, Object>) v;
+            return m;
+        }
+
+        void space() { while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) i++; }
+
+        char next() {
+            space();
+            if (i >= s.length()) throw new IllegalArgumentException("truncated");
+            return s.charAt(i);
+        }
+
+        void expect(char c) {
+            if (next() != c) throw new IllegalArgumentException("expected " + c);
+            i++;
+        }
+
+        Object value(int depth) {
+            if (depth > 16) throw new IllegalArgumentException("too deep");
+            char c = next();
+            if (c == '{') {
+                var m = new java.util.LinkedHashMap<String, Object>();
+                i++;
+                if (next() == '}') { i++; return m; }
+                do {
+                    if (next() != '"') throw new IllegalArgumentException("a name");
+                    String k = string();
+                    expect(':');
+                    if (m.put(k, value(depth + 1)) != null || m.size() > 64) throw new IllegalArgumentException("duplicate " + k);
+                } while (next() == ',' && ++i > 0);
+                expect('}');
+                return m;
+            }
+            if (c == '[') {
+                var l = new ArrayList<Object>();
+                i++;
+                if (next() == ']') { i++; return l; }
+                do l.add(value(depth + 1)); while (next() == ',' && ++i > 0 && l.size() < 64);
+                expect(']');
+                return l;
+            }
+            if (c == '"') return string();
+            for (String w : new String[] {"true", "false", "null"})
+                if (s.startsWith(w, i)) { i += w.length(); return w.equals("null") ? null : Boolean.valueOf(w.equals("true")); }
+            var m = java.util.regex.Pattern.compile("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?").matcher(s).region(i, s.length());
+            if (!m.lookingAt()) throw new IllegalArgumentException("not a value");
+            i = m.end();
+            return Double.valueOf(m.group());
+        }
+
+        String string() {
+            var b = new StringBuilder();
+            for (i++; ; i++) {
+                if (i >= s.length()) throw new IllegalArgumentException("unterminated string");
+                char c = s.charAt(i);
+                if (c == '"') { i++; return b.toString(); }
+                if (c < 0x20) throw new IllegalArgumentException("a control character");
+                if (c != '\\') { b.append(c); continue; }
+                if (++i >= s.length()) throw new IllegalArgumentException("unterminated escape");
+                char e = s.charAt(i);
+                int at = "\"\\/bfnrt".indexOf(e);
+                if (at >= 0) b.append("\"\\/\b\f\n\r\t".charAt(at));
+                else if (e == 'u' && i + 4 < s.length() && s.substring(i + 1, i + 5).chars().allMatch(h -> Character.digit(h, 16) >= 0)) {
+                    b.append((char) Integer.parseInt(s.substring(i + 1, i + 5), 16));
+                    i += 4;
+                }
+                else throw new IllegalArgumentException("a bad escape");
+            }
+        }
+    }
+
     /* ==== Aggregate ==== */
 
     /**
@@ -1131,7 +1329,12 @@ public final class Aggregator {
                 return;
             }
             switch (rq.getRequestURI()) {
-                case "/aggregate" -> aggregate(rq, rs);
+                case "/aggregate" -> {
+                    int allowed = cfg.auth == null ? 200 : cfg.auth.check(rq.getHeader("Authorization"), System.currentTimeMillis() / 1000);
+                    if (allowed == 401) rs.setHeader("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+                    if (allowed == 200) aggregate(rq, rs);
+                    else reply(rs, allowed, "text/plain", reason(allowed).getBytes(StandardCharsets.US_ASCII));
+                }
                 case "/metrics" -> reply(rs, 200, "text/plain; version=0.0.4", metrics.page().getBytes(StandardCharsets.UTF_8));
                 default -> reply(rs, 404, "text/plain", reason(404).getBytes(StandardCharsets.US_ASCII));
             }

@@ -6,7 +6,8 @@
 # simulator reads; the failure reasons and allocation counter of /metrics, who closes first
 # without a pool (in private network namespaces, where one can be made), --pin native, and
 # shedding load with --permits, and the structured fan-out (--on-failure cancel against wait,
-# JDK 25 with --enable-preview, else skipped and counted). Loopback only, a block of 26 ports
+# JDK 25 with --enable-preview, else skipped and counted), and bearer tokens (--auth, tokens
+# minted by openssl, else skipped and counted). Loopback only, a block of 28 ports
 # from 27600 on (the first that no other run holds), about a minute and a half (the drip cases
 # wait for their deadlines). Without a JDK 21+ or embedded Tomcat it says why and counts every
 # check as skipped.
@@ -76,7 +77,7 @@ ready() {
 }
 status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 
-# port_block: the first block of 26 ports, BASE..BASE+25 from 27600 on by steps of 100, that
+# port_block: the first block of 28 ports, BASE..BASE+27 from 27600 on by steps of 100, that
 # no other run of this test holds (a lock directory per block, taken with mkdir, holding its
 # owner's pid; a dead owner's is taken over) and where nothing listens. Two runs of the tests
 # on one machine would otherwise poll each other's servers.
@@ -86,7 +87,7 @@ port_block() {
         l=/tmp/loomlab-test-java.$b
         if mkdir "$l" 2>/dev/null || { o=$(cat "$l/pid" 2>/dev/null) && ! kill -0 "$o" 2>/dev/null; }; then
             echo $$ >"$l/pid"
-            ss -Htln | awk -v lo=$b -v hi=$((b + 25)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
+            ss -Htln | awk -v lo=$b -v hi=$((b + 27)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
                 END { exit !f }' || { echo $b; return 0; }
             rm -rf "$l"
         fi
@@ -94,15 +95,16 @@ port_block() {
     done
     return 1
 }
-base=$(port_block) || { echo "test_java: no free block of 26 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
+base=$(port_block) || { echo "test_java: no free block of 28 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
 portlock=/tmp/loomlab-test-java.$base
-echo "test_java: ports $base-$((base + 25))"
+echo "test_java: ports $base-$((base + 27))"
 B=$base; SLOW=$((base + 8)); DEAD=$((base + 9))          # backends (nothing listens on DEAD)
 V=$((base + 1)); P=$((base + 2)); D=$((base + 3)); N=$((base + 4)); H=$((base + 5))
 T=$((base + 6)); G=$((base + 7))                          # Java servers
 NATIVE=$((base + 15)); SHED=$((base + 16)); NSB=$((base + 17)); NSJ=$((base + 18)) # more; NSB and NSJ only inside namespaces
 BENCH=$((base + 20))                                      # bench --port: it and the next
 S300A=$((base + 22)); S300B=$((base + 23)); CANCEL=$((base + 24)); WAIT=$((base + 25)) # --on-failure
+AUTHH=$((base + 26)); AUTHR=$((base + 27))                 # --auth hs256, rs256
 
 # Who closes first, without a pool: each way in a private network namespace of its own with
 # 100 ephemeral ports (40000-40099) and tcp_tw_reuse = 0, where a C backend (answering at
@@ -166,7 +168,16 @@ three=127.0.0.1:$DEAD,127.0.0.1:$S300A,127.0.0.1:$S300B
 policy=wait; [ -n "$PREVIEW" ] && policy=cancel # (without the scope its checks are skipped)
 java_server cancel $CANCEL --mode virtual --on-failure $policy --backends $three
 java_server wait $WAIT --mode virtual --on-failure wait --backends $three
-for port in $V $P $D $N $H $T $G $((DRIP + 1)) $((DRIP + 2)) $((DRIP + 3)) $((DRIP + 4)) $DRIP $NATIVE $SHED $CANCEL $WAIT; do
+# Bearer tokens: an HMAC secret and an RSA key pair, made by openssl (its own tool, so that
+# the tokens below are minted independently of the code that checks them).
+authed=""
+if command -v openssl >/dev/null && head -c 32 /dev/urandom >"$tmp/hs.key" &&
+    openssl genrsa -out "$tmp/rsa.pem" 2048 2>/dev/null && openssl rsa -in "$tmp/rsa.pem" -pubout -out "$tmp/rsa.pub" 2>/dev/null; then
+    authed="$AUTHH $AUTHR"
+    java_server authh $AUTHH --auth "hs256:$tmp/hs.key" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
+    java_server authr $AUTHR --auth "rs256:$tmp/rsa.pub" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
+fi
+for port in $V $P $D $N $H $T $G $((DRIP + 1)) $((DRIP + 2)) $((DRIP + 3)) $((DRIP + 4)) $DRIP $NATIVE $SHED $CANCEL $WAIT $authed; do
     path=/metrics; [ $port = $DRIP ] && path=/cuts # its other answers drip
     ready $port $path || { fail=$((fail + 1)); cat "$tmp"/*.log >&2; }
 done
@@ -267,6 +278,65 @@ if [ -n "$PREVIEW" ]; then
 else
     skipped=$((skipped + 10))
     echo "test_java: skipped 10 checks: --on-failure cancel needs JDK 25 (StructuredTaskScope.open) with --enable-preview"
+fi
+
+# Bearer tokens, minted here with openssl: base64url (RFC 4648 5, no padding) of the header
+# and the claims, signed with HMAC-SHA256 (the key's bytes as hex) or RSA-SHA256. Every bad
+# one is 401 with WWW-Authenticate: Bearer error="invalid_token"; an oversized header is 431.
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+# jwt ALG-TO-SIGN HEADER-JSON CLAIMS-JSON: a token (hs = HMAC with hs.key, rs = RSA with rsa.pem,
+# hspub = HMAC keyed with the RSA public key's PEM, the algorithm confusion; none = unsigned)
+jwt() {
+    hp="$(printf '%s' "$2" | b64url).$(printf '%s' "$3" | b64url)"
+    case $1 in
+        hs) sig=$(printf '%s' "$hp" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$(od -An -tx1 "$tmp/hs.key" | tr -d ' \n')" -binary | b64url) ;;
+        hspub) sig=$(printf '%s' "$hp" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$(od -An -tx1 "$tmp/rsa.pub" | tr -d ' \n')" -binary | b64url) ;;
+        rs) sig=$(printf '%s' "$hp" | openssl dgst -sha256 -sign "$tmp/rsa.pem" -binary | b64url) ;;
+        none) sig="" ;;
+    esac
+    printf '%s.%s' "$hp" "$sig"
+}
+bearer() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $2" "http://127.0.0.1:$1/aggregate"; }
+if [ -n "$authed" ]; then
+    now=$(date +%s)
+    HS='{"alg":"HS256","typ":"JWT"}'; RS='{"alg":"RS256","typ":"JWT"}'
+    ok="\"iss\":\"https://idp.lab\",\"aud\":\"aggregate\""
+    good="{$ok,\"exp\":$((now + 300))}"
+    check "--auth: no token, 401" [ "$(status http://127.0.0.1:$AUTHH/aggregate)" = 401 ]
+    check "--auth: 401 says WWW-Authenticate: Bearer error=\"invalid_token\"" \
+        sh -c "curl -s -D - -o /dev/null http://127.0.0.1:$AUTHH/aggregate | grep -q '^WWW-Authenticate: Bearer error=\"invalid_token\"'"
+    check "--auth hs256: a good token, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "$good")")" = 200 ]
+    check "--auth rs256: a good token, 200" [ "$(bearer $AUTHR "$(jwt rs "$RS" "$good")")" = 200 ]
+    check "--auth rs256: an audience array holding ours, 200" \
+        [ "$(bearer $AUTHR "$(jwt rs "$RS" "{\"iss\":\"https://idp.lab\",\"aud\":[\"x\",\"aggregate\"],\"exp\":$((now + 300))}")")" = 200 ]
+    check "--auth: expired 10 s ago, within the 30 s skew, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now - 10))}")")" = 200 ]
+    # hostile NAME WANT PORT TOKEN: one bad token, its status
+    hostile() { got=$(bearer "$3" "$4"); check "--auth: $1, $2 (got $got)" [ "$got" = "$2" ]; }
+    hostile "alg none, no signature" 401 $AUTHH "$(jwt none '{"alg":"none"}' "$good")"
+    hostile "alg none on rs256" 401 $AUTHR "$(jwt none '{"alg":"none"}' "$good")"
+    hostile "HS256 keyed with the RSA public key (algorithm confusion)" 401 $AUTHR "$(jwt hspub "$HS" "$good")"
+    hostile "RS256 token on the hs256 server" 401 $AUTHH "$(jwt rs "$RS" "$good")"
+    hostile "expired a minute ago" 401 $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now - 60))}")"
+    hostile "not valid for another minute (nbf)" 401 $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now + 300)),\"nbf\":$((now + 60))}")"
+    hostile "no exp" 401 $AUTHH "$(jwt hs "$HS" "{$ok}")"
+    hostile "exp not a number" 401 $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":\"$((now + 300))\"}")"
+    hostile "wrong issuer" 401 $AUTHH "$(jwt hs "$HS" "{\"iss\":\"https://evil\",\"aud\":\"aggregate\",\"exp\":$((now + 300))}")"
+    hostile "wrong audience" 401 $AUTHR "$(jwt rs "$RS" "{\"iss\":\"https://idp.lab\",\"aud\":\"other\",\"exp\":$((now + 300))}")"
+    hostile "duplicate claim (exp twice)" 401 $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now + 300)),\"exp\":1}")"
+    t=$(jwt hs "$HS" "$good")
+    hostile "signature one byte short" 401 $AUTHH "${t%??}"
+    hostile "padded base64url" 401 $AUTHH "$t="
+    hostile "claims changed after signing" 401 $AUTHH "$(printf '%s' "$HS" | b64url).$(printf '%s' "{$ok,\"exp\":$((now + 9999))}" | b64url).${t##*.}"
+    hostile "a control byte in a claim" 401 $AUTHH "$(jwt hs "$HS" "$(printf '{"iss":"https://idp.lab\001","aud":"aggregate","exp":%s}' $((now + 300)))")"
+    hostile "two parts" 401 $AUTHH "${t%.*}"
+    hostile "a 6 KB header" 431 $AUTHH "$(head -c 6000 /dev/zero | tr '\0' a)"
+    # Over Tomcat's own 8 KiB for the whole header, Tomcat refuses it before the servlet: 400.
+    printf 'Authorization: Bearer %s\n' "$(head -c 1000000 /dev/zero | tr '\0' a)" >"$tmp/big.header" # too long for argv
+    got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H @"$tmp/big.header" http://127.0.0.1:$AUTHH/aggregate)
+    check "--auth: a 1 MB header, 400 from Tomcat (got $got)" [ "$got" = 400 ]
+else
+    skipped=$((skipped + 24))
+    echo "test_java: skipped 24 checks: --auth needs openssl to mint its tokens"
 fi
 
 # Shedding: the first request holds the one permit for 3 s (the slow backend); once /metrics
