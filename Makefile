@@ -4,6 +4,7 @@
 #   make test       build and run every test (no display, loopback only)
 #   make asan       the same tests under AddressSanitizer + UBSan (in build/asan/)
 #   make valgrind   the runtime's tests and the simulator under Valgrind's Memcheck
+#   make test-simple the runtime's tests on its simplest correct form (no fast paths)
 #   make run        the simulator on the default scenario (window if a display exists,
 #                   otherwise a headless report and a PNG screenshot)
 #   make bench      benchmarks: simulator speed, the window, our two modes beside the Go peer
@@ -34,7 +35,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
            $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java jvm-diagnose blog-jvm study study-assets study-images clean
+.PHONY: all test test-simple asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-model format-check java jvm-diagnose blog-jvm study study-assets study-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -91,6 +92,14 @@ valgrind: build/valgrind/tests/test_aggregator $(O)/sim $(if $(VG_ALL),$(O)/test
 	$(VG) $(O)/sim scenarios/default.scn --screenshot build/valgrind/default.png --at 1s
 	$(if $(VG_ALL),$(VG) $(O)/tests/test_sim)
 	@echo "valgrind: no error, no definite leak"
+
+# The aggregator's tests on the runtime in its simplest correct form: built with VT_SIMPLE,
+# every call of the seam to the fast paths (aggregator.c, I.9) is its simple form.
+build/simple/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
+	@mkdir -p build/simple/tests
+	$(CC) $(STD) $(CFLAGS) -DVT_SIMPLE -I. -o $@ tests/test_aggregator.c -lpthread -lm
+test-simple: build/simple/tests/test_aggregator
+	build/simple/tests/test_aggregator
 
 # The aggregator's tests (the virtual-thread runtime, both servers) under ThreadSanitizer:
 # clang, with the context switch annotated as fiber switches. CI runs it.

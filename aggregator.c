@@ -14,24 +14,25 @@
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
- * Reading path. The lesson first: I.2 to I.8, the mechanism of a virtual thread (the swap, the
- * types, the run queue, park and unpark, switching, the carrier loop), then the "life of a
- * request" that opens Part II and the sections it names. Then I.9's layers and I/O; Part III
- * when you measure, Part IV to add a flag or command. Each Part's banner names its tests.
+ * Reading path. The lesson, an evening: I.2 to I.8, from the ~~~~ banner where the lesson
+ * begins to the one where it ends, the mechanism of a virtual thread in its simplest correct
+ * form (swap, types, run queue, park/unpark, switching, carrier loop); a reader may stop there.
+ * Then I.9's fast paths behind I.3's seam (make test-simple: without them), Part II's opening
+ * "life of a request", I.10's I/O; Part III to measure, Part IV to add a flag; banners name tests.
  *
  * Contents (each line is a banner below, in this order):
  *   Part I. The M:N runtime
- *     I.1 Utilities              time in ns, fatal errors, buffers, /proc readers, signals
- *     I.2 Context switch         the register swap in assembly; sanitizer and Valgrind helpers
- *     I.3 Virtual threads        vt_ carrier_ rt: the stack design, types, the runtime, locks
+ *     I.1 Utilities              time, errors, buffers, /proc, signals, spinlock, sanitizers
+ *     I.2 Context switch         the register swap in assembly (ucontext elsewhere, in I.1)
+ *     I.3 Virtual threads        vt_ carrier_ rt: the stack design, types, runtime, the seam
  *     I.4 Timer heap             timer_ deadlines of parked threads, O(log n)
  *     I.5 Run queue              runq_ work stealing, wake-ups, Loom's park/unpark protocol
  *     I.6 Copied stacks          vt_stack_save/restore: frames to the heap and back
- *     I.7 Switching              the mechanism: to the scheduler and back; park, yield, join
- *     I.8 The carrier loop       carrier_main, epoll, overflow handler, rt_start/join, rt_run
- *     I.9 Fast paths             four layers: front slot, direct switch, kept stack, polling
+ *     I.7 Switching              to the scheduler and back; park, yield, exit, spawn, join
+ *     I.8 The carrier loop       carrier_main: timers, batches, stealing, epoll, sleep
+ *     I.9 Fast paths             fast_ front slot, direct switch, kept stack, polling
  *     I.10 I/O                   io_ read/write/connect/accept: park or block, one code path
- *     I.11 Interface             rt_self, io_home, io_quiet: all Parts II, III ask of rt
+ *     I.11 Interface             rt_start/join/run, overflow, pinning, io_quiet: all II, III use
  *   Part II. The service
  *     II.1 HTTP                  http_ pure request/response parsers, the response writer
  *     II.2 Metrics               metrics_ counters and the Prometheus text page
@@ -52,11 +53,10 @@
  *     IV.2 Subcommands           cmd_ serve, backend, load, bench, microbench, calibrate, netns
  *     IV.3 main                  the command table
  *
- * Conventions. Everything but main is static; one prefix per subsystem. Global state: the
- * runtime's `rt` and `carrier_self` (read in Part I only), the service's `metrics_counters`.
- * Times are int64 ns of CLOCK_MONOTONIC unless a name says _ms, _us or _s. Out of memory
- * aborts; recoverable errors return -1 with errno. New endpoint: a handler and its path in
- * agg_route; new subcommand: a cmd_ function and a line in main's table (IV.2, IV.3).
+ * Conventions. All but main is static; one prefix per subsystem. Global state: `rt` and
+ * `carrier_self` (Part I only), `metrics_counters`. Times are int64 ns of CLOCK_MONOTONIC
+ * unless a name says _ms, _us or _s. Out of memory aborts; errors return -1 with errno. New
+ * endpoint: a handler in agg_route; new subcommand: a cmd_ function and a line in IV.3's table.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -143,11 +143,12 @@ __attribute__((noinline)) static int *vt_errno_location(void)
 
 /* Virtual threads on carrier threads, as Loom runs them: a virtual thread that would block
  * parks instead (its frames are set aside, its fd is watched by the carrier's epoll) and the
- * carrier runs another one. Built from the bottom: the utilities, the register swap, the
- * thread and carrier types, the timers, the run queue and park/unpark, the copied stacks,
- * the switches between a thread and its carrier's scheduler (the mechanism, simplest form),
- * then the fast paths layered over it, the carrier loop, and the I/O calls that park a
- * virtual thread or block a platform thread through one code path.
+ * carrier runs another one. Built from the bottom: the utilities, then the lesson (the
+ * register swap, the thread and carrier types, the timers, the run queue and park/unpark,
+ * the copied stacks, the switches between a thread and its carrier's scheduler, the carrier
+ * loop: the mechanism in its simplest form), then the fast paths behind their seam, the I/O
+ * calls that park a virtual thread or block a platform thread through one code path, and
+ * the interface the other Parts use (start, stop, run).
  * Tests: tests/test_aggregator.c, t_spawn_join to t_overflow (switching, timers, readiness,
  * the stale check, pinning, 100,000 parked threads, stealing, joins across carriers, the kept
  * stack, stack overflow); make tsan runs them under ThreadSanitizer, make asan under ASan,
@@ -502,6 +503,158 @@ static int signals_wait_until(int64_t deadline)
     }
 }
 
+/* Announcing a switch to the sanitizers. Every switch between a virtual thread and its
+ * carrier's scheduler calls san_before_switch just before vt_ctx_switch and san_after_switch
+ * just after it (back on the context that switched away). AddressSanitizer must know the
+ * stack that runs next ([lo, lo + size)), keeps the leaving context's fake stack in *fake
+ * (NULL: it never runs again), and on return tells where the previous stack was.
+ * ThreadSanitizer must know which fiber runs next: each virtual thread is one, and so is each
+ * carrier's scheduler loop; a switch with flags 0 also orders the two, as a lock would. Both
+ * are empty in other builds, and always inlined: ASan wants them in the frame that switches.
+ * Copied frames are unpoisoned by vt_stack_save and vt_stack_restore (ASAN_UNPOISON). */
+#ifdef VT_ASAN
+#define ASAN_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#ifdef VT_TSAN
+#define TSAN_CREATE()   __tsan_create_fiber(0)
+#define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
+#define TSAN_CURRENT()  __tsan_get_current_fiber()
+#define TSAN_SWITCH(f)  __tsan_switch_to_fiber((f), 0)
+#else
+#define TSAN_CREATE()   NULL
+#define TSAN_DESTROY(f) ((void)(f))
+#define TSAN_CURRENT()  NULL
+#define TSAN_SWITCH(f)  ((void)(f))
+#endif
+
+/* Valgrind (make valgrind builds with VT_VALGRIND). Each run stack is registered: they lie
+ * a few hundred KiB apart, closer than Memcheck's --max-stackframe, so without it a switch
+ * between two of them would read as one huge frame pushed or popped and leave the frames
+ * there unaddressable. Restoring frames writes below the stack pointer a run stack had when
+ * it last ran, bytes Memcheck marked unaddressable as that thread's frames returned:
+ * VG_WRITABLE makes them addressable (the copy then brings its own definedness). */
+#ifdef VT_VALGRIND
+#define VG_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER((lo), (hi))
+#define VG_STACK_DEREGISTER(id)   VALGRIND_STACK_DEREGISTER(id)
+#define VG_WRITABLE(p, n)         VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#else
+#define VG_STACK_REGISTER(lo, hi) ((void)(lo), (void)(hi), 0u)
+#define VG_STACK_DEREGISTER(id)   ((void)(id))
+#define VG_WRITABLE(p, n)         ((void)(p), (void)(n))
+#endif
+
+static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo,
+                                                                    size_t size, void *tsan_fiber)
+{
+#ifdef VT_ASAN
+    __sanitizer_start_switch_fiber(fake, lo, size);
+#else
+    (void)fake;
+    (void)lo;
+    (void)size;
+#endif
+#ifdef VT_TSAN
+    __tsan_switch_to_fiber(tsan_fiber, 0);
+#else
+    (void)tsan_fiber;
+#endif
+}
+
+static inline __attribute__((always_inline)) void san_after_switch(void *fake, const void **from_lo,
+                                                                   size_t *from_size)
+{
+#ifdef VT_ASAN
+    __sanitizer_finish_switch_fiber(fake, from_lo, from_size);
+#else
+    (void)fake;
+    (void)from_lo;
+    (void)from_size;
+#endif
+}
+
+/* Counters written only by the calling carrier and read by /metrics from anywhere: relaxed
+ * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
+#define OWN_ADD(x, n)                                                                              \
+    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define SHARED_ADD(x, n) __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
+#define LOAD(x)          __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* A small spinlock for the run queues and the park locks: held for a few instructions, so a
+ * futex would cost more than it saves; it yields the CPU if the holder was preempted. */
+__attribute__((noinline)) static void spin_lock_slow(int *l)
+{
+    for (int n = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); n++)
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++n > 100)
+                sched_yield();
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
+}
+
+static inline void spin_lock(int *l)
+{
+    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        spin_lock_slow(l);
+}
+
+static void spin_unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The portable context switch, for targets without I.2's assembly (build with
+ * -DVT_UCONTEXT to try it here): slow, since swapcontext makes a sigprocmask syscall. */
+#if VT_SWITCH_UCONTEXT
+#define VT_FRAME_BYTES 0
+struct vt_ctx {
+    void *sp;      /* lowest live stack address while switched out (approximate, low) */
+    ucontext_t uc; /* the registers */
+    int fresh;     /* 1 until the first switch: makecontext is done lazily, see below */
+    void (*boot)(void *);
+    void *arg;
+};
+
+static void vt_ucontext_entry(unsigned hi, unsigned lo)
+{
+    struct vt_ctx *ctx = (struct vt_ctx *)(uintptr_t)(((uint64_t)hi << 32) | lo);
+    ctx->boot(ctx->arg);
+    abort();
+}
+
+/* The context is created on first use because makecontext writes a frame into the run stack,
+ * which may still hold another thread's frames until the scheduler has saved them. */
+static void vt_ctx_switch(struct vt_ctx *from, struct vt_ctx *to)
+{
+    /* swapcontext's own frame lies below ours: keep a 512-byte margin in the copy */
+    from->sp = (char *)__builtin_frame_address(0) - 512;
+    if (to->fresh) {
+        uint64_t p = (uint64_t)(uintptr_t)to;
+        to->fresh = 0;
+        getcontext(&to->uc);
+        to->uc.uc_link = NULL;
+        to->uc.uc_stack.ss_sp = (char *)to->sp - 65536; /* only the top is ever used at once */
+        to->uc.uc_stack.ss_size = 65536;
+        makecontext(&to->uc, (void (*)(void))vt_ucontext_entry, 2, (unsigned)(p >> 32),
+                    (unsigned)p);
+    }
+    swapcontext(&from->uc, &to->uc);
+}
+
+static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), void *arg)
+{
+    ctx->sp = top;
+    ctx->fresh = 1;
+    ctx->boot = boot;
+    ctx->arg = arg;
+}
+#endif
+
+/* ~~~~ The lesson begins: the mechanism of a virtual thread, I.2 to I.8 ~~~~ */
+
 /* ---- I.2 Context switch ---- */
 
 /* vt_switch_asm(&from_sp, to_sp) saves the callee-saved registers of the running context on
@@ -526,7 +679,7 @@ static int signals_wait_until(int64_t deadline)
  * address on the CPU's return-stack predictor that no ret ever pops, and the joiner's next
  * ret after the thread switched back would be predicted from it and mispredict (the rets of
  * the two switches mispredict anyway: each returns into another context).
- * Other targets switch with ucontext (build with -DVT_UCONTEXT to try it here). */
+ * Other targets switch with ucontext (I.1 has it; build with -DVT_UCONTEXT to try it here). */
 #if VT_SWITCH_X86_64
 /* A new frame: 48 bytes of registers, the return address, then 16 bytes of padding, so
  * that after `ret` the stack pointer is 16-byte aligned, and after vt_boot_asm's push boot
@@ -617,123 +770,7 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
 #endif
     ctx->sp = f;
 }
-#else /* VT_SWITCH_UCONTEXT: portable and slow (swapcontext makes a sigprocmask syscall) */
-#define VT_FRAME_BYTES 0
-struct vt_ctx {
-    void *sp;      /* lowest live stack address while switched out (approximate, low) */
-    ucontext_t uc; /* the registers */
-    int fresh;     /* 1 until the first switch: makecontext is done lazily, see below */
-    void (*boot)(void *);
-    void *arg;
-};
-
-static void vt_ucontext_entry(unsigned hi, unsigned lo)
-{
-    struct vt_ctx *ctx = (struct vt_ctx *)(uintptr_t)(((uint64_t)hi << 32) | lo);
-    ctx->boot(ctx->arg);
-    abort();
-}
-
-/* The context is created on first use because makecontext writes a frame into the run stack,
- * which may still hold another thread's frames until the scheduler has saved them. */
-static void vt_ctx_switch(struct vt_ctx *from, struct vt_ctx *to)
-{
-    /* swapcontext's own frame lies below ours: keep a 512-byte margin in the copy */
-    from->sp = (char *)__builtin_frame_address(0) - 512;
-    if (to->fresh) {
-        uint64_t p = (uint64_t)(uintptr_t)to;
-        to->fresh = 0;
-        getcontext(&to->uc);
-        to->uc.uc_link = NULL;
-        to->uc.uc_stack.ss_sp = (char *)to->sp - 65536; /* only the top is ever used at once */
-        to->uc.uc_stack.ss_size = 65536;
-        makecontext(&to->uc, (void (*)(void))vt_ucontext_entry, 2, (unsigned)(p >> 32),
-                    (unsigned)p);
-    }
-    swapcontext(&from->uc, &to->uc);
-}
-
-static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), void *arg)
-{
-    ctx->sp = top;
-    ctx->fresh = 1;
-    ctx->boot = boot;
-    ctx->arg = arg;
-}
 #endif
-
-/* Announcing a switch to the sanitizers. Every switch between a virtual thread and its
- * carrier's scheduler calls san_before_switch just before vt_ctx_switch and san_after_switch
- * just after it (back on the context that switched away). AddressSanitizer must know the
- * stack that runs next ([lo, lo + size)), keeps the leaving context's fake stack in *fake
- * (NULL: it never runs again), and on return tells where the previous stack was.
- * ThreadSanitizer must know which fiber runs next: each virtual thread is one, and so is each
- * carrier's scheduler loop; a switch with flags 0 also orders the two, as a lock would. Both
- * are empty in other builds, and always inlined: ASan wants them in the frame that switches.
- * Copied frames are unpoisoned by vt_stack_save and vt_stack_restore (ASAN_UNPOISON). */
-#ifdef VT_ASAN
-#define VT_DIRECT_SWITCH    0 /* see vt_yield */
-#define ASAN_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define VT_DIRECT_SWITCH    1
-#define ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-#ifdef VT_TSAN
-#define TSAN_CREATE()   __tsan_create_fiber(0)
-#define TSAN_DESTROY(f) __tsan_destroy_fiber(f)
-#define TSAN_CURRENT()  __tsan_get_current_fiber()
-#define TSAN_SWITCH(f)  __tsan_switch_to_fiber((f), 0)
-#else
-#define TSAN_CREATE()   NULL
-#define TSAN_DESTROY(f) ((void)(f))
-#define TSAN_CURRENT()  NULL
-#define TSAN_SWITCH(f)  ((void)(f))
-#endif
-
-/* Valgrind (make valgrind builds with VT_VALGRIND). Each run stack is registered: they lie
- * a few hundred KiB apart, closer than Memcheck's --max-stackframe, so without it a switch
- * between two of them would read as one huge frame pushed or popped and leave the frames
- * there unaddressable. Restoring frames writes below the stack pointer a run stack had when
- * it last ran, bytes Memcheck marked unaddressable as that thread's frames returned:
- * VG_WRITABLE makes them addressable (the copy then brings its own definedness). */
-#ifdef VT_VALGRIND
-#define VG_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER((lo), (hi))
-#define VG_STACK_DEREGISTER(id)   VALGRIND_STACK_DEREGISTER(id)
-#define VG_WRITABLE(p, n)         VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
-#else
-#define VG_STACK_REGISTER(lo, hi) ((void)(lo), (void)(hi), 0u)
-#define VG_STACK_DEREGISTER(id)   ((void)(id))
-#define VG_WRITABLE(p, n)         ((void)(p), (void)(n))
-#endif
-
-static inline __attribute__((always_inline)) void san_before_switch(void **fake, const void *lo,
-                                                                    size_t size, void *tsan_fiber)
-{
-#ifdef VT_ASAN
-    __sanitizer_start_switch_fiber(fake, lo, size);
-#else
-    (void)fake;
-    (void)lo;
-    (void)size;
-#endif
-#ifdef VT_TSAN
-    __tsan_switch_to_fiber(tsan_fiber, 0);
-#else
-    (void)tsan_fiber;
-#endif
-}
-
-static inline __attribute__((always_inline)) void san_after_switch(void *fake, const void **from_lo,
-                                                                   size_t *from_size)
-{
-#ifdef VT_ASAN
-    __sanitizer_finish_switch_fiber(fake, from_lo, from_size);
-#else
-    (void)fake;
-    (void)from_lo;
-    (void)from_size;
-#endif
-}
 
 /* ---- I.3 Virtual threads ---- */
 
@@ -766,19 +803,10 @@ static inline __attribute__((always_inline)) void san_after_switch(void *fake, c
  * what is in use when it parks. The guard region is large so that one big frame cannot jump
  * over it. VT_STACKS run stacks per carrier: a thread spawned on a carrier gets one of that
  * carrier's, round-robin, so two carriers rarely want the same stack at once. */
-#define VT_RUN_STACK       (256 * 1024)
-#define VT_GUARD           (64 * 1024)
-#define VT_STACKS          4
-#define VT_ALTSTACK        (64 * 1024)  /* per-carrier signal stack for the overflow message */
-#define VT_POLL_CHECK_RUNS 61           /* see carrier_poll_due */
-#define VT_POLL_EVERY_NS   (500 * 1000) /* ditto */
-
-/* Counters written only by the calling carrier and read by /metrics from anywhere: relaxed
- * atomic loads and stores (plain moves on x86-64 and aarch64), never a locked add. */
-#define OWN_ADD(x, n)                                                                              \
-    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
-#define SHARED_ADD(x, n) __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
-#define LOAD(x)          __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define VT_RUN_STACK (256 * 1024)
+#define VT_GUARD     (64 * 1024)
+#define VT_STACKS    4
+#define VT_ALTSTACK  (64 * 1024) /* per-carrier signal stack for the overflow message */
 
 /* Loom's states (java.lang.VirtualThread), reduced: NEW and STARTED are VT_RUNNABLE before
  * the first run; PINNED is a VT_RUNNING thread blocked in the kernel (see vt_pin). A thread
@@ -867,31 +895,6 @@ struct vt_io {
     unsigned char final[2]; /* an event reported HUP, RDHUP or ERR: short calls prove nothing */
 };
 
-/* A small spinlock for the run queues and the park locks: held for a few instructions, so a
- * futex would cost more than it saves; it yields the CPU if the holder was preempted. */
-__attribute__((noinline)) static void spin_lock_slow(int *l)
-{
-    for (int n = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); n++)
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++n > 100)
-                sched_yield();
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-        }
-}
-
-static inline void spin_lock(int *l)
-{
-    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        spin_lock_slow(l);
-}
-
-static void spin_unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
 /* A carrier: one pthread, one epoll, one run queue, one timer heap. The run queue is shared
  * with thieves (qlock); the timer heap and the waiter slots of the fds registered with its
  * epoll are shared with threads parking from any carrier (plock). */
@@ -901,7 +904,7 @@ struct carrier {
     int epfd;             /* epoll: registered fds and the wake eventfd */
     int wakefd;           /* eventfd written to wake the carrier from epoll_wait */
     struct vt *cur;       /* thread running now, or NULL in the scheduler */
-    struct vt *front;     /* atomic: the queue's oldest thread, or NULL (I.9, layer 1) */
+    struct vt *front;     /* atomic: the fast paths' front slot, or NULL (I.9, layer 1) */
     int qlock;            /* guards runq_head, runq_tail */
     struct vt *runq_head; /* FIFO of runnable threads behind the front, see I.5 */
     struct vt *runq_tail;
@@ -912,20 +915,18 @@ struct carrier {
     int heap_len, heap_cap;
     unsigned next_stk;            /* round-robin over this carrier's run stacks (a hint) */
     struct vt *cache;             /* freed thread descriptors, for the next spawns (own use) */
-    struct vt *requeue;           /* a thread that just yielded, to go to the tail, or NULL */
-    struct vt *prev;              /* layer 2: thread that switched straight to the running
+    struct vt_stack *release_stk; /* run stack of a thread that exited, released by the next
+                                     context (vt_resumed) */
+    struct vt *prev;              /* I.9, layer 2: thread that switched straight to the running
                                      one, its transition finished by the next context */
-    struct vt_stack *release_stk; /* run stack of a thread that exited, released likewise */
-    struct vt_stack *kept_stk;    /* layer 3: a joiner's run stack, held while its child
-                                     runs here (carrier_keep_joiner); released when the
-                                     child leaves */
+    struct vt_stack *kept_stk;    /* I.9, layer 3: a joiner's run stack, held while its child
+                                     runs here (fast_keep_joiner) */
     struct vt_ctx dead_ctx;       /* where an exiting thread's registers go (never resumed) */
     struct vt_ctx sched_ctx;      /* the scheduler loop's context, on the pthread's stack */
     void *altstack;               /* alternate signal stack for the overflow handler */
     int cancelled_all;            /* shutdown seen: every parked thread was woken */
-    unsigned unpolled_runs;       /* layer 4: runs since the clock was last read to poll */
+    unsigned unpolled_runs;       /* I.9, layers 2 and 4: runs since the last look at I/O */
     int64_t polled_at;            /* ns: the last epoll_wait, blocking or not */
-    int harvesting;               /* layer 4: 1 in carrier_harvest, whose wake-ups signal no one */
     unsigned steal_from;          /* next victim to try */
     unsigned idle_looks;          /* passes in a row that found nothing to run or steal */
     /* counters (OWN_ADD by the carrier that is carrier_self) */
@@ -960,6 +961,7 @@ static struct rt {
                                    by other threads than carriers (and folded in by rt_join) */
     struct sigaction old_segv;  /* restored for faults that are not stack overflows */
     int no_pwait2;              /* atomic: the kernel said ENOSYS to epoll_pwait2 once */
+    int fast_off;               /* the I.9 layers turned off (FAST_* bits), only while stopped */
 } rt;
 
 /* The carrier that the calling OS thread is, or NULL (main thread, platform pool threads). */
@@ -970,6 +972,26 @@ static struct vt *vt_current(void)
     return carrier_self ? carrier_self->cur : NULL;
 }
 
+/* The seam. The fast paths of I.9 enter the mechanism through these calls and nowhere else.
+ * The second column is each call's simple form: what the simple build (-DVT_SIMPLE, make
+ * test-simple) compiles, and what a layer turned off in rt.fast_off does (microbench).
+ *   fast_push(c, v)           0     layer 1: c's owner queues v in the front slot (1)
+ *   fast_take(c, thief)       NULL  layer 1: the front slot's thread, for c or a thief
+ *   fast_len(c)               0     layer 1: threads in the front slot (0 or 1)
+ *   fast_switch(c, v)         0     layer 2: v leaves straight to the next thread (1)
+ *   fast_exit_next(c, s, j)   NULL  layer 2: the thread an exit switches straight to
+ *   fast_resumed(c)           -     layers 2, 3: what a straight switch left to do
+ *   fast_keep_joiner(c, s, v) 0     layer 3: a joiner keeps its stack while its child runs
+ *   fast_poll_due(c, ran)     1     layer 4: poll I/O after this batch (simple: every one) */
+enum { FAST_FRONT = 1, FAST_DIRECT = 2, FAST_KEPT = 4, FAST_POLL = 8, FAST_ALL = 15 };
+static inline int fast_push(struct carrier *c, struct vt *v);
+static inline struct vt *fast_take(struct carrier *c, int thief);
+static inline long fast_len(struct carrier *c);
+static inline __attribute__((always_inline)) int fast_switch(struct carrier *c, struct vt *v);
+static struct vt *fast_exit_next(struct carrier *c, struct vt_stack *s, struct vt *j);
+static inline void fast_resumed(struct carrier *c);
+static int fast_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v);
+static inline int fast_poll_due(struct carrier *c, long ran);
 /* ---- I.4 Timer heap ---- */
 
 /* The deadlines (ns) of the timed parks guarded by a carrier's plock, a binary min-heap:
@@ -1031,8 +1053,8 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * queues stays FIFO-fair, which is what keeps the p99 low. (LIFO owners with FIFO thieves
  * suit fork/join, not event tasks.)
  * The queue is a linked list under a spinlock (qlock): its owner pushes at the tail and
- * takes the head, and so do thieves (runq_steal_list). I.9's first layer puts a slot before
- * the list that its owner fills without the lock.
+ * takes the head, and so do thieves (runq_steal). Through the seam, I.9's first layer puts
+ * a slot before the list that its owner fills without the lock (fast_push, fast_take).
  *
  * Wake-ups, and why none is lost: a carrier about to sleep sets `sleeping`, then (after a
  * full fence) looks at its own queue and every other queue once more (not the others' when
@@ -1043,10 +1065,10 @@ static void timer_remove(struct carrier *c, struct vt *v)
  * carrier when the target is busy or already has work queued, so the work becomes someone's
  * to steal instead of waiting behind a long-running thread. */
 
-/* Threads queued on c: the list and the front slot I.9 puts before it (a racy snapshot). */
+/* Threads queued on c, in the list and in the seam's front slot (a racy snapshot). */
 static inline long runq_len(struct carrier *c)
 {
-    return LOAD(c->qlen) + (LOAD(c->front) != NULL);
+    return LOAD(c->qlen) + fast_len(c);
 }
 
 /* The queue's two list operations, with c->qlock held; qlen is the callers' to keep. */
@@ -1078,25 +1100,27 @@ static void runq_push(struct carrier *c, struct vt *v)
     spin_unlock(&c->qlock);
 }
 
-/* The oldest thread of c's list, taken by its owner, or NULL. */
-static struct vt *runq_pop_list(struct carrier *c)
+/* The oldest thread of c's queue, taken by its owner, or NULL. */
+static struct vt *runq_pop(struct carrier *c)
 {
-    if (!__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
-        return NULL;
+    struct vt *v = fast_take(c, 0); /* the seam's front slot holds the oldest */
+    if (v || !__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
+        return v;
     spin_lock(&c->qlock);
-    struct vt *v = c->runq_head ? runq_shift_locked(c) : NULL;
+    v = c->runq_head ? runq_shift_locked(c) : NULL;
     if (v)
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
     spin_unlock(&c->qlock);
     return v;
 }
 
-/* A thief's take from c's list: the oldest of its first few threads whose run stack no
+/* A thief's take from c's queue: the oldest of its first few threads whose run stack no
  * carrier holds now (one that is held could only be handed back to its holder), or NULL. */
-static struct vt *runq_steal_list(struct carrier *c)
+static struct vt *runq_steal(struct carrier *c)
 {
-    if (!__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
-        return NULL;
+    struct vt *f = fast_take(c, 1);
+    if (f || !__atomic_load_n(&c->qlen, __ATOMIC_RELAXED))
+        return f;
     spin_lock(&c->qlock);
     struct vt **link = &c->runq_head, *prev = NULL;
     for (int i = 0; *link && i < 8; i++, prev = *link, link = &(*link)->next) {
@@ -1147,16 +1171,14 @@ static void carrier_signal(struct carrier *c)
         }
 }
 
-static inline void runq_push_own(struct carrier *c, struct vt *v); /* I.9 */
-
 /* Queue v (now VT_RUNNABLE) on the calling carrier, the one that saw its event, or, from
  * another OS thread, on the carrier it last ran on; then signal as above. A push made by a
  * running thread (a spawn, an unpark) must be seen by a carrier going to sleep, or it waits
  * behind the running thread however long that runs: so the push, a full fence, then the
  * look at nsleeping, the pusher's half of the protocol above (without the fence, x86's store
  * buffer lets the sleeper miss our push while we miss its nsleeping). From the scheduler
- * loop (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there.
- * runq_push_own is I.9's front slot (a plain runq_push without that layer). */
+ * loop (c->cur NULL) the carrier runs the thread itself next, so no fence is needed there,
+ * and a signal only for a backlog. */
 static void vt_enqueue(struct vt *v)
 {
     struct carrier *c = carrier_self;
@@ -1165,10 +1187,11 @@ static void vt_enqueue(struct vt *v)
         carrier_signal(v->carrier);
         return;
     }
-    runq_push_own(c, v);
+    if (!fast_push(c, v))
+        runq_push(c, v);
     if (c->cur)
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (LOAD(rt.nsleeping) && (runq_len(c) >= VT_STEAL_BACKLOG || (c->cur && !c->harvesting)))
+    if (LOAD(rt.nsleeping) && (runq_len(c) >= VT_STEAL_BACKLOG || c->cur))
         carrier_signal(c);
 }
 
@@ -1281,6 +1304,13 @@ static void vt_stack_release(struct vt_stack *s)
     __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* Whether carrier c holds run stack s now (holder is a hint: exact while c holds s). */
+static int vt_stack_held_by(struct vt_stack *s, struct carrier *c)
+{
+    return __atomic_load_n(&s->busy, __ATOMIC_RELAXED) &&
+           __atomic_load_n(&s->holder, __ATOMIC_RELAXED) == c;
+}
+
 /* A descriptor from the carrier's cache (its saved buffer and TSan fiber kept), or new. */
 static struct vt *vt_alloc(void)
 {
@@ -1315,46 +1345,30 @@ static void vt_free(struct vt *v)
 
 /* ---- I.7 Switching ---- */
 
-/* Between a virtual thread and its carrier's scheduler, and the calls built on that. The
- * mechanism: a thread that parks, yields, joins or exits sets its state and switches to the
- * scheduler loop's context (vt_to_scheduler); once the thread's registers are saved there,
- * the scheduler finishes the transition (carrier_after_run, Loom's afterYield: a parking
- * thread becomes PARKED, or runnable again if an unpark came meanwhile; a yielder is queued
- * again) and runs the next thread (carrier_run). In short:
+/* Between a virtual thread and its carrier's scheduler, and the calls built on that. A
+ * thread that parks, yields, joins or exits sets its state and switches to the scheduler
+ * loop's context (vt_to_scheduler); once the thread's registers are saved there, the
+ * scheduler finishes the transition (carrier_after_run, Loom's afterYield: a parking thread
+ * becomes PARKED, or runnable again if an unpark came meanwhile; a yielder is queued again)
+ * and runs the next thread (carrier_run). In short:
  *   vt_park:     state = PARKING, then switch to the scheduler
  *   scheduler:   state = PARKED; if a permit came meanwhile, RUNNABLE and queued again;
  *                then take the next thread, put its frames on its stack, switch to it
  *   vt_unpark:   permit = 1; a PARKED thread is claimed by a CAS to RUNNABLE and queued
- * The lines that call I.9's layers, which shorten the common cases, say "layer". */
-static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *v);
+ * That is the runtime in its simplest correct form: every hand-over is two register swaps,
+ * through the scheduler. The seam's four calls here (fast_switch, fast_exit_next,
+ * fast_resumed, fast_keep_joiner) are where I.9 shortens the common cases; in the simple
+ * build they do nothing. */
 
-/* The layers of I.9 that the mechanism calls. */
-static inline int vt_direct_ok(struct carrier *c);
-static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back);
-static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
-                                                                  struct vt *back);
-static int carrier_stack_take(struct carrier *c, struct vt_stack *s);
-static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v);
-
-/* What every context that resumes does first: release the stack of a thread that exited (it
- * cannot release the stack it runs on) and, layers 3 and 2, a joiner's kept stack (the child
- * that could use it has left) and the thread that switched straight here (c->prev), whose
- * transition is finished here (it may keep its stack anew). */
+/* What every context that resumes does first: release the stack of a thread that exited
+ * (it cannot release the stack it runs on), then what a fast path left to it (I.9). */
 static inline void vt_resumed(struct carrier *c)
 {
     if (c->release_stk) {
         vt_stack_release(c->release_stk);
         c->release_stk = NULL;
     }
-    if (c->kept_stk) {
-        vt_stack_release(c->kept_stk);
-        c->kept_stk = NULL;
-    }
-    if (c->prev) {
-        struct vt *p = c->prev;
-        c->prev = NULL;
-        carrier_after_run(c, p->stk, p);
-    }
+    fast_resumed(c);
 }
 
 /* From a virtual thread back to its carrier's scheduler loop. */
@@ -1387,13 +1401,13 @@ static void vt_boot(void *arg)
  * the child's exit finds it (vt_finish). The join word is the only wake-up of a VT_JOINED
  * thread, so the exit takes it without a CAS on its state, and the joiner without a permit
  * handshake. s is released and a CAS publishes v, or finds the child done and v runs on;
- * layer 3 keeps s instead when the child is the thread c runs now. */
+ * the seam may keep s instead (fast_keep_joiner). */
 static void carrier_after_join(struct carrier *c, struct vt_stack *s, struct vt *v)
 {
     struct vt *none = NULL;
     OWN_ADD(c->parked, 1);
     __atomic_store_n(&v->state, VT_JOINED, __ATOMIC_RELAXED);
-    if (carrier_keep_joiner(c, s, v)) /* layer 3 */
+    if (fast_keep_joiner(c, s, v))
         return;
     vt_stack_release(s);
     if (__atomic_compare_exchange_n(&v->joining->join_word, &none, v, 0, __ATOMIC_ACQ_REL,
@@ -1425,7 +1439,7 @@ static void carrier_after_run(struct carrier *c, struct vt_stack *s, struct vt *
         }
     } else if (st == VT_YIELDING) {
         __atomic_store_n(&v->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-        c->requeue = v; /* queued by the batch loop, with its next pop under one lock */
+        vt_enqueue(v); /* behind the threads queued meanwhile */
     }
 }
 
@@ -1483,24 +1497,12 @@ static void carrier_run(struct carrier *c, struct vt *v)
         carrier_after_run(c, v->stk, v);
 }
 
-/* Wake joiner j (VT_JOINED, registers saved; this exit is its only waker, so no CAS claims
- * it), by an exiting thread on c: queued, or (layer 2) returned to run next if c has nothing
- * queued (queueing it and taking it back would be the same). */
-static struct vt *vt_wake_joiner(struct carrier *c, struct vt *j)
-{
-    OWN_ADD(c->parked, -1); /* c is the calling carrier (vt_exit) */
-    __atomic_store_n(&j->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    if (VT_DIRECT_SWITCH && !runq_len(c))
-        return j;
-    vt_enqueue(j);
-    return NULL;
-}
-
 /* A thread's function returned: its frames are garbage, and a joiner is told (Loom's
  * afterTerminate). A joiner found in the join word is final (only this exit changes it
  * again), so it needs no exchange; otherwise VT_JOIN_DONE is swapped in, racing a joiner's
  * CAS. A joinable thread's struct belongs to its joiner once the joiner is woken or
- * VT_JOIN_DONE is in, so this is the last use of v; returns a joiner to run next, or NULL. */
+ * VT_JOIN_DONE is in, so this is the last use of v. Returns the joiner, made runnable (this
+ * exit is its only waker, so no CAS claims it) but not queued, or NULL. */
 static struct vt *vt_finish(struct carrier *c, struct vt *v)
 {
     __atomic_store_n(&v->state, VT_DONE, __ATOMIC_RELAXED);
@@ -1512,30 +1514,31 @@ static struct vt *vt_finish(struct carrier *c, struct vt *v)
     struct vt *j = __atomic_load_n(&v->join_word, __ATOMIC_ACQUIRE);
     if (!j)
         j = __atomic_exchange_n(&v->join_word, VT_JOIN_DONE, __ATOMIC_ACQ_REL);
-    return j ? vt_wake_joiner(c, j) : NULL;
+    if (!j)
+        return NULL;
+    OWN_ADD(c->parked, -1); /* c is the calling carrier (vt_exit) */
+    __atomic_store_n(&j->state, VT_RUNNABLE, __ATOMIC_RELAXED);
+    return j;
 }
 
 /* The end of a thread, on its own run stack: it is finished before it switches away (its
  * registers are not needed again, so they go to c->dead_ctx, and v is not touched after
- * vt_finish), then the carrier runs the scheduler or (layer 2) its joiner or the next
- * queued thread. Its run stack is released by whichever context runs next. */
+ * vt_finish), its joiner is queued, and the carrier runs its scheduler, or the thread the
+ * seam picks to switch to straight (fast_exit_next: the joiner, or the next queued thread).
+ * Its run stack is released by whichever context runs next. */
 __attribute__((noreturn)) static void vt_exit(struct vt *v)
 {
     struct carrier *c = v->carrier;
     struct vt_stack *s = v->stk;
-    s->owner = NULL;              /* its frames are garbage */
-    int direct = vt_direct_ok(c); /* layer 2 */
+    s->owner = NULL; /* its frames are garbage */
     /* TSan: leave v's fiber for the scheduler's before v is handed over. Its joiner may free
      * v and another carrier reuse the descriptor, fiber included, while we still run here;
      * switching to a fiber that is current elsewhere kills TSan (a CHECK in ProcWire). */
     TSAN_SWITCH(c->tsan_sched);
-    struct vt *u = vt_finish(c, v);
-    if (u && (u->stk == s || !carrier_stack_take(c, u->stk))) {
-        vt_enqueue(u); /* its frames belong where we still run, or on a held stack */
-        u = NULL;
-    }
-    if (!u && direct) /* layer 2: the next queued thread */
-        u = runq_take(c, s, NULL);
+    struct vt *j = vt_finish(c, v);
+    struct vt *u = fast_exit_next(c, s, j); /* its run stack is held by c now */
+    if (j && u != j)
+        vt_enqueue(j);
     c->release_stk = s;
     if (u) {
         vt_switch_to(c, &c->dead_ctx, NULL, u);
@@ -1547,13 +1550,13 @@ __attribute__((noreturn)) static void vt_exit(struct vt *v)
     abort(); /* an exited thread is never switched to again */
 }
 
-/* Switch away from v, c's running thread, which leaves as `st` (VT_PARKING or VT_JOINING):
- * to the scheduler, or (layer 2) straight to the next queued thread. Returns when v runs
- * again. */
+/* Switch away from v, c's running thread, which leaves as `st` (VT_PARKING, VT_JOINING or
+ * VT_YIELDING): to the scheduler, unless the seam switches straight to the next queued
+ * thread (fast_switch). Returns when v runs again. */
 static void vt_switch_away(struct carrier *c, struct vt *v, int st)
 {
     __atomic_store_n(&v->state, st, __ATOMIC_RELAXED);
-    if (!vt_switch_direct(c, v, NULL))
+    if (!fast_switch(c, v))
         vt_to_scheduler(c, v);
 }
 
@@ -1570,16 +1573,10 @@ static void vt_park(void)
     vt_switch_away(c, v, VT_PARKING);
 }
 
-/* Let the other runnable threads run first (a cooperative yield): queued again behind them,
- * through the scheduler, or (layer 2) switching straight to the thread at the head. */
+/* Let the other runnable threads run first (a cooperative yield): queued again behind them. */
 static void vt_yield(void)
 {
-    struct carrier *c = carrier_self;
-    struct vt *v = c->cur;
-    if (vt_switch_direct(c, v, v))
-        return;
-    __atomic_store_n(&v->state, VT_YIELDING, __ATOMIC_RELAXED);
-    vt_to_scheduler(c, v);
+    vt_switch_away(carrier_self, carrier_self->cur, VT_YIELDING);
 }
 
 /* Create a thread on carrier c (any OS thread may call this). Its run stack is the next of
@@ -1588,14 +1585,15 @@ static void vt_yield(void)
 static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, int detached)
 {
     struct carrier *me = carrier_self; /* once: the stores below might alias a TLS reload */
-    struct vt *v = vt_alloc(), *self = me ? me->cur : NULL;
+    struct vt *v = vt_alloc();
     unsigned k = LOAD(c->next_stk); /* a hint: a lost update only skews the round-robin */
     struct vt_stack *stk = &rt.stacks[c->id * VT_STACKS + (int)(k % VT_STACKS)];
-    /* Not the caller's own stack (the child could only run once our frames are copied), nor
-     * a joiner's stack this carrier keeps while the joiner's child runs (carrier_after_join):
-     * a thread there could run nowhere else until that child leaves, not even stolen. Two
-     * of VT_STACKS at most are excluded, so the loop ends. */
-    while ((self && stk == self->stk) || (c == me && stk == me->kept_stk))
+    /* Not a stack the calling carrier holds: the caller's own (the child could only run once
+     * our frames are copied), nor a joiner's that the fast paths keep while its child runs
+     * (fast_keep_joiner): a thread there could run nowhere else until it is released, not
+     * even stolen. Two of VT_STACKS at most are held so; `holder` is a hint, so the loop is
+     * bounded anyway. */
+    for (int i = 0; me && i < VT_STACKS && vt_stack_held_by(stk, me); i++)
         stk = &rt.stacks[c->id * VT_STACKS + (int)(++k % VT_STACKS)];
     __atomic_store_n(&c->next_stk, k + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&v->stk, stk, __ATOMIC_RELAXED); /* a thief may still read it: runq_steal */
@@ -1635,14 +1633,6 @@ static struct vt *vt_spawn(void (*fn)(void *), void *arg, int detached)
     if (!c)
         c = &rt.carriers[SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers];
     return vt_spawn_on(c, fn, arg, detached);
-}
-
-/* Spread new threads over the carriers round-robin: stealing balances them later anyway,
- * this only saves the first steals. */
-static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
-{
-    unsigned i = SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers;
-    return vt_spawn_on(&rt.carriers[i], fn, arg, VT_DETACHED);
 }
 
 /* Wait for a joinable thread to finish (on any carrier), then free it. The join word makes
@@ -1729,51 +1719,13 @@ static int vt_wait(int fd, int dir, int64_t deadline)
     return 0;
 }
 
-/* Pinning, as with `synchronized` in JDK 21: while pinned, a blocking call cannot park, so it
- * blocks the carrier itself and no other virtual thread runs on it meanwhile. */
-static void vt_pin(void)
-{
-    struct vt *v = vt_current();
-    if (v && v->pinned++ == 0)
-        SHARED_ADD(rt.pinned, 1);
-}
-
-static void vt_unpin(void)
-{
-    struct vt *v = vt_current();
-    if (v && --v->pinned == 0)
-        SHARED_ADD(rt.pinned, -1);
-}
-
-/* Sleep until an absolute deadline (ns): a timed park, or a real sleep when pinned or when
- * not on a virtual thread. Returns -1 with ECANCELED if the runtime is shutting down. */
-static int vt_sleep_until(int64_t deadline)
-{
-    struct vt *v = vt_current();
-    if (v && !v->pinned) {
-        while (now_ns() < deadline) /* a spurious wake-up parks again */
-            if (vt_wait(-1, 0, deadline) < 0 && errno == ECANCELED)
-                return -1;
-        return 0;
-    }
-    struct timespec ts = {deadline / NS_PER_S, deadline % NS_PER_S};
-    SHARED_ADD(rt.pinned_blocked, v ? 1 : 0);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        continue; /* a signal cut the sleep short: sleep on to the same deadline */
-    SHARED_ADD(rt.pinned_blocked, v ? -1 : 0);
-    return 0;
-}
-
 /* ---- I.8 The carrier loop ---- */
 
-/* Each carrier's pthread runs carrier_main: expire its timers, run the threads queued on it
- * (carrier_batch), steal from another carrier when it has none, and sleep in epoll when no
- * carrier has any (carrier_sleep, the protocol of I.5). Between batches it polls I/O without
- * waiting; I.9's fourth layer decides when (carrier_poll_due). */
-static struct vt *runq_pop(struct carrier *c); /* I.9, the front slot */
-static struct vt *runq_steal(struct carrier *c);
-static struct vt *runq_swap(struct carrier *c, struct vt *back);
-static int carrier_poll_due(struct carrier *c, long ran);
+/* Each carrier's pthread runs carrier_main, a plain loop like xv6's scheduler: expire its
+ * timers, run the threads queued on it (carrier_batch), steal from another carrier when it
+ * has none, and sleep in epoll when no carrier has any (carrier_sleep, the protocol of I.5).
+ * Between batches it polls I/O without waiting (the seam's fast_poll_due spaces the polls
+ * out). Starting and stopping the carriers is in I.11. */
 
 static void carrier_expire_timers(struct carrier *c, int64_t now)
 {
@@ -1956,15 +1908,8 @@ static long carrier_batch(struct carrier *c)
     if (LOAD(rt.shutdown) && !c->cancelled_all)
         carrier_cancel_all(c);
     long n = runq_len(c), ran = 0;
-    struct vt *v = n ? runq_pop(c) : NULL;
-    while (v) {
+    for (struct vt *v; ran < n && (v = runq_pop(c)); ran++)
         carrier_run(c, v);
-        struct vt *back = c->requeue;
-        c->requeue = NULL;
-        v = ++ran < n ? runq_swap(c, back) : NULL;
-        if (!v && back)
-            vt_enqueue(back);
-    }
     return ran;
 }
 
@@ -1982,9 +1927,6 @@ static void *carrier_main(void *arg)
             if (v) {
                 c->idle_looks = 0;
                 carrier_run(c, v);
-                if (c->requeue)
-                    vt_enqueue(c->requeue);
-                c->requeue = NULL;
                 continue;
             }
         }
@@ -1995,7 +1937,7 @@ static void *carrier_main(void *arg)
             continue;
         }
         c->idle_looks = 0;
-        if (carrier_poll_due(c, ran))
+        if (fast_poll_due(c, ran))
             carrier_poll(c, 0);
     }
     for (int i = 0; i < rt.ncarriers; i++) /* the others may sleep with nothing left */
@@ -2006,212 +1948,16 @@ static void *carrier_main(void *arg)
     return NULL;
 }
 
-/* SIGSEGV on an alternate stack: a fault in a guard region is a virtual thread's stack
- * overflow; say so and abort. Any other fault goes to the previous handler. Only
- * async-signal-safe calls here. */
-static void vt_segv_handler(int sig, siginfo_t *si, void *uctx)
-{
-    char *a = si->si_addr;
-    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++) {
-        struct vt_stack *s = &rt.stacks[i];
-        if (a >= s->map && a < s->lo) {
-            static const char msg[] = "aggregator: virtual thread stack overflow (run stack is "
-                                      "256 KiB; a frame hit the guard region)\n";
-            if (write(2, msg, sizeof msg - 1) < 0) {
-                /* nowhere to report it: we abort anyway */
-            }
-            signal(SIGABRT, SIG_DFL);
-            abort();
-        }
-    }
-    if (rt.old_segv.sa_flags & SA_SIGINFO && rt.old_segv.sa_sigaction) {
-        rt.old_segv.sa_sigaction(sig, si, uctx);
-        return;
-    }
-    signal(SIGSEGV, SIG_DFL); /* returning re-executes the fault, which now kills us */
-}
-
-static void vt_stack_init(struct vt_stack *s)
-{
-    size_t len = VT_GUARD + VT_RUN_STACK;
-    s->map =
-        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (s->map == MAP_FAILED)
-        die("mmap run stack: %s", strerror(errno));
-    if (mprotect(s->map, VT_GUARD, PROT_NONE) < 0)
-        die("mprotect guard: %s", strerror(errno));
-    s->lo = s->map + VT_GUARD;
-    s->hi = s->map + len;
-    s->vg_id = VG_STACK_REGISTER(s->lo, s->hi);
-}
-
-static void carrier_init(struct carrier *c, int id)
-{
-    c->id = id;
-    c->epfd = epoll_create1(EPOLL_CLOEXEC);
-    c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (c->epfd < 0 || c->wakefd < 0)
-        die("epoll/eventfd: %s", strerror(errno));
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
-    if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev) < 0)
-        die("epoll_ctl: %s", strerror(errno));
-    for (int i = 0; i < VT_STACKS; i++)
-        vt_stack_init(&rt.stacks[id * VT_STACKS + i]);
-    c->altstack = xmalloc(VT_ALTSTACK);
-}
-
-/* The carriers rt_start(n) starts: n, or for n <= 0 one per CPU, as the JDK does. */
-static int rt_carriers_for(int n)
-{
-    if (n <= 0)
-        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
-}
-
-/* Start the runtime with n carriers (see rt_carriers_for). */
-static void rt_start(int n)
-{
-    n = rt_carriers_for(n);
-    raise_fd_limit();
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    rt.io_cap = rl.rlim_cur > (1u << 20) ? (1 << 20) : (int)rl.rlim_cur;
-    rt.io = xcalloc((size_t)rt.io_cap, sizeof *rt.io);
-    rt.ncarriers = n;
-    rt.carriers = xcalloc((size_t)n, sizeof *rt.carriers);
-    rt.stacks = xcalloc((size_t)n * VT_STACKS, sizeof *rt.stacks);
-    __atomic_store_n(&rt.shutdown, 0, __ATOMIC_RELEASE);
-    for (int i = 0; i < n; i++)
-        carrier_init(&rt.carriers[i], i);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = vt_segv_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigaction(SIGSEGV, &sa, &rt.old_segv);
-    for (int i = 0; i < n; i++) {
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, 256 * 1024);
-        if (pthread_create(&rt.carriers[i].thread, &at, carrier_main, &rt.carriers[i]))
-            die("pthread_create carrier");
-        pthread_attr_destroy(&at);
-    }
-}
-
-/* Ask every carrier to cancel its parked threads and exit once none is left anywhere. */
-static void rt_shutdown(void)
-{
-    __atomic_store_n(&rt.shutdown, 1, __ATOMIC_SEQ_CST);
-    uint64_t one = 1;
-    for (int i = 0; i < rt.ncarriers; i++)
-        if (write(rt.carriers[i].wakefd, &one, sizeof one) < 0) {
-            /* only EAGAIN (the counter is full): a wake-up is pending anyway */
-        }
-}
-
-/* Wait for the carriers to exit (after rt_shutdown) and free the runtime. */
-static void rt_join(void)
-{
-    for (int i = 0; i < rt.ncarriers; i++)
-        pthread_join(rt.carriers[i].thread, NULL);
-    sigaction(SIGSEGV, &rt.old_segv, NULL);
-    for (int i = 0; i < rt.ncarriers; i++) {
-        struct carrier *c = &rt.carriers[i];
-        close(c->epfd);
-        close(c->wakefd);
-        rt.spawned += c->spawned; /* the totals outlive the carriers */
-        rt.finished += c->finished;
-        free(c->altstack);
-        free(c->heap);
-        while (c->cache) {
-            struct vt *v = c->cache;
-            c->cache = v->next;
-            vt_free(v); /* carrier_self is NULL here: really freed */
-        }
-    }
-    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++) {
-        VG_STACK_DEREGISTER(rt.stacks[i].vg_id);
-        munmap(rt.stacks[i].map, VT_GUARD + VT_RUN_STACK);
-    }
-    free(rt.stacks);
-    free(rt.carriers);
-    free(rt.io);
-    rt.carriers = NULL;
-    rt.stacks = NULL;
-    rt.io = NULL;
-    rt.ncarriers = 0;
-}
-
-/* Totals over the carriers, for /metrics and the tests (racy snapshots, good enough). */
-struct vt_stats {
-    long alive, runnable, parked, busy;
-    long pinned, pinned_blocked; /* inside vt_pin; of those, blocked in the kernel now */
-    int carriers;
-    uint64_t switches, steals, copied_bytes;
-};
-
-static struct vt_stats vt_stats(void)
-{
-    struct vt_stats total = {0};
-    uint64_t s, f;
-    rt_counts(&s, &f);
-    total.alive = (long)(s - f);
-    total.parked = LOAD(rt.parked);
-    total.pinned = LOAD(rt.pinned);
-    total.pinned_blocked = LOAD(rt.pinned_blocked);
-    total.carriers = rt.ncarriers;
-    for (int i = 0; i < rt.ncarriers; i++) {
-        struct carrier *c = &rt.carriers[i];
-        total.runnable += runq_len(c);
-        total.parked += LOAD(c->parked);
-        total.busy += LOAD(c->busy);
-        total.switches += LOAD(c->runs);
-        total.steals += LOAD(c->steals);
-        total.copied_bytes += LOAD(c->copied_bytes);
-    }
-    return total;
-}
-
-/* Run fn(arg) on a virtual thread and block the calling OS thread until it returns: the
- * bridge from main (or a test) into the runtime. */
-struct rt_call {
-    void (*fn)(void *);
-    void *arg;
-    pthread_mutex_t mu; /* guards done */
-    pthread_cond_t cv;
-    int done;
-};
-
-static void rt_call_entry(void *p)
-{
-    struct rt_call *rc = p;
-    rc->fn(rc->arg);
-    pthread_mutex_lock(&rc->mu);
-    rc->done = 1;
-    pthread_cond_signal(&rc->cv);
-    pthread_mutex_unlock(&rc->mu);
-}
-
-static void rt_run(void (*fn)(void *), void *arg)
-{
-    struct rt_call rc = {.fn = fn, .arg = arg, .done = 0};
-    pthread_mutex_init(&rc.mu, NULL);
-    pthread_cond_init(&rc.cv, NULL);
-    /* &rc is on this OS thread's stack, which does not move: safe to share. */
-    vt_spawn_on(&rt.carriers[0], rt_call_entry, &rc, VT_DETACHED);
-    pthread_mutex_lock(&rc.mu);
-    while (!rc.done)
-        pthread_cond_wait(&rc.cv, &rc.mu);
-    pthread_mutex_unlock(&rc.mu);
-    pthread_cond_destroy(&rc.cv);
-    pthread_mutex_destroy(&rc.mu);
-}
+/* ~~~~ The lesson ends: the rest of Part I is fast paths, I/O and the interface ~~~~ */
 
 /* ---- I.9 Fast paths ---- */
 
 /* Four layers over the mechanism of I.5 to I.8, for the common case of threads that hand
- * over to each other on one carrier; none changes what a thread can observe. What they save
- * shows in `./aggregator microbench` (yield, create + join, park + unpark).
+ * over to each other on one carrier, each entering it only through the seam declared in I.3;
+ * none changes what a thread can observe. Each can be turned off (rt.fast_off, while the
+ * runtime is stopped) and the simple build (-DVT_SIMPLE, make test-simple) has none:
+ * `./aggregator microbench` measures what each buys, side by side (yield, create + join,
+ * park + unpark).
  *   1. The front slot: a queue's oldest thread sits in a slot its owner fills without a
  *      locked instruction, so a thread queued on an idle queue and taken at once (a spawn
  *      and its join, a wake-up) takes no lock.
@@ -2221,6 +1967,20 @@ static void rt_run(void (*fn)(void *), void *arg)
  *      stack, so the child's exit runs it again with no atomic on the stack.
  *   4. Polling in batches: with work queued, a carrier polls its epoll only every so many
  *      runs, and a thread that needs the fresh readiness of its fds polls without waiting. */
+#ifdef VT_SIMPLE
+#define FAST_ON(layer) 0 /* every seam call is its simple form */
+#else
+#define FAST_ON(layer) (!(rt.fast_off & (layer)))
+#endif
+/* Layer 2 never runs under ASan: its fiber bookkeeping expects the scheduler's stack between
+ * two threads. */
+#if defined(VT_ASAN) || defined(VT_SIMPLE)
+#define VT_DIRECT_SWITCH 0
+#else
+#define VT_DIRECT_SWITCH 1
+#endif
+#define VT_POLL_CHECK_RUNS 61           /* see fast_poll_due */
+#define VT_POLL_EVERY_NS   (500 * 1000) /* ditto */
 
 /* Layer 1, the front slot. The owner puts a thread in the slot when the whole queue is
  * empty, with a release store (no locked instruction: only the owner fills the slot, takers
@@ -2229,76 +1989,53 @@ static void rt_run(void (*fn)(void *), void *arg)
  * It is Go's run queue (a ring its owner pushes to with plain stores, which consumers take
  * by CAS) reduced to one entry. Other pushes (a full slot, other OS threads) take the lock. */
 
-/* Queue v on c by c's owner: in the front slot if the whole queue is empty, else at the
- * list's tail. */
-static inline void runq_push_own(struct carrier *c, struct vt *v)
+/* Queue v in c's front slot, by c's owner, if the whole queue is empty; 0 if not. */
+static inline int fast_push(struct carrier *c, struct vt *v)
 {
-    if (!LOAD(c->qlen) && !LOAD(c->front))
-        __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
-    else
-        runq_push(c, v);
+    if (!FAST_ON(FAST_FRONT) || LOAD(c->qlen) || LOAD(c->front))
+        return 0;
+    __atomic_store_n(&c->front, v, __ATOMIC_RELEASE);
+    return 1;
 }
 
-/* The owner's take of the front slot: one exchange, racing the thieves' CAS. */
-static struct vt *runq_front_take(struct carrier *c)
+static inline long fast_len(struct carrier *c)
 {
-    return LOAD(c->front) ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
+    return FAST_ON(FAST_FRONT) && LOAD(c->front);
 }
 
-/* The oldest thread of c's queue, taken by its owner: the slot's, else the list's, or NULL. */
-static struct vt *runq_pop(struct carrier *c)
+/* The slot's thread, or NULL: the owner's take is one exchange, racing the thieves' CAS; a
+ * thief takes it only if no carrier holds its run stack. */
+static inline struct vt *fast_take(struct carrier *c, int thief)
 {
-    struct vt *v = runq_front_take(c);
-    return v ? v : runq_pop_list(c);
-}
-
-/* A thief's take: the slot's thread if no carrier holds its run stack, else runq_steal_list. */
-static struct vt *runq_steal(struct carrier *c)
-{
-    struct vt *f = __atomic_load_n(&c->front, __ATOMIC_ACQUIRE);
+    struct vt *f = FAST_ON(FAST_FRONT) ? __atomic_load_n(&c->front, __ATOMIC_ACQUIRE) : NULL;
+    if (!f || !thief)
+        return f ? __atomic_exchange_n(&c->front, NULL, __ATOMIC_ACQUIRE) : NULL;
     /* f may be taken, run and its descriptor reused meanwhile: the CAS fails then, or takes
      * a runnable thread judged by a stale stack (carrier_run hands it to the holder) */
-    if (f &&
-        !__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
+    if (!__atomic_load_n(&__atomic_load_n(&f->stk, __ATOMIC_RELAXED)->busy, __ATOMIC_RELAXED) &&
         __atomic_compare_exchange_n(&c->front, &f, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return f;
-    return runq_steal_list(c);
-}
-
-/* Queue `back` (if any) at the tail and take the head, under one lock (or none, through the
- * front slot): a yield's two queue operations for the price of one. */
-static struct vt *runq_swap(struct carrier *c, struct vt *back)
-{
-    if (!back)
-        return runq_pop(c);
-    struct vt *v = runq_front_take(c);
-    if (v) {
-        runq_push_own(c, back);
-        if (LOAD(rt.nsleeping))
-            carrier_signal(c);
-        return v;
-    }
-    spin_lock(&c->qlock);
-    v = back;
-    if (c->runq_head) { /* the length stays: one out, one in */
-        v = runq_shift_locked(c);
-        runq_append_locked(c, back);
-    }
-    spin_unlock(&c->qlock);
-    if (v != back && LOAD(rt.nsleeping))
-        carrier_signal(c); /* work waits behind the next thread: a thief may take it */
-    return v;
+    return NULL;
 }
 
 /* Layer 2, direct switches: one register swap from the leaving thread to the next, with no
  * scheduler context between them; the next context finishes the leaver's transition
- * (vt_resumed). A goroutine's Gosched goes through its scheduler instead. */
+ * (fast_resumed). A goroutine's Gosched goes through its scheduler instead. */
+
 /* Whether a thread leaving now may switch straight to the next one: not every
- * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers), never under ASan (its
- * fiber bookkeeping expects the scheduler's stack between two threads). */
-static inline int vt_direct_ok(struct carrier *c)
+ * VT_POLL_CHECK_RUNS runs (the scheduler then polls I/O and timers). */
+static inline int fast_direct_ok(struct carrier *c)
 {
-    return VT_DIRECT_SWITCH && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
+    return VT_DIRECT_SWITCH && FAST_ON(FAST_DIRECT) && ++c->unpolled_runs < VT_POLL_CHECK_RUNS;
+}
+
+/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
+static int fast_stack_take(struct carrier *c, struct vt_stack *s)
+{
+    if (s != c->kept_stk)
+        return vt_stack_acquire(s, c);
+    c->kept_stk = NULL;
+    return 1;
 }
 
 /* For a thread leaving its run stack `mine`: take the head u of c's queue (the slot, else the
@@ -2307,17 +2044,18 @@ static inline int vt_direct_ok(struct carrier *c)
  * else is queued, so two threads yielding to each other never take the lock; NULL leaves
  * the queue as it was. A yielder stays unstealable until its stack is released after the
  * switch (thieves skip held stacks). */
-static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt *back)
+static struct vt *fast_take_next(struct carrier *c, struct vt_stack *mine, struct vt *back)
 {
-    struct vt *u = runq_front_take(c);
+    struct vt *u = fast_take(c, 0);
     if (u) {
-        if (u->stk == mine || !carrier_stack_take(c, u->stk)) {
+        if (u->stk == mine || !fast_stack_take(c, u->stk)) {
             __atomic_store_n(&c->front, u, __ATOMIC_RELEASE); /* still the oldest */
             return NULL;
         }
         if (back) {
             __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-            runq_push_own(c, back);
+            if (!fast_push(c, back))
+                runq_push(c, back);
         }
         return u;
     }
@@ -2325,31 +2063,31 @@ static struct vt *runq_take(struct carrier *c, struct vt_stack *mine, struct vt 
         return NULL;
     spin_lock(&c->qlock);
     u = c->runq_head;
-    if (!u || u->stk == mine || !carrier_stack_take(c, u->stk)) {
+    if (!u || u->stk == mine || !fast_stack_take(c, u->stk)) {
         spin_unlock(&c->qlock);
         return NULL;
     }
     runq_shift_locked(c);
     if (back)
         __atomic_store_n(&back->state, VT_RUNNABLE, __ATOMIC_RELAXED);
-    int alone = back && !c->runq_head; /* nothing left for it to wait behind */
+    int alone = back && !c->runq_head && FAST_ON(FAST_FRONT); /* nothing for it to wait behind */
     if (back && !alone)
         runq_append_locked(c, back);
     else
         __atomic_store_n(&c->qlen, c->qlen - 1, __ATOMIC_RELAXED);
     spin_unlock(&c->qlock);
-    if (alone) /* the slot is empty (runq_front_take found it so) and only we fill it */
+    if (alone) /* the slot is empty (fast_take found it so) and only we fill it */
         __atomic_store_n(&c->front, back, __ATOMIC_RELEASE);
     return u;
 }
 
-/* Switch from v, c's running thread, straight to the head of c's queue when vt_direct_ok
- * allows and runq_take finds one (queueing `back`, a yielder, at the tail): returns 0 if
- * not, else 1 once v runs again. */
-static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier *c, struct vt *v,
-                                                                  struct vt *back)
+/* Switch from v, c's running thread, which has set the state it leaves in, straight to the
+ * head of c's queue when fast_direct_ok allows and fast_take_next finds one (a yielder is
+ * queued at the tail): returns 0 if not, else 1 once v runs again. */
+static inline __attribute__((always_inline)) int fast_switch(struct carrier *c, struct vt *v)
 {
-    struct vt *u = vt_direct_ok(c) ? runq_take(c, v->stk, back) : NULL;
+    struct vt *back = LOAD(v->state) == VT_YIELDING ? v : NULL;
+    struct vt *u = fast_direct_ok(c) ? fast_take_next(c, v->stk, back) : NULL;
     if (!u)
         return 0;
     c->prev = v; /* a yielder is RUNNABLE already: the next context only releases its stack */
@@ -2360,57 +2098,74 @@ static inline __attribute__((always_inline)) int vt_switch_direct(struct carrier
     return 1;
 }
 
-/* Layer 3, the kept joiner stack. */
-/* Take run stack s for a direct switch on c: the joiner's stack c keeps is c's already. */
-static int carrier_stack_take(struct carrier *c, struct vt_stack *s)
+/* The thread an exit on run stack s switches straight to, its stack now held by c, or NULL:
+ * its joiner j if nothing else is queued (queueing it and taking it back would be the same),
+ * else the head of the queue when fast_direct_ok allows. */
+static struct vt *fast_exit_next(struct carrier *c, struct vt_stack *s, struct vt *j)
 {
-    if (s != c->kept_stk)
-        return vt_stack_acquire(s, c);
-    c->kept_stk = NULL;
-    return 1;
+    int direct = fast_direct_ok(c);
+    if (j && VT_DIRECT_SWITCH && FAST_ON(FAST_DIRECT) && !runq_len(c) && j->stk != s &&
+        fast_stack_take(c, j->stk))
+        return j;
+    return direct ? fast_take_next(c, s, NULL) : NULL;
 }
 
-/* Finish a join's park without releasing the joiner's stack s, when its child is the thread c
- * runs now (v switched straight to it: the create-and-join case). That child cannot be
- * exiting anywhere, so a plain store publishes v in its join word, and c keeps s: the exit,
- * which runs the joiner next on this carrier when nothing is queued, needs no atomic on the
- * stack either. Returns 0 if the child runs elsewhere. */
-static int carrier_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v)
+/* In the context that runs after a direct switch: release a joiner's kept stack (layer 3:
+ * the child that could use it has left) and finish the transition of the thread that
+ * switched straight here (c->prev; it may keep its stack anew). */
+static inline void fast_resumed(struct carrier *c)
 {
-    if (v->joining != c->cur)
+    if (c->kept_stk) {
+        vt_stack_release(c->kept_stk);
+        c->kept_stk = NULL;
+    }
+    if (c->prev) {
+        struct vt *p = c->prev;
+        c->prev = NULL;
+        carrier_after_run(c, p->stk, p);
+    }
+}
+
+/* Layer 3, the kept joiner stack. Finish a join's park without releasing the joiner's stack
+ * s, when its child is the thread c runs now (v switched straight to it: the create-and-join
+ * case). That child cannot be exiting anywhere, so a plain store publishes v in its join
+ * word, and c keeps s: the exit, which runs the joiner next on this carrier when nothing is
+ * queued, needs no atomic on the stack either. Returns 0 if the child runs elsewhere. */
+static int fast_keep_joiner(struct carrier *c, struct vt_stack *s, struct vt *v)
+{
+    if (!FAST_ON(FAST_KEPT) || v->joining != c->cur)
         return 0;
     c->kept_stk = s;
     __atomic_store_n(&v->joining->join_word, v, __ATOMIC_RELAXED);
     return 1;
 }
 
-/* Layer 4, polling in batches. */
-
-/* With work queued, whether to poll (without waiting) now: when VT_POLL_EVERY_NS passed
- * since the last poll, the clock read once per VT_POLL_CHECK_RUNS runs (Tokio's
- * event_interval is 61 tasks). Enough to keep I/O flowing under CPU load, without an
- * epoll_wait per handful of yields (a syscall that would cost as much as the yields), and
- * with events gathered in batches: a shorter interval multiplies the epoll_wait calls per
- * request. */
-static int carrier_poll_due(struct carrier *c, long ran)
+/* Layer 4, polling in batches. With work queued, whether to poll (without waiting) now:
+ * when VT_POLL_EVERY_NS passed since the last poll, the clock read once per
+ * VT_POLL_CHECK_RUNS runs (Tokio's event_interval is 61 tasks). Enough to keep I/O flowing
+ * under CPU load, without an epoll_wait per handful of yields (a syscall that would cost as
+ * much as the yields), and with events gathered in batches: a shorter interval multiplies
+ * the epoll_wait calls per request. The simple form polls after every batch. */
+static inline int fast_poll_due(struct carrier *c, long ran)
 {
     c->unpolled_runs += (unsigned)ran;
-    if (c->unpolled_runs < VT_POLL_CHECK_RUNS)
+    if (FAST_ON(FAST_POLL) && c->unpolled_runs < VT_POLL_CHECK_RUNS)
         return 0;
-    c->unpolled_runs = 0;
-    return now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
+    c->unpolled_runs = 0; /* fast_direct_ok counts from here again */
+    return !FAST_ON(FAST_POLL) || now_ns() - c->polled_at >= VT_POLL_EVERY_NS;
 }
 
 /* Poll c's epoll without waiting from a virtual thread running on c (io_quiet). The
  * threads it wakes wait behind the caller, which is about to park (it writes a request and
  * waits for the answer), so they are no reason to wake a sleeping carrier to steal them, as
- * vt_enqueue would for a busy one (a wake-up costs both carriers CPU, see carrier_signal); a
- * backlog still signals. */
-static void carrier_harvest(struct carrier *c)
+ * vt_enqueue would for a busy one (a wake-up costs both carriers CPU, see carrier_signal): for
+ * the poll the carrier acts as its scheduler (c->cur NULL), which signals a backlog only. */
+static void fast_harvest(struct carrier *c)
 {
-    c->harvesting = 1;
+    struct vt *me = c->cur;
+    c->cur = NULL;
     carrier_poll(c, 0);
-    c->harvesting = 0;
+    c->cur = me;
 }
 
 /* ---- I.10 I/O ---- */
@@ -2696,6 +2451,250 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
  * carrier the caller is, how many there are, which one watches an fd, whether the caller is
  * pinned, and whether an idle fd has something to read. They never read rt or carrier_self. */
 
+/* SIGSEGV on an alternate stack: a fault in a guard region is a virtual thread's stack
+ * overflow; say so and abort. Any other fault goes to the previous handler. Only
+ * async-signal-safe calls here. */
+static void vt_segv_handler(int sig, siginfo_t *si, void *uctx)
+{
+    char *a = si->si_addr;
+    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++) {
+        struct vt_stack *s = &rt.stacks[i];
+        if (a >= s->map && a < s->lo) {
+            static const char msg[] = "aggregator: virtual thread stack overflow (run stack is "
+                                      "256 KiB; a frame hit the guard region)\n";
+            if (write(2, msg, sizeof msg - 1) < 0) {
+                /* nowhere to report it: we abort anyway */
+            }
+            signal(SIGABRT, SIG_DFL);
+            abort();
+        }
+    }
+    if (rt.old_segv.sa_flags & SA_SIGINFO && rt.old_segv.sa_sigaction) {
+        rt.old_segv.sa_sigaction(sig, si, uctx);
+        return;
+    }
+    signal(SIGSEGV, SIG_DFL); /* returning re-executes the fault, which now kills us */
+}
+
+static void vt_stack_init(struct vt_stack *s)
+{
+    size_t len = VT_GUARD + VT_RUN_STACK;
+    s->map =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s->map == MAP_FAILED)
+        die("mmap run stack: %s", strerror(errno));
+    if (mprotect(s->map, VT_GUARD, PROT_NONE) < 0)
+        die("mprotect guard: %s", strerror(errno));
+    s->lo = s->map + VT_GUARD;
+    s->hi = s->map + len;
+    s->vg_id = VG_STACK_REGISTER(s->lo, s->hi);
+}
+
+static void carrier_init(struct carrier *c, int id)
+{
+    c->id = id;
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (c->epfd < 0 || c->wakefd < 0)
+        die("epoll/eventfd: %s", strerror(errno));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+    if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev) < 0)
+        die("epoll_ctl: %s", strerror(errno));
+    for (int i = 0; i < VT_STACKS; i++)
+        vt_stack_init(&rt.stacks[id * VT_STACKS + i]);
+    c->altstack = xmalloc(VT_ALTSTACK);
+}
+
+/* The carriers rt_start(n) starts: n, or for n <= 0 one per CPU, as the JDK does. */
+static int rt_carriers_for(int n)
+{
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* Start the runtime with n carriers (see rt_carriers_for). */
+static void rt_start(int n)
+{
+    n = rt_carriers_for(n);
+    raise_fd_limit();
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rt.io_cap = rl.rlim_cur > (1u << 20) ? (1 << 20) : (int)rl.rlim_cur;
+    rt.io = xcalloc((size_t)rt.io_cap, sizeof *rt.io);
+    rt.ncarriers = n;
+    rt.carriers = xcalloc((size_t)n, sizeof *rt.carriers);
+    rt.stacks = xcalloc((size_t)n * VT_STACKS, sizeof *rt.stacks);
+    __atomic_store_n(&rt.shutdown, 0, __ATOMIC_RELEASE);
+    for (int i = 0; i < n; i++)
+        carrier_init(&rt.carriers[i], i);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = vt_segv_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, &rt.old_segv);
+    for (int i = 0; i < n; i++) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setstacksize(&at, 256 * 1024);
+        if (pthread_create(&rt.carriers[i].thread, &at, carrier_main, &rt.carriers[i]))
+            die("pthread_create carrier");
+        pthread_attr_destroy(&at);
+    }
+}
+
+/* Ask every carrier to cancel its parked threads and exit once none is left anywhere. */
+static void rt_shutdown(void)
+{
+    __atomic_store_n(&rt.shutdown, 1, __ATOMIC_SEQ_CST);
+    uint64_t one = 1;
+    for (int i = 0; i < rt.ncarriers; i++)
+        if (write(rt.carriers[i].wakefd, &one, sizeof one) < 0) {
+            /* only EAGAIN (the counter is full): a wake-up is pending anyway */
+        }
+}
+
+/* Wait for the carriers to exit (after rt_shutdown) and free the runtime. */
+static void rt_join(void)
+{
+    for (int i = 0; i < rt.ncarriers; i++)
+        pthread_join(rt.carriers[i].thread, NULL);
+    sigaction(SIGSEGV, &rt.old_segv, NULL);
+    for (int i = 0; i < rt.ncarriers; i++) {
+        struct carrier *c = &rt.carriers[i];
+        close(c->epfd);
+        close(c->wakefd);
+        rt.spawned += c->spawned; /* the totals outlive the carriers */
+        rt.finished += c->finished;
+        free(c->altstack);
+        free(c->heap);
+        while (c->cache) {
+            struct vt *v = c->cache;
+            c->cache = v->next;
+            vt_free(v); /* carrier_self is NULL here: really freed */
+        }
+    }
+    for (int i = 0; i < rt.ncarriers * VT_STACKS; i++) {
+        VG_STACK_DEREGISTER(rt.stacks[i].vg_id);
+        munmap(rt.stacks[i].map, VT_GUARD + VT_RUN_STACK);
+    }
+    free(rt.stacks);
+    free(rt.carriers);
+    free(rt.io);
+    rt.carriers = NULL;
+    rt.stacks = NULL;
+    rt.io = NULL;
+    rt.ncarriers = 0;
+}
+
+/* Totals over the carriers, for /metrics and the tests (racy snapshots, good enough). */
+struct vt_stats {
+    long alive, runnable, parked, busy;
+    long pinned, pinned_blocked; /* inside vt_pin; of those, blocked in the kernel now */
+    int carriers;
+    uint64_t switches, steals, copied_bytes;
+};
+
+static struct vt_stats vt_stats(void)
+{
+    struct vt_stats total = {0};
+    uint64_t s, f;
+    rt_counts(&s, &f);
+    total.alive = (long)(s - f);
+    total.parked = LOAD(rt.parked);
+    total.pinned = LOAD(rt.pinned);
+    total.pinned_blocked = LOAD(rt.pinned_blocked);
+    total.carriers = rt.ncarriers;
+    for (int i = 0; i < rt.ncarriers; i++) {
+        struct carrier *c = &rt.carriers[i];
+        total.runnable += runq_len(c);
+        total.parked += LOAD(c->parked);
+        total.busy += LOAD(c->busy);
+        total.switches += LOAD(c->runs);
+        total.steals += LOAD(c->steals);
+        total.copied_bytes += LOAD(c->copied_bytes);
+    }
+    return total;
+}
+
+/* Run fn(arg) on a virtual thread and block the calling OS thread until it returns: the
+ * bridge from main (or a test) into the runtime. */
+struct rt_call {
+    void (*fn)(void *);
+    void *arg;
+    pthread_mutex_t mu; /* guards done */
+    pthread_cond_t cv;
+    int done;
+};
+
+static void rt_call_entry(void *p)
+{
+    struct rt_call *rc = p;
+    rc->fn(rc->arg);
+    pthread_mutex_lock(&rc->mu);
+    rc->done = 1;
+    pthread_cond_signal(&rc->cv);
+    pthread_mutex_unlock(&rc->mu);
+}
+
+static void rt_run(void (*fn)(void *), void *arg)
+{
+    struct rt_call rc = {.fn = fn, .arg = arg, .done = 0};
+    pthread_mutex_init(&rc.mu, NULL);
+    pthread_cond_init(&rc.cv, NULL);
+    /* &rc is on this OS thread's stack, which does not move: safe to share. */
+    vt_spawn_on(&rt.carriers[0], rt_call_entry, &rc, VT_DETACHED);
+    pthread_mutex_lock(&rc.mu);
+    while (!rc.done)
+        pthread_cond_wait(&rc.cv, &rc.mu);
+    pthread_mutex_unlock(&rc.mu);
+    pthread_cond_destroy(&rc.cv);
+    pthread_mutex_destroy(&rc.mu);
+}
+
+/* Spread new threads over the carriers round-robin: stealing balances them later anyway,
+ * this only saves the first steals. */
+static struct vt *vt_spawn_spread(void (*fn)(void *), void *arg)
+{
+    unsigned i = SHARED_ADD(rt.next_carrier, 1) % (unsigned)rt.ncarriers;
+    return vt_spawn_on(&rt.carriers[i], fn, arg, VT_DETACHED);
+}
+
+/* Pinning, as with `synchronized` in JDK 21: while pinned, a blocking call cannot park, so it
+ * blocks the carrier itself and no other virtual thread runs on it meanwhile. */
+static void vt_pin(void)
+{
+    struct vt *v = vt_current();
+    if (v && v->pinned++ == 0)
+        SHARED_ADD(rt.pinned, 1);
+}
+
+static void vt_unpin(void)
+{
+    struct vt *v = vt_current();
+    if (v && --v->pinned == 0)
+        SHARED_ADD(rt.pinned, -1);
+}
+
+/* Sleep until an absolute deadline (ns): a timed park, or a real sleep when pinned or when
+ * not on a virtual thread. Returns -1 with ECANCELED if the runtime is shutting down. */
+static int vt_sleep_until(int64_t deadline)
+{
+    struct vt *v = vt_current();
+    if (v && !v->pinned) {
+        while (now_ns() < deadline) /* a spurious wake-up parks again */
+            if (vt_wait(-1, 0, deadline) < 0 && errno == ECANCELED)
+                return -1;
+        return 0;
+    }
+    struct timespec ts = {deadline / NS_PER_S, deadline % NS_PER_S};
+    SHARED_ADD(rt.pinned_blocked, v ? 1 : 0);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        continue; /* a signal cut the sleep short: sleep on to the same deadline */
+    SHARED_ADD(rt.pinned_blocked, v ? -1 : 0);
+    return 0;
+}
+
 /* The number of carriers (0 before rt_start and after rt_join). */
 static int rt_carriers(void)
 {
@@ -2742,7 +2741,7 @@ static void vt_spawn_detached_on(int i, void (*fn)(void *), void *arg)
  * ready[VT_READ] says the last read was short, or EAGAIN, with no edge since; it cannot say
  * that bytes or a FIN arrived after the carrier last harvested its epoll (their edge waits in
  * the kernel's ready list). So the readiness is trusted only when that harvest is under
- * IO_QUIET_NS old; otherwise we harvest now (carrier_harvest: an epoll_wait without waiting,
+ * IO_QUIET_NS old; otherwise we harvest now (fast_harvest: an epoll_wait without waiting,
  * whose events are this carrier's work anyway, where an EAGAIN peek is a wasted syscall) and
  * look again. Platform threads, pinned ones, an fd of another carrier (a thread stolen since)
  * and a set ready flag peek. A quiet peek proves the fd drained, so the next read waits for
@@ -2754,7 +2753,7 @@ static int io_quiet(int fd)
     struct carrier *self = carrier_self;
     if (io && LOAD(io->owner) == self && !LOAD(io->ready[VT_READ])) {
         if (now_ns() - self->polled_at > IO_QUIET_NS)
-            carrier_harvest(self);
+            fast_harvest(self);
         if (!LOAD(io->ready[VT_READ]))
             return 1;
     }

@@ -1,6 +1,7 @@
 /* test_aggregator.c: unit and integration tests for aggregator.c (included whole, with its
  * main compiled out). Loads are small and bounded so the run takes seconds, also under ASan;
- * nothing here asserts a timing (timing belongs in `./aggregator bench`). */
+ * nothing here asserts a timing (timing belongs in `./aggregator bench`). make test-simple
+ * runs them on the runtime without its fast paths (VT_SIMPLE: the seam's simple forms). */
 #define AGG_NO_MAIN
 #include "aggregator.c"
 #include "tests/check.h"
@@ -387,10 +388,10 @@ static void t_steal(void *arg)
     free(sp);
 }
 
-/* The front slot of a run queue (I.5) is stealable: a child spawned on our own carrier, whose
- * queue is empty, goes to the slot without a lock; while we keep the carrier busy (no switch
- * away), the other carrier, idle, must take it from there. A slot hidden from thieves would
- * leave it until we switch away: the wait for it is bounded (5 s each, a liveness bound, not
+/* The front slot of a run queue (I.9's first layer) is stealable: a child spawned on our own
+ * carrier, whose queue is empty, goes to the slot without a lock (to the list in the simple
+ * build); while we keep the carrier busy (no switch away), the other carrier, idle, must take
+ * it from there. A slot hidden from thieves would leave it until we switch away: the wait for it is bounded (5 s each, a liveness bound, not
  * a timing). */
 enum { FRONT_ROUNDS = 20 };
 
@@ -469,7 +470,7 @@ static void t_join_across(void *arg)
 }
 
 /* Create and join on one carrier: the joiner switches straight to its child and the carrier
- * keeps the joiner's run stack while the child runs (carrier_after_join), so the child's
+ * keeps the joiner's run stack while the child runs (fast_keep_joiner), so the child's
  * exit runs the joiner with no atomic. The kept stack must be released when the child
  * leaves the carrier before exiting (here: a yield), or every thread of that stack could
  * only run on this carrier until the child ends; for the same reason no thread the child
@@ -496,9 +497,9 @@ static void t_join_kept(void *arg)
     (void)arg;
     struct kept *k = xcalloc(1, sizeof *k);
     k->joiner_stk = vt_current()->stk;
-    carrier_self->unpolled_runs = 0; /* the join switches straight (vt_direct_ok) */
+    carrier_self->unpolled_runs = 0; /* the join switches straight (fast_direct_ok) */
     vt_join(vt_spawn(kept_child, k, VT_JOINABLE));
-    /* ASan builds never switch straight, so they never keep a stack */
+    /* ASan and simple builds never switch straight, so they never keep a stack */
     CHECK(k->ran == 1 && k->held_at_start == VT_DIRECT_SWITCH && k->held_after_yield == 0 &&
               (k->spawned_on_kept == 0 || !VT_DIRECT_SWITCH),
           "joiner's stack while its child runs: held %d at the start (want %d), %d after the "
