@@ -6532,6 +6532,7 @@ static double mb_switch_ns(long n, int bare)
 struct mb_results {
     double yield_ns, park_io_ns, park_ring_ns, create_ns, rss_per_parked;
     long n;
+    int no_rss; /* skip the 100,000 parked threads (mb_layers_measure) */
 };
 
 /* The park + unpark ring: MB_RING threads, more than a carrier's VT_STACKS run stacks, pass
@@ -6613,13 +6614,11 @@ static void mb_parker(void *arg)
     vt_park();
 }
 
-static void mb_runtime(void *arg)
+/* ns per yield: two threads alternate, each switching straight to the other (vt_yield: one
+ * swap and one exchange of the front slot per yield; every 61st goes through the scheduler).
+ * They run on different run stacks, so no frames are copied. */
+static double mb_yield_ns(long n)
 {
-    struct mb_results *r = arg;
-    long n = r->n;
-    /* yield: two threads alternate, each switching straight to the other (vt_yield: one
-     * swap and one exchange of the front slot per yield; every 61st goes through the
-     * scheduler). They run on different run stacks, so no frames are copied */
     long *cnt = xmalloc(sizeof *cnt);
     *cnt = n;
     struct vt *a = vt_spawn(mb_yielder, cnt, VT_JOINABLE),
@@ -6627,36 +6626,48 @@ static void mb_runtime(void *arg)
     int64_t t0 = now_ns();
     vt_join(a);
     vt_join(b);
-    r->yield_ns = (double)(now_ns() - t0) / (2.0 * (double)n);
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)n);
     free(cnt);
-    /* park/unpark through epoll: a byte goes back and forth over two pipes */
+    return ns;
+}
+
+/* ns per park + unpark through epoll: a byte goes back and forth over two pipes. */
+static double mb_park_io_ns(long rounds)
+{
     int *fds = xmalloc(4 * sizeof *fds);
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) || pipe2(fds + 2, O_NONBLOCK | O_CLOEXEC))
         die("pipe");
     for (int i = 0; i < 4; i++)
         io_register(fds[i]);
     struct vt *e = vt_spawn(mb_echo, fds, VT_JOINABLE);
-    long rounds = n / 50;
-    t0 = now_ns();
+    int64_t t0 = now_ns();
     for (long i = 0; i < rounds; i++) {
         char c[MB_ECHO_BUF] = {1};
         io_rw(fds[1], VT_WRITE, c, 1, -1);
         io_rw(fds[2], VT_READ, c, sizeof c, -1);
     }
-    r->park_io_ns = (double)(now_ns() - t0) / (2.0 * (double)rounds);
+    double ns = (double)(now_ns() - t0) / (2.0 * (double)rounds);
     char zero = 0;
     io_rw(fds[1], VT_WRITE, &zero, 1, -1);
     vt_join(e);
     for (int i = 0; i < 4; i++)
         io_close(fds[i]);
     free(fds);
-    r->park_ring_ns = mb_ring_ns(n / (20 * MB_RING) + 1);
-    /* create + run + exit + join */
-    t0 = now_ns();
-    for (long i = 0; i < n / 10; i++)
+    return ns;
+}
+
+/* ns per create + run + exit + join. */
+static double mb_create_ns(long n)
+{
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++)
         vt_join(vt_spawn(mb_noop, NULL, VT_JOINABLE));
-    r->create_ns = (double)(now_ns() - t0) / (double)(n / 10);
-    /* RSS per parked thread, 100,000 of them */
+    return (double)(now_ns() - t0) / (double)n;
+}
+
+/* RSS per parked thread, 100,000 of them (bytes). */
+static double mb_rss_per_parked(void)
+{
     enum { PARKED = 100000 };
     struct vt **v = xcalloc(PARKED, sizeof *v);
 #ifdef __GLIBC__
@@ -6666,12 +6677,24 @@ static void mb_runtime(void *arg)
     for (int i = 0; i < PARKED; i++)
         v[i] = vt_spawn(mb_parker, NULL, VT_JOINABLE);
     vt_yield();
-    r->rss_per_parked = (double)(proc_rss_bytes() - rss0) / PARKED;
+    double per = (double)(proc_rss_bytes() - rss0) / PARKED;
     for (int i = 0; i < PARKED; i++)
         vt_wake(v[i], VT_WOKE_EVENT);
     for (int i = 0; i < PARKED; i++)
         vt_join(v[i]);
     free(v);
+    return per;
+}
+
+static void mb_runtime(void *arg)
+{
+    struct mb_results *r = arg;
+    r->yield_ns = mb_yield_ns(r->n);
+    r->park_io_ns = mb_park_io_ns(r->n / 50);
+    r->park_ring_ns = mb_ring_ns(r->n / (20 * MB_RING) + 1);
+    r->create_ns = mb_create_ns(r->n / 10);
+    if (!r->no_rss)
+        r->rss_per_parked = mb_rss_per_parked();
 }
 
 /* pthreads for comparison: two threads on one CPU passing a byte over pipes. */
@@ -6925,6 +6948,70 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
             hi[i] = m[i][runs - 1];
         }
     }
+}
+
+/* What each fast path of I.9 buys: the runtime's figures with every layer on, with each
+ * turned off in turn (rt.fast_off), and with none, the simplest correct form that VT_SIMPLE
+ * builds. Side by side: every run measures every row, one after the other, so a row's median
+ * and the ratio below come from the same conditions. */
+static const struct mb_layer {
+    const char *name;
+    int off; /* FAST_* bits */
+} mb_layers[] = {
+    {"all four layers", 0},
+    {"without 1, the front slot", FAST_FRONT},
+    {"without 2, direct switches (and 3)", FAST_DIRECT},
+    {"without 3, the kept joiner stack", FAST_KEPT},
+    {"without 4, polling in batches", FAST_POLL},
+    {"none: the simplest correct form", FAST_ALL},
+};
+enum { MB_LAYER_ROWS = (int)ARRAY_LEN(mb_layers), MB_LAYER_COLS = 4 };
+static const char *const mb_layer_cols[MB_LAYER_COLS] = {"yield", "create+join", "park+unpark",
+                                                         "park ring"};
+
+static void mb_layers_measure(long n, int runs, double med[MB_LAYER_ROWS][MB_LAYER_COLS])
+{
+    double m[MB_LAYER_ROWS][MB_LAYER_COLS][16];
+    for (int r = 0; r < runs; r++)
+        for (int l = 0; l < MB_LAYER_ROWS; l++) {
+            struct mb_results res = {.n = n, .no_rss = 1};
+            rt.fast_off = mb_layers[l].off; /* set only while the runtime is stopped */
+            rt_start(1);
+            rt_run(mb_runtime, &res);
+            rt_shutdown();
+            rt_join();
+            rt.fast_off = 0;
+            const double fig[MB_LAYER_COLS] = {res.yield_ns, res.create_ns, res.park_io_ns,
+                                               res.park_ring_ns};
+            for (int k = 0; k < MB_LAYER_COLS; k++)
+                m[l][k][r] = fig[k];
+        }
+    for (int l = 0; l < MB_LAYER_ROWS; l++)
+        for (int k = 0; k < MB_LAYER_COLS; k++) {
+            qsort(m[l][k], (size_t)runs, sizeof m[l][k][0], mb_cmp);
+            med[l][k] = m[l][k][runs / 2];
+        }
+}
+
+/* The table, and the simple form's figures as multiples of all four layers'. */
+static void mb_layers_print(long n, int runs)
+{
+    double med[MB_LAYER_ROWS][MB_LAYER_COLS];
+    mb_layers_measure(n, runs, med);
+    printf("\nwhat each fast path (I.9) buys, ns, median of %d runs, rows side by side%s\n", runs,
+           FAST_ON(FAST_ALL) ? "" : " (a VT_SIMPLE build: every row is the simple form)");
+    printf("  %-40s", "");
+    for (int k = 0; k < MB_LAYER_COLS; k++)
+        printf(" %12s", mb_layer_cols[k]);
+    for (int l = 0; l < MB_LAYER_ROWS; l++) {
+        printf("\n  %-40s", mb_layers[l].name);
+        for (int k = 0; k < MB_LAYER_COLS; k++)
+            printf(" %12.1f", med[l][k]);
+    }
+    printf("\n  %-40s", "the simplest form / all four layers");
+    for (int k = 0; k < MB_LAYER_COLS; k++)
+        printf(" %11.2fx", med[MB_LAYER_ROWS - 1][k] / med[0][k]);
+    printf("\n");
 }
 
 /* ---- III.5 Calibrate ---- */
@@ -7946,6 +8033,8 @@ static int cmd_microbench(int argc, char **argv)
         mb_print_json(med, runs, n);
     else
         mb_print_text(med, runs);
+    if (!json)
+        mb_layers_print(n, runs);
     return 0;
 }
 
