@@ -391,8 +391,8 @@ static void t_steal(void *arg)
 /* The front slot of a run queue (I.9's first layer) is stealable: a child spawned on our own
  * carrier, whose queue is empty, goes to the slot without a lock (to the list in the simple
  * build); while we keep the carrier busy (no switch away), the other carrier, idle, must take
- * it from there. A slot hidden from thieves would leave it until we switch away: the wait for it is bounded (5 s each, a liveness bound, not
- * a timing). */
+ * it from there. A slot hidden from thieves would leave it until we switch away: the wait
+ * for it is bounded (5 s each, a liveness bound, not a timing). */
 enum { FRONT_ROUNDS = 20 };
 
 static void front_child(void *arg)
