@@ -793,7 +793,7 @@ static void vt_frame_init(struct vt_ctx *ctx, char *top, void (*boot)(void *), v
  *   Saved frames hold absolute addresses inside their run stack, so a thread can only run on
  *   that stack, but any carrier may run it there: a run stack is held (vt_stack.busy) by the
  *   one carrier running a thread on it (or, while a joiner's child runs right after it, by
- *   that carrier: carrier_after_join), and a carrier that finds it held hands the thread to
+ *   that carrier: fast_keep_joiner), and a carrier that finds it held hands the thread to
  *   the holder. That is what lets virtual threads migrate between carriers (work stealing,
  *   I.5). No pointer to a virtual thread's stack may be handed to another virtual thread,
  *   since those bytes move while it is parked: everything shared (join records, fan-out
@@ -1982,6 +1982,13 @@ static void *carrier_main(void *arg)
 #define VT_POLL_CHECK_RUNS 61           /* see fast_poll_due */
 #define VT_POLL_EVERY_NS   (500 * 1000) /* ditto */
 
+/* Turn off the layers in `off` (FAST_* bits; 0: all on again), only while the runtime is
+ * stopped: a thread left in a front slot would be lost (microbench). */
+static void fast_set_off(int off)
+{
+    rt.fast_off = off;
+}
+
 /* Layer 1, the front slot. The owner puts a thread in the slot when the whole queue is
  * empty, with a release store (no locked instruction: only the owner fills the slot, takers
  * only empty it), so the slot always holds the oldest thread; everyone takes the slot first,
@@ -2447,9 +2454,12 @@ static int io_listen(const char *host, int port, int backlog, int *port_out)
 
 /* ---- I.11 Interface ---- */
 
-/* What Parts II and III ask of the runtime beyond spawning, parking and the io_ calls: which
- * carrier the caller is, how many there are, which one watches an fd, whether the caller is
- * pinned, and whether an idle fd has something to read. They never read rt or carrier_self. */
+/* What Parts II and III ask of the runtime beyond spawning, parking and the io_ calls:
+ * starting and stopping it (rt_start, rt_shutdown, rt_join, and the stack overflow handler
+ * they install), running a function on it (rt_run), its totals (vt_stats), spreading threads,
+ * pinning and timed sleeps; which carrier the caller is, how many there are, which one
+ * watches an fd, whether the caller is pinned, and whether an idle fd has something to read.
+ * Parts II and III never read rt or carrier_self themselves. */
 
 /* SIGSEGV on an alternate stack: a fault in a guard region is a virtual thread's stack
  * overflow; say so and abort. Any other fault goes to the previous handler. Only
@@ -6951,7 +6961,7 @@ static void mb_measure(long n, int runs, double med[MB_N], double *lo, double *h
 }
 
 /* What each fast path of I.9 buys: the runtime's figures with every layer on, with each
- * turned off in turn (rt.fast_off), and with none, the simplest correct form that VT_SIMPLE
+ * turned off in turn (fast_set_off), and with none, the simplest correct form that VT_SIMPLE
  * builds. Side by side: every run measures every row, one after the other, so a row's median
  * and the ratio below come from the same conditions. */
 static const struct mb_layer {
@@ -6975,12 +6985,12 @@ static void mb_layers_measure(long n, int runs, double med[MB_LAYER_ROWS][MB_LAY
     for (int r = 0; r < runs; r++)
         for (int l = 0; l < MB_LAYER_ROWS; l++) {
             struct mb_results res = {.n = n, .no_rss = 1};
-            rt.fast_off = mb_layers[l].off; /* set only while the runtime is stopped */
+            fast_set_off(mb_layers[l].off);
             rt_start(1);
             rt_run(mb_runtime, &res);
             rt_shutdown();
             rt_join();
-            rt.fast_off = 0;
+            fast_set_off(0);
             const double fig[MB_LAYER_COLS] = {res.yield_ns, res.create_ns, res.park_io_ns,
                                                res.park_ring_ns};
             for (int k = 0; k < MB_LAYER_COLS; k++)
