@@ -8,15 +8,14 @@
  * time is an integer number of nanoseconds (simtime); memory is in bytes.
  *
  *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
- * READING PATH  Evening 1: Part I (struct model_ops is every difference between the models).
- *   Evening 2: Part II to IV as you need them. Skip Part V unless you change the picture.
+ * READING PATH  The lesson, an evening: I.1 to I.6, from the banner "lesson begins" to "lesson
+ *   ends" (struct model_ops is every difference between the models). Then, as you need them, what
+ *   it calls by name (I.7 to I.10) and Parts II to IV. Skip Part V unless you change the picture.
  * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
- *
  * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
  *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
  *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
  *   EV_THREAD_WAKE model_thread_wake (ops->thread_wake), EV_BATCH model_batch, EV_SHED svc_shed
- *
  * CONTENTS (each line is a banner below)
  *   Part I. The two models
  *     I.1 Types and invariants  scenario, request, call, thread, core, stats, model, ops, view
@@ -28,6 +27,7 @@
  *     I.7 OS scheduler  cpu_: C cores, one run queue, time slices
  *     I.8 Threads  thr_: OS threads' states, spawn and exit
  *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT
+ *     I.10 Engine bookkeeping  model_: peaks, series rows, steady-state bins, batches, prefetch
  *   Part II. Tools
  *     II.1 Random streams  rng_: a SplitMix64 stream per request, xoshiro256**
  *     II.2 Distributions  dist_: const, uniform, exp, lognormal from p50/p99
@@ -155,6 +155,8 @@ struct evq {
 };
 
 /* ==== Part I. The two models ==== */
+
+/* ~~~~ The lesson begins: the types, the request interpreter, the two models, the engine ~~~~ */
 
 /* Tested by tests/test_sim.c (the models against theory: Little's law, Erlang C and B, the
  * utilisation law, pinning, compensation, the port wall, the schedulers' invariants, common
@@ -402,24 +404,6 @@ enum ev_type {
     EV_SHED,        /* a: a service whose oldest waiting call may have waited its `wait` */
 };
 
-/* One row of the time series, sampled every sample_interval. A model keeps at most
- * SERIES_MAX rows (about 100 MiB); sim_load refuses a run that would need more. */
-#define SERIES_MAX 1000000
-struct sample {
-    simtime t;
-    double rps;         /* completions per second in the interval */
-    double p99_ms;      /* p99 of the requests completed in the interval, 0 if none */
-    double cpu_util;    /* busy core time / (cores * interval), 0..1 */
-    int32_t os_threads; /* runtime threads + pool threads or carriers */
-    int32_t blocked;    /* OS threads blocked in the kernel */
-    int32_t carriers_busy, vt_runnable, vt_parked, vt_pinned;
-    int32_t queued; /* requests waiting for a thread (executor queue / run queue) */
-    int32_t in_flight, ports_tw, ports_open, conns_busy;
-    int64_t thread_mem; /* committed bytes of thread stacks */
-    int64_t rss;        /* predicted RSS (see model_rss) */
-    uint64_t failed;    /* failures so far */
-};
-
 enum model_id { MODEL_PLATFORM, MODEL_VIRTUAL, MODEL_N };
 /* virtual.scheduler: how a runnable virtual thread finds a carrier (I.4 says each) */
 enum vt_policy { VT_STEAL, VT_FIFO, VT_HOME, VT_NPOLICY };
@@ -617,8 +601,8 @@ struct model {
     } vt;
 };
 
-/* Declared ahead: the models (I.2 to I.6) come first and call the machine they share (I.7 to
- * I.9), the tools (Part II) and the trace (IV.2), which are defined after them. */
+/* Declared ahead: the lesson (I.1 to I.6) comes first and calls the machine the models share
+ * (I.7 to I.9), the engine's bookkeeping (I.10) and the tools (Part II), defined after it. */
 static void req_continue(struct model *m, int32_t r);
 static void req_finish(struct model *m, int32_t r);
 static void req_wake_one(struct model *m, int32_t r);
@@ -642,6 +626,9 @@ static void svc_expire(struct model *m, struct svc_state *v);
 static void svc_tw_alloc(struct tw_ring *q, int32_t cap);
 static int32_t svc_peer_tuples(const struct scenario *s);
 static void model_batch_add(struct batch *b, uint64_t lat);
+static void model_peaks(struct model *m);
+static void model_sample(struct model *m, const struct event *e);
+static void model_batch(struct model *m, const struct event *e);
 static uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b);
 static uint64_t rng_xoshiro(uint64_t s[4]);
 static void rng_xoshiro_seed(uint64_t s[4], uint64_t seed);
@@ -670,6 +657,7 @@ static void slot_give(void *arr, int32_t *freelist, size_t size, int32_t i);
  * drops a call to it as dead code. */
 #define PREFETCH_FN static inline __attribute__((always_inline))
 PREFETCH_FN void fifo_prefetch(const void *base, size_t size, int32_t i);
+PREFETCH_FN void model_prefetch(const struct model *m, const struct event *e);
 static void fifo_push(struct fifo *q, void *base, size_t size, int32_t i);
 static int32_t fifo_pop(struct fifo *q, void *base, size_t size);
 static int32_t req_alloc(struct model *m);
@@ -1590,169 +1578,6 @@ static void model_idle_check(struct model *m, const struct event *e)
     thr_exit(m, t);
 }
 
-/* The process's OS threads: the runtime's own, plus pool workers or carriers. */
-static int32_t model_os_threads(const struct model *m)
-{
-    return m->runtime_threads + m->threads_alive;
-}
-
-static int64_t model_thread_mem(const struct model *m)
-{
-    const struct scenario *s = m->s;
-    return (int64_t)model_os_threads(m) * s->thread_stack_rss +
-           (int64_t)m->vt_alive * s->vt_stack_bytes;
-}
-
-/* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
-static inline int64_t model_rss(const struct model *m, int64_t thread_mem)
-{
-    const struct scenario *s = m->s;
-    int64_t rss = s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection;
-    if (s->mem_per_request) /* ask the model only when it counts: this runs every event */
-        rss += (int64_t)m->ops->in_service(m) * s->mem_per_request;
-    return rss;
-}
-
-#define PEAK(field, value)                                                                         \
-    do {                                                                                           \
-        if ((value) > stats->field)                                                                \
-            stats->field = (value);                                                                \
-    } while (0)
-static void model_peaks(struct model *m)
-{
-    struct stats *stats = &m->stats;
-    int64_t reserved = (int64_t)model_os_threads(m) * m->s->thread_stack_reserved;
-    PEAK(peak_os_threads, model_os_threads(m));
-    PEAK(peak_carriers_busy, m->carriers_busy);
-    PEAK(peak_vt_parked, m->vt_parked);
-    PEAK(peak_vt_pinned, m->vt_pinned);
-    PEAK(peak_queued, m->queue.len); /* the carriers' own queues: vt_enqueue */
-    PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
-    PEAK(peak_in_flight, m->in_flight);
-    int64_t thread_mem = model_thread_mem(m);
-    PEAK(peak_thread_mem, thread_mem);
-    PEAK(peak_rss, model_rss(m, thread_mem));
-    PEAK(peak_thread_reserved, reserved);
-    PEAK(peak_ports_tw, m->ports_tw);
-}
-
-/* The row of the time series at m->now: the interval since the previous row, and gauges. */
-static struct sample model_sample_row(struct model *m)
-{
-    const struct scenario *s = m->s;
-    struct stats *stats = &m->stats;
-    struct sample x = {.t = m->now};
-    for (int i = 0; i < s->nsvc; i++) {
-        x.ports_open += m->svc[i].ports_open;
-        x.conns_busy += m->svc[i].conns_busy;
-    }
-    x.rps = (double)stats->interval_done / ((double)s->sample_interval / SEC);
-    x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
-    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) /
-                 ((double)s->cores * (double)s->sample_interval);
-    if (x.cpu_util > 1)
-        x.cpu_util = 1;
-    x.os_threads = model_os_threads(m);
-    x.blocked = m->thr_state_n[THR_BLOCKED];
-    x.carriers_busy = m->carriers_busy;
-    x.vt_runnable = m->ops->runnable(m);
-    x.vt_parked = m->vt_parked;
-    x.vt_pinned = m->vt_pinned;
-    x.queued = m->ops->queued(m) + m->backlog.len;
-    x.in_flight = m->in_flight;
-    x.ports_tw = m->ports_tw;
-    x.thread_mem = model_thread_mem(m);
-    x.rss = model_rss(m, x.thread_mem);
-    for (int k = 0; k < FAIL_N; k++)
-        x.failed += stats->failed[k];
-    stats->interval_done = 0;
-    stats->busy_at_sample = stats->busy_ns;
-    hist_clear(stats->lat_interval);
-    return x;
-}
-
-/* EV_SAMPLE: TIME_WAITs that expired are dropped (the peaks see it), and with keep_series
- * the row is kept, in an array sized once for the whole run, never beyond SERIES_MAX. */
-static void model_batch(struct model *m, const struct event *e);
-
-/* The bins the steady-state verdict reads: bin i holds the samples that end in
- * (i, i + 1] x duration / nbins. */
-static int model_nbins(const struct scenario *s)
-{
-    simtime samples = s->duration / s->sample_interval;
-    return samples < STEADY_BINS ? (int)samples : STEADY_BINS;
-}
-
-/* The interval that this sample closes, into its bin. */
-static void model_bin(struct model *m)
-{
-    struct stats *st = &m->stats;
-    int nb = model_nbins(m->s), i = (int)((double)(m->now - 1) * nb / (double)m->s->duration);
-    if (i < 0 || i >= nb)
-        return;
-    st->bin_done[i] += st->completed - st->done_at_sample;
-    st->bin_lat[i] += st->lat_sum - st->lat_at_sample;
-    st->bin_samples[i]++;
-    st->done_at_sample = st->completed;
-    st->lat_at_sample = st->lat_sum;
-}
-
-static void model_sample(struct model *m, const struct event *e)
-{
-    (void)e;
-    const struct scenario *s = m->s;
-    for (int i = 0; i < s->nsvc; i++)
-        svc_expire(m, &m->svc[i]);
-    if (m->keep_series && !m->series) {
-        simtime rows = s->duration / s->sample_interval;
-        m->capseries = rows < SERIES_MAX ? (int32_t)rows : SERIES_MAX;
-        m->series = xrealloc(NULL, (size_t)m->capseries, sizeof *m->series);
-    }
-    if (m->keep_series && m->nseries < m->capseries)
-        m->series[m->nseries++] = model_sample_row(m);
-    model_bin(m);
-    if (m->now == s->warmup) /* the window begins: one event fewer in the heap than EV_BATCH */
-        model_batch(m, &(struct event){.t = m->now});
-    if (m->now + s->sample_interval <= s->duration)
-        evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
-}
-
-/* The window begins (a = 0: at warmup, by this event or by the sample then) or its batch a
- * begins (model_batches): utilisation and batch means count from here. */
-static void model_batch(struct model *m, const struct event *e)
-{
-    struct stats *st = &m->stats;
-    const struct scenario *s = m->s;
-    if (e->a == 0)
-        st->busy_at_warmup = st->busy_ns;
-    if (!st->nbatch)
-        return;
-    st->cur_batch = (int32_t)e->a;
-    st->batch[e->a].busy_from = st->busy_ns;
-    if ((int32_t)e->a + 1 < st->nbatch)
-        evq_push(&m->events, s->warmup + (s->duration - s->warmup) * (e->a + 1) / st->nbatch,
-                 EV_BATCH, e->a + 1, 0);
-}
-
-static void model_batch_add(struct batch *b, uint64_t lat)
-{
-    b->done++;
-    b->lat_sum += (double)lat;
-    hist_add(b->lat, lat);
-}
-
-/* Split the window into k equal batches for batch means (--batches); before the run. */
-static void model_batches(struct model *m, int k)
-{
-    const struct scenario *s = m->s;
-    m->stats.nbatch = k;
-    m->stats.batch = xrealloc(NULL, (size_t)k, sizeof *m->stats.batch);
-    for (int i = 0; i < k; i++)
-        m->stats.batch[i] = (struct batch){.lat = hist_new()};
-    if (k > 1)
-        evq_push(&m->events, s->warmup + (s->duration - s->warmup) / k, EV_BATCH, 1, 0);
-}
-
 /* EV_THREAD_WAKE: a thread the model signalled runs (the platform's pool, plat_admit). */
 static void model_thread_wake(struct model *m, const struct event *e)
 {
@@ -1846,31 +1671,6 @@ static void model_free(struct model *m)
     memset(m, 0, sizeof *m);
 }
 
-/* FOR SPEED ONLY: the request a queued event will touch first, or -1. Its 100,000 peers
- * outgrow the L2 cache, so a request an I/O completion wakes is a cache miss; it is fetched
- * when its event reaches the head of its lane or heap, while the events before it run. */
-static int32_t model_event_req(const struct event *e)
-{
-    switch (ev_type_of(e)) {
-    case EV_IO_DONE:
-        return (int32_t)e->b;
-    case EV_IO_STEP_DONE:
-        return (int32_t)e->a;
-    default:
-        return -1;
-    }
-}
-
-PREFETCH_FN void model_prefetch(const struct model *m, const struct event *e)
-{
-    int32_t r = e ? model_event_req(e) : -1;
-    if (r < 0)
-        return;
-    fifo_prefetch(m->req, sizeof *m->req, r);
-    if (ev_type_of(e) == EV_IO_DONE) /* and its call */
-        fifo_prefetch(m->call, sizeof *m->call, (int32_t)e->a);
-}
-
 /* Handle one event if there is one at or before `until` (and the scenario's end).
  * Returns its type, or -1 when there is none. */
 static int model_step(struct model *m, simtime until)
@@ -1918,6 +1718,8 @@ static void model_run(struct model *m, simtime until)
     while (model_step(m, until) >= 0) {
     }
 }
+
+/* ~~~~ The lesson ends: below, what it calls by name, the tools and the instruments ~~~~ */
 
 /* ---- I.7 OS scheduler ---- */
 
@@ -2324,6 +2126,216 @@ static void svc_done(struct model *m, const struct event *e)
         m->req[r].fail = FAIL_TIMEOUT;
     call_free(m, c);
     req_wake_one(m, r);
+}
+
+/* ---- I.10 Engine bookkeeping ---- */
+
+/* What the engine keeps for the instruments: the peaks after every event, the time series'
+ * rows and the steady-state bins at every EV_SAMPLE, the window's batches (EV_BATCH). The
+ * reports (IV.1) and the window (Part V) read them; the lesson only calls these by name. */
+
+/* One row of the time series, sampled every sample_interval. A model keeps at most
+ * SERIES_MAX rows (about 100 MiB); sim_load refuses a run that would need more. */
+#define SERIES_MAX 1000000
+struct sample {
+    simtime t;
+    double rps;         /* completions per second in the interval */
+    double p99_ms;      /* p99 of the requests completed in the interval, 0 if none */
+    double cpu_util;    /* busy core time / (cores * interval), 0..1 */
+    int32_t os_threads; /* runtime threads + pool threads or carriers */
+    int32_t blocked;    /* OS threads blocked in the kernel */
+    int32_t carriers_busy, vt_runnable, vt_parked, vt_pinned;
+    int32_t queued; /* requests waiting for a thread (executor queue / run queue) */
+    int32_t in_flight, ports_tw, ports_open, conns_busy;
+    int64_t thread_mem; /* committed bytes of thread stacks */
+    int64_t rss;        /* predicted RSS (see model_rss) */
+    uint64_t failed;    /* failures so far */
+};
+
+/* The process's OS threads: the runtime's own, plus pool workers or carriers. */
+static int32_t model_os_threads(const struct model *m)
+{
+    return m->runtime_threads + m->threads_alive;
+}
+
+static int64_t model_thread_mem(const struct model *m)
+{
+    const struct scenario *s = m->s;
+    return (int64_t)model_os_threads(m) * s->thread_stack_rss +
+           (int64_t)m->vt_alive * s->vt_stack_bytes;
+}
+
+/* Predicted RSS: the idle process, the thread stacks, and per connection and request. */
+static inline int64_t model_rss(const struct model *m, int64_t thread_mem)
+{
+    const struct scenario *s = m->s;
+    int64_t rss = s->mem_base + thread_mem + (int64_t)m->conns * s->mem_per_connection;
+    if (s->mem_per_request) /* ask the model only when it counts: this runs every event */
+        rss += (int64_t)m->ops->in_service(m) * s->mem_per_request;
+    return rss;
+}
+
+#define PEAK(field, value)                                                                         \
+    do {                                                                                           \
+        if ((value) > stats->field)                                                                \
+            stats->field = (value);                                                                \
+    } while (0)
+static void model_peaks(struct model *m)
+{
+    struct stats *stats = &m->stats;
+    int64_t reserved = (int64_t)model_os_threads(m) * m->s->thread_stack_reserved;
+    PEAK(peak_os_threads, model_os_threads(m));
+    PEAK(peak_carriers_busy, m->carriers_busy);
+    PEAK(peak_vt_parked, m->vt_parked);
+    PEAK(peak_vt_pinned, m->vt_pinned);
+    PEAK(peak_queued, m->queue.len); /* the carriers' own queues: vt_enqueue */
+    PEAK(peak_blocked, m->thr_state_n[THR_BLOCKED]);
+    PEAK(peak_in_flight, m->in_flight);
+    int64_t thread_mem = model_thread_mem(m);
+    PEAK(peak_thread_mem, thread_mem);
+    PEAK(peak_rss, model_rss(m, thread_mem));
+    PEAK(peak_thread_reserved, reserved);
+    PEAK(peak_ports_tw, m->ports_tw);
+}
+
+/* The row of the time series at m->now: the interval since the previous row, and gauges. */
+static struct sample model_sample_row(struct model *m)
+{
+    const struct scenario *s = m->s;
+    struct stats *stats = &m->stats;
+    struct sample x = {.t = m->now};
+    for (int i = 0; i < s->nsvc; i++) {
+        x.ports_open += m->svc[i].ports_open;
+        x.conns_busy += m->svc[i].conns_busy;
+    }
+    x.rps = (double)stats->interval_done / ((double)s->sample_interval / SEC);
+    x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
+    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) /
+                 ((double)s->cores * (double)s->sample_interval);
+    if (x.cpu_util > 1)
+        x.cpu_util = 1;
+    x.os_threads = model_os_threads(m);
+    x.blocked = m->thr_state_n[THR_BLOCKED];
+    x.carriers_busy = m->carriers_busy;
+    x.vt_runnable = m->ops->runnable(m);
+    x.vt_parked = m->vt_parked;
+    x.vt_pinned = m->vt_pinned;
+    x.queued = m->ops->queued(m) + m->backlog.len;
+    x.in_flight = m->in_flight;
+    x.ports_tw = m->ports_tw;
+    x.thread_mem = model_thread_mem(m);
+    x.rss = model_rss(m, x.thread_mem);
+    for (int k = 0; k < FAIL_N; k++)
+        x.failed += stats->failed[k];
+    stats->interval_done = 0;
+    stats->busy_at_sample = stats->busy_ns;
+    hist_clear(stats->lat_interval);
+    return x;
+}
+
+/* The bins the steady-state verdict reads: bin i holds the samples that end in
+ * (i, i + 1] x duration / nbins. */
+static int model_nbins(const struct scenario *s)
+{
+    simtime samples = s->duration / s->sample_interval;
+    return samples < STEADY_BINS ? (int)samples : STEADY_BINS;
+}
+
+/* The interval that this sample closes, into its bin. */
+static void model_bin(struct model *m)
+{
+    struct stats *st = &m->stats;
+    int nb = model_nbins(m->s), i = (int)((double)(m->now - 1) * nb / (double)m->s->duration);
+    if (i < 0 || i >= nb)
+        return;
+    st->bin_done[i] += st->completed - st->done_at_sample;
+    st->bin_lat[i] += st->lat_sum - st->lat_at_sample;
+    st->bin_samples[i]++;
+    st->done_at_sample = st->completed;
+    st->lat_at_sample = st->lat_sum;
+}
+
+/* EV_SAMPLE: TIME_WAITs that expired are dropped (the peaks see it), and with keep_series
+ * the row is kept, in an array sized once for the whole run, never beyond SERIES_MAX. */
+static void model_sample(struct model *m, const struct event *e)
+{
+    (void)e;
+    const struct scenario *s = m->s;
+    for (int i = 0; i < s->nsvc; i++)
+        svc_expire(m, &m->svc[i]);
+    if (m->keep_series && !m->series) {
+        simtime rows = s->duration / s->sample_interval;
+        m->capseries = rows < SERIES_MAX ? (int32_t)rows : SERIES_MAX;
+        m->series = xrealloc(NULL, (size_t)m->capseries, sizeof *m->series);
+    }
+    if (m->keep_series && m->nseries < m->capseries)
+        m->series[m->nseries++] = model_sample_row(m);
+    model_bin(m);
+    if (m->now == s->warmup) /* the window begins: one event fewer in the heap than EV_BATCH */
+        model_batch(m, &(struct event){.t = m->now});
+    if (m->now + s->sample_interval <= s->duration)
+        evq_push(&m->events, m->now + s->sample_interval, EV_SAMPLE, 0, 0);
+}
+
+/* The window begins (a = 0: at warmup, by this event or by the sample then) or its batch a
+ * begins (model_batches): utilisation and batch means count from here. */
+static void model_batch(struct model *m, const struct event *e)
+{
+    struct stats *st = &m->stats;
+    const struct scenario *s = m->s;
+    if (e->a == 0)
+        st->busy_at_warmup = st->busy_ns;
+    if (!st->nbatch)
+        return;
+    st->cur_batch = (int32_t)e->a;
+    st->batch[e->a].busy_from = st->busy_ns;
+    if ((int32_t)e->a + 1 < st->nbatch)
+        evq_push(&m->events, s->warmup + (s->duration - s->warmup) * (e->a + 1) / st->nbatch,
+                 EV_BATCH, e->a + 1, 0);
+}
+
+static void model_batch_add(struct batch *b, uint64_t lat)
+{
+    b->done++;
+    b->lat_sum += (double)lat;
+    hist_add(b->lat, lat);
+}
+
+/* Split the window into k equal batches for batch means (--batches); before the run. */
+static void model_batches(struct model *m, int k)
+{
+    const struct scenario *s = m->s;
+    m->stats.nbatch = k;
+    m->stats.batch = xrealloc(NULL, (size_t)k, sizeof *m->stats.batch);
+    for (int i = 0; i < k; i++)
+        m->stats.batch[i] = (struct batch){.lat = hist_new()};
+    if (k > 1)
+        evq_push(&m->events, s->warmup + (s->duration - s->warmup) / k, EV_BATCH, 1, 0);
+}
+
+/* FOR SPEED ONLY: the request a queued event will touch first, or -1. Its 100,000 peers
+ * outgrow the L2 cache, so a request an I/O completion wakes is a cache miss; it is fetched
+ * when its event reaches the head of its lane or heap, while the events before it run. */
+static int32_t model_event_req(const struct event *e)
+{
+    switch (ev_type_of(e)) {
+    case EV_IO_DONE:
+        return (int32_t)e->b;
+    case EV_IO_STEP_DONE:
+        return (int32_t)e->a;
+    default:
+        return -1;
+    }
+}
+
+PREFETCH_FN void model_prefetch(const struct model *m, const struct event *e)
+{
+    int32_t r = e ? model_event_req(e) : -1;
+    if (r < 0)
+        return;
+    fifo_prefetch(m->req, sizeof *m->req, r);
+    if (ev_type_of(e) == EV_IO_DONE) /* and its call */
+        fifo_prefetch(m->call, sizeof *m->call, (int32_t)e->a);
 }
 
 /* ==== Part II. Tools ==== */
