@@ -530,8 +530,6 @@ struct stats {
     int64_t peak_rss; /* mem.base + thread memory + in flight x mem.per_request */
 };
 
-struct trace; /* Chrome trace writer, see IV.2 */
-
 /* One execution model simulating the scenario. The two models share nothing mutable. */
 struct model {
     int id; /* enum model_id: its name, its column, its panel (model_ops_by_id[id] its ops) */
@@ -584,7 +582,10 @@ struct model {
     simtime last_t;
     uint64_t same_t_events;
     int stuck; /* 1: time stopped advancing (see model_step) */
-    struct trace *trace;
+    /* an observer of the threads (the Chrome trace, IV.2), NULL: none. thr_set calls it as
+     * thread t leaves `state`, held from `from` to `to`; `observer` is the observer's own. */
+    void (*on_span)(const struct model *, int32_t t, int state, simtime from, simtime to);
+    void *observer;
     /* each model's own state: only its section reads it (I.3, I.4) */
     struct {
         int32_t waking; /* idle threads signalled, not yet running */
@@ -663,7 +664,6 @@ static int32_t fifo_pop(struct fifo *q, void *base, size_t size);
 static int32_t req_alloc(struct model *m);
 static int32_t call_alloc(struct model *m);
 static void call_free(struct model *m, int32_t c);
-static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to);
 
 /* ---- I.2 Request interpreter ---- */
 
@@ -1817,8 +1817,8 @@ static void cpu_burst_end(struct model *m, const struct event *e)
 static void thr_set(struct model *m, int32_t t, int state)
 {
     struct thr *th = &m->thr[t];
-    if (m->trace && th->state != THR_IDLE && m->now > th->since)
-        trace_span(m, t, th->state, th->since, m->now);
+    if (m->on_span && th->state != THR_IDLE && m->now > th->since)
+        m->on_span(m, t, th->state, th->since, m->now);
     m->thr_state_n[th->state]--;
     m->thr_state_n[state]++;
     th->state = (uint8_t)state;
@@ -5422,9 +5422,10 @@ struct trace {
     uint64_t spans, max;
 };
 
-static void trace_span(struct model *m, int32_t t, int state, simtime from, simtime to)
+/* A model's on_span: one span of thread t in `state`. */
+static void trace_span(const struct model *m, int32_t t, int state, simtime from, simtime to)
 {
-    struct trace *tr = m->trace;
+    struct trace *tr = m->observer;
     if (tr->spans >= tr->max)
         return;
     tr->spans++;
@@ -11484,7 +11485,10 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
     for (int k = 0; k < MODEL_N && rc == 0; k++) {
         model_init(&ms[k], s, k);
         ms[k].keep_series = first && o->series != NULL;
-        ms[k].trace = first && tr->f ? tr : NULL;
+        if (first && tr->f) {
+            ms[k].on_span = trace_span;
+            ms[k].observer = tr;
+        }
         if (batches)
             model_batches(&ms[k], batches);
         sim_run_model(&ms[k], !o->quiet && isatty(2));
