@@ -10,12 +10,11 @@
  *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
  * READING PATH  The lesson, an evening: I.1 to I.6, from the banner "lesson begins" to "lesson
  *   ends" (struct model_ops is every difference between the models). Then, as you need them, what
- *   it calls by name (I.7 to I.10) and Parts II to IV. Skip Part V unless you change the picture.
+ *   it calls by name (I.7 to I.11) and Parts II to IV. Skip Part V unless you change the picture.
  * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
- * EVENTS (enum ev_type) AND THEIR HANDLERS (ev_handlers[], I.6)
- *   EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE svc_done, EV_SAMPLE
- *   model_sample, EV_IO_STEP_DONE model_io_step_done, EV_IDLE_CHECK model_idle_check,
- *   EV_THREAD_WAKE model_thread_wake (ops->thread_wake), EV_BATCH model_batch, EV_SHED svc_shed
+ * EVENTS (ev_handlers[], I.6)  EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE
+ *   svc_done, EV_SAMPLE model_sample, EV_IO_STEP_DONE model_io_step_done, EV_SHED svc_shed,
+ *   EV_IDLE_CHECK model_idle_check, EV_THREAD_WAKE model_thread_wake, EV_BATCH model_batch
  * CONTENTS (each line is a banner below)
  *   Part I. The two models
  *     I.1 Types and invariants  scenario, request, call, thread, core, stats, model, ops, view
@@ -28,6 +27,7 @@
  *     I.8 Threads  thr_: OS threads' states, spawn and exit
  *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT
  *     I.10 Engine bookkeeping  model_: peaks, series rows, steady-state bins, batches, prefetch
+ *     I.11 The window's view  model_: threads and requests read-only, an event's narration
  *   Part II. Tools
  *     II.1 Random streams  rng_: a SplitMix64 stream per request, xoshiro256**
  *     II.2 Distributions  dist_: const, uniform, exp, lognormal from p50/p99
@@ -46,7 +46,7 @@
  *     IV.4 Live telemetry  live_: --live, a running aggregator's /metrics
  *   Part V. Window
  *     V.1 Drawing context  ui_: colours, batches, text, setup
- *     V.2 Reading the models  through model_ops' words and view only
+ *     V.2 Reading the models  through model_ops' words and the engine's view (I.11)
  *     V.3 Panels  grids and the stations of a panel
  *     V.4 Charts  the time series, both models overlaid
  *     V.5 The frame  bars, overlays, ui_draw
@@ -2336,6 +2336,247 @@ PREFETCH_FN void model_prefetch(const struct model *m, const struct event *e)
     fifo_prefetch(m->req, sizeof *m->req, r);
     if (ev_type_of(e) == EV_IO_DONE) /* and its call */
         fifo_prefetch(m->call, sizeof *m->call, (int32_t)e->a);
+}
+
+/* ---- I.11 The window's view ---- */
+
+/* What the window (Part V) reads of a model beyond model_ops' words and view, read-only: a
+ * thread or a request by index, which request a thread carries and which thread a request
+ * holds, the parked requests' calls, and the narration of an event (what it did, to whom),
+ * told by the engine that ran it. The window never indexes the model's arrays itself. */
+
+static const struct thr *model_thread(const struct model *m, int32_t t)
+{
+    return &m->thr[t];
+}
+
+static const struct req *model_request(const struct model *m, int32_t r)
+{
+    return &m->req[r];
+}
+
+/* The request thread t serves or carries, -1 if none. */
+static int32_t model_carried(const struct model *m, int32_t t)
+{
+    return m->thr[t].req;
+}
+
+/* The thread running on core c, -1 if it is idle. */
+static int32_t model_on_core(const struct model *m, int c)
+{
+    return m->core[c].thr;
+}
+
+/* The thread request r holds (its OS thread, or its carrier while mounted), -1 if none. */
+static int32_t model_holder(const struct model *m, int32_t r)
+{
+    return m->req[r].thr;
+}
+
+/* The request after r in the FIFO r waits in (a model_view box, a run queue), -1 at its end. */
+static int32_t model_fifo_next(const struct model *m, int32_t r)
+{
+    return m->req[r].next;
+}
+
+/* Call slot c (0 <= c < ncall): the request it belongs to if that one is parked, else -1;
+ * *svc is the call's service. A freed slot belongs to no request. */
+static int32_t model_parked_call(const struct model *m, int32_t c, int *svc)
+{
+    const struct call *k = &m->call[c];
+    *svc = k->svc;
+    return k->req >= 0 && m->req[k->req].parked ? k->req : -1;
+}
+
+/* Is slot r on the free list? Walks it: for one narrated event, not for every frame. */
+static int model_slot_free(const struct model *m, int32_t r)
+{
+    for (int32_t i = m->free_req; i >= 0; i = m->req[i].next)
+        if (i == r)
+            return 1;
+    return 0;
+}
+
+/* A request slot in use (for the one request a card or a ring is about). */
+static int model_live(const struct model *m, int32_t r)
+{
+    return r >= 0 && r < m->nreq && !model_slot_free(m, r);
+}
+
+/* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
+static void model_step_name(const struct scenario *s, int pc, char *buf, size_t len)
+{
+    static const char *const ops[] = {
+        [OP_CPU] = "cpu", [OP_CALL] = "call",         [OP_PAR] = "par",
+        [OP_IO] = "io",   [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
+    if (pc >= s->nsteps) {
+        snprintf(buf, len, "end");
+        return;
+    }
+    const struct step *step = &s->prog[pc];
+    int o = snprintf(buf, len, "%s", ops[step->op]);
+    if (step->op != OP_CALL && step->op != OP_PAR)
+        return;
+    for (int i = 0; i < step->nsvc && o > 0 && (size_t)o < len; i++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[step->svc[i]].name);
+    if (o > 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, ")");
+}
+
+/* What request r is doing now, in the model's words: the status line and the inspect card. */
+static void model_req_doing(const struct model *m, int32_t r, char *buf, size_t len)
+{
+    const struct model_words *w = m->ops->words;
+    const struct req *req = &m->req[r];
+    char step[64];
+    /* step names are bounded to 40 characters so every line fits in 96 */
+    model_step_name(m->s, req->pc, step, sizeof step);
+    if (req->fail != FAIL_NONE)
+        snprintf(buf, len, "fails: %s", fail_names[req->fail]);
+    else if (req->parked)
+        snprintf(buf, len, "parked, waiting for %.40s", step);
+    else if (req->pinned && req->pc < m->s->nsteps && m->s->prog[req->pc].op == OP_IO)
+        snprintf(buf, len, "holds %s %s#%u, blocked in io() (the JDK compensates)", w->thread,
+                 w->thr_prefix, m->thr[req->thr].id);
+    else if (req->pinned)
+        snprintf(buf, len, "pins %s %s#%u, blocked in %.40s inside sync", w->thread, w->thr_prefix,
+                 m->thr[req->thr].id, step);
+    else if (req->thr >= 0) {
+        const struct thr *th = &m->thr[req->thr];
+        if (th->state == THR_RUNNING)
+            snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, w->thr_prefix, th->id,
+                     th->core);
+        else if (th->state == THR_READY)
+            snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", w->thr_prefix, th->id, step);
+        else if (th->state == THR_BLOCKED)
+            snprintf(buf, len, "blocks %s#%u in the kernel in %.40s", w->thr_prefix, th->id, step);
+        else
+            snprintf(buf, len, "on %s#%u", w->thr_prefix, th->id);
+    } else if (!req->admitted)
+        snprintf(buf, len, "waits in the accept backlog");
+    else if (m->ops->queued_at(m, r) >= 0)
+        snprintf(buf, len, "waits in %s %s#%u's run queue", w->thread, w->thr_prefix,
+                 m->thr[m->ops->queued_at(m, r)].id);
+    else
+        snprintf(buf, len, "waits in the %s", w->queue);
+}
+
+/* What the next event is about, read from the queue before it runs: the handlers' view of
+ * its payload (enum ev_type says what a and b are). */
+struct model_subject {
+    int type;
+    int32_t thr, req, core; /* -1 when not involved */
+    uint32_t req_id, thr_id;
+    simtime arrived;
+    int svc, user;
+    int32_t new_slot;   /* the slot a request arriving now will take */
+    uint64_t arrived_n; /* requests arrived before the event */
+};
+
+/* EV_SHED's victim: the call at the head of the service's line, if it has waited its `wait`
+ * by then (what svc_shed will shed first), else -1. */
+static int32_t model_shed_victim(const struct model *m, int svc, simtime t)
+{
+    int32_t c = m->svc[svc].wait_slot.head;
+    return c >= 0 && m->call[c].shed_at <= t ? m->call[c].req : -1;
+}
+
+static struct model_subject model_subject_of(const struct model *m)
+{
+    int from;
+    const struct event *e = evq_peek(&m->events, &from);
+    struct model_subject u = {
+        ev_type_of(e),   -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq,
+        m->stats.arrived};
+    switch (u.type) {
+    case EV_ARRIVE:
+        u.user = m->s->users ? (int)e->a : -1;
+        break;
+    case EV_BURST_END:
+        u.core = (int32_t)e->a;
+        u.thr = m->core[e->a].thr;
+        u.req = u.thr >= 0 ? m->thr[u.thr].req : -1;
+        break;
+    case EV_IO_DONE:
+        u.req = m->call[e->a].req;
+        u.svc = m->call[e->a].svc;
+        break;
+    case EV_IO_STEP_DONE:
+        u.req = (int32_t)e->a;
+        break;
+    case EV_IDLE_CHECK:
+        u.thr = (int32_t)e->a;
+        break;
+    case EV_SHED:
+        u.svc = (int)e->a;
+        u.req = model_shed_victim(m, u.svc, e->t);
+        break;
+    }
+    if (u.thr >= 0)
+        u.thr_id = m->thr[u.thr].id;
+    if (u.req >= 0) {
+        u.req_id = m->req[u.req].id;
+        u.arrived = m->req[u.req].arrived;
+    }
+    return u;
+}
+
+/* "user 17 sends a request", "orders answers VT#512": the event, before it runs. */
+static int model_said_before(const struct model *m, const struct model_subject *u, char *buf,
+                             size_t len)
+{
+    const char *rp = m->ops->words->req_prefix, *tp = m->ops->words->thr_prefix;
+    switch (u->type) {
+    case EV_ARRIVE:
+        return u->user >= 0 ? snprintf(buf, len, "user %d sends a request", u->user)
+                            : snprintf(buf, len, "a request arrives");
+    case EV_BURST_END:
+        return snprintf(buf, len, "%s#%u (%s#%u) ends a CPU slice on core %d", tp, u->thr_id, rp,
+                        u->req_id, u->core);
+    case EV_IO_DONE:
+        return snprintf(buf, len, "%s answers %s#%u", m->s->svc[u->svc].name, rp, u->req_id);
+    case EV_IO_STEP_DONE:
+        return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
+    case EV_IDLE_CHECK:
+        return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
+    case EV_SHED:
+        return u->req >= 0 ? snprintf(buf, len, "%s#%u waited %s's limit past its wait: 503 (shed)",
+                                      rp, u->req_id, m->s->svc[u->svc].name)
+                           : snprintf(buf, len, "%s's permit timer: no call waited that long",
+                                      m->s->svc[u->svc].name);
+    default:
+        return snprintf(buf, len, "time-series sample");
+    }
+}
+
+/* Narrate the event u was read before, now that m has run it: what it did, and to whom.
+ * *req is the request it touched if one is still in the server, else -1; *thr the thread
+ * it was about, -1 if none. */
+static void model_narrate(const struct model *m, const struct model_subject *u, char *buf,
+                          size_t len, int32_t *thr, int32_t *req)
+{
+    int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->id]);
+    o += model_said_before(m, u, buf + o, len - (size_t)o);
+    int32_t r = u->req;
+    if (u->type == EV_ARRIVE && m->stats.arrived > u->arrived_n)
+        r = u->new_slot;
+    *thr = u->thr;
+    *req = -1;
+    if ((size_t)o >= len)
+        return;
+    if (r >= 0 && !model_slot_free(m, r)) {
+        char doing[96];
+        model_req_doing(m, r, doing, sizeof doing);
+        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s", m->ops->words->req_prefix, m->req[r].id,
+                 doing);
+        *req = r;
+    } else if (r >= 0) /* it left the server; a freed slot keeps its `fail` and `id` */
+        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", m->ops->words->req_prefix,
+                 m->req[r].id,
+                 m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail],
+                 (double)(m->now - m->req[r].arrived) / 1e6);
+    else if (u->type == EV_IDLE_CHECK && !m->thr[u->thr].alive)
+        snprintf(buf + o, len - (size_t)o, " -> it retires (idle too long)");
 }
 
 /* ==== Part II. Tools ==== */
@@ -8298,6 +8539,10 @@ static int ui_gfx_resize(struct ui_gfx *g, int out_h)
 
 /* ---- V.2 Reading the models ---- */
 
+/* The window reads a model through model_ops (its words, its view) and the engine's view
+ * (I.11: model_thread, model_request, model_narrate...), never through the model's arrays,
+ * so the engine may store them as it likes and tells each event once. */
+
 /* The parked request's service: what its current step calls first. */
 /* A parked request that waits for no call (an io() step) goes under the first service. */
 static int ui_parked_on_call(const struct model *m, const struct req *req)
@@ -8327,15 +8572,16 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
     long count[MAX_SERVICES] = {0}, n = 0;
     sc->nrecent = 0;
     for (int32_t c = 0; c < m->ncall; c++) { /* each live call of a parked request */
-        const struct call *k = &m->call[c];
-        if (k->req >= 0 && m->req[k->req].parked) {
-            sc->tmp[n] = k->req;
-            sc->tmp_svc[n++] = k->svc;
-            count[k->svc]++;
+        int svc;
+        int32_t r = model_parked_call(m, c, &svc);
+        if (r >= 0) {
+            sc->tmp[n] = r;
+            sc->tmp_svc[n++] = svc;
+            count[svc]++;
         }
     }
     for (int32_t i = 0; i < m->nreq; i++) {
-        const struct req *req = &m->req[i];
+        const struct req *req = model_request(m, i);
         if (req->parked && !ui_parked_on_call(m, req)) {
             sc->tmp[n] = i;
             sc->tmp_svc[n++] = 0;
@@ -8352,21 +8598,6 @@ static void ui_scan_model(struct ui_gfx *g, const struct model *m, simtime trave
     memcpy(at, sc->svc_first, sizeof at);
     for (long j = 0; j < n; j++)
         sc->parked[at[sc->tmp_svc[j]]++] = sc->tmp[j];
-}
-
-/* Is slot r on the free list? Walks it: for one narrated event, not for every frame. */
-static int ui_slot_free(const struct model *m, int32_t r)
-{
-    for (int32_t i = m->free_req; i >= 0; i = m->req[i].next)
-        if (i == r)
-            return 1;
-    return 0;
-}
-
-/* A request slot in use (for the one request a card or a ring is about). */
-static int ui_live(const struct model *m, int32_t r)
-{
-    return r >= 0 && r < m->nreq && !ui_slot_free(m, r);
 }
 
 static void ui_scratch(struct ui_gfx *g, long n)
@@ -8388,7 +8619,7 @@ static uint64_t ui_failed(const struct model *m)
 
 static int ui_thr_ink(const struct model *m, int32_t t)
 {
-    const struct thr *th = &m->thr[t];
+    const struct thr *th = model_thread(m, t);
     if (m->ops->words->blocked_pins && th->state == THR_BLOCKED)
         return UI_PINNED;
     return ui_state_ink[th->state];
@@ -8396,13 +8627,13 @@ static int ui_thr_ink(const struct model *m, int32_t t)
 
 static int ui_req_ink(const struct model *m, int32_t r)
 {
-    const struct req *req = &m->req[r];
+    const struct req *req = model_request(m, r);
     if (req->fail != FAIL_NONE)
         return UI_FAILED;
     if (req->parked)
         return UI_IO;
-    if (req->thr >= 0)
-        return ui_thr_ink(m, req->thr);
+    if (model_holder(m, r) >= 0)
+        return ui_thr_ink(m, model_holder(m, r));
     if (!m->ops->words->req_thread)
         return UI_QUEUED;
     return req->pc == 0 && req->phase == PH_START ? UI_CREATED
@@ -8437,26 +8668,6 @@ static const char *ui_req_prefix(const struct model *m)
     return ui_words(m)->req_prefix;
 }
 
-/* "call(orders)", "par(A,B)", "cpu", "io", "end" for step pc. */
-static void ui_step_name(const struct scenario *s, int pc, char *buf, size_t len)
-{
-    static const char *const ops[] = {
-        [OP_CPU] = "cpu", [OP_CALL] = "call",         [OP_PAR] = "par",
-        [OP_IO] = "io",   [OP_SYNC_BEGIN] = "sync {", [OP_SYNC_END] = "}"};
-    if (pc >= s->nsteps) {
-        snprintf(buf, len, "end");
-        return;
-    }
-    const struct step *step = &s->prog[pc];
-    int o = snprintf(buf, len, "%s", ops[step->op]);
-    if (step->op != OP_CALL && step->op != OP_PAR)
-        return;
-    for (int i = 0; i < step->nsvc && o > 0 && (size_t)o < len; i++)
-        o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "(", s->svc[step->svc[i]].name);
-    if (o > 0 && (size_t)o < len)
-        snprintf(buf + o, len - (size_t)o, ")");
-}
-
 /* The services the program calls, in declaration order: scn_defaults declares the default
  * program's services too, and a scenario with its own program never uses them. */
 static int ui_used_services(const struct scenario *s, int out[MAX_SERVICES])
@@ -8469,45 +8680,6 @@ static int ui_used_services(const struct scenario *s, int out[MAX_SERVICES])
         if (used[i])
             out[n++] = i;
     return n;
-}
-
-/* What request r is doing now, in words: the status line and the inspect card use it. */
-static void ui_req_doing(const struct model *m, int32_t r, char *buf, size_t len)
-{
-    const struct req *req = &m->req[r];
-    char step[64];
-    /* step names are bounded to 40 characters so every line fits in 96 */
-    ui_step_name(m->s, req->pc, step, sizeof step);
-    if (req->fail != FAIL_NONE)
-        snprintf(buf, len, "fails: %s", fail_names[req->fail]);
-    else if (req->parked)
-        snprintf(buf, len, "parked, waiting for %.40s", step);
-    else if (req->pinned && req->pc < m->s->nsteps && m->s->prog[req->pc].op == OP_IO)
-        snprintf(buf, len, "holds %s %s#%u, blocked in io() (the JDK compensates)",
-                 ui_words(m)->thread, ui_thr_prefix(m), m->thr[req->thr].id);
-    else if (req->pinned)
-        snprintf(buf, len, "pins %s %s#%u, blocked in %.40s inside sync", ui_words(m)->thread,
-                 ui_thr_prefix(m), m->thr[req->thr].id, step);
-    else if (req->thr >= 0) {
-        const struct thr *th = &m->thr[req->thr];
-        if (th->state == THR_RUNNING)
-            snprintf(buf, len, "runs %.40s on %s#%u, core %d", step, ui_thr_prefix(m), th->id,
-                     th->core);
-        else if (th->state == THR_READY)
-            snprintf(buf, len, "on %s#%u, waiting for a core (%.40s)", ui_thr_prefix(m), th->id,
-                     step);
-        else if (th->state == THR_BLOCKED)
-            snprintf(buf, len, "blocks %s#%u in the kernel in %.40s", ui_thr_prefix(m), th->id,
-                     step);
-        else
-            snprintf(buf, len, "on %s#%u", ui_thr_prefix(m), th->id);
-    } else if (!req->admitted)
-        snprintf(buf, len, "waits in the accept backlog");
-    else if (m->ops->queued_at(m, r) >= 0)
-        snprintf(buf, len, "waits in %s %s#%u's run queue", ui_words(m)->thread, ui_thr_prefix(m),
-                 m->thr[m->ops->queued_at(m, r)].id);
-    else
-        snprintf(buf, len, "waits in the %s", ui_words(m)->queue);
 }
 
 /* ---- V.3 Panels ---- */
@@ -8688,7 +8860,7 @@ static long ui_fifo_items(struct ui_gfx *g, const struct model *m, const struct 
         n += fifos[f]->len;
     ui_scratch(g, n);
     for (int f = 0; f < nf; f++)
-        for (int32_t i = fifos[f]->head; i >= 0 && k < n; i = m->req[i].next)
+        for (int32_t i = fifos[f]->head; i >= 0 && k < n; i = model_fifo_next(m, i))
             g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
     return k;
 }
@@ -8705,7 +8877,8 @@ static long ui_runq_items(struct ui_gfx *g, const struct model *m)
     ui_scratch(g, n + v.box_own); /* keeps what is there */
     for (int32_t t = 0; t < m->nthr && k < n + v.box_own; t++) {
         const struct fifo *own = ui_thread_runq(m, t);
-        for (int32_t i = own ? own->head : -1; i >= 0 && k < n + v.box_own; i = m->req[i].next)
+        for (int32_t i = own ? own->head : -1; i >= 0 && k < n + v.box_own;
+             i = model_fifo_next(m, i))
             g->ink[k] = (uint8_t)ui_req_ink(m, i), g->idx[k++] = i;
     }
     return k;
@@ -8721,7 +8894,7 @@ static void ui_flights(struct ui_gfx *g, const struct model *m, const struct ui_
     const struct ui_scan *sc = g->scan[m->id];
     simtime travel = v->travel > 0 ? v->travel : 20 * MS;
     for (int j = 0; j < sc->nrecent; j++) {
-        const struct req *req = &m->req[sc->recent[j]];
+        const struct req *req = model_request(m, sc->recent[j]);
         float f = (float)(m->now - req->arrived) / (float)travel;
         float jitter = (float)(req->id % 7) * 1.5f * S - 4.5f * S;
         ui_rect(g, x0 + f * (x1 - x0 - d), y + jitter - d / 2, d, d, ui_color(g, UI_QUEUED, 255));
@@ -8778,7 +8951,8 @@ static void ui_arrivals(struct ui_gfx *g, const struct model *m, const struct ui
 /* One lane: the thread's state colour across, its id, and the request it carries. */
 static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRect r, int text)
 {
-    const struct thr *th = &m->thr[t];
+    const struct thr *th = model_thread(m, t);
+    int32_t q = model_carried(m, t); /* the request it carries */
     float S = g->scale;
     ui_fill(g, r, ui_thr_ink(m, t));
     ui_hit_add(g, r, m->id, UI_HIT_THREAD, t);
@@ -8790,12 +8964,13 @@ static void ui_lane(struct ui_gfx *g, const struct model *m, int32_t t, SDL_FRec
     if (ui_thread_runq_len(m, t)) /* a carrier's own run queue (steal or home) */
         x = ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " +%d queued",
                      ui_thread_runq_len(m, t));
-    if (th->req < 0)
+    if (q < 0)
         return;
+    const struct req *req = model_request(m, q);
     char step[64];
-    ui_step_name(m->s, m->req[th->req].pc, step, sizeof step);
+    model_step_name(m->s, req->pc, step, sizeof step);
     ui_textf(g, UI_SMALL, x, r.y + (r.h - g->font[UI_SMALL].line) / 2, ink, " %s#%u %s%s  %.1f ms",
-             ui_req_prefix(m), m->req[th->req].id, step, m->req[th->req].pinned ? " PINNED" : "",
+             ui_req_prefix(m), req->id, step, req->pinned ? " PINNED" : "",
              (double)(m->now - th->since) / 1e6);
 }
 
@@ -8806,7 +8981,7 @@ static void ui_threads(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     long n = 0;
     ui_scratch(g, m->nthr);
     for (int32_t t = 0; t < m->nthr; t++)
-        if (m->thr[t].alive) {
+        if (model_thread(m, t)->alive) {
             g->ink[n] = (uint8_t)ui_thr_ink(m, t);
             g->idx[n++] = t;
         }
@@ -8925,15 +9100,16 @@ static void ui_cores(struct ui_gfx *g, const struct model *m, SDL_FRect r)
     ui_text(g, UI_SMALL, r.x, r.y + 3 * S, ui_color(g, UI_TEXT, 255), "cores");
     for (int c = 0; c < m->s->cores; c++) {
         SDL_FRect box = {r.x + lw + (float)c * w, r.y, w - (w > 6 * S ? 3 * S : 0), r.h};
-        int32_t t = m->core[c].thr;
+        int32_t t = model_on_core(m, c);
         ui_fill(g, box, t >= 0 ? UI_RUN : UI_IDLE);
         ui_hit_add(g, box, m->id, UI_HIT_CORE, c);
         char buf[48];
-        if (t >= 0 && m->thr[t].req >= 0)
-            snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m), m->thr[t].id,
-                     ui_req_prefix(m), m->req[m->thr[t].req].id);
+        if (t >= 0 && model_carried(m, t) >= 0)
+            snprintf(buf, sizeof buf, "%d: %s#%u %s#%u", c, ui_thr_prefix(m),
+                     model_thread(m, t)->id, ui_req_prefix(m),
+                     model_request(m, model_carried(m, t))->id);
         else if (t >= 0)
-            snprintf(buf, sizeof buf, "%d: %s#%u", c, ui_thr_prefix(m), m->thr[t].id);
+            snprintf(buf, sizeof buf, "%d: %s#%u", c, ui_thr_prefix(m), model_thread(m, t)->id);
         else
             snprintf(buf, sizeof buf, "%d: idle", c);
         if (ui_text_w(g, UI_SMALL, buf) < box.w - 4 * S) /* black reads on both core colours */
@@ -9373,9 +9549,9 @@ static void ui_ring(struct ui_gfx *g, const struct model ms[MODEL_N], struct ui_
     if (p.model < 0 || p.type == UI_PICK_NONE)
         return;
     const struct ui_hit *h = ui_hit_find(g, p.model, p.type, p.idx);
-    if (!h && p.type == UI_PICK_REQ && ui_live(&ms[p.model], p.idx) &&
-        ms[p.model].req[p.idx].thr >= 0)
-        h = ui_hit_find(g, p.model, UI_HIT_THREAD, ms[p.model].req[p.idx].thr);
+    if (!h && p.type == UI_PICK_REQ && model_live(&ms[p.model], p.idx) &&
+        model_holder(&ms[p.model], p.idx) >= 0)
+        h = ui_hit_find(g, p.model, UI_HIT_THREAD, model_holder(&ms[p.model], p.idx));
     if (!h)
         return;
     float S = g->scale;
@@ -9389,7 +9565,7 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
     int n = 0;
     int32_t r = -1;
     if (p.type == UI_PICK_CORE) {
-        int32_t t = m->core[p.idx].thr;
+        int32_t t = model_on_core(m, p.idx);
         snprintf(lines[n++], 96, "core %d: %s", p.idx, t >= 0 ? "busy" : "idle");
         if (t < 0)
             return n;
@@ -9397,7 +9573,7 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
         p.idx = t;
     }
     if (p.type == UI_PICK_THREAD) {
-        const struct thr *th = &m->thr[p.idx];
+        const struct thr *th = model_thread(m, p.idx);
         if (!th->alive)
             return n;
         snprintf(lines[n++], 96, "%s#%u  %s %s for %.2f ms", ui_thr_prefix(m), th->id,
@@ -9411,15 +9587,15 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
             snprintf(lines[n] + o, (size_t)(96 - o), ", %d in its run queue",
                      ui_thread_runq_len(m, p.idx));
         n++;
-        r = th->req;
+        r = model_carried(m, p.idx);
     } else if (p.type == UI_PICK_REQ)
         r = p.idx;
-    if (!ui_live(m, r) || n + 3 > max)
+    if (!model_live(m, r) || n + 3 > max)
         return n;
-    const struct req *req = &m->req[r];
+    const struct req *req = model_request(m, r);
     char step[64], doing[96];
-    ui_step_name(m->s, req->pc, step, sizeof step);
-    ui_req_doing(m, r, doing, sizeof doing);
+    model_step_name(m->s, req->pc, step, sizeof step);
+    model_req_doing(m, r, doing, sizeof doing);
     snprintf(lines[n++], 96, "%s#%u  age %.2f ms", ui_req_prefix(m), req->id,
              (double)(m->now - req->arrived) / 1e6);
     snprintf(lines[n++], 96, "step %d of %d: %.40s", req->pc + 1, m->s->nsteps, step);
@@ -9427,7 +9603,7 @@ static int ui_card_lines(const struct model *m, struct ui_pick p, char lines[][9
     if (n < max && req->pc > 0) { /* its history: the steps it has done, oldest first */
         int o = snprintf(lines[n], 96, "done:");
         for (int i = 0; i < req->pc && o < 90; i++) {
-            ui_step_name(m->s, i, step, sizeof step);
+            model_step_name(m->s, i, step, sizeof step);
             o += snprintf(lines[n] + o, (size_t)(96 - o), " %s", step);
         }
         n++;
@@ -9615,110 +9791,16 @@ static int ui_sim_next(const struct ui_sim *x)
     return best;
 }
 
-/* What an event is about, read from the queue before it runs. */
-struct ui_subject {
-    int type;
-    int32_t thr, req, core; /* -1 when not involved */
-    uint32_t req_id, thr_id;
-    simtime arrived;
-    int svc, user;
-    int32_t new_slot;   /* the slot a request arriving now will take */
-    uint64_t arrived_n; /* requests arrived before the event */
-};
-
-static struct ui_subject ui_subject_of(const struct model *m)
-{
-    int from;
-    const struct event *e = evq_peek(&m->events, &from);
-    struct ui_subject u = {
-        ev_type_of(e),   -1, -1, -1, 0, 0, 0, -1, -1, m->free_req >= 0 ? m->free_req : m->nreq,
-        m->stats.arrived};
-    switch (u.type) {
-    case EV_ARRIVE:
-        u.user = m->s->users ? (int)e->a : -1;
-        break;
-    case EV_BURST_END:
-        u.core = (int32_t)e->a;
-        u.thr = m->core[e->a].thr;
-        u.req = u.thr >= 0 ? m->thr[u.thr].req : -1;
-        break;
-    case EV_IO_DONE:
-        u.req = m->call[e->a].req;
-        u.svc = m->call[e->a].svc;
-        break;
-    case EV_IO_STEP_DONE:
-        u.req = (int32_t)e->a;
-        break;
-    case EV_IDLE_CHECK:
-        u.thr = (int32_t)e->a;
-        break;
-    case EV_SHED:
-        u.svc = (int)e->a;
-        if (m->svc[e->a].wait_slot.head >= 0 &&
-            m->call[m->svc[e->a].wait_slot.head].shed_at <= e->t)
-            u.req = m->call[m->svc[e->a].wait_slot.head].req;
-        break;
-    }
-    if (u.thr >= 0)
-        u.thr_id = m->thr[u.thr].id;
-    if (u.req >= 0) {
-        u.req_id = m->req[u.req].id;
-        u.arrived = m->req[u.req].arrived;
-    }
-    return u;
-}
-
-/* "user 17 sends a request", "orders answers VT#512": the event, before it runs. */
-static int ui_said_before(const struct model *m, const struct ui_subject *u, char *buf, size_t len)
-{
-    const char *rp = ui_req_prefix(m), *tp = ui_thr_prefix(m);
-    switch (u->type) {
-    case EV_ARRIVE:
-        return u->user >= 0 ? snprintf(buf, len, "user %d sends a request", u->user)
-                            : snprintf(buf, len, "a request arrives");
-    case EV_BURST_END:
-        return snprintf(buf, len, "%s#%u (%s#%u) ends a CPU slice on core %d", tp, u->thr_id, rp,
-                        u->req_id, u->core);
-    case EV_IO_DONE:
-        return snprintf(buf, len, "%s answers %s#%u", m->s->svc[u->svc].name, rp, u->req_id);
-    case EV_IO_STEP_DONE:
-        return snprintf(buf, len, "io() of %s#%u finishes", rp, u->req_id);
-    case EV_IDLE_CHECK:
-        return snprintf(buf, len, "%s#%u's idle timer fires", tp, u->thr_id);
-    case EV_SHED:
-        return u->req >= 0 ? snprintf(buf, len, "%s#%u waited %s's limit past its wait: 503 (shed)",
-                                      rp, u->req_id, m->s->svc[u->svc].name)
-                           : snprintf(buf, len, "%s's permit timer: no call waited that long",
-                                      m->s->svc[u->svc].name);
-    default:
-        return snprintf(buf, len, "time-series sample");
-    }
-}
-
-/* Narrate one event of model m (already run) and say what it touched. */
-static void ui_narrate(const struct model *m, const struct ui_subject *u, char *buf, size_t len,
+/* Narrate one event of model m (already run) and say what it touched: the request, else
+ * the thread. */
+static void ui_narrate(const struct model *m, const struct model_subject *u, char *buf, size_t len,
                        struct ui_pick *touched)
 {
-    int o = snprintf(buf, len, "t=%.6f s  %s: ", (double)m->now / SEC, model_names[m->id]);
-    o += ui_said_before(m, u, buf + o, len - (size_t)o);
-    int32_t r = u->req;
-    if (u->type == EV_ARRIVE && m->stats.arrived > u->arrived_n)
-        r = u->new_slot;
-    *touched = (struct ui_pick){(int8_t)m->id, u->thr >= 0 ? UI_PICK_THREAD : UI_PICK_NONE, u->thr};
-    if ((size_t)o >= len)
-        return;
-    if (r >= 0 && !ui_slot_free(m, r)) {
-        char doing[96];
-        ui_req_doing(m, r, doing, sizeof doing);
-        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s", ui_req_prefix(m), m->req[r].id, doing);
-        *touched = (struct ui_pick){(int8_t)m->id, UI_PICK_REQ, r};
-    } else if (r >= 0) /* it left the server; a freed slot keeps its `fail` and `id` */
-        snprintf(buf + o, len - (size_t)o, " -> %s#%u %s after %.1f ms", ui_req_prefix(m),
-                 m->req[r].id,
-                 m->req[r].fail == FAIL_NONE ? "completes" : fail_names[m->req[r].fail],
-                 (double)(m->now - m->req[r].arrived) / 1e6);
-    else if (u->type == EV_IDLE_CHECK && !m->thr[u->thr].alive)
-        snprintf(buf + o, len - (size_t)o, " -> it retires (idle too long)");
+    int32_t t, r;
+    model_narrate(m, u, buf, len, &t, &r);
+    *touched = r >= 0   ? (struct ui_pick){(int8_t)m->id, UI_PICK_REQ, r}
+               : t >= 0 ? (struct ui_pick){(int8_t)m->id, UI_PICK_THREAD, t}
+                        : (struct ui_pick){(int8_t)m->id, UI_PICK_NONE, -1};
 }
 
 /* Exactly one event, of whichever model is first. Returns the model stepped, or -1 when
@@ -9733,7 +9815,7 @@ static int ui_sim_step(struct ui_sim *x, char *buf, size_t len, struct ui_pick *
         return -1;
     }
     struct model *m = &x->m[k];
-    struct ui_subject u = ui_subject_of(m);
+    struct model_subject u = model_subject_of(m);
     model_step(m, model_next_time(m));
     if (m->now > x->t)
         x->t = m->now;
@@ -9752,7 +9834,7 @@ static int ui_sim_next_done(struct ui_sim *x, char *buf, size_t len, struct ui_p
         if (k < 0)
             return ui_sim_step(x, buf, len, touched);
         struct model *m = &x->m[k];
-        struct ui_subject u = ui_subject_of(m);
+        struct model_subject u = model_subject_of(m);
         model_step(m, model_next_time(m));
         if (m->now > x->t)
             x->t = m->now;
