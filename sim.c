@@ -2048,13 +2048,20 @@ static void svc_shed_call(struct model *m, int32_t c)
         m->req[r].fail = FAIL_SHED;
 }
 
+/* The call at the head of service svc's line if it has waited its `wait` by t, else -1. */
+static int32_t svc_due(const struct model *m, int svc, simtime t)
+{
+    int32_t c = m->svc[svc].wait_slot.head;
+    return c >= 0 && m->call[c].shed_at <= t ? c : -1;
+}
+
 /* EV_SHED: the calls at the head of the service's line that have waited their `wait` give
  * up (the line is in arrival order and every call waits as long, so they are its head). */
 static void svc_shed(struct model *m, const struct event *e)
 {
     struct svc_state *v = &m->svc[e->a];
     int32_t c;
-    while ((c = v->wait_slot.head) >= 0 && m->call[c].shed_at <= m->now) {
+    while ((c = svc_due(m, (int)e->a, m->now)) >= 0) {
         int32_t r = m->call[c].req;
         FIFO_POP(&v->wait_slot, m->call);
         svc_shed_call(m, c);
@@ -2473,12 +2480,11 @@ struct model_subject {
     uint64_t arrived_n; /* requests arrived before the event */
 };
 
-/* EV_SHED's victim: the call at the head of the service's line, if it has waited its `wait`
- * by then (what svc_shed will shed first), else -1. */
+/* EV_SHED's victim at t: the request of the call svc_shed sheds first, else -1. */
 static int32_t model_shed_victim(const struct model *m, int svc, simtime t)
 {
-    int32_t c = m->svc[svc].wait_slot.head;
-    return c >= 0 && m->call[c].shed_at <= t ? m->call[c].req : -1;
+    int32_t c = svc_due(m, svc, t);
+    return c >= 0 ? m->call[c].req : -1;
 }
 
 static struct model_subject model_subject_of(const struct model *m)
