@@ -8,9 +8,9 @@
  * time is an integer number of nanoseconds (simtime); memory is in bytes.
  *
  *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
- * READING PATH  The lesson, an evening: I.1 to I.6, from the banner "lesson begins" to "lesson
- *   ends" (struct model_ops is every difference between the models). Then, as you need them, what
- *   it calls by name (I.7 to I.11) and Parts II to IV. Skip Part V unless you change the picture.
+ * READING PATH  The lesson, an evening: I.1 to I.6, between the banners "lesson begins" and
+ *   "lesson ends" (struct model_ops is every difference between the models). Then, as you need
+ *   them, I.7 to I.11 (what it calls by name) and Parts II to IV. Skip Part V (the window).
  * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
  * EVENTS (ev_handlers[], I.6)  EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE
  *   svc_done, EV_SAMPLE model_sample, EV_IO_STEP_DONE model_io_step_done, EV_SHED svc_shed,

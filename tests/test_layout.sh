@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_layout.sh: the two programs read as the README promises. Each file opens with a map
 # of at most 60 lines whose contents list names the Parts and sections in the order their
-# banners appear; sim.c keeps every difference between the models behind model_ops; the
+# banners appear; sim.c marks its lesson and keeps it bounded, keeps every difference between
+# the models behind model_ops, its window behind the engine's view, and makes no upward call
+# from Part I; the
 # latency histogram is one text in both files; no code or test carries a date or an issue
 # number. Run from the repository's top.
 pass=0; fail=0
@@ -53,6 +55,51 @@ named=$(awk '/^\/\* ==== Part V\./ { on = 1 } /^\/\* ==== Part VI\./ { on = 0 }
     on && /MODEL_(PLATFORM|VIRTUAL)|->(plat|vt)\./ { printf "%d: %s\n", NR, $0 }' sim.c)
 [ -z "$named" ] && ok || bad "sim.c: Part V names a model:
 $named"
+
+# sim.c: Part V reads the models through model_ops and the engine's view (I.11), never the
+# model's arrays, free list or event queue: a field access such as m->req, th->req or
+# ms[k].thr between the Part V and Part VI banners fails
+reads=$(awk '/^\/\* ==== Part V\./ { on = 1 } /^\/\* ==== Part VI\./ { on = 0 }
+    on && /(->|\]\.)(req|thr|call|free_req|events)([^A-Za-z0-9_]|$)/ { printf "%d: %s\n", NR, $0 }' sim.c)
+[ -z "$reads" ] && ok || bad "sim.c: Part V reads the engine's internals (use the view, I.11):
+$reads"
+
+# sim.c: no upward calls. Part I (the lesson and what it calls by name) calls no function
+# defined in Parts III to VI (the instruments and front ends reach it through hooks such as
+# model.on_span), and nothing named trace_, rep_, val_, live_ or ui_. Part II, the tools the
+# models stand on, is declared ahead and may be called. Comments are skipped.
+later=$(awk '/^\/\* ==== Part III\./ { on = 1 }
+    on && /^[a-zA-Z_].*[ *][a-z_0-9]+\(/ && !/;$/ {
+        s = $0; sub(/\(.*/, "", s); sub(/.*[ *]/, "", s); print s }' sim.c | sort -u)
+upward=$(awk -v names="$later" '
+    BEGIN { n = split(names, a, "\n"); for (i = 1; i <= n; i++) later[a[i]] = 1 }
+    /^\/\* ==== Part I\./ { on = 1 } /^\/\* ==== Part II\./ { on = 0 }
+    !on { next }
+    { line = $0; sub(/\/\*.*/, "", line); if (line ~ /^ \*/) next
+      while (match(line, /[A-Za-z_][A-Za-z_0-9]*\(/)) {
+          name = substr(line, RSTART, RLENGTH - 1); line = substr(line, RSTART + RLENGTH)
+          if (name in later || name ~ /^(trace|rep|val|live|ui)_/)
+              printf "%d: %s() in %s\n", NR, name, $0 } }' sim.c)
+[ -n "$later" ] && [ -z "$upward" ] && ok || bad "sim.c: Part I calls up into a later Part:
+$upward"
+
+# lesson FILE MAXLINES: the file marks its lesson with one banner line saying "The lesson
+# begins" and one, after it, saying "The lesson ends", at most MAXLINES apart (counted
+# inclusively), and its map tells the reader where it begins and ends
+lesson() {
+    nb=$(grep -c 'The lesson begins' "$1"); ne=$(grep -c 'The lesson ends' "$1")
+    if [ "$nb" -ne 1 ] || [ "$ne" -ne 1 ]; then
+        bad "$1: $nb lines say 'The lesson begins' and $ne 'The lesson ends' (one each)"; return
+    fi
+    b=$(grep -n 'The lesson begins' "$1" | cut -d: -f1)
+    e=$(grep -n 'The lesson ends' "$1" | cut -d: -f1)
+    n=$((e - b + 1))
+    [ "$b" -lt "$e" ] && ok || bad "$1: 'The lesson ends' (line $e) comes before it begins (line $b)"
+    [ "$n" -le "$2" ] && ok || bad "$1: the lesson is $n lines (at most $2)"
+    map "$1" | grep -qi 'lesson begins' && map "$1" | grep -qi 'lesson ends' && ok ||
+        bad "$1: the map does not say where the lesson begins and ends"
+}
+lesson sim.c 1600
 
 # sim.c: main is short, one call per mode
 main_lines=$(awk '/^int main\(/ { on = 1 } on { n++ } on && /^\}$/ { print n; exit }' sim.c)
