@@ -3,9 +3,8 @@
 # of at most 60 lines whose contents list names the Parts and sections in the order their
 # banners appear; sim.c marks its lesson and keeps it bounded, keeps every difference between
 # the models behind model_ops, its window behind the engine's view, and makes no upward call
-# from Part I; the
-# latency histogram is one text in both files; no code or test carries a date or an issue
-# number. Run from the repository's top.
+# from Part I; the latency histogram is one text in both files; no code or test carries a
+# date or an issue number. Run from the repository's top.
 pass=0; fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "test_layout: FAIL: $*" >&2; }
