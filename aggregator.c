@@ -15,8 +15,8 @@
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
  * Reading path. The lesson, an evening: I.2 to I.8, from the ~~~~ banner where the lesson
- * begins to the one where it ends, the mechanism of a virtual thread in its simplest correct
- * form (swap, types, run queue, park/unpark, switching, carrier loop); a reader may stop there.
+ * begins to the one where the lesson ends, the mechanism of a virtual thread in its simplest
+ * correct form (swap, types, run queue, park/unpark, switching, carrier loop); stop there.
  * Then I.9's fast paths behind I.3's seam (make test-simple: without them), Part II's opening
  * "life of a request", I.10's I/O; Part III to measure, Part IV to add a flag; banners name tests.
  *
