@@ -27,6 +27,24 @@
 # no display: a command that would open the window prints the headless report instead.
 # 3. Every chapter of the tutorial has a picture (or says why not), a question, an exercise
 #    and their answers.
+#
+# 4. Figures in the prose. A number the text states about a run is tied to the command that
+#    prints it by a marker on its own line after the paragraph (an HTML comment: not shown):
+#        The pool's bound is 1,297.9 req/s and it serves 1,287 ± 2.
+#        <!-- figure: 1,297.9; 1,287 = ./sim --headless scenarios/mixed.scn | grep -E 'pool|thr' -->
+#    Before " = ": one or more figures, separated by ";", each written exactly as in the
+#    paragraph above the marker (the lines back to the last blank line), which must contain
+#    it; after: a shell command, run as in part 1. Each figure must be one of the numbers
+#    the command prints, to the figure's own rounding (1,305 holds 1,304.7; 0.25 holds 0.248):
+#    write a figure rounded further as "FIGURE ~T" (within T) or "FIGURE ~P%" (within P% of
+#    it). A figure with a sign must match the sign; without one, either sign. Narrow the
+#    command to the line (grep) or the field (awk) that the figure reads, so that another
+#    number of the output cannot stand in for it. A figure from outside the project is
+#    marked with its source instead, a key of the Sources list (TUTORIAL.md's "Sources",
+#    whose items open with `KEY`):
+#        <!-- source: 15.8x; 3,160 = thesis -->
+#    A figure changed in the text, or printed otherwise by the program, fails with the line
+#    of its marker; after the documents the check proves that on a copy of TUTORIAL.md.
 dir=$(cd "${1:-.}" && pwd) || exit 2
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] || set -- README.md TUTORIAL.md
@@ -173,14 +191,157 @@ run_commands() {
     done
 }
 
+# split_figures DOC: part 4's markers, one line per figure: line TAB kind TAB figure TAB
+# tolerance ("-": none) TAB command (or source key) TAB 1 when the paragraph above holds it.
+split_figures() {
+    awk '
+        function holds(text, fig,   i, rest, pre, post) {     # fig in text, as a whole number
+            rest = text
+            while ((i = index(rest, fig)) > 0) {
+                pre = i > 1 ? substr(rest, i - 1, 1) : ""
+                post = substr(rest, i + length(fig), 2)
+                if (pre !~ /[0-9.,]/ && post !~ /^[0-9]/ && post !~ /^[.,][0-9]/) return 1
+                rest = substr(rest, i + 1)
+            }
+            return 0
+        }
+        /^```/ { fence = !fence; para = ""; next }
+        fence { next }
+        /^[ \t]*$/ { para = ""; next }
+        /^<!-- (figure|source): .* = .* -->$/ {
+            kind = $0; sub(/^<!-- /, "", kind); sub(/:.*/, "", kind)
+            body = $0; sub(/^<!-- [a-z]+: /, "", body); sub(/ -->$/, "", body)
+            i = index(body, " = "); figs = substr(body, 1, i - 1); what = substr(body, i + 3)
+            n = split(figs, f, ";")
+            for (j = 1; j <= n; j++) {
+                fig = f[j]; gsub(/^ +| +$/, "", fig); tol = "-"
+                if (kind == "figure" && (k = index(fig, " ~")) > 0) {
+                    tol = substr(fig, k + 2); fig = substr(fig, 1, k - 1)
+                }
+                printf "%d\t%s\t%s\t%s\t%s\t%d\n", NR, kind, fig, tol, what, holds(para, fig)
+            }
+            next
+        }
+        /^<!-- / { next }
+        { para = para " " $0 }' "$1"
+}
+
+# prints_figure FIG TOL < OUTPUT: whether the output prints FIG (to its rounding, or within TOL).
+prints_figure() {
+    awk -v fig="$1" -v tol="$2" '
+        function num(s) { gsub(/,/, "", s); return s + 0 }
+        BEGIN {
+            signed = fig ~ /^[-+]/; want = num(fig); d = 0
+            if (match(fig, /\.[0-9]+$/)) d = RLENGTH - 1
+            if (tol ~ /%$/) t = num(tol) / 100 * (want < 0 ? -want : want)
+            else if (tol != "") t = num(tol)
+            else t = 0.5 * 10 ^ (-d)
+            t = t * (1 + 1e-9) + 1e-12
+        }
+        # A run of digits and commas is one number when its commas group thousands (1,297.9),
+        # else a list (10,100,1000) of numbers.
+        function try(tok, neg,   n, p, i, v) {
+            sub(/,+$/, "", tok)
+            if (tok ~ /,/ && tok !~ /^[0-9][0-9]?[0-9]?(,[0-9][0-9][0-9])+(\.[0-9]+)?$/)
+                n = split(tok, p, ",")
+            else { n = 1; p[1] = tok }
+            for (i = 1; i <= n; i++) {
+                v = num(p[i])
+                if (neg && i == 1) v = -v
+                if (!signed && want < 0) v = -v
+                if (v - want <= t && want - v <= t) return 1
+            }
+            return 0
+        }
+        {
+            s = $0
+            while (match(s, /[0-9][0-9,]*(\.[0-9]+)?/)) {
+                neg = signed && RSTART > 1 && substr(s, RSTART - 1, 1) == "-"
+                if (try(substr(s, RSTART, RLENGTH), neg)) { found = 1; exit }
+                s = substr(s, RSTART + RLENGTH)
+            }
+        }
+        END { exit !found }'
+}
+
+# check_figures DOC: part 4. A command's output is kept for the other markers that name it.
+check_figures() {
+    split_figures "$1" > "$tmp/figures"
+    mkdir -p "$tmp/figs"
+    while IFS="$(printf '\t')" read -r at kind fig tol what held; do
+        [ "$tol" = - ] && tol=""
+        if [ "$held" != 1 ]; then
+            fail=$((fail + 1))
+            printf 'tutorial_check: FAIL: %s:%s: the figure %s is not in the paragraph above its marker\n' \
+                "$1" "$at" "$fig" >&2
+            continue
+        fi
+        if [ "$kind" = source ]; then
+            if sources_keys | grep -q -x -F -e "$what"; then pass=$((pass + 1))
+            else fail=$((fail + 1))
+                printf 'tutorial_check: FAIL: %s:%s: %s cites the source "%s", which the Sources list lacks\n' \
+                    "$1" "$at" "$fig" "$what" >&2
+            fi
+            continue
+        fi
+        out=$tmp/figs/$(printf '%s' "$what" | md5sum | cut -c1-32)
+        [ -e "$out" ] || (cd "$work" && sh -c "$what") > "$out" 2> /dev/null
+        if prints_figure "$fig" "$tol" < "$out"; then pass=$((pass + 1)); continue; fi
+        fail=$((fail + 1))
+        printf "tutorial_check: FAIL: %s:%s: the text says %s%s where '%s' prints:\n" \
+            "$1" "$at" "$fig" "${tol:+ (within $tol)}" "$what" >&2
+        head -n 4 "$out" | sed 's/^/    /' >&2
+    done < "$tmp/figures"
+}
+
+# sources_keys: the keys of the Sources list: its items open with `KEY`.
+sources_keys() {
+    [ -f TUTORIAL.md ] && awk '/^## / { in_src = ($0 ~ /^## Sources/) ; next }
+        in_src && /^- `[^`]+`/ { k = $0; sub(/^- `/, "", k); sub(/`.*/, "", k); print k }' TUTORIAL.md
+}
+
+# FIGURES_ONLY=1 checks part 4 alone (quick, while writing the prose).
 for doc in "$@"; do
-    check_outputs "$doc"
-    run_commands "$doc"
+    if [ "${FIGURES_ONLY:-0}" != 1 ]; then
+        check_outputs "$doc"
+        run_commands "$doc"
+    fi
+    check_figures "$doc"
 done
+
+# Part 4's self-test: a figure changed in a copy of TUTORIAL.md, in its paragraph (then also in
+# its marker, so that the program's output is what disagrees), must fail naming its line.
+if [ -f TUTORIAL.md ] && grep -q '^<!-- figure: ' TUTORIAL.md; then
+    mkdir -p "$tmp/self"
+    at=$(split_figures TUTORIAL.md | awk -F '\t' '$2 == "figure" && $4 == "-" { print $1; exit }')
+    for where in text both; do
+        awk -v at="$at" -v where="$where" '
+            { line[NR] = $0 }
+            END {
+                m = line[at]; sub(/^<!-- figure: /, "", m); sub(/[; ].*/, "", m)
+                last = substr(m, length(m), 1); fig2 = substr(m, 1, length(m) - 1) (last + 1) % 10
+                for (s = at - 1; s > 1 && line[s - 1] !~ /^[ \t]*$/; s--) ;
+                for (i = s; i < at; i++) {
+                    rest = line[i]; line[i] = ""
+                    while ((k = index(rest, m)) > 0) {
+                        line[i] = line[i] substr(rest, 1, k - 1) fig2; rest = substr(rest, k + length(m))
+                    }
+                    line[i] = line[i] rest
+                }
+                if (where == "both") sub(/^<!-- figure: [^; ]*/, "<!-- figure: " fig2, line[at])
+                for (i = 1; i <= NR; i++) print line[i]
+            }' TUTORIAL.md > "$tmp/self/TUTORIAL.md"
+        got=$(cd "$tmp/self" && check_figures TUTORIAL.md 2>&1 >/dev/null)
+        if printf '%s\n' "$got" | grep -q -F "FAIL: TUTORIAL.md:$at: "; then pass=$((pass + 1))
+        else fail=$((fail + 1))
+            echo "tutorial_check: FAIL: self-test: a figure changed ($where) at TUTORIAL.md:$at went unnoticed" >&2
+        fi
+    done
+fi
 
 # Part 3: every chapter of the tutorial has a picture (or says why not), a question with its
 # answer, and an exercise with a worked answer, all folded in <details>.
-if [ -f TUTORIAL.md ]; then
+if [ -f TUTORIAL.md ] && [ "${FIGURES_ONLY:-0}" != 1 ]; then
     short=$(awk '
         function check() { if (ch != "" && !(pic && q && ex && ans >= 2))
                                printf "%s (picture %d, question %d, exercise %d, answers %d)\n", ch, pic, q, ex, ans }
