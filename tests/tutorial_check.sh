@@ -45,6 +45,8 @@
 #        <!-- source: 15.8x; 3,160 = thesis -->
 #    A figure changed in the text, or printed otherwise by the program, fails with the line
 #    of its marker; after the documents the check proves that on a copy of TUTORIAL.md.
+#    A figure written twice in one paragraph is found while either is left, so
+#    FIGURES_UNMARKED=1 lists the numbers of marked paragraphs that no marker names.
 dir=$(cd "${1:-.}" && pwd) || exit 2
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] || set -- README.md TUTORIAL.md
@@ -300,6 +302,36 @@ sources_keys() {
         in_src && /^- `[^`]+`/ { k = $0; sub(/^- `/, "", k); sub(/`.*/, "", k); print k }' TUTORIAL.md
 }
 
+# unmarked_figures DOC: the numbers of each paragraph with markers that no marker of it names
+# (a figure written twice, once changed, shows here): FIGURES_UNMARKED=1 lists them.
+unmarked_figures() {
+    awk '
+        function flush(   s, tok) {
+            if (marked != "") {
+                s = para
+                while (match(s, /[0-9][0-9,]*(\.[0-9]+)?/)) {
+                    tok = substr(s, RSTART, RLENGTH); sub(/,+$/, "", tok)
+                    if (index(marked, ";" tok ";") == 0)
+                        printf "tutorial_check: unmarked: %s:%d: %s\n", FILENAME, at, tok
+                    s = substr(s, RSTART + RLENGTH)
+                }
+            }
+            para = ""; marked = ""
+        }
+        /^```/ { flush(); fence = !fence; next }
+        fence { next }
+        /^[ \t]*$/ { flush(); next }
+        /^<!-- (figure|source): .* = .* -->$/ {
+            body = $0; sub(/^<!-- [a-z]+: /, "", body); sub(/ = .*/, "", body)
+            n = split(body, f, ";")
+            for (j = 1; j <= n; j++) { g = f[j]; sub(/ ~.*/, "", g); gsub(/ /, "", g); marked = marked ";" g ";" }
+            at = NR; next
+        }
+        /^<!-- / { next }
+        { para = para " " $0 }
+        END { flush() }' "$1"
+}
+
 # FIGURES_ONLY=1 checks part 4 alone (quick, while writing the prose).
 for doc in "$@"; do
     if [ "${FIGURES_ONLY:-0}" != 1 ]; then
@@ -307,6 +339,7 @@ for doc in "$@"; do
         run_commands "$doc"
     fi
     check_figures "$doc"
+    [ "${FIGURES_UNMARKED:-0}" = 1 ] && unmarked_figures "$doc"
 done
 
 # Part 4's self-test: a figure changed in a copy of TUTORIAL.md, in its paragraph (then also in
