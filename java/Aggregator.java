@@ -133,7 +133,8 @@ public final class Aggregator {
         boolean cancelOnFailure = true;     // --on-failure: cancel (a StructuredTaskScope) or wait
         boolean onFailureGiven = false;     // said on the command line (then it must be honoured)
         BearerAuth auth;                    // --auth: a JWT on /aggregate (null: anyone may call)
-        int permits = 0;                    // service.NAME.limit (--permits; 0: no limit)
+        int permits = 0;                    // service.NAME.limit (--permits; 0: no limit), with
+                                            // service.NAME.wait = --permit-wait-ms (0: shed at once)
         int permitWaitMs = 0;               // the limit's queue timeout (--permit-wait-ms), then 503
         int timeoutMs = 5000;               // service.NAME.timeout (one budget for the K calls), then 504
         int idleMs = 20000;                 // keep-alive idle timeout of client connections
@@ -1534,7 +1535,8 @@ public final class Aggregator {
         Context ctx = tomcat.addContext("", null);
         Downstream ds = cfg.httpClient ? new HttpClientDownstream(cfg, metrics)
                 : cfg.pool ? new UrlConnectionDownstream() : new SocketDownstream(cfg.serverClosesFirst);
-        if (cfg.permits > 0) metrics.permits = new java.util.concurrent.Semaphore(cfg.permits, true); // service.NAME.limit
+        if (cfg.permits > 0) metrics.permits = new java.util.concurrent.Semaphore(cfg.permits, true); // service.NAME.limit,
+        // with service.NAME.wait = --permit-wait-ms (0 by default: shed at once)
         Tomcat.addServlet(ctx, "aggregate", new AggregateServlet(cfg, metrics, ds, nativeFrame));
         ctx.addServletMapping("/", "aggregate");
         metrics.protocol = p;
