@@ -47,6 +47,24 @@
 #    of its marker; after the documents the check proves that on a copy of TUTORIAL.md.
 #    A figure written twice in one paragraph is found while either is left, so
 #    FIGURES_UNMARKED=1 lists the numbers of marked paragraphs that no marker names.
+#
+# 5. Code. A function (or struct, or macro) the text names is tied to its file by a marker
+#    on its own line after the paragraph:
+#        The pool grows in `plat_admit`, and the kernel wakes a thread in `plat_wake`.
+#        <!-- code: sim.c plat_admit plat_wake -->
+#    Each name must be in the paragraph above, as a whole word, and defined in the file: a
+#    line at its first column that declares it (for C, "... NAME(", "struct NAME" or
+#    "#define NAME"; for Java, a declaration "NAME(" or "class|record|interface NAME").
+#    Quoted code is marked by the line before its block:
+#        <!-- quote: aggregator.c -->
+#        ```c
+#        ...lines of the file...
+#        ```
+#    The block's lines must be lines of the file, consecutive and in order, compared with
+#    runs of spaces folded, a comment's leading "*" or "//" left out (so code written in a
+#    comment quotes as code) and blank lines left out; a line that is only "..." stands for
+#    lines left out. A renamed function or a changed line fails with the marker's line; after
+#    the documents the check proves both on a copy of TUTORIAL.md.
 dir=$(cd "${1:-.}" && pwd) || exit 2
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] || set -- README.md TUTORIAL.md
@@ -296,6 +314,92 @@ check_figures() {
     done < "$tmp/figures"
 }
 
+# split_code DOC: part 5's markers, one line each: line TAB "code" TAB file TAB name TAB 1 when
+# the paragraph above holds the name, or line TAB "quote" TAB file TAB the block's text, its
+# lines joined by a \001.
+split_code() {
+    awk '
+        function word(text, w,   i, rest, pre, post) {
+            rest = text
+            while ((i = index(rest, w)) > 0) {
+                pre = i > 1 ? substr(rest, i - 1, 1) : ""; post = substr(rest, i + length(w), 1)
+                if (pre !~ /[A-Za-z0-9_]/ && post !~ /[A-Za-z0-9_]/) return 1
+                rest = substr(rest, i + 1)
+            }
+            return 0
+        }
+        inq && /^```/ { printf "%d\tquote\t%s\t%s\n", qat, qfile, q; inq = 0; next }
+        inq { q = q $0 "\001"; next }
+        pendq && /^```/ { inq = 1; pendq = 0; q = ""; fence = 0; next }
+        pendq && !/^$/ { pendq = 0 }
+        /^<!-- quote: [^ ]+ -->$/ { qfile = $3; qat = NR; pendq = 1; next }
+        /^```/ { fence = !fence; para = ""; next }
+        fence { next }
+        /^[ \t]*$/ { para = ""; next }
+        /^<!-- code: [^ ]+ .* -->$/ {
+            n = split($0, f, " ")
+            for (j = 4; j < n; j++) printf "%d\tcode\t%s\t%s\t%d\n", NR, f[3], f[j], word(para, f[j])
+            next
+        }
+        /^<!-- / { next }
+        { para = para " " $0 }' "$1"
+}
+
+# defines FILE NAME: whether FILE declares NAME at a line's first column.
+defines() {
+    case $1 in
+    *.java) grep -q -E "^[[:space:]]*[A-Za-z].*([^A-Za-z0-9_.]$2[[:space:]]*\(|(class|record|interface|enum) $2([^A-Za-z0-9_]|\$))" "$top/$1" ;;
+    *) grep -q -E "^([A-Za-z].*[^A-Za-z0-9_]$2\(|(struct|union|enum) $2([^A-Za-z0-9_]|\$)|#define $2([^A-Za-z0-9_]|\$))" "$top/$1" ;;
+    esac
+}
+
+# quoted FILE TEXT: whether TEXT's lines (joined by \001) are lines of FILE, consecutive and
+# in order, spaces folded and blank lines left out; "..." skips lines.
+quoted() {
+    fold < "$top/$1" | sed -E 's,^(\*|//) ?,,' | grep -v -x -e '' | awk -v q="$2" '
+        BEGIN { n = split(q, want, "\001"); k = 0
+                for (i = 1; i <= n; i++) { w = want[i]; gsub(/[ \t]+/, " ", w); sub(/^ /, "", w); sub(/ $/, "", w)
+                                           sub(/^(\*|\/\/) ?/, "", w); if (w != "") line[++k] = w }
+                n = k }
+        { have[NR] = $0 }
+        END {
+            at = 1; i = 1
+            while (i <= n) {
+                if (line[i] == "...") { i++; continue }
+                for (j = i; j <= n && line[j] != "..."; j++) ;      # the segment i..j-1
+                found = 0
+                for (s = at; s + (j - i) - 1 <= NR && !found; s++) {
+                    ok = 1
+                    for (t = i; t < j && ok; t++) ok = have[s + t - i] == line[t]
+                    if (ok) { found = 1; at = s + (j - i) }
+                }
+                if (!found) exit 1
+                i = j
+            }
+            exit 0
+        }'
+}
+
+# check_code DOC: part 5.
+check_code() {
+    split_code "$1" > "$tmp/code"
+    while IFS="$(printf '\t')" read -r at kind file what held; do
+        if [ ! -f "$top/$file" ]; then
+            fail=$((fail + 1))
+            printf 'tutorial_check: FAIL: %s:%s: names the file %s, which the project lacks\n' "$1" "$at" "$file" >&2
+        elif [ "$kind" = code ] && [ "$held" != 1 ]; then
+            fail=$((fail + 1))
+            printf 'tutorial_check: FAIL: %s:%s: the name %s is not in the paragraph above its marker\n' "$1" "$at" "$what" >&2
+        elif [ "$kind" = code ] && ! defines "$file" "$what"; then
+            fail=$((fail + 1))
+            printf 'tutorial_check: FAIL: %s:%s: %s defines no %s\n' "$1" "$at" "$file" "$what" >&2
+        elif [ "$kind" = quote ] && ! quoted "$file" "$what"; then
+            fail=$((fail + 1))
+            printf 'tutorial_check: FAIL: %s:%s: the quoted code is no longer in %s\n' "$1" "$at" "$file" >&2
+        else pass=$((pass + 1)); fi
+    done < "$tmp/code"
+}
+
 # sources_keys: the keys of the Sources list: its items open with `KEY`.
 sources_keys() {
     [ -f TUTORIAL.md ] && awk '/^## / { in_src = ($0 ~ /^## Sources/) ; next }
@@ -339,8 +443,38 @@ for doc in "$@"; do
         run_commands "$doc"
     fi
     check_figures "$doc"
+    check_code "$doc"
     [ "${FIGURES_UNMARKED:-0}" = 1 ] && unmarked_figures "$doc"
 done
+
+# Part 5's self-test: in a copy of TUTORIAL.md, the first code marker's first name changed in
+# its paragraph and its marker, and the first quote's first line changed, each must fail
+# naming its marker's line.
+if [ -f TUTORIAL.md ] && grep -q '^<!-- quote: ' TUTORIAL.md && grep -q '^<!-- code: ' TUTORIAL.md; then
+    mkdir -p "$tmp/self5"
+    split_code TUTORIAL.md > "$tmp/code5"
+    for kind in code quote; do
+        at=$(awk -F '\t' -v k="$kind" '$2 == k { print $1; exit }' "$tmp/code5")
+        name=$(awk -F '\t' '$2 == "code" { print $4; exit }' "$tmp/code5")
+        awk -v at="$at" -v kind="$kind" -v name="$name" '
+            { line[NR] = $0 }
+            END {
+                if (kind == "code") {
+                    for (s = at; s > 1 && line[s - 1] !~ /^[ \t]*$/; s--) ;
+                    for (i = s; i <= at; i++) gsub(name, name "_gone", line[i])
+                } else {
+                    for (i = at + 2; line[i] ~ /^[ \t]*(\.\.\.)?[ \t]*$/; i++) ;
+                    line[i] = line[i] " x"
+                }
+                for (i = 1; i <= NR; i++) print line[i]
+            }' TUTORIAL.md > "$tmp/self5/TUTORIAL.md"
+        got=$(cd "$tmp/self5" && fail=0 && check_code TUTORIAL.md 2>&1 >/dev/null)
+        if printf '%s\n' "$got" | grep -q -F "FAIL: TUTORIAL.md:$at: "; then pass=$((pass + 1))
+        else fail=$((fail + 1))
+            echo "tutorial_check: FAIL: self-test: a $kind changed at TUTORIAL.md:$at went unnoticed" >&2
+        fi
+    done
+fi
 
 # Part 4's self-test: a figure changed in a copy of TUTORIAL.md, in its paragraph (then also in
 # its marker, so that the program's output is what disagrees), must fail naming its line.
