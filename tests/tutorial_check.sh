@@ -507,12 +507,17 @@ if [ -f TUTORIAL.md ] && grep -q '^<!-- figure: ' TUTORIAL.md; then
 fi
 
 # Part 3: every chapter of the tutorial has a picture (or says why not), a question with its
-# answer, and an exercise with a worked answer, all folded in <details>.
+# answer, and an exercise with a worked answer, all folded in <details>; from chapter 2 on,
+# also a code marker (part 5) and a "**Code exercise:**" that reads or changes the code.
 if [ -f TUTORIAL.md ] && [ "${FIGURES_ONLY:-0}" != 1 ]; then
     short=$(awk '
-        function check() { if (ch != "" && !(pic && q && ex && ans >= 2))
-                               printf "%s (picture %d, question %d, exercise %d, answers %d)\n", ch, pic, q, ex, ans }
-        /^## [0-9]+\. / { check(); ch = $0; pic = q = ex = ans = 0; next }
+        function check() { if (ch != "" && !(pic && q && ex && ans >= 2 && (num < 2 || (code && cex))))
+                               printf "%s (picture %d, question %d, exercise %d, answers %d, code %d, code exercise %d)\n",
+                                   ch, pic, q, ex, ans, code, cex }
+        /^## [0-9]+\. / { check(); ch = $0; num = $2 + 0; pic = q = ex = ans = code = cex = 0; next }
+        /^## / { check(); ch = ""; next }
+        /^<!-- code: / { code = 1 }
+        /^\*\*Code exercise:\*\*/ { cex = 1 }
         /^!\[.*\]\(assets\/.*\.png\)/ || /^<!-- no picture: / { pic = 1 }
         /<summary>Question/ { q = 1 }
         /^\*\*Exercise:\*\*/ { ex = 1 }
