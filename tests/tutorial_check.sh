@@ -140,7 +140,10 @@ split_commands() {
         function flush(   rc, why, c) {
             if (cmd == "") return
             c = cmd; cmd = ""
-            if (blockskip != "") { printf "%d\t%s\t%s\n", at, blockskip, c > (base ".skip"); return }
+            if (blockskip != "") {
+                gsub(/\\?\n[ \t]*/, " ", c)              # a continued command: one listing line
+                printf "%d\t%s\t%s\n", at, blockskip, c > (base ".skip"); return
+            }
             if (match(c, /#[ \t]*long:[^#]*$/)) {
                 why = substr(c, RSTART, RLENGTH); sub(/^#[ \t]*long:[ \t]*/, "", why)
                 printf "%d\t%s\t%s\n", at, why, c > (base ".skip"); return
@@ -338,7 +341,8 @@ split_code() {
         /^[ \t]*$/ { para = ""; next }
         /^<!-- code: [^ ]+ .* -->$/ {
             n = split($0, f, " ")
-            for (j = 4; j < n; j++) printf "%d\tcode\t%s\t%s\t%d\n", NR, f[3], f[j], word(para, f[j])
+            for (j = 4; j < n; j++)
+                printf "%d\tcode\t%s\t%s\t%d\n", NR, f[3], f[j], word(para, f[j])
             next
         }
         /^<!-- / { next }
@@ -347,20 +351,27 @@ split_code() {
 
 # defines FILE NAME: whether FILE declares NAME at a line's first column.
 defines() {
+    e="([^A-Za-z0-9_]|\$)"                                   # the name ends there
     case $1 in
-    *.java) grep -q -E "^[[:space:]]*[A-Za-z].*([^A-Za-z0-9_.]$2[[:space:]]*\(|(class|record|interface|enum) $2([^A-Za-z0-9_]|\$))" "$top/$1" ;;
-    *) grep -q -E "^([A-Za-z].*[^A-Za-z0-9_]$2\(|(struct|union|enum) $2([^A-Za-z0-9_]|\$)|#define $2([^A-Za-z0-9_]|\$))" "$top/$1" ;;
+    *.java) re="^[[:space:]]*[A-Za-z].*([^A-Za-z0-9_.]$2[[:space:]]*\("
+            re="$re|(class|record|interface|enum) $2$e)" ;;
+    *) re="^([A-Za-z].*[^A-Za-z0-9_]$2\(|(struct|union|enum) $2$e|#define $2$e)" ;;
     esac
+    grep -q -E "$re" "$top/$1"
 }
 
 # quoted FILE TEXT: whether TEXT's lines (joined by \001) are lines of FILE, consecutive and
 # in order, spaces folded and blank lines left out; "..." skips lines.
 quoted() {
     fold < "$top/$1" | sed -E 's,^(\*|//) ?,,' | grep -v -x -e '' | awk -v q="$2" '
-        BEGIN { n = split(q, want, "\001"); k = 0
-                for (i = 1; i <= n; i++) { w = want[i]; gsub(/[ \t]+/, " ", w); sub(/^ /, "", w); sub(/ $/, "", w)
-                                           sub(/^(\*|\/\/) ?/, "", w); if (w != "") line[++k] = w }
-                n = k }
+        BEGIN {
+            n = split(q, want, "\001"); k = 0
+            for (i = 1; i <= n; i++) {
+                w = want[i]; gsub(/[ \t]+/, " ", w); sub(/^ /, "", w); sub(/ $/, "", w)
+                sub(/^(\*|\/\/) ?/, "", w); if (w != "") line[++k] = w
+            }
+            n = k
+        }
         { have[NR] = $0 }
         END {
             at = 1; i = 1
@@ -386,16 +397,19 @@ check_code() {
     while IFS="$(printf '\t')" read -r at kind file what held; do
         if [ ! -f "$top/$file" ]; then
             fail=$((fail + 1))
-            printf 'tutorial_check: FAIL: %s:%s: names the file %s, which the project lacks\n' "$1" "$at" "$file" >&2
+            printf 'tutorial_check: FAIL: %s:%s: names the file %s, which the project lacks\n' \
+                "$1" "$at" "$file" >&2
         elif [ "$kind" = code ] && [ "$held" != 1 ]; then
             fail=$((fail + 1))
-            printf 'tutorial_check: FAIL: %s:%s: the name %s is not in the paragraph above its marker\n' "$1" "$at" "$what" >&2
+            printf 'tutorial_check: FAIL: %s:%s: the name %s is not in the paragraph above %s\n' \
+                "$1" "$at" "$what" "its marker" >&2
         elif [ "$kind" = code ] && ! defines "$file" "$what"; then
             fail=$((fail + 1))
             printf 'tutorial_check: FAIL: %s:%s: %s defines no %s\n' "$1" "$at" "$file" "$what" >&2
         elif [ "$kind" = quote ] && ! quoted "$file" "$what"; then
             fail=$((fail + 1))
-            printf 'tutorial_check: FAIL: %s:%s: the quoted code is no longer in %s\n' "$1" "$at" "$file" >&2
+            printf 'tutorial_check: FAIL: %s:%s: the quoted code is no longer in %s\n' \
+                "$1" "$at" "$file" >&2
         else pass=$((pass + 1)); fi
     done < "$tmp/code"
 }
@@ -450,7 +464,8 @@ done
 # Part 5's self-test: in a copy of TUTORIAL.md, the first code marker's first name changed in
 # its paragraph and its marker, and the first quote's first line changed, each must fail
 # naming its marker's line.
-if [ -f TUTORIAL.md ] && grep -q '^<!-- quote: ' TUTORIAL.md && grep -q '^<!-- code: ' TUTORIAL.md; then
+if [ -f TUTORIAL.md ] && grep -q '^<!-- quote: ' TUTORIAL.md &&
+    grep -q '^<!-- code: ' TUTORIAL.md; then
     mkdir -p "$tmp/self5"
     split_code TUTORIAL.md > "$tmp/code5"
     for kind in code quote; do
@@ -471,7 +486,8 @@ if [ -f TUTORIAL.md ] && grep -q '^<!-- quote: ' TUTORIAL.md && grep -q '^<!-- c
         got=$(cd "$tmp/self5" && fail=0 && check_code TUTORIAL.md 2>&1 >/dev/null)
         if printf '%s\n' "$got" | grep -q -F "FAIL: TUTORIAL.md:$at: "; then pass=$((pass + 1))
         else fail=$((fail + 1))
-            echo "tutorial_check: FAIL: self-test: a $kind changed at TUTORIAL.md:$at went unnoticed" >&2
+            echo "tutorial_check: FAIL: self-test: a $kind changed at TUTORIAL.md:$at went" \
+                "unnoticed" >&2
         fi
     done
 fi
@@ -511,10 +527,13 @@ fi
 # also a code marker (part 5) and a "**Code exercise:**" that reads or changes the code.
 if [ -f TUTORIAL.md ] && [ "${FIGURES_ONLY:-0}" != 1 ]; then
     short=$(awk '
-        function check() { if (ch != "" && !(pic && q && ex && ans >= 2 && (num < 2 || (code && cex))))
-                               printf "%s (picture %d, question %d, exercise %d, answers %d, code %d, code exercise %d)\n",
-                                   ch, pic, q, ex, ans, code, cex }
-        /^## [0-9]+\. / { check(); ch = $0; num = $2 + 0; pic = q = ex = ans = code = cex = 0; next }
+        function check() {
+            if (ch != "" && !(pic && q && ex && ans >= 2 && (num < 2 || (code && cex))))
+                printf "%s (picture %d, question %d, exercise %d, answers %d, code %d, " \
+                       "code exercise %d)\n", ch, pic, q, ex, ans, code, cex
+        }
+        /^## [0-9]+\. / { check(); ch = $0; num = $2 + 0; pic = q = ex = ans = code = cex = 0
+                          next }
         /^## / { check(); ch = ""; next }
         /^<!-- code: / { code = 1 }
         /^\*\*Code exercise:\*\*/ { cex = 1 }
