@@ -41,15 +41,17 @@ serve() {
 port_of() { # port_of NAME: the port from "... listening on 127.0.0.1:PORT", bounded: 60 s
     i=0
     while [ $i -lt 600 ]; do
-        p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/$1.log")
+        p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/$1.log" 2>/dev/null)
         [ -n "$p" ] && { echo "$p"; return 0; }
         sleep 0.1; i=$((i + 1))
     done
     echo "jvm-diagnose: $1 did not start:" >&2; cat "$out/$1.log" >&2
     return 1
 }
-# The compiled classes if make java built them since the last edit, else the single-file source launcher.
-if [ "$root/build/java/Aggregator.class" -nt "$root/java/Aggregator.java" ]; then main="-cp $root/build/java:$CP Aggregator"
+# The compiled classes if make java built them since the last edit, else the single-file
+# source launcher; JDK 25's preview flags either way (--on-failure cancel needs them).
+if [ "$root/build/java/Aggregator.class" -nt "$root/java/Aggregator.java" ]; then
+    main="$("$root/java/find-jdk" --preview) -cp $root/build/java:$CP Aggregator"
 else main="$("$root/java/find-jdk" --preview-source) -cp $CP $root/java/Aggregator.java"; fi
 
 pin=native
