@@ -43,7 +43,7 @@
  *     II.7 Platform server       pool_ Tomcat-like acceptor/poller and growing executor
  *     II.8 Virtual server        vserver_ vconn_: one virtual thread per connection
  *   Part III. Lab tools
- *     III.1 Statistics           hist_ latencies (sim.c's text), ci95_ Student-t intervals
+ *     III.1 Statistics           hist_ stat_t975 csv_ (sim.c's text), ci95_ Student-t intervals
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
  *     III.3 Bench                bench_ jvm_ netns_ the grid (C or JVM), CSV, the port wall
  *     III.4 Microbench           mb_ switch, yield, park, create, RSS per parked thread
@@ -4799,17 +4799,134 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 
 /* ---- end of the shared latency histogram ---- */
 
-/* The 97.5% quantile of Student's t distribution with df degrees of freedom, df = 1..30, as
- * the published tables give it: the factor of the two-sided 95% interval of a mean of df + 1
- * measurements. Above 30 the normal's 1.96 (t(30) is 2.042, 4% more). */
-static const double ci95_t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+/* ---- Student's t and the CSV columns: the same text in sim.c and aggregator.c ---- */
 
-static double ci95_t_of(int df)
+/* The 97.5% quantile of Student's t with df degrees of freedom: the factor of the two-sided
+ * 95% interval of the mean of df + 1 independent measurements. The published table to 30;
+ * beyond, the Cornish-Fisher expansion about the normal's 1.959964, within 0.001 of the exact
+ * quantile there (t(40) = 2.021, t(120) = 1.980). NAN for df < 1: one measurement says nothing
+ * of its spread. */
+static double stat_t975(int df)
 {
-    return df < 1 ? 0 : df <= (int)ARRAY_LEN(ci95_t) ? ci95_t[df - 1] : 1.96;
+    static const double t[31] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    if (df < 1)
+        return NAN;
+    if (df <= 30)
+        return t[df];
+    double z = 1.959964, z3 = z * z * z;
+    return z + (z3 + z) / (4.0 * df) + (5 * z3 * z * z + 16 * z3 + 3 * z) / (96.0 * df * df);
+}
+
+/* A column of a CSV that bench writes and sim --validate reads: one table per file, used by
+ * the writer (the header, in this order, and each value's format) and by the reader (which
+ * columns it needs, the range a value must lie in), so that the two cannot drift. A number
+ * lies in [lo, hi], or is -1 where `unknown` says the bench may not know it (written "-1",
+ * exactly); a word column (CSV_WORD) holds one of the words its reader lists. `digits`: the
+ * decimals the writer prints, -1 for %g. `need`: a file without the column is refused. */
+enum csv_type { CSV_NUMBER, CSV_WHOLE, CSV_WORD };
+struct csv_col {
+    const char *name;
+    unsigned char type, need, unknown;
+    signed char digits;
+    double lo, hi;
+};
+
+/* An X-macro row per column, X(id, name, type, need, unknown, digits, lo, hi): the enum of
+ * column indices and the table come from one list. */
+#define CSV_ENUM(id, ...) id,
+#define CSV_ROW(id, name, type, need, unknown, digits, lo, hi)                                     \
+    {name, type, need, unknown, digits, lo, hi},
+
+/* results.csv: a row per point of bench's grid (the mean of its runs, the median run's
+ * figures), in this order. */
+#define RES_COLUMNS(X)                                                                             \
+    X(RES_USERS, "users", CSV_WHOLE, 1, 0, 0, 1, 1e7)                                              \
+    X(RES_MODE, "mode", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(RES_POOL, "pool", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(RES_FANOUT, "fanout", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                            \
+    X(RES_DELAY_MS, "delay_ms", CSV_NUMBER, 1, 0, 0, 0, 3.6e6)                                     \
+    X(RES_THROUGHPUT, "throughput_rps", CSV_NUMBER, 1, 0, 2, 0, 1e12)                              \
+    X(RES_P50, "p50_ms", CSV_NUMBER, 1, 0, 3, 0, 1e12)                                             \
+    X(RES_P90, "p90_ms", CSV_NUMBER, 0, 0, 3, 0, 1e12)                                             \
+    X(RES_P99, "p99_ms", CSV_NUMBER, 1, 0, 3, 0, 1e12)                                             \
+    X(RES_THREADS, "peak_threads", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                    \
+    X(RES_RSS, "peak_rss_bytes", CSV_WHOLE, 1, 0, 0, 0, 1e15)                                      \
+    X(RES_CPU_US, "cpu_us_per_req", CSV_NUMBER, 0, 1, 1, 0, 1e12)                                  \
+    X(RES_IDEAL, "ideal_rps", CSV_NUMBER, 0, 0, 1, 0, 1e12)                                        \
+    X(RES_ERRORS, "errors", CSV_WHOLE, 0, 0, 0, 0, 1e15)                                           \
+    X(RES_OTHER_CPU_US, "other_cpu_us_per_req", CSV_NUMBER, 0, 1, 1, 0, 1e12)                      \
+    X(RES_RUNS, "runs", CSV_WHOLE, 0, 0, 0, 1, 1e6)                                                \
+    X(RES_CI_LOW, "throughput_ci95_low", CSV_NUMBER, 0, 0, 2, -1e12, 1e12)                         \
+    X(RES_CI_HIGH, "throughput_ci95_high", CSV_NUMBER, 0, 0, 2, 0, 1e12)                           \
+    X(RES_MIN, "throughput_min", CSV_NUMBER, 0, 0, 2, 0, 1e12)                                     \
+    X(RES_MAX, "throughput_max", CSV_NUMBER, 0, 0, 2, 0, 1e12)                                     \
+    X(RES_CLOSE_FIRST, "close_first", CSV_WORD, 0, 0, 0, 0, 0)                                     \
+    X(RES_PORT_LOW, "port_low", CSV_WHOLE, 0, 0, 0, 1, 65535)                                      \
+    X(RES_PORT_HIGH, "port_high", CSV_WHOLE, 0, 0, 0, 1, 65535)                                    \
+    X(RES_TW_REUSE, "tw_reuse", CSV_WHOLE, 0, 0, 0, 0, 2)                                          \
+    X(RES_FAILED_NO_PORT, "failed_no_port", CSV_NUMBER, 0, 1, 1, 0, 1e15)                          \
+    X(RES_FAILED, "failed", CSV_NUMBER, 0, 1, 1, 0, 1e15)                                          \
+    X(RES_ALLOC, "alloc_bytes_per_req", CSV_NUMBER, 0, 1, 0, 0, 1e15)                              \
+    X(RES_RAMPUP, "rampup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(RES_WARMUP, "warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(RES_WINDOW, "window_s", CSV_NUMBER, 0, 0, -1, 0.01, 3600)                                    \
+    X(RES_STEAL, "steal_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                         \
+    X(RES_FOREIGN, "foreign_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                     \
+    X(RES_JIT_WARMUP, "jit_warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                               \
+    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)
+enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
+static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
+
+/* bench --timeline: a row per second of each run of each cell, in this order. */
+#define TL_COLUMNS(X)                                                                              \
+    X(TLC_SERVER, "server", CSV_WORD, 1, 0, 0, 0, 0)                                               \
+    X(TLC_MODE, "mode", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(TLC_POOL, "pool", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(TLC_CLOSE_FIRST, "close_first", CSV_WORD, 1, 0, 0, 0, 0)                                     \
+    X(TLC_USERS, "users", CSV_WHOLE, 1, 0, 0, 1, 1e7)                                              \
+    X(TLC_FANOUT, "fanout", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                            \
+    X(TLC_DELAY_MS, "delay_ms", CSV_NUMBER, 1, 0, -1, 0, 3.6e6)                                    \
+    X(TLC_PORT_LOW, "port_low", CSV_WHOLE, 1, 0, 0, 1, 65535)                                      \
+    X(TLC_PORT_HIGH, "port_high", CSV_WHOLE, 1, 0, 0, 1, 65535)                                    \
+    X(TLC_TW_REUSE, "tw_reuse", CSV_WHOLE, 1, 0, 0, 0, 2)                                          \
+    X(TLC_RAMPUP, "rampup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(TLC_RUN, "run", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                                  \
+    X(TLC_T, "t_s", CSV_WHOLE, 1, 0, 0, 1, 3600)                                                   \
+    X(TLC_SERVED, "served", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                           \
+    X(TLC_FAILED, "failed", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                           \
+    X(TLC_NO_PORT, "failed_no_port", CSV_WHOLE, 1, 1, 0, 0, 1e12)                                  \
+    X(TLC_TIME_WAIT, "time_wait", CSV_WHOLE, 1, 0, 0, 0, 1e12)
+enum tl_col { TL_COLUMNS(CSV_ENUM) TLC_N };
+static const struct csv_col tl_cols[TLC_N] = {TL_COLUMNS(CSV_ROW)};
+
+/* ---- end of Student's t and the CSV columns ---- */
+
+/* A CSV's header from its column table (res_cols, tl_cols): the names joined by commas, in
+ * the table's order, so that the writer's columns and the reader's are one list. */
+static void csv_write_header(FILE *f, const struct csv_col *cols, int n)
+{
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", cols[i].name, i + 1 < n ? "," : "\n");
+}
+
+/* A row of that CSV: column i is word[i] for a word column, else num[i] with the column's
+ * digits (%g for -1), and exactly -1 in a column that may be unknown is written "-1", as
+ * ./sim --validate reads it. */
+static void csv_write_row(FILE *f, const struct csv_col *cols, int n, const double *num,
+                          const char *const *word)
+{
+    for (int i = 0; i < n; i++) {
+        const char *sep = i + 1 < n ? "," : "\n";
+        if (cols[i].type == CSV_WORD)
+            fprintf(f, "%s%s", word[i], sep);
+        else if ((cols[i].unknown && num[i] == -1) || cols[i].digits < 0)
+            fprintf(f, "%g%s", num[i], sep);
+        else
+            fprintf(f, "%.*f%s", cols[i].digits, num[i], sep);
+    }
 }
 
 /* The mean of n measurements, its 95% interval mean -+ t(0.975, n-1) s / sqrt(n) (s the
@@ -4831,7 +4948,7 @@ static struct ci95 ci95_of(const double *x, int n)
     double ss = 0;
     for (int i = 0; i < n; i++)
         ss += (x[i] - c.mean) * (x[i] - c.mean);
-    double half = n > 1 ? ci95_t_of(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
+    double half = n > 1 ? stat_t975(n - 1) * sqrt(ss / (n - 1)) / sqrt(n) : 0;
     c.lo = c.mean - half;
     c.hi = c.mean + half;
     return c;
@@ -6211,16 +6328,44 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
     double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0,
            ideal = r->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3); /* N/(K*D+Z) */
     if (csv) {
-        fprintf(f, "%d,%s,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%ld,%ld,%.1f,%.1f,%ld,%.1f,", r->users, mode,
-                pool, bc->fanout, bc->delay_ms, r->rps, r->p50, r->p90, r->p99, r->peak_threads,
-                r->peak_rss, r->cpu_us_per_req, ideal, r->errors, r->other_cpu_us_per_req);
-        /* unknown is written -1 exactly (not -1.0), as ./sim --validate reads it */
-        fprintf(f, "%d,%.2f,%.2f,%.2f,%.2f,%s,%d,%d,%d,%.*f,%.*f,%.0f,", r->runs, r->ci.lo,
-                r->ci.hi, r->ci.min, r->ci.max, r->pool ? "-" : close_first_names[r->close_first],
-                r->net.low, r->net.high, r->net.tw_reuse, r->failed_no_port < 0 ? 0 : 1,
-                r->failed_no_port, r->failed < 0 ? 0 : 1, r->failed, r->alloc_per_req);
-        fprintf(f, "%d,%d,%g,%.1f,%.1f,%g,%s\n", BENCH_WARMUP_S, BENCH_WARMUP_S, bc->duration_s,
-                r->steal_pct, r->foreign_pct, jit, server_names[r->server]);
+        double v[RES_N] = {
+            [RES_USERS] = r->users,
+            [RES_FANOUT] = bc->fanout,
+            [RES_DELAY_MS] = bc->delay_ms,
+            [RES_THROUGHPUT] = r->rps,
+            [RES_P50] = r->p50,
+            [RES_P90] = r->p90,
+            [RES_P99] = r->p99,
+            [RES_THREADS] = r->peak_threads,
+            [RES_RSS] = r->peak_rss,
+            [RES_CPU_US] = r->cpu_us_per_req,
+            [RES_IDEAL] = ideal,
+            [RES_ERRORS] = r->errors,
+            [RES_OTHER_CPU_US] = r->other_cpu_us_per_req,
+            [RES_RUNS] = r->runs,
+            [RES_CI_LOW] = r->ci.lo,
+            [RES_CI_HIGH] = r->ci.hi,
+            [RES_MIN] = r->ci.min,
+            [RES_MAX] = r->ci.max,
+            [RES_PORT_LOW] = r->net.low,
+            [RES_PORT_HIGH] = r->net.high,
+            [RES_TW_REUSE] = r->net.tw_reuse,
+            [RES_FAILED_NO_PORT] = r->failed_no_port,
+            [RES_FAILED] = r->failed,
+            [RES_ALLOC] = r->alloc_per_req,
+            [RES_RAMPUP] = BENCH_WARMUP_S,
+            [RES_WARMUP] = BENCH_WARMUP_S,
+            [RES_WINDOW] = bc->duration_s,
+            [RES_STEAL] = r->steal_pct,
+            [RES_FOREIGN] = r->foreign_pct,
+            [RES_JIT_WARMUP] = jit,
+        };
+        const char *w[RES_N] = {[RES_MODE] = mode,
+                                [RES_POOL] = pool,
+                                [RES_CLOSE_FIRST] =
+                                    r->pool ? "-" : close_first_names[r->close_first],
+                                [RES_SERVER] = server_names[r->server]};
+        csv_write_row(f, res_cols, RES_N, v, w);
         return;
     }
     char rps[64]; /* the throughput column: "mean ± half-width (min-max)", req/s */
@@ -6244,12 +6389,7 @@ static int bench_cmp_rps(const void *a, const void *b)
 
 static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
-    fprintf(csv,
-            "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p90_ms,p99_ms,peak_threads,"
-            "peak_rss_bytes,cpu_us_per_req,ideal_rps,errors,other_cpu_us_per_req,"
-            "runs,throughput_ci95_low,throughput_ci95_high,throughput_min,throughput_max,"
-            "close_first,port_low,port_high,tw_reuse,failed_no_port,failed,alloc_bytes_per_req,"
-            "rampup_s,warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\n");
+    csv_write_header(csv, res_cols, RES_N);
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, %d run%s per point; ideal = "
            "N/(K*D+Z)\n"
            "req/s: the mean of the runs ± the half-width of its Student-t 95%% interval "
@@ -6306,12 +6446,26 @@ static void bench_progress(struct bench_cfg *bc, const struct bench_row *point, 
 /* --timeline: the run's rows, one per second since its load started. */
 static void bench_write_timeline(const struct bench_cfg *bc, const struct bench_row *r, int run)
 {
-    for (int k = 0; bc->timeline && k < r->nticks; k++)
-        fprintf(bc->timeline, "%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%u,%u,%.0f,%ld\n",
-                server_names[r->server], mode_names[r->mode], r->pool ? "on" : "off",
-                r->pool ? "-" : close_first_names[r->close_first], r->users, bc->fanout,
-                bc->delay_ms, r->net.low, r->net.high, r->net.tw_reuse, BENCH_WARMUP_S, run, k + 1,
-                r->ticks[k].served, r->ticks[k].failed, r->ticks[k].no_port, r->ticks[k].time_wait);
+    const char *w[TLC_N] = {[TLC_SERVER] = server_names[r->server],
+                            [TLC_MODE] = mode_names[r->mode],
+                            [TLC_POOL] = r->pool ? "on" : "off",
+                            [TLC_CLOSE_FIRST] = r->pool ? "-" : close_first_names[r->close_first]};
+    for (int k = 0; bc->timeline && k < r->nticks; k++) {
+        double v[TLC_N] = {[TLC_USERS] = r->users,
+                           [TLC_FANOUT] = bc->fanout,
+                           [TLC_DELAY_MS] = bc->delay_ms,
+                           [TLC_PORT_LOW] = r->net.low,
+                           [TLC_PORT_HIGH] = r->net.high,
+                           [TLC_TW_REUSE] = r->net.tw_reuse,
+                           [TLC_RAMPUP] = BENCH_WARMUP_S,
+                           [TLC_RUN] = run,
+                           [TLC_T] = k + 1,
+                           [TLC_SERVED] = r->ticks[k].served,
+                           [TLC_FAILED] = r->ticks[k].failed,
+                           [TLC_NO_PORT] = r->ticks[k].no_port,
+                           [TLC_TIME_WAIT] = r->ticks[k].time_wait};
+        csv_write_row(bc->timeline, tl_cols, TLC_N, v, w);
+    }
 }
 
 /* n runs of a point of the grid (its users, pool, mode, server and close_first; the rest 0),
@@ -6442,9 +6596,7 @@ static int bench_run(struct bench_cfg *bc)
     FILE *csv = out_open(bc->out);
     if (bc->timeline_path) {
         bc->timeline = out_open(bc->timeline_path);
-        fprintf(bc->timeline,
-                "server,mode,pool,close_first,users,fanout,delay_ms,port_low,"
-                "port_high,tw_reuse,rampup_s,run,t_s,served,failed,failed_no_port,time_wait\n");
+        csv_write_header(bc->timeline, tl_cols, TLC_N);
         out_check(bc->timeline, bc->timeline_path);
     }
     bench_headers(bc, csv);
