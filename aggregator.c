@@ -3280,6 +3280,8 @@ struct metrics {
     long pool_size;                      /* platform: pool threads alive */
     long pool_busy;                      /* platform: pool threads serving a request */
     long pool_queue;                     /* platform: requests waiting for a pool thread */
+    int64_t tw_at;                       /* ns: when tw_count was walked (0: never) */
+    long tw_count;                       /* TIME_WAIT sockets then (metrics_time_wait) */
 };
 
 /* The process's counters: the service's one global, beside the runtime's rt. */
@@ -3302,6 +3304,22 @@ static void metrics_request(int status, int64_t ns)
         i++;
     SHARED_ADD(m->lat_le[i], 1);
     SHARED_ADD(m->lat_sum_us, (uint64_t)(ns / 1000));
+}
+
+/* TCP sockets in TIME_WAIT for /metrics, walked at most once a second and shared by every
+ * scrape in that second. The walk reads the whole of /proc/net/tcp (tens of ms with tens of
+ * thousands of sockets), on a carrier that runs other threads too: paid on every scrape, a
+ * client asking for /metrics in a loop would make every other client pay it. The first
+ * scrape past the second claims the walk (a compare-and-swap on tw_at); the others meanwhile
+ * answer the previous count. */
+static long metrics_time_wait(void)
+{
+    struct metrics *m = metrics_counters;
+    int64_t now = now_ns(), at = LOAD(m->tw_at);
+    if ((at == 0 || now - at >= NS_PER_S) &&
+        __atomic_compare_exchange_n(&m->tw_at, &at, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        __atomic_store_n(&m->tw_count, proc_count_time_wait(0, 65535), __ATOMIC_RELEASE);
+    return __atomic_load_n(&m->tw_count, __ATOMIC_ACQUIRE);
 }
 
 /* The Prometheus text exposition format (version 0.0.4). */
@@ -3340,7 +3358,7 @@ static void metrics_page(struct sbuf *b)
         {"agg_rss_bytes", "resident set size", (double)proc_rss_bytes()},
         {"agg_open_fds", "open file descriptors", (double)proc_count_dir("/proc/self/fd")},
         {"agg_tcp_time_wait", "TCP sockets in TIME_WAIT, whole machine",
-         (double)proc_count_time_wait(0, 65535)},
+         (double)metrics_time_wait()},
         {"agg_connections", "client connections open", (double)LOAD(m->conns)},
         {"agg_pool_size", "platform pool threads", (double)LOAD(m->pool_size)},
         {"agg_pool_busy", "platform pool threads serving a request", (double)LOAD(m->pool_busy)},
@@ -4576,8 +4594,17 @@ static void vconn_main(void *arg)
         conn_free(conn);
         return;
     }
+    /* keep-alive: serve the next request, but with one already buffered (pipelined), yield
+     * first. The scheduler is not preemptive, Loom's no more than ours: a virtual thread keeps
+     * its carrier until it parks, and a client that pipelines requests as fast as it reads the
+     * answers never makes this one park (every read finds bytes, every write room), so without
+     * the yield two such clients would hold both carriers and everyone else would wait. Tomcat
+     * bounds the same loop in its own way: Http11Processor serves buffered requests one after
+     * another only up to maxKeepAliveRequests (100), and a connection with nothing buffered goes
+     * back to its poller, behind the other sockets that are ready. */
     while (conn_serve_one(conn))
-        continue; /* keep-alive: serve the next request */
+        if (conn->len)
+            vt_yield();
     SHARED_ADD(conn->srv->vconns, -1);
     conn_free(conn);
 }

@@ -1111,6 +1111,146 @@ static void test_protocol(const char *mode)
     rig_stop(&r);
 }
 
+/* ---- fairness: one client must not starve the others ---- */
+
+/* An attacker: a connection that pipelines the same request without pause and reads (and
+ * discards) what comes back, until *stop; or, with `slow`, never reads at all. */
+struct attacker {
+    pthread_t tid;
+    int port, slow;
+    const char *req;
+    volatile int *stop;
+};
+
+static void *attacker_main(void *arg)
+{
+    struct attacker *a = arg;
+    char batch[8192], sink[65536];
+    size_t len = strlen(a->req), n = 0, off = 0;
+    while (n + len <= sizeof batch) {
+        memcpy(batch + n, a->req, len);
+        n += len;
+    }
+    int fd = dial(a->port);
+    if (fd < 0)
+        return NULL;
+    if (a->slow) /* a small window: the server's answers back up into its own buffers */
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){4096}, sizeof(int));
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while (!*a->stop) {
+        struct pollfd p = {fd, (short)(a->slow ? POLLOUT : POLLIN | POLLOUT), 0};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        if (p.revents & (POLLERR | POLLHUP))
+            break;
+        ssize_t w = p.revents & POLLOUT ? write(fd, batch + off, n - off) : 0;
+        off = w > 0 ? (off + (size_t)w) % n : off;
+        while (!a->slow && read(fd, sink, sizeof sink) > 0)
+            continue;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* Start n attackers on port; the caller sets *stop and calls attackers_join. */
+static void attackers_start(struct attacker *a, int n, int port, const char *req, int slow,
+                            volatile int *stop)
+{
+    for (int i = 0; i < n; i++) {
+        a[i] = (struct attacker){.port = port, .slow = slow, .req = req, .stop = stop};
+        if (pthread_create(&a[i].tid, NULL, attacker_main, &a[i]))
+            a[i].port = 0;
+    }
+}
+
+static void attackers_join(struct attacker *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].port)
+            pthread_join(a[i].tid, NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A victim on a keep-alive connection of its own, from source address `from` (127.0.0.x: a
+ * client other than the attackers of 127.0.0.1), sends GET /nope (404, no downstream call)
+ * one after the other for ms; returns its p99 in ms (an unanswered request counts as the
+ * socket's 5 s timeout) and how many were answered in *answered. */
+static double victim_p99(int port, const char *from, double ms, int *answered)
+{
+    enum { MAX = 20000 };
+    static double lat[MAX];
+    int n = 0, fd = -1;
+    char buf[1024];
+    *answered = 0;
+    for (double end = now_ms() + ms; now_ms() < end && n < MAX;) {
+        if (fd < 0) {
+            struct sockaddr_in src = {.sin_family = AF_INET};
+            inet_pton(AF_INET, from, &src.sin_addr);
+            fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)port),
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            struct timeval tv = {5, 0};
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            double t0 = now_ms();
+            if (bind(fd, (struct sockaddr *)&src, sizeof src) < 0 ||
+                connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+                close(fd);
+                fd = -1;
+                lat[n++] = 5000;
+                usleep((useconds_t)(5000 - (now_ms() - t0) > 0 ? 100000 : 0));
+                continue;
+            }
+        }
+        double t0 = now_ms();
+        int st = request_on(fd, "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
+        lat[n++] = st == 404 ? now_ms() - t0 : 5000;
+        *answered += st == 404;
+        if (st != 404) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    return n ? lat[(int)(0.99 * (n - 1))] : 5000;
+}
+
+/* Two clients pipelining /metrics as fast as they can read the answers: a connection with
+ * requests buffered must let the others run between them (a virtual thread yields; the
+ * platform pool is preemptive anyway), and a scrape's walk of /proc/net/tcp must not be
+ * paid on every request. Two carriers: one attacker each could hold them both. */
+static void test_pipelined_metrics(const char *mode)
+{
+    static const char *const extra[] = {"--carriers", "2", NULL};
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+    struct rig r;
+    if (rig_start(&r, mode, "two clients pipelining /metrics", 0, extra) < 0)
+        return;
+    int ok, calm;
+    double before = victim_p99(r.s.port, "127.0.0.1", 300, &calm);
+    volatile int stop = 0;
+    struct attacker a[2];
+    attackers_start(a, 2, r.s.port, req, 0, &stop);
+    usleep(200000); /* the attack under way */
+    double p99 = victim_p99(r.s.port, "127.0.0.1", 2000, &ok);
+    stop = 1;
+    attackers_join(a, 2);
+    printf("test_faults: %s: the victim's p99 %.1f ms under attack (%d answered), %.1f ms "
+           "before\n",
+           r.what, p99, ok, before);
+    CHECK(ok > 0 && p99 < 100, "%s: the victim's p99 %.1f ms (%d answered), want < 100 ms",
+          r.what, p99, ok);
+    rig_stop(&r);
+}
+
 /* ---- listeners ---- */
 
 /* The inode of the socket listening on 127.0.0.1:port (state 0A in /proc/net/tcp), and how
@@ -1817,6 +1957,7 @@ int main(int argc, char **argv)
         test_pool_bounds(modes[m]);
         test_close_first(modes[m]);
         test_protocol(modes[m]);
+        test_pipelined_metrics(modes[m]);
     }
     test_gone_clients();
     test_port_wall(dir);
