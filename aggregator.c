@@ -3414,6 +3414,9 @@ struct config {
     int pin;                 /* 1: hold the carrier across downstream calls (--pin) */
     int timeout_ms;          /* downstream call timeout (504 after it) */
     int idle_ms;             /* keep-alive idle timeout for client connections */
+    int write_ms;            /* a response's write deadline (at most idle_ms): a slow reader */
+    int max_per_client;      /* connections one client address may hold (0: no limit; -1:
+                              * three quarters of max_connections, server_start) */
     int thread_idle_ms;      /* platform: an idle pool thread exits after this (maxIdleTime) */
     int delay_ms, jitter_ms; /* backend: answer delay and its random spread */
 };
@@ -3454,6 +3457,12 @@ static void config_defaults(struct config *cfg)
     cfg->pool_idle_ms = 15000;
     cfg->timeout_ms = 5000;
     cfg->idle_ms = 20000;
+    /* Tomcat's connectionTimeout (20 s) bounds a blocked write as it bounds a read, so 250
+     * clients that pipeline requests and never read the answers hold 200 pool threads for
+     * 20 s each, over and over. A response here is a few KiB that any live client takes in
+     * well under a second: a write that cannot finish within 2 s is a client not reading. */
+    cfg->write_ms = 2000;
+    cfg->max_per_client = -1;
     cfg->thread_idle_ms = 60000;
 }
 
@@ -3480,17 +3489,28 @@ typedef int (*route_fn)(struct server *s, struct http_request *rq, struct sbuf *
 struct ds_pool;
 struct pool;
 
+/* Connections held by one client address (IPv4, network order): a chained hash's node. */
+struct addr_count {
+    uint32_t addr;
+    int n;
+    struct addr_count *next;
+};
+#define ADDR_NB 256 /* buckets */
+
 struct server {
     const struct config *cfg;
-    route_fn route;        /* agg_route or backend_route */
-    int lfd;               /* listening socket (virtual: carrier 0's, see vserver_listener) */
-    int port;              /* the port bound */
-    struct ds_pool *pools; /* downstream pools, [slot * nbackends + backend] */
-    int npool_slots;       /* one slot per carrier (virtual) or a single shared one */
-    int pool_slot_cap;     /* idle connections kept per pool: pool_max_idle over the slots */
-    struct pool *pool;     /* platform mode's connector and executor */
-    uint64_t seed;         /* backend jitter: xorshift state (per server, racy is fine) */
-    long vconns;           /* virtual mode: connections held (atomic) */
+    route_fn route;          /* agg_route or backend_route */
+    int lfd;                 /* listening socket (virtual: carrier 0's, see vserver_listener) */
+    int port;                /* the port bound */
+    struct ds_pool *pools;   /* downstream pools, [slot * nbackends + backend] */
+    int npool_slots;         /* one slot per carrier (virtual) or a single shared one */
+    int pool_slot_cap;       /* idle connections kept per pool: pool_max_idle over the slots */
+    struct pool *pool;       /* platform mode's connector and executor */
+    uint64_t seed;           /* backend jitter: xorshift state (per server, racy is fine) */
+    long vconns;             /* virtual mode: connections held (atomic) */
+    int per_client;          /* connections one address may hold (0: no limit) */
+    pthread_mutex_t addr_mu; /* guards addr_buckets (held briefly, no park) */
+    struct addr_count *addr_buckets[ADDR_NB]; /* connections held per client address */
 };
 
 /* A client connection: the read buffer keeps bytes past one request (pipelining). */
@@ -3502,6 +3522,8 @@ struct conn {
     size_t len;      /* bytes in buf not yet consumed */
     struct sbuf out; /* response being written */
     int continued;   /* 100 Continue sent for the request being read */
+    uint32_t addr;   /* the client's IPv4 address, network order; counted if `counted` */
+    int counted;     /* 1: held in srv->addr_buckets (server_admit) */
     /* platform only, owned by whoever holds the connection (poller, queue, pool thread) */
     struct conn *next;                    /* executor queue */
     struct conn *watch_prev, *watch_next; /* the poller's watch list, by deadline */
@@ -3512,6 +3534,59 @@ struct conn {
 /* When accept fails for want of fds (EMFILE, ENFILE) or memory, both servers stop accepting
  * this long: the backlog stays readable, so retrying at once would spin a core. */
 #define ACCEPT_BACKOFF_MS 10
+
+/* The connections one client address holds: find its node (or make one, with `make`) in
+ * the server's table. The caller holds s->addr_mu. */
+static struct addr_count **addr_slot(struct server *s, uint32_t addr)
+{
+    struct addr_count **at = &s->addr_buckets[(addr * 2654435761u) >> 24 & (ADDR_NB - 1)];
+    while (*at && (*at)->addr != addr)
+        at = &(*at)->next;
+    return at;
+}
+
+/* Whether a new connection may stay: its address holds fewer than --max-per-client (counted
+ * then, on *addr, until conn_free). Tomcat has no such limit: its maxConnections (here
+ * --max-connections) is one count for everyone, so one address holding that many idle or
+ * dripping connections (each kept until connectionTimeout) leaves every other client in the
+ * backlog. A limit per address keeps the rest of the connections for the others; its default,
+ * three quarters of --max-connections, lets a load generator's users (every one from
+ * 127.0.0.1) hold as many connections as before up to that, and bench, which measures one
+ * such client by design, lifts it (--max-per-client 0). Returns 0, or -1: close it at once. */
+static int server_admit(struct server *s, int fd, uint32_t *addr, int *counted)
+{
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    *counted = 0;
+    if (!s->per_client || getpeername(fd, (struct sockaddr *)&peer, &len) < 0 ||
+        peer.sin_family != AF_INET)
+        return 0;
+    *addr = peer.sin_addr.s_addr;
+    pthread_mutex_lock(&s->addr_mu);
+    struct addr_count **at = addr_slot(s, *addr);
+    int ok = !*at || (*at)->n < s->per_client;
+    if (ok && !*at) {
+        *at = xcalloc(1, sizeof **at);
+        (*at)->addr = *addr;
+    }
+    if (ok)
+        (*at)->n++;
+    pthread_mutex_unlock(&s->addr_mu);
+    *counted = ok;
+    return ok ? 0 : -1;
+}
+
+/* A counted connection closes: its address holds one fewer (the node goes at zero). */
+static void server_release(struct server *s, uint32_t addr)
+{
+    pthread_mutex_lock(&s->addr_mu);
+    struct addr_count **at = addr_slot(s, addr), *node = *at;
+    if (node && --node->n == 0) {
+        *at = node->next;
+        free(node);
+    }
+    pthread_mutex_unlock(&s->addr_mu);
+}
 
 static struct conn *conn_new(struct server *s, int fd)
 {
@@ -3525,6 +3600,8 @@ static struct conn *conn_new(struct server *s, int fd)
 
 static void conn_free(struct conn *conn)
 {
+    if (conn->counted)
+        server_release(conn->srv, conn->addr);
     io_close(conn->fd);
     SHARED_ADD(metrics_counters->conns, -1);
     sbuf_free(&conn->out);
@@ -3596,8 +3673,10 @@ static int conn_serve_one(struct conn *conn)
     } else {
         status = conn->srv->route(conn->srv, &rq, &conn->out, keep);
     }
+    const struct config *cfg = conn->srv->cfg; /* a slow reader holds a thread write_ms at most */
+    int write_ms = cfg->write_ms < cfg->idle_ms ? cfg->write_ms : cfg->idle_ms;
     int ok = io_write_all(conn->fd, conn->out.p, conn->out.len,
-                          now_ns() + (int64_t)conn->srv->cfg->idle_ms * NS_PER_MS) == 0;
+                          now_ns() + (int64_t)write_ms * NS_PER_MS) == 0;
     metrics_request(status, now_ns() - t0);
     if (request_len > 0) {
         memmove(conn->buf, conn->buf + request_len, conn->len - (size_t)request_len);
@@ -4413,9 +4492,17 @@ static void pool_accept(struct pool *p)
         }
         if (fd < 0)
             return;
-        if (io_adopt(fd) < 0)
+        uint32_t addr = 0;
+        int counted;
+        if (server_admit(p->srv, fd, &addr, &counted) < 0 || io_adopt(fd) < 0) {
+            if (counted)
+                server_release(p->srv, addr);
+            close(fd);
             continue;
+        }
         struct conn *conn = conn_new(p->srv, fd);
+        conn->addr = addr;
+        conn->counted = counted;
         pthread_mutex_lock(&p->mu);
         p->nconns++;
         pool_watch(p, conn, EPOLL_CTL_ADD);
@@ -4650,8 +4737,17 @@ static void vserver_acceptor(void *arg)
                 vt_sleep_until(now_ns() + ACCEPT_BACKOFF_MS * NS_PER_MS);
             continue;
         }
+        uint32_t addr = 0;
+        int counted;
+        if (server_admit(s, fd, &addr, &counted) < 0) {
+            close(fd); /* one address holds its share: the rest stay for the others */
+            continue;
+        }
         SHARED_ADD(s->vconns, 1);
-        vt_spawn_spread(vconn_main, conn_new(s, fd));
+        struct conn *conn = conn_new(s, fd);
+        conn->addr = addr;
+        conn->counted = counted;
+        vt_spawn_spread(vconn_main, conn);
     }
 cancelled:
     io_close(lfd);
@@ -4681,6 +4777,9 @@ static int server_start(struct server *s, const struct config *cfg, route_fn rou
     s->cfg = cfg;
     s->route = route;
     s->seed = 0x9E3779B97F4A7C15ULL;
+    s->per_client = cfg->max_per_client >= 0 ? cfg->max_per_client
+                                             : cfg->max_connections - cfg->max_connections / 4;
+    pthread_mutex_init(&s->addr_mu, NULL);
     /* virtual: --accept-count per carrier, as when each had a listener (see vserver_listener) */
     int carriers = cfg->mode == MODE_VIRTUAL && rt_carriers() > 1 ? rt_carriers() : 1;
     int backlog = cfg->accept_count > INT_MAX / carriers ? INT_MAX : cfg->accept_count * carriers;
@@ -4707,6 +4806,13 @@ static void server_stop(struct server *s)
         io_close(s->lfd);
     }
     ds_free(s);
+    for (int i = 0; i < ADDR_NB; i++) /* the connections left are gone with the runtime */
+        while (s->addr_buckets[i]) {
+            struct addr_count *node = s->addr_buckets[i];
+            s->addr_buckets[i] = node->next;
+            free(node);
+        }
+    pthread_mutex_destroy(&s->addr_mu);
 }
 
 /* Run a server until SIGINT/SIGTERM, then stop it cleanly. */
@@ -5924,6 +6030,10 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         argv[n++] = head_java[i];
     for (size_t i = 0; i < ARRAY_LEN(flags); i++)
         argv[n++] = flags[i];
+    if (!java) { /* the load generator's users are one address: measured, not limited */
+        argv[n++] = "--max-per-client";
+        argv[n++] = "0";
+    }
     if (!row->pool) {
         argv[n++] = "--no-pool";
         argv[n++] = "--close-first";
@@ -8011,6 +8121,12 @@ static int cmd_serve(int argc, char **argv)
         {"--timeout-ms", OPT_INT, &cfg.timeout_ms, "downstream timeout, then 504; default 5000"},
         {"--idle-ms", OPT_INT, &cfg.idle_ms,
          "keep-alive idle timeout, and the deadline of a whole request; default 20000"},
+        {"--write-timeout-ms", OPT_INT, &cfg.write_ms,
+         "a response not taken by the client within this is dropped with its connection "
+         "(at most --idle-ms); default 2000"},
+        {"--max-per-client", OPT_INT, &cfg.max_per_client,
+         "connections one client address may hold; default 3/4 of --max-connections, 0: no "
+         "limit"},
         {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms,
          "platform: idle pool threads exit, down to --min-spare; default 60000"},
     };
@@ -8023,9 +8139,11 @@ static int cmd_serve(int argc, char **argv)
     if (!backends || config_backends(&cfg, backends) < 0)
         opt_fail(SERVE_SYNOPSIS, "--backends needs HOST:PORT[,HOST:PORT...]");
     if (cfg.fanout < 1 || cfg.threads < 1 || cfg.max_connections < 1 || cfg.idle_ms < 1 ||
-        cfg.pool_idle_ms < 1)
-        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads, --max-connections, --idle-ms and "
-                                 "--pool-idle-ms must be >= 1");
+        cfg.pool_idle_ms < 1 || cfg.write_ms < 1)
+        opt_fail(SERVE_SYNOPSIS, "--fanout, --threads, --max-connections, --idle-ms, "
+                                 "--write-timeout-ms and --pool-idle-ms must be >= 1");
+    if (cfg.max_per_client < -1) /* -1: the default, as if not given */
+        opt_fail(SERVE_SYNOPSIS, "--max-per-client must be >= 0");
     if (cfg.fanout > AGG_MAX_FANOUT)
         opt_fail(SERVE_SYNOPSIS, "--fanout must be at most %d, not %d", AGG_MAX_FANOUT, cfg.fanout);
     cfg.pool = !no_pool;
@@ -8044,6 +8162,7 @@ static int cmd_backend(int argc, char **argv)
     config_defaults(&cfg);
     cfg.accept_count = 4096;
     cfg.idle_ms = 120000;
+    cfg.max_per_client = 0; /* its one client is the aggregator */
     const struct opt o[] = {
         {"--host", OPT_STR, &cfg.host, "address to bind; default 127.0.0.1"},
         {"--port", OPT_INT, &cfg.port, "port to bind; default 0 (any free port, printed)"},
