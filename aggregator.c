@@ -2427,7 +2427,31 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
 
 /* A listening socket on host:port (port 0: any free port; *port_out gets the real one). No
  * SO_REUSEPORT: the port is this process's alone, so a second server on it is refused. */
+static int io_listen_on(const char *host, int port, int backlog, int *port_out);
+
+/* Port 0: a free port outside the ephemeral range (net.ipv4.ip_local_port_range). The kernel
+ * would pick one inside it, among the source ports of every connect() on the machine: a
+ * client of a backend there that is down can connect to itself (client_self_connected), and
+ * its TIME_WAIT, or another connection's source port, then takes the port the backend
+ * restarts on. Below the range first, from a point that the pid spreads (servers started
+ * together try different ports), then above it; the kernel's choice if none is free. */
 static int io_listen(const char *host, int port, int backlog, int *port_out)
+{
+    struct net_ports np = proc_net_ports();
+    if (port || np.low < 0)
+        return io_listen_on(host, port, backlog, port_out);
+    int below = np.low > 1024 ? np.low - 1024 : 0, above = np.high < 65535 ? 65535 - np.high : 0,
+        n = below + above;
+    for (int k = 0, start = n > 0 ? (int)getpid() % n : 0; k < n && k < 4096; k++) {
+        int i = (start + k) % n, p = i < below ? 1024 + i : np.high + 1 + (i - below);
+        int fd = io_listen_on(host, p, backlog, port_out);
+        if (fd >= 0 || (errno != EADDRINUSE && errno != EACCES))
+            return fd;
+    }
+    return io_listen_on(host, 0, backlog, port_out);
+}
+
+static int io_listen_on(const char *host, int port, int backlog, int *port_out)
 {
     struct sockaddr_in sa;
     char hp[96];
@@ -3499,17 +3523,18 @@ struct addr_count {
 
 struct server {
     const struct config *cfg;
-    route_fn route;          /* agg_route or backend_route */
-    int lfd;                 /* listening socket (virtual: carrier 0's, see vserver_listener) */
-    int port;                /* the port bound */
-    struct ds_pool *pools;   /* downstream pools, [slot * nbackends + backend] */
-    int npool_slots;         /* one slot per carrier (virtual) or a single shared one */
-    int pool_slot_cap;       /* idle connections kept per pool: pool_max_idle over the slots */
-    struct pool *pool;       /* platform mode's connector and executor */
-    uint64_t seed;           /* backend jitter: xorshift state (per server, racy is fine) */
-    long vconns;             /* virtual mode: connections held (atomic) */
-    int per_client;          /* connections one address may hold (0: no limit) */
-    pthread_mutex_t addr_mu; /* guards addr_buckets (held briefly, no park) */
+    route_fn route;             /* agg_route or backend_route */
+    int lfd;                    /* listening socket (virtual: carrier 0's, see vserver_listener) */
+    int port;                   /* the port bound */
+    struct ds_pool *pools;      /* downstream pools, [slot * nbackends + backend] */
+    int npool_slots;            /* one slot per carrier (virtual) or a single shared one */
+    int pool_slot_cap;          /* idle connections kept per pool: pool_max_idle over the slots */
+    struct pool *pool;          /* platform mode's connector and executor */
+    uint64_t seed;              /* backend jitter: xorshift state (per server, racy is fine) */
+    long vconns;                /* virtual mode: connections held (atomic) */
+    int per_client;             /* connections one address may hold (0: no limit) */
+    struct ds_backoff *backoff; /* per backend: refused connects back off (ds_call) */
+    pthread_mutex_t addr_mu;    /* guards addr_buckets (held briefly, no park) */
     struct addr_count *addr_buckets[ADDR_NB]; /* connections held per client address */
 };
 
@@ -3855,9 +3880,33 @@ struct client {
 /* Outcomes of one exchange besides a parsed response. */
 enum { CX_STALE = -1, CX_IO = -2, CX_TIMEOUT = -3, CX_BAD = -4, CX_CANCEL = -5 };
 
+/* Whether a connected socket is connected to itself: its local address and port are its
+ * peer's. TCP allows it (a simultaneous open with itself) when the port connected to is in
+ * the ephemeral range, nobody listens there, and connect() happens to pick that very port as
+ * its source: a dead backend's retries, thousands a second, find it within minutes. The
+ * socket then reads its own request as the answer and, closed, leaves a TIME_WAIT on the
+ * backend's port, which its restart cannot bind. */
+static int client_self_connected(int fd)
+{
+    struct sockaddr_in local, peer;
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    return getsockname(fd, (struct sockaddr *)&local, &ll) == 0 &&
+           getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && local.sin_family == AF_INET &&
+           local.sin_port == peer.sin_port && local.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
+/* Connect to sa; NULL with errno on failure. A self-connect is refused (ECONNREFUSED, as
+ * the port's truth is: nobody listens), reset rather than closed so that it leaves no
+ * TIME_WAIT on the port. */
 static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline)
 {
     int fd = io_connect(sa, deadline);
+    if (fd >= 0 && client_self_connected(fd)) {
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){1, 0}, sizeof(struct linger));
+        io_close(fd);
+        fd = -1;
+        errno = ECONNREFUSED;
+    }
     if (fd < 0)
         return NULL;
     struct client *cl = xcalloc(1, sizeof *cl);
@@ -3917,6 +3966,19 @@ static void client_consume(struct client *cl, size_t n)
  * IdleConnTimeout): at most --pool-max-idle per backend (split over the carriers' pools),
  * each closed after --pool-idle-ms idle (ds_sweep: the platform poller, or one virtual
  * thread for every carrier's pools). */
+/* A backend that refuses connections is not asked again at once: after n refusals in a row,
+ * not before DS_BACKOFF_MIN_MS << (n - 1), at most DS_BACKOFF_MAX_MS; calls meanwhile fail at
+ * once, counted as refused. Every call retrying at once made a dead backend cost a connect()
+ * per call (hundreds of thousands a minute) and, on an ephemeral port, a self-connect. The
+ * cap bounds how long a backend that is back waits to be seen. Racy updates (relaxed atomics)
+ * only move a retry a little. */
+#define DS_BACKOFF_MIN_MS 1
+#define DS_BACKOFF_MAX_MS 500
+struct ds_backoff {
+    int64_t until; /* ns: no connect before then */
+    int refused;   /* refusals in a row */
+};
+
 struct ds_pool {
     pthread_mutex_t mu;  /* guards idle and nidle (uncontended in virtual mode) */
     struct client *idle; /* LIFO: the most recently used connection is the warmest, and the
@@ -3949,6 +4011,7 @@ static void ds_init(struct server *s)
     s->pools = xcalloc((size_t)(s->npool_slots * s->cfg->nbackends), sizeof *s->pools);
     for (int i = 0; i < s->npool_slots * s->cfg->nbackends; i++)
         pthread_mutex_init(&s->pools[i].mu, NULL);
+    s->backoff = xcalloc((size_t)s->cfg->nbackends, sizeof *s->backoff);
 }
 
 static void ds_free(struct server *s)
@@ -3963,6 +4026,8 @@ static void ds_free(struct server *s)
     }
     free(s->pools);
     s->pools = NULL;
+    free(s->backoff);
+    s->backoff = NULL;
 }
 
 /* Whether nothing has come on an idle connection since its last answer. Bytes would be read
@@ -4109,6 +4174,28 @@ static void ds_await_fin(struct client *cl, int64_t deadline)
         ;
 }
 
+/* A new connection to a backend, unless it is backing off (struct ds_backoff): NULL with
+ * errno ECONNREFUSED then, without a connect(). */
+static struct client *ds_open(struct server *s, int backend, int64_t deadline)
+{
+    struct ds_backoff *b = &s->backoff[backend];
+    if (now_ns() < LOAD(b->until)) {
+        errno = ECONNREFUSED;
+        return NULL;
+    }
+    struct client *cl = client_open(&s->cfg->backends[backend], deadline);
+    int refused = !cl && errno == ECONNREFUSED, n = refused ? LOAD(b->refused) + 1 : 0;
+    int64_t wait_ms = n > 10 ? DS_BACKOFF_MAX_MS : (int64_t)DS_BACKOFF_MIN_MS << (n ? n - 1 : 0);
+    int err = errno;
+    __atomic_store_n(&b->refused, n, __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &b->until,
+        n ? now_ns() + (wait_ms < DS_BACKOFF_MAX_MS ? wait_ms : DS_BACKOFF_MAX_MS) * NS_PER_MS : 0,
+        __ATOMIC_RELAXED);
+    errno = err;
+    return cl;
+}
+
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
  * answer) or 504 (timed out), each failure counted by its reason (ds_failed). With --no-pool
  * every call opens a connection and closes it after the answer. Who closes first keeps the
@@ -4137,7 +4224,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = cl != NULL;
         if (!cl) {
-            cl = client_open(&cfg->backends[backend], deadline);
+            cl = ds_open(s, backend, deadline);
             if (!cl) {
                 int err = errno;
                 return ds_failed(ds_connect_reason(err), err);

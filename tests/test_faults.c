@@ -242,10 +242,22 @@ static int count_conns_to(pid_t pid, int port)
 
 /* ---- sockets ---- */
 
+/* > 0: dial binds each connection's source to this port, then the next (test_self_connect's
+ * namespace, whose one ephemeral port is the backend's). */
+static int dial_src_port;
+
 /* Connect within `ms` (a full backlog drops SYNs: connect() would wait for seconds). */
 static int dial_within(int port, int ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in src = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)dial_src_port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd >= 0 && dial_src_port > 0 && (dial_src_port++, 1) &&
+        bind(fd, (struct sockaddr *)&src, sizeof src) < 0) {
+        close(fd);
+        return -1;
+    }
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1643,6 +1655,100 @@ static void test_port_wall(const char *dir)
         }
 }
 
+/* A backend down on a port of the ephemeral range: in a namespace whose range is that one
+ * port (aggregator netns's first, NETNS_LOW, then narrowed here to it alone), every connect()
+ * to it picks it as its source and connects to itself. The aggregator must take that for
+ * what it is, a refusal (none of its calls a bad_response: the answer it would read is its
+ * own request), and find the backend once it starts there (the range widened again: the
+ * backend's listener takes the one port). */
+enum { NETNS_LOW = 40000 };
+static void test_self_connect_in_netns(const char *mode)
+{
+    char b[16], what[96];
+    snprintf(b, sizeof b, "%d", NETNS_LOW);
+    snprintf(what, sizeof what, "%s, a dead backend on the one ephemeral port", mode);
+    static const char *const extra[] = {"--port", "30000", NULL};
+    struct server s;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "w");
+    int narrowed = f && fprintf(f, "%d %d\n", NETNS_LOW, NETNS_LOW) > 0;
+    dial_src_port = 20000;
+    if (f && fclose(f) != 0)
+        narrowed = 0;
+    if (!narrowed || server_start_with(&s, mode, NETNS_LOW, 0, 0, extra) < 0) {
+        CHECK(0, "%s: setup", what);
+        return;
+    }
+    int bad_status = 0;
+    for (int i = 0; i < 20; i++)
+        bad_status += get(s.port, "/aggregate") == 502;
+    long bad = metric(s.port, "agg_downstream_failures_total{reason=\"bad_response\"}"),
+         refused = metric(s.port, "agg_downstream_failures_total{reason=\"refused\"}");
+    CHECK(bad_status == 20 && bad == 0 && refused >= 1,
+          "%s: %d of 20 answered 502, %ld bad_response, %ld refused; want 20, 0, >= 1", what,
+          bad_status, bad, refused);
+    int fds = count_fds(s.pid);
+    for (int i = 0; i < 100 && fds > s.fds0; i++, usleep(10000)) /* the last client's, closing */
+        fds = count_fds(s.pid);
+    CHECK(fds <= s.fds0, "%s: %d fds open after the refusals, %d before", what, fds, s.fds0);
+    char *bargs[] = {"backend", "--port", b, "--delay-ms", "0", NULL};
+    int bport = -1, up = -1;
+    pid_t be = spawn(bargs, 0, &bport);
+    f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "w"); /* ports to connect from again */
+    if (f) {
+        fprintf(f, "%d %d\n", NETNS_LOW, NETNS_LOW + 15);
+        fclose(f);
+    }
+    for (double end = now_ms() + 2000; be > 0 && up != 200 && now_ms() < end; usleep(20000))
+        up = get(s.port, "/aggregate");
+    CHECK(be > 0 && bport == NETNS_LOW && up == 200,
+          "%s: the backend restarts on port %d (got %d) and is called (status %d)", what, NETNS_LOW,
+          bport, up);
+    printf("test_faults: %s: %ld refused, %ld bad_response; backend back on %d: %d\n", what,
+           refused, bad, bport, up);
+    s.fds0 = count_fds(s.pid); /* now with a pooled connection to the backend */
+    server_check_and_stop(&s, what);
+    if (be > 0)
+        stop(be);
+}
+
+static void test_self_connect(const char *dir)
+{
+    char self[512], cmd[2048], out[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd, "'%s' netns --ports 16 -- '%s' --netns '%s' %s self", agg_path,
+                 self, dir, modes[m]);
+        int st = run_capture(cmd, out, sizeof out);
+        if (strstr(out, NO_NETNS)) {
+            SKIP(2 - m, "self-connect: %.*s", (int)strcspn(out, "\n"), out);
+            return;
+        }
+        fputs(out, stdout);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "self-connect, %s: failed in the namespace (above), status %d", modes[m], st);
+    }
+}
+
+/* `--port 0` (every test's servers) picks a port outside the ephemeral range. */
+static void test_port_zero(void)
+{
+    int low = 0, high = 0, port = -1;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (!f || fscanf(f, "%d %d", &low, &high) != 2) {
+        SKIP(1, "port 0: no /proc/sys/net/ipv4/ip_local_port_range");
+        if (f)
+            fclose(f);
+        return;
+    }
+    fclose(f);
+    char *bargs[] = {"backend", "--port", "0", NULL};
+    pid_t be = spawn(bargs, 0, &port);
+    CHECK(be > 0 && port > 0 && (port < low || port > high),
+          "port 0: the backend took port %d, inside the ephemeral range %d-%d", port, low, high);
+    stop(be);
+}
+
 /* The value in `row` of the column named `name` in `header` (both CSV lines), into out
  * (at most n bytes); -1 if there is no such column. */
 static int csv_field(const char *header, const char *row, const char *name, char *out, size_t n)
@@ -1997,8 +2103,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_faults: no %s (make aggregator)\n", agg_path);
         return check_done("test_faults") | 1;
     }
-    if (in_netns) { /* test_port_wall's second half */
-        test_port_wall_in_netns(argv[3], atoi(argv[4]));
+    if (in_netns) { /* test_port_wall's or test_self_connect's second half */
+        if (!strcmp(argv[4], "self"))
+            test_self_connect_in_netns(argv[3]);
+        else
+            test_port_wall_in_netns(argv[3], atoi(argv[4]));
         return check_done("test_faults (a private network namespace)");
     }
     test_cli();
@@ -2022,6 +2131,8 @@ int main(int argc, char **argv)
     }
     test_gone_clients();
     test_port_wall(dir);
+    test_self_connect(dir);
+    test_port_zero();
     test_bench_wall();
     test_bench_child_killed();
     return check_done("test_faults");
