@@ -5219,6 +5219,7 @@ struct load_cfg {
 struct load_stats {
     struct hist h;      /* latencies in µs */
     uint64_t completed; /* answers received inside the window */
+    uint64_t in_flight; /* requests without an answer when the window ended (not errors) */
     uint64_t errors[LOAD_NERR];
     /* for each whole second since the users started, warm-up included, the 2xx answers
      * ([s][0]) and the errors of every kind ([s][1]) received in it: the throughput's
@@ -5260,12 +5261,21 @@ static void load_tick(struct load *L, int ok)
         L->per_carrier[rt_self()].sec[i][!ok]++;
 }
 
+/* A user's wait (a request, a think time) ends at the window's end at the latest: the run
+ * ends on time whatever --timeout-ms and --think-ms are, and while the window is open the
+ * signals are waited for (load_run_cli); after it, nobody would see them. */
+static int64_t load_until(const struct load *L, int64_t ms)
+{
+    int64_t t = now_ns() + ms * NS_PER_MS;
+    return t < L->t_end ? t : L->t_end;
+}
+
 /* One request on the user's connection (opened if needed). Returns the error kind, or -1
  * for success with *lat_ns measured from `intended`. */
 static int load_one(struct load *L, struct client **clp, int64_t intended, int64_t *lat_ns)
 {
     const struct load_cfg *cfg = L->cfg;
-    int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
+    int64_t deadline = load_until(L, cfg->timeout_ms);
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = *clp != NULL;
         if (!*clp && !(*clp = client_open(&cfg->addr, deadline)))
@@ -5303,7 +5313,7 @@ static void load_user_main(void *arg)
      * be stolen, and each carrier's stats are written by that carrier only. */
 #define LOAD_STATS (&L->per_carrier[rt_self()])
     /* Connect first (a full listen backlog can make this take seconds: SYN retries). */
-    struct client *cl = client_open(&cfg->addr, now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS);
+    struct client *cl = client_open(&cfg->addr, load_until(L, cfg->timeout_ms));
     if (!cl && now_ns() >= L->t0 && !load_over(L))
         LOAD_STATS->errors[LOAD_ERR_CONNECT]++;
     if (!cl)
@@ -5325,8 +5335,11 @@ static void load_user_main(void *arg)
             }
             int64_t lat = 0;
             int err = load_one(L, &cl, intended, &lat);
-            if (now_ns() > L->t_end || LOAD(L->stop))
-                break; /* after the window: not counted */
+            if (now_ns() >= L->t_end || LOAD(L->stop)) {
+                /* cut by the window's end (or a signal): unanswered, in flight */
+                LOAD_STATS->in_flight += err == LOAD_ERR_TIMEOUT || err == LOAD_ERR_IO;
+                break; /* an answer after the window: not counted */
+            }
             load_tick(L, err < 0);
             int counted = now_ns() >= L->t0; /* warm-up: not counted either */
             if (err >= 0) {
@@ -5337,7 +5350,7 @@ static void load_user_main(void *arg)
                 LOAD_STATS->completed++;
                 hist_add(&LOAD_STATS->h, (uint64_t)(lat / 1000));
             }
-            if (cfg->think_ms > 0 && vt_sleep_until(now_ns() + cfg->think_ms * NS_PER_MS) < 0)
+            if (cfg->think_ms > 0 && vt_sleep_until(load_until(L, cfg->think_ms)) < 0)
                 break;
         }
     }
@@ -5390,6 +5403,7 @@ static struct load_stats *load_wait(struct load *L)
     for (int i = 0; i < rt_carriers(); i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
         all->completed += L->per_carrier[i].completed;
+        all->in_flight += L->per_carrier[i].in_flight;
         for (int e = 0; e < LOAD_NERR; e++)
             all->errors[e] += L->per_carrier[i].errors[e];
         for (int k = 0; k < 2 * L->nsec; k++)
@@ -5461,7 +5475,8 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         for (int e = 0; e < LOAD_NERR; e++)
             fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e],
                     (unsigned long long)stats->errors[e]);
-        fprintf(f, "},\"users\":%d,\"duration_s\":%.3f", cfg->users, secs);
+        fprintf(f, "},\"in_flight\":%llu,\"users\":%d,\"duration_s\":%.3f",
+                (unsigned long long)stats->in_flight, cfg->users, secs);
         if (cfg->per_second) /* [answers, errors] of second 1, 2, ... since the users started */
             fprintf(f, ",\"per_s\":[");
         for (int k = 0; cfg->per_second && k < stats->nsec; k++)
@@ -5479,7 +5494,8 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         f,
         "  Latency   mean %.2fms  p50 %.2fms  p90 %.2fms  p99 %.2fms  p99.9 %.2fms  max %.2fms\n",
         mean, ms[0], ms[1], ms[2], ms[3], ms[4]);
-    fprintf(f, "  %llu requests in %.2fs\n  Errors:", (unsigned long long)stats->completed, secs);
+    fprintf(f, "  %llu requests in %.2fs, %llu in flight at the end\n  Errors:",
+            (unsigned long long)stats->completed, secs, (unsigned long long)stats->in_flight);
     for (int e = 0; e < LOAD_NERR; e++)
         fprintf(f, " %s %llu", load_err_names[e], (unsigned long long)stats->errors[e]);
     fprintf(f, "\nRequests/sec: %.2f", rps);
@@ -5556,10 +5572,14 @@ static int load_run_cli(struct load_cfg *cfg)
     rt_join();
     double secs = (double)(end - L.t0) / NS_PER_S;
     load_report(cfg, stats, secs > 0 ? secs : 1e-9, stdout);
-    unsigned long long errors = load_errors_total(stats), completed = stats->completed;
+    unsigned long long errors = load_errors_total(stats), completed = stats->completed,
+                       in_flight = stats->in_flight;
     load_stats_free(stats);
-    if (!interrupted && !completed && errors) {
-        fprintf(stderr, "aggregator: load: no request succeeded (%llu errors)\n", errors);
+    if (!interrupted && !completed) { /* a server that accepts and never answers included */
+        fprintf(stderr,
+                "aggregator: load: no request succeeded (%llu errors, %llu in flight at the "
+                "end)\n",
+                errors, in_flight);
         return 1;
     }
     return interrupted;

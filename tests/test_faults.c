@@ -1923,6 +1923,63 @@ static void test_load_fds(void)
     stop(b);
 }
 
+/* The load generator keeps its clock and its signals: a think time far past the window
+ * (--think-ms 600000) ends with the window, --duration 1 takes about a second; SIGTERM in a
+ * long window ends the run at once with what was measured; and a server that accepts and
+ * never answers is no success (exit 1), its requests counted in flight at the end. */
+static void test_load_clock(void)
+{
+    int bport = 0, port = 0, lfd = listen_any(&port); /* lfd: accepts (the backlog), silent */
+    char err[2048], args[256];
+    pid_t b = spawn((char *[]){"backend", "--port", "0", "--delay-ms", "1", NULL}, 0, &bport);
+    if (b < 0 || lfd < 0) {
+        CHECK(0, "load clock: no backend (%d) or no listener (%d)", (int)b, lfd);
+        stop(b);
+        return;
+    }
+    snprintf(args, sizeof args,
+             "load --url http://127.0.0.1:%d/item/1 --users 1 --duration 1 --warmup 0 "
+             "--think-ms 600000 --json 1>&2",
+             bport);
+    double t0 = now_ms();
+    int st = run_agg(args, err, sizeof err);
+    double ms = now_ms() - t0;
+    CHECK(st == 0 && ms < 3000 && strstr(err, "\"completed\":1,"),
+          "load clock: %s: exit %d after %.0f ms (124: still running at 5 s), '%.300s'", args, st,
+          ms, err);
+    snprintf(args, sizeof args,
+             "load --url http://127.0.0.1:%d/ --users 3 --duration 1 --warmup 0 --json 1>&2", port);
+    t0 = now_ms();
+    st = run_agg(args, err, sizeof err);
+    ms = now_ms() - t0;
+    CHECK(st == 1 && ms < 3000 && strstr(err, "\"in_flight\":3,") &&
+              strstr(err, "no request succeeded"),
+          "load clock: %s against a silent server: exit %d after %.0f ms, '%.400s'", args, st, ms,
+          err);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/item/1", bport);
+    for (int sig = SIGINT; sig <= SIGTERM; sig += SIGTERM - SIGINT) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            dup2(null, 2);
+            execl(agg_path, agg_path, "load", "--url", url, "--users", "1", "--duration", "60",
+                  "--warmup", "0", "--think-ms", "600000", (char *)NULL);
+            _exit(127);
+        }
+        usleep(1000000);
+        kill(pid, sig);
+        t0 = now_ms();
+        int status = wait_exit(pid, 3000);
+        CHECK(status != -1 && WIFEXITED(status),
+              "load clock: signal %d ends a 60 s window: status %d after %.0f ms", sig, status,
+              now_ms() - t0);
+    }
+    close(lfd);
+    stop(b);
+}
+
 /* The pid of a child of `parent` running `aggregator COMMAND`, or 0: /proc/PID/stat's fourth
  * field is the parent, /proc/PID/cmdline the arguments (NUL-separated). */
 static pid_t child_running(pid_t parent, const char *command)
@@ -2078,6 +2135,7 @@ static void test_cli(void)
                   args, nofile, st, err);
         }
     test_load_fds();
+    test_load_clock();
     /* a port already taken (lfd listens on it), and a load against a port nobody serves */
     snprintf(taken_args, sizeof taken_args, "calibrate --out /dev/null --port %d", port);
     int st = run_agg(taken_args, err, sizeof err);
