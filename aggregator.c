@@ -5518,6 +5518,10 @@ static int load_parse_url(struct load_cfg *cfg, const char *url)
     size_t n = slash ? (size_t)(slash - hp) : strlen(hp);
     if (n >= sizeof buf || strlen(slash ? slash : "/") >= sizeof cfg->path)
         return -1;
+    /* the path goes into the request line as is: a space, CR or LF would end it early */
+    for (const char *c = slash; c && *c; c++)
+        if ((unsigned char)*c <= ' ' || *c == 0x7f)
+            return -1;
     memcpy(buf, hp, n);
     buf[n] = '\0';
     if (!strchr(buf, ':'))
@@ -8312,7 +8316,9 @@ static int cmd_load(int argc, char **argv)
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (!url || load_parse_url(&cfg, url) < 0)
-        opt_fail(LOAD_SYNOPSIS, "--url needs http://HOST:PORT/PATH, got '%s'", url ? url : "");
+        opt_fail(LOAD_SYNOPSIS,
+                 "--url needs http://HOST:PORT/PATH (no spaces or control characters), got '%s'",
+                 url ? url : "");
     if (cfg.users < 1 || !(cfg.duration_s > 0) || cfg.timeout_ms < 1)
         opt_fail(LOAD_SYNOPSIS, "need --users >= 1, --duration > 0 and --timeout-ms >= 1");
     if (!(cfg.duration_s <= LOAD_MAX_S) || !(cfg.warmup_s >= 0 && cfg.warmup_s <= LOAD_MAX_S))
