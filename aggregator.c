@@ -2900,6 +2900,7 @@ struct http_head {
     int conn_keep_alive;   /* Connection: keep-alive (HTTP/1.0) */
     int expect_continue;   /* Expect: 100-continue (the client waits for 100 before its body) */
     int expect_unmet;      /* Expect with anything else (417) */
+    int nhost;             /* Host header lines (a request: exactly one in HTTP/1.1) */
     int nheaders;          /* header lines */
 };
 
@@ -3003,6 +3004,8 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
         } else if (nl == 10 && !strncasecmp(p, "connection", 10)) {
             h->conn_close |= http_list_has(v, vl, "close");
             h->conn_keep_alive |= http_list_has(v, vl, "keep-alive");
+        } else if (nl == 4 && !strncasecmp(p, "host", 4)) {
+            h->nhost++;
         } else if (nl == 6 && !strncasecmp(p, "expect", 6)) {
             int only_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
             h->expect_continue |= only_continue;
@@ -3035,19 +3038,24 @@ static const char *http_find_blank_line(const char *buf, size_t n)
     return NULL;
 }
 
-/* Whether buf[0, n) holds a line feed without its carriage return. */
+/* Whether buf[0, n) holds a line feed without its carriage return, or a carriage return
+ * followed by anything but a line feed (a CR in the last byte may still get its LF). */
 static int http_bare_lf(const char *buf, size_t n)
 {
     for (const char *p = buf; (p = memchr(p, '\n', n - (size_t)(p - buf))); p++)
         if (p == buf || p[-1] != '\r')
             return 1;
+    for (const char *p = buf; (p = memchr(p, '\r', n - (size_t)(p - buf))); p++)
+        if (p + 1 < buf + n && p[1] != '\n')
+            return 1;
     return 0;
 }
 
 /* Find the end of the head (the blank line). Returns its length including CRLF CRLF, 0 if
- * not there yet, -1 if it cannot fit in max bytes, or -2 if a line of it ends in a bare LF:
- * such a head would never end in CRLF CRLF, and waiting for one would turn a peer that
- * speaks the wrong line ends into a timeout (RFC 9112 2.2 lets a recipient refuse it). */
+ * not there yet, -1 if it cannot fit in max bytes, or -2 if a line of it ends in a bare LF
+ * or holds a bare CR: such a head would never end in CRLF CRLF, and waiting for one would
+ * turn a peer that speaks the wrong line ends into a timeout (RFC 9112 2.2 lets a recipient
+ * refuse a bare LF, and has it refuse a bare CR or replace it). */
 static long http_head_end(const char *buf, size_t len, size_t max)
 {
     const char *e = http_find_blank_line(buf, len < max ? len : max);
@@ -3064,9 +3072,10 @@ static long http_parse_from_request_line(const char *buf, size_t len, struct htt
 {
     memset(out, 0, sizeof *out);
     const char *eol = http_find_crlf(buf, len < HTTP_MAX_LINE ? len : HTTP_MAX_LINE);
-    if (!eol) {
-        for (size_t i = 0; i < len && i < HTTP_MAX_LINE; i++) /* refuse binary junk early */
-            if ((unsigned char)buf[i] < 0x20 && buf[i] != '\r')
+    if (!eol) { /* refuse binary junk, a bare CR (RFC 9112 2.2) included, early */
+        for (size_t i = 0; i < len && i < HTTP_MAX_LINE; i++)
+            if (((unsigned char)buf[i] < 0x20 && buf[i] != '\r') ||
+                (buf[i] == '\r' && i + 1 < len && buf[i + 1] != '\n'))
                 return -400;
         return len >= HTTP_MAX_LINE ? -414 : 0;
     }
@@ -3105,6 +3114,11 @@ static long http_parse_from_request_line(const char *buf, size_t len, struct htt
     int status = http_parse_headers(eol + 2, buf + head - 2, &out->h, 400);
     if (status)
         return -status;
+    /* RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host and to any
+     * request with more than one (Tomcat does): which authority it names is otherwise
+     * guesswork, and two are a smuggling or cache-poisoning attempt. */
+    if (out->h.nhost > 1 || (out->minor == 1 && out->h.nhost != 1))
+        return -400;
     if (out->h.chunked)
         return -501;
     if (out->h.expect_unmet)

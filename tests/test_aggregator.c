@@ -599,23 +599,24 @@ static void t_http_request(void)
     for (size_t n = 0; n < strlen(ok); n++)
         prefix_ok &= http_parse_request(ok, n, &rq) == 0;
     CHECK(prefix_ok, "a prefix of a valid request is incomplete");
-    const char *body = "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    const char *body = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
     CHECK(parse_req(body, &rq) == (long)strlen(body) && rq.body_len == 5, "body by Content-Length");
     CHECK(http_parse_request(body, strlen(body) - 1, &rq) == 0, "body incomplete");
-    const char *two = "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
-    CHECK(parse_req(two, &rq) == 19, "pipelined: first request only");
+    const char *two = "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n";
+    CHECK(parse_req(two, &rq) == 28, "pipelined: first request only");
     CHECK(parse_req("GET / HTTP/1.0\r\n\r\n", &rq) > 0 && !rq.keep_alive, "1.0 closes by default");
-    CHECK(parse_req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &rq) > 0 && !rq.keep_alive,
+    CHECK(parse_req("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", &rq) > 0 &&
+              !rq.keep_alive,
           "Connection: close");
     /* Connection is a comma-separated list of tokens, any case (RFC 9110 7.6.1) */
     static const struct {
         const char *in;
         int keep;
     } conn_tokens[] = {
-        {"GET / HTTP/1.1\r\nConnection: notclose\r\n\r\n", 1},
-        {"GET / HTTP/1.1\r\nConnection: close-later\r\n\r\n", 1},
-        {"GET / HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n", 0},
-        {"GET / HTTP/1.1\r\nConnection: upgrade,\tCLOSE \r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: notclose\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: close-later\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Close\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade,\tCLOSE \r\n\r\n", 0},
         {"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", 1},
         {"GET / HTTP/1.0\r\nConnection: no-keep-alive\r\n\r\n", 0},
     };
@@ -625,7 +626,7 @@ static void t_http_request(void)
               i, r, rq.keep_alive);
     }
     /* empty lines before the request line are skipped and counted (RFC 9112 2.2) */
-    const char *lead = "\r\n\r\nGET /a HTTP/1.1\r\n\r\n";
+    const char *lead = "\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n";
     CHECK(parse_req(lead, &rq) == (long)strlen(lead) && rq.head_len == strlen(lead) &&
               rq.path_len == 2 && !memcmp(rq.path, "/a", 2),
           "leading empty lines: %ld, head %zu", parse_req(lead, &rq), rq.head_len);
@@ -633,29 +634,37 @@ static void t_http_request(void)
           "only empty lines so far: incomplete");
     check_endless_empty_lines(&rq);
     /* Expect: 100-continue is met (the server says 100 while the body is due); others, 417 */
-    const char *expect = "POST /x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nhi";
+    const char *expect =
+        "POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\nhi";
     CHECK(parse_req(expect, &rq) == (long)strlen(expect), "Expect: 100-continue parses");
     static const struct {
         const char *in;
         long want;
     } bad[] = {
-        {"GET / HTTP/1.1\r\nExpect: a-pony\r\n\r\n", -417},
-        {"GET / HTTP/1.1\r\nExpect: 100-continue, a-pony\r\n\r\n", -417},
+        {"GET / HTTP/1.1\r\nHost: a\r\nExpect: a-pony\r\n\r\n", -417},
+        {"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, a-pony\r\n\r\n", -417},
         {"\x01\x02garbage", -400},
-        {"GET/ HTTP/1.1\r\n\r\n", -400},
-        {"GET  / HTTP/1.1\r\n\r\n", -400},
-        {"GET x HTTP/1.1\r\n\r\n", -400},
+        {"GET/ HTTP/1.1\r\nHost: a\r\n\r\n", -400},
+        {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", -400},
+        {"GET x HTTP/1.1\r\nHost: a\r\n\r\n", -400},
         {"GET / HTTP/1.1 \r\n\r\n", -400},
         {"GET / FTP/1.1\r\n\r\n", -400},
         {"GET / HTTP/2.0\r\n\r\n", -505},
-        {"GET / HTTP/1.1\r\nNo colon\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\n folded\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\nContent-Length: 99999\r\n\r\n", -413},
-        {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", -501},
-        {"GET / HTTP/1.1\r\nA: \x01\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nNo colon\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1x\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999\r\n\r\n", -413},
+        {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", -501},
+        {"GET / HTTP/1.1\r\nHost: a\r\nA: \x01\r\n\r\n", -400},
+        /* RFC 9112 3.2: HTTP/1.1 needs one Host, and no request may have two */
+        {"GET / HTTP/1.1\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", -400},
+        {"GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", -400},
+        /* RFC 9112 2.2: a bare CR is refused as soon as the byte after it is in */
+        {"GET / HTTP/1.1\rX", -400},
+        {"GET / HTTP/1.1\r\nHost: a\rb\r\n", -400},
         {"GET / HTTP/1.1\r\nHost: a\n\n", -400},
         {"GET / HTTP/1.1\r\nHost: a\n", -400},
     };
@@ -670,13 +679,13 @@ static void t_http_request(void)
         sbuf_add(&b, "a", 1);
     CHECK(http_parse_request(b.p, b.len, &rq) == -414, "long request line -> 414");
     b.len = 0;
-    sbuf_printf(&b, "GET / HTTP/1.1\r\n");
+    sbuf_printf(&b, "GET / HTTP/1.1\r\nHost: a\r\n");
     for (int i = 0; i <= HTTP_MAX_HEADERS; i++)
         sbuf_printf(&b, "H%d: v\r\n", i);
     sbuf_printf(&b, "\r\n");
     CHECK(http_parse_request(b.p, b.len, &rq) == -431, "too many headers -> 431");
     b.len = 0;
-    sbuf_printf(&b, "GET / HTTP/1.1\r\n");
+    sbuf_printf(&b, "GET / HTTP/1.1\r\nHost: a\r\n");
     while (b.len < HTTP_MAX_HEAD + 10)
         sbuf_printf(&b, "X-Long: %0100d\r\n", 1);
     CHECK(http_parse_request(b.p, b.len, &rq) == -431, "huge head -> 431");
@@ -1001,8 +1010,8 @@ static void t_ci95(void)
         for (int i = 0; i <= 20000; i++)
             area += (i == 0 || i == 20000 ? 1 : i % 2 ? 4 : 2) * t_density(i * h, df);
         area *= 2 * h / 3;
-        CHECK(fabs(area - 0.95) < (df <= 30 ? 1e-4 : 2e-4), "t(0.975, %d) = %g covers %.5f, not 0.95",
-              df, t, area);
+        CHECK(fabs(area - 0.95) < (df <= 30 ? 1e-4 : 2e-4),
+              "t(0.975, %d) = %g covers %.5f, not 0.95", df, t, area);
     }
     CHECK(isnan(stat_t975(0)), "t(0.975, 0) = %g, not NAN: one measurement has no spread",
           stat_t975(0));
@@ -1247,40 +1256,43 @@ static void t_integration(void)
 
     check_answers(sv.port, "virtual");
     check_answers(sp.port, "platform");
-    CHECK(fetch(sv.port, "GET /nope HTTP/1.1\r\n\r\n", NULL) == 404, "404");
-    CHECK(fetch(be.port, "GET /item/1?delay_ms=60001 HTTP/1.1\r\n\r\n", NULL) == 400,
+    CHECK(fetch(sv.port, "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n", NULL) == 404, "404");
+    CHECK(fetch(be.port, "GET /item/1?delay_ms=60001 HTTP/1.1\r\nHost: a\r\n\r\n", NULL) == 400,
           "backend: delay_ms above BACKEND_MAX_DELAY_MS is refused");
-    CHECK(fetch(be.port, "GET /item/1?delay_ms=99999999999999 HTTP/1.1\r\n\r\n", NULL) == 400,
+    CHECK(fetch(be.port, "GET /item/1?delay_ms=99999999999999 HTTP/1.1\r\nHost: a\r\n\r\n", NULL) ==
+              400,
           "backend: a delay_ms past any int is refused");
     static const char *const refused[] = {"/item/1?delay_ms=-1", "/item/1?delay_ms=abc",
                                           "/item/3000000000",    "/item/2147483648",
                                           "/item/12x",           "/item/"};
     for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
         char raw[128];
-        snprintf(raw, sizeof raw, "GET %s HTTP/1.1\r\n\r\n", refused[i]);
+        snprintf(raw, sizeof raw, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", refused[i]);
         CHECK(fetch(be.port, raw, NULL) == 400, "backend: %s is refused (400)", refused[i]);
     }
     struct sbuf item = {0};
-    CHECK(fetch(be.port, "GET /item/2147483647?delay_ms=0 HTTP/1.1\r\n\r\n", &item) == 200 &&
+    CHECK(fetch(be.port, "GET /item/2147483647?delay_ms=0 HTTP/1.1\r\nHost: a\r\n\r\n", &item) ==
+                  200 &&
               item.p && strstr(item.p, "\"id\":2147483647,"),
           "backend: the largest id answered as itself: %.80s", item.p ? item.p : "");
     sbuf_free(&item);
-    CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n", NULL) == 400, "400 over the wire");
-    CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\n\r\n", NULL) == 400,
+    CHECK(fetch(sv.port, "GET / HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n", NULL) == 400,
+          "400 over the wire");
+    CHECK(fetch(sp.port, "BAD\x01 / HTTP/1.1\r\nHost: a\r\n\r\n", NULL) == 400,
           "400 over the wire (platform)");
     struct sbuf big = {0};
-    sbuf_printf(&big, "GET /aggregate HTTP/1.1\r\n");
+    sbuf_printf(&big, "GET /aggregate HTTP/1.1\r\nHost: a\r\n");
     while (big.len < HTTP_MAX_HEAD)
         sbuf_printf(&big, "X-Pad: %0200d\r\n", 0);
     sbuf_printf(&big, "\r\n");
     CHECK(fetch(sv.port, big.p, NULL) == 431, "431 over the wire");
     sbuf_free(&big);
-    CHECK(fetch(st.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 504,
+    CHECK(fetch(st.port, "GET /aggregate HTTP/1.1\r\nHost: a\r\n\r\n", NULL) == 504,
           "504 on a slow downstream");
-    CHECK(fetch(sd.port, "GET /aggregate HTTP/1.1\r\n\r\n", NULL) == 502,
+    CHECK(fetch(sd.port, "GET /aggregate HTTP/1.1\r\nHost: a\r\n\r\n", NULL) == 502,
           "502 on a dead downstream");
     struct sbuf m = {0};
-    CHECK(fetch(sv.port, "GET /metrics HTTP/1.1\r\n\r\n", &m) == 200 && m.p &&
+    CHECK(fetch(sv.port, "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n", &m) == 200 && m.p &&
               strstr(m.p, "agg_requests_total{status=\"200\"}") &&
               strstr(m.p, "agg_vthreads_parked"),
           "metrics page");

@@ -1096,12 +1096,13 @@ static void test_protocol(const char *mode)
     int fd = dial(r.s.port);
     int st = request_on(fd, "\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
     CHECK(st == 404, "%s: an empty line before the request: %d, want 404", r.what, st);
-    st = request_on(fd, "GET /nope HTTP/1.1\r\nConnection: notclose\r\n\r\n", buf, sizeof buf);
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nHost: t\r\nConnection: notclose\r\n\r\n", buf,
+                    sizeof buf);
     CHECK(st == 404 && !strcasestr(buf, "\r\nconnection: close"),
           "%s: Connection: notclose: %d, and the server %s", r.what, st,
           strcasestr(buf, "\r\nconnection: close") ? "closes" : "keeps the connection");
-    st = request_on(fd, "GET /nope HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n", buf,
-                    sizeof buf);
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, Close\r\n\r\n",
+                    buf, sizeof buf);
     CHECK(st == 404 && strcasestr(buf, "\r\nconnection: close"),
           "%s: Connection: keep-alive, Close: %d, and the server %s", r.what, st,
           strcasestr(buf, "\r\nconnection: close") ? "closes" : "keeps the connection");
@@ -1119,8 +1120,29 @@ static void test_protocol(const char *mode)
     CHECK(st == 405, "%s: then the body: %d, want 405", r.what, st);
     close(fd);
     fd = dial(r.s.port);
-    st = request_on(fd, "GET /nope HTTP/1.1\r\nExpect: a-pony\r\n\r\n", buf, sizeof buf);
+    st = request_on(fd, "GET /nope HTTP/1.1\r\nHost: t\r\nExpect: a-pony\r\n\r\n", buf, sizeof buf);
     CHECK(st == 417, "%s: Expect: a-pony: %d, want 417", r.what, st);
+    close(fd);
+    /* RFC 9112 3.2: 400 to HTTP/1.1 without Host, and to two Host lines; 2.2: a bare CR in
+     * the request line is refused at once, not left to wait for the idle timeout */
+    static const struct {
+        const char *raw, *what;
+    } refused[] = {{"GET /nope HTTP/1.1\r\n\r\n", "HTTP/1.1 without Host"},
+                   {"GET /nope HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "two Host lines"},
+                   {"GET /nope HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", "1.0, two Host lines"},
+                   {"GET /nope HTTP/1.1\rX", "a bare CR in the request line"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        fd = dial(r.s.port);
+        t0 = now_ms();
+        st = request_on(fd, refused[i].raw, buf, sizeof buf);
+        double ms = now_ms() - t0;
+        CHECK(st == 400 && ms < IDLE_MS / 2, "%s: %s: %d after %.0f ms, want 400 at once", r.what,
+              refused[i].what, st, ms);
+        close(fd);
+    }
+    fd = dial(r.s.port);
+    st = request_on(fd, "GET /nope HTTP/1.0\r\n\r\n", buf, sizeof buf);
+    CHECK(st == 404, "%s: HTTP/1.0 without Host: %d, want 404", r.what, st);
     close(fd);
     rig_stop(&r);
 }
@@ -1256,8 +1278,8 @@ static void test_pipelined_metrics(const char *mode)
     usleep(200000); /* the attack under way */
     double p99 = victim_p99(r.s.port, "127.0.0.1", 2000, &ok);
     if (p99 >= 100) { /* once more: the 2 CPUs may be another process's for a while */
-        printf("test_faults: %s: the victim's p99 %.1f ms (%d answered), measuring again\n",
-               r.what, p99, ok);
+        printf("test_faults: %s: the victim's p99 %.1f ms (%d answered), measuring again\n", r.what,
+               p99, ok);
         p99 = victim_p99(r.s.port, "127.0.0.1", 2000, &ok);
     }
     stop = 1;
