@@ -59,6 +59,7 @@
  * endpoint: a handler in agg_route; new subcommand: a cmd_ function and a line in IV.3's table.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -4188,6 +4189,112 @@ static void ds_await_fin(struct client *cl, int64_t deadline)
         ;
 }
 
+/* JSON (RFC 8259) is checked, not parsed: the bodies are copied into the aggregate's array
+ * as they are, so each must be exactly one value, or one body could end the array and add
+ * to the answer ("1],\"injected\":[2") or leave a hole in it (an empty body: "[,]"). The
+ * nesting is bounded: a body of 16 KiB cannot exhaust the stack. */
+#define JSON_MAX_DEPTH 64
+
+static const char *json_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* A string from its opening quote: the byte after its closing quote, or NULL. */
+static const char *json_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '"')
+            return p + 1;
+        if ((unsigned char)*p < 0x20)
+            return NULL;
+        if (*p == '\\') {
+            if (++p == end || !strchr("\"\\/bfnrtu", *p))
+                return NULL;
+            for (int i = 0, hex = *p == 'u' ? 4 : 0; i < hex; i++)
+                if (++p == end || !isxdigit((unsigned char)*p))
+                    return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* A number: -? int frac? exp?, int without leading zeros. The byte after it, or NULL. */
+static const char *json_number(const char *p, const char *end)
+{
+    const char *q = p + (p < end && *p == '-');
+    if (q == end || !isdigit((unsigned char)*q))
+        return NULL;
+    if (*q == '0')
+        q++;
+    else
+        while (q < end && isdigit((unsigned char)*q))
+            q++;
+    if (q < end && *q == '.') {
+        if (++q == end || !isdigit((unsigned char)*q))
+            return NULL;
+        while (q < end && isdigit((unsigned char)*q))
+            q++;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q += q + 1 < end && (q[1] == '+' || q[1] == '-');
+        if (++q >= end || !isdigit((unsigned char)*q))
+            return NULL;
+        while (q < end && isdigit((unsigned char)*q))
+            q++;
+    }
+    return q;
+}
+
+/* One value at p (after white space): the byte after it, or NULL. */
+static const char *json_value(const char *p, const char *end, int depth)
+{
+    static const char *const words[] = {"true", "false", "null"};
+    p = json_ws(p, end);
+    if (p == end || depth > JSON_MAX_DEPTH)
+        return NULL;
+    if (*p == '"')
+        return json_string(p, end);
+    if (*p == '[' || *p == '{') {
+        char close = *p == '[' ? ']' : '}';
+        const char *q = json_ws(p + 1, end);
+        if (q < end && *q == close)
+            return q + 1;
+        for (;;) {
+            if (close == '}') { /* a member: string ":" value */
+                q = json_ws(q, end);
+                q = q < end && *q == '"' ? json_string(q, end) : NULL;
+                q = q ? json_ws(q, end) : NULL;
+                if (!q || q == end || *q++ != ':')
+                    return NULL;
+            }
+            q = json_value(q, end, depth + 1);
+            q = q ? json_ws(q, end) : NULL;
+            if (!q || q == end)
+                return NULL;
+            if (*q == close)
+                return q + 1;
+            if (*q++ != ',')
+                return NULL;
+        }
+    }
+    for (size_t i = 0; i < ARRAY_LEN(words); i++) {
+        size_t n = strlen(words[i]);
+        if ((size_t)(end - p) >= n && !memcmp(p, words[i], n))
+            return p + n;
+    }
+    return json_number(p, end);
+}
+
+/* Whether p[0, n) is exactly one JSON value, white space around it allowed. */
+static int json_is_one_value(const char *p, size_t n)
+{
+    const char *e = json_value(p, p + n, 0);
+    return e && json_ws(e, p + n) == p + n;
+}
+
 /* A new connection to a backend, unless it is backing off (struct ds_backoff): NULL with
  * errno ECONNREFUSED then, without a connect(). */
 static struct client *ds_open(struct server *s, int backend, int64_t deadline)
@@ -4257,7 +4364,9 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             client_close(cl);
             return ds_failed(ds_exchange_reason(r), err);
         }
-        int status = rs.status == 200 ? 200 : ds_failed(DS_FAIL_BAD, 0);
+        int status = rs.status == 200 && json_is_one_value(rs.body, rs.body_len)
+                         ? 200
+                         : ds_failed(DS_FAIL_BAD, 0);
         sbuf_add(out, rs.body, rs.body_len);
         client_consume(cl, (size_t)r);
         if (server_closes)

@@ -692,6 +692,45 @@ static void t_http_request(void)
     sbuf_free(&b);
 }
 
+/* A backend's body is one JSON value or a bad response: the grammar of RFC 8259, its own
+ * examples and the ways a fragment could break out of the aggregate's array. */
+static void t_json_one_value(void)
+{
+    static const struct {
+        const char *in;
+        int ok;
+    } cases[] = {
+        {"{\"item\": 1, \"delay_ms\": 50}", 1},
+        {" [1, 2.5e-3, -0, \"a\\u00e9\\n\", true, false, null, {}, []] ", 1},
+        {"\"ok\"", 1},
+        {"{\"Image\":{\"Width\":800,\"IDs\":[116,943,234,38793]}}", 1},
+        {"3.141", 1},
+        {"", 0},
+        {"   ", 0},
+        {"1],\"injected\":[2", 0},
+        {"1,2", 0},
+        {"{} {}", 0},
+        {"[1,]", 0},
+        {"{\"a\" 1}", 0},
+        {"{1: 2}", 0},
+        {"01", 0},
+        {"1.", 0},
+        {"1e", 0},
+        {"\"unterminated", 0},
+        {"\"bad \\x escape\"", 0},
+        {"\"\\u12g4\"", 0},
+        {"tru", 0},
+        {"nul", 0},
+        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+         0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        int got = json_is_one_value(cases[i].in, strlen(cases[i].in));
+        CHECK(got == cases[i].ok, "json '%s': %d, want %d", cases[i].in, got, cases[i].ok);
+    }
+}
+
 static void t_http_response(void)
 {
     struct http_response rs;
@@ -1332,6 +1371,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     t_http_request();
     t_http_response();
+    t_json_one_value();
     t_http_tchar();
     t_http_fuzz();
     t_hist();

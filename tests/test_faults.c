@@ -382,6 +382,8 @@ enum fake_kind {
     FAKE_LATE,    /* the same, the unasked answer in a second write (counted in f->extra) */
     FAKE_INTERIM, /* interim answers (100, 103) before its 200, which HTTP/1.1 clients accept */
     FAKE_BARE_LF, /* a whole answer with LF line ends, not CRLF, then holds the connection */
+    FAKE_INJECT,  /* a 200 whose body is a JSON fragment that would end the array early */
+    FAKE_EMPTY,   /* a 200 with an empty body */
 };
 enum { DRIP_MS = 50, DRIP_BYTES = 20 }; /* 1 s of drip, each gap far below --timeout-ms */
 struct fake {
@@ -434,6 +436,11 @@ static void *fake_main(void *arg)
         "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n"
         "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n\"ok\"";
     static const char bare_lf[] = "HTTP/1.1 200 OK\nContent-Length: 4\n\n\"ok\"";
+    static const char inject[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        "Content-Length: 16\r\nConnection: close\r\n\r\n1],\"injected\":[2";
+    static const char empty[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                "Content-Length: 0\r\nConnection: close\r\n\r\n";
     for (int c; (c = accept(f->lfd, NULL, NULL)) >= 0;) {
         char buf[1024];
         struct timeval tv = {2, 0}; /* a keep-alive peer that never closes ends it too */
@@ -454,9 +461,11 @@ static void *fake_main(void *arg)
         } else if (f->kind == FAKE_EXTRA || f->kind == FAKE_LATE) {
             fake_keep_alive(f, c, buf, n);
         } else {
-            const char *out = f->kind == FAKE_GARBAGE ? garbage
-                              : f->kind == FAKE_HALF  ? half
-                                                      : interim;
+            const char *out = f->kind == FAKE_GARBAGE  ? garbage
+                              : f->kind == FAKE_HALF   ? half
+                              : f->kind == FAKE_INJECT ? inject
+                              : f->kind == FAKE_EMPTY  ? empty
+                                                       : interim;
             if (write(c, out, strlen(out)) < 0) {
             }
         }
@@ -566,7 +575,9 @@ static void test_bad_backends(const char *mode)
         {FAKE_SILENT, 504, "never answers", "timeout"},
         {FAKE_DRIP, 504, "drips its body", "timeout"},
         {FAKE_INTERIM, 200, "answers 100 and 103 before its 200", "bad_response"},
-        {FAKE_BARE_LF, 502, "ends its lines in a bare LF (502 at once, not 504)", "bad_response"}};
+        {FAKE_BARE_LF, 502, "ends its lines in a bare LF (502 at once, not 504)", "bad_response"},
+        {FAKE_INJECT, 502, "answers a body that is not one JSON value", "bad_response"},
+        {FAKE_EMPTY, 502, "answers an empty body", "bad_response"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         struct server s;
