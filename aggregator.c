@@ -4663,7 +4663,7 @@ static void *pool_thread(void *arg)
         if (keep)
             pool_watch(p, conn, EPOLL_CTL_MOD); /* under the lock: see pool_watch */
     }
-    for (int i = 0; i < p->srv->cfg->threads; i++) /* tell pool_grow or pool_stop to join us */
+    for (int i = 0; i < p->peak_threads; i++) /* tell pool_grow or pool_stop to join us */
         if (p->slot[i] == POOL_SLOT_RUNNING && pthread_equal(p->tids[i], pthread_self()))
             p->slot[i] = POOL_SLOT_EXITED;
     p->nthreads--;
@@ -4855,8 +4855,10 @@ static void pool_stop(struct server *s)
     p->stopping = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < s->cfg->threads; i++) { /* the poller is gone: no more can start */
-        pthread_mutex_lock(&p->mu);             /* exiting threads mark their slot under the lock */
+    /* the poller is gone: no more can start; pool_grow fills the lowest free slot, so every
+     * slot ever used is below the peak (a scan of all --threads slots took seconds) */
+    for (int i = 0; i < p->peak_threads; i++) {
+        pthread_mutex_lock(&p->mu); /* exiting threads mark their slot under the lock */
         int started = p->slot[i] != POOL_SLOT_FREE;
         pthread_mutex_unlock(&p->mu);
         if (started)
@@ -8280,6 +8282,35 @@ static void opt_check_port(const char *synopsis, int port)
         opt_fail(synopsis, "--port must be 0..65535 (0: any free port), not %d", port);
 }
 
+/* --threads and --carriers within what the machine can hold. Pool threads: the kernel's
+ * limit on threads (kernel.threads-max) and this user's (RLIMIT_NPROC); past them a pool
+ * would never reach its size, only keep a slot table of that many entries. Carriers: eight a
+ * CPU, at most 256 (Loom's scheduler caps its carriers at 256, jdk.virtualThreadScheduler.
+ * maxPoolSize): more than one per CPU only compete for it, and each is stopped and joined in
+ * turn at shutdown, which must take well under a second. 0 carriers: one per CPU. */
+static void opt_check_threads(const char *synopsis, int threads, int carriers)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), most_carriers = 8 * (cpus > 0 ? cpus : 1);
+    most_carriers = most_carriers < 256 ? most_carriers : 256;
+    long long most_threads = 1 << 20;
+    FILE *f = fopen("/proc/sys/kernel/threads-max", "r");
+    long long kmax;
+    if (f && fscanf(f, "%lld", &kmax) == 1 && kmax > 0 && kmax < most_threads)
+        most_threads = kmax;
+    if (f)
+        fclose(f);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (long long)rl.rlim_cur < most_threads)
+        most_threads = (long long)rl.rlim_cur;
+    if (threads > most_threads)
+        opt_fail(synopsis, "--threads %d: this machine holds at most %lld threads", threads,
+                 most_threads);
+    if (carriers < 0 || carriers > most_carriers)
+        opt_fail(synopsis, "--carriers takes 0 (one per CPU) to %ld (8 a CPU, at most 256), not %d",
+                 most_carriers, carriers);
+}
+
 /* bench's and calibrate's --port: the backend's, and the aggregator takes the next one; both
  * fixed, because a child's port must be known before it starts (no 0). */
 static void opt_check_port_pair(const char *synopsis, int port)
@@ -8366,6 +8397,7 @@ static int cmd_serve(int argc, char **argv)
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     opt_check_port(SERVE_SYNOPSIS, cfg.port);
+    opt_check_threads(SERVE_SYNOPSIS, cfg.threads, cfg.carriers);
     if (!strcmp(mode, "platform"))
         cfg.mode = MODE_PLATFORM;
     else if (strcmp(mode, "virtual"))
@@ -8408,6 +8440,7 @@ static int cmd_backend(int argc, char **argv)
     };
     opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     opt_check_port(BACKEND_SYNOPSIS, cfg.port);
+    opt_check_threads(BACKEND_SYNOPSIS, 1, cfg.carriers);
     return serve_until_signal(&cfg, backend_route, "backend");
 }
 
@@ -8447,6 +8480,7 @@ static int cmd_load(int argc, char **argv)
     if (!(cfg.duration_s <= LOAD_MAX_S) || !(cfg.warmup_s >= 0 && cfg.warmup_s <= LOAD_MAX_S))
         opt_fail(LOAD_SYNOPSIS, "--duration and --warmup: at most %d s (a day), --warmup >= 0",
                  LOAD_MAX_S);
+    opt_check_threads(LOAD_SYNOPSIS, 1, cfg.carriers);
     long long fds = 0, most = load_max_users(cfg.carriers, &fds);
     if (cfg.users > most)
         opt_fail(LOAD_SYNOPSIS,
@@ -8527,6 +8561,7 @@ static int cmd_bench(int argc, char **argv)
     if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
     opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
+    opt_check_threads(BENCH_SYNOPSIS, bc.threads, bc.carriers);
     opt_check_users(BENCH_SYNOPSIS, bc.users);
     struct jvm jvm;
     if (bench_setup_jvm(&bc, &jvm))

@@ -1961,6 +1961,41 @@ static void test_load_fds(void)
     stop(b);
 }
 
+/* Whatever --threads and --carriers a server accepts, it stops within a second of SIGTERM:
+ * the most carriers it allows (eight a CPU, at most 256), and a pool of 50,000 threads, or
+ * as many as this user may start (RLIMIT_NPROC). */
+static void test_stop_bounds(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), threads = 50000;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (long)rl.rlim_cur < threads)
+        threads = (long)rl.rlim_cur;
+    char most[24], pool[24];
+    snprintf(most, sizeof most, "%ld", 8 * cpus < 256 ? 8 * cpus : 256);
+    snprintf(pool, sizeof pool, "%ld", threads);
+    char *const cases[][9] = {
+        {"serve", "--mode", "virtual", "--carriers", most, "--backends", "127.0.0.1:9", NULL},
+        {"serve", "--mode", "platform", "--threads", pool, "--backends", "127.0.0.1:9", NULL}};
+    for (int i = 0; i < 2; i++) {
+        int port;
+        char *args[10] = {0};
+        for (int k = 0; cases[i][k]; k++)
+            args[k] = cases[i][k];
+        pid_t pid = spawn(args, 0, &port);
+        if (pid < 0) {
+            CHECK(0, "stop: %s %s %s did not start", args[2], args[3], args[4]);
+            continue;
+        }
+        kill(pid, SIGTERM);
+        double t0 = now_ms();
+        int st = wait_exit(pid, 5000);
+        double ms = now_ms() - t0;
+        CHECK(st != -1 && ms < 1000, "stop: serve --mode %s %s %s stopped %.0f ms after SIGTERM",
+              args[2], args[3], args[4], ms);
+    }
+}
+
 /* The load generator keeps its clock and its signals: a think time far past the window
  * (--think-ms 600000) ends with the window, --duration 1 takes about a second; SIGTERM in a
  * long window ends the run at once with what was measured; and a server that accepts and
@@ -2134,6 +2169,11 @@ static void test_cli(void)
         {"calibrate --port 65535", 2, "--port must be 1..65534"},
         {"serve --port 65536 --backends 127.0.0.1:9", 2, "--port must be 0..65535"},
         {"serve --fanout 2147483647 --backends 127.0.0.1:9", 2, "--fanout must be at most"},
+        {"serve --threads 2147483647 --backends 127.0.0.1:9", 2, "this machine holds at most"},
+        {"serve --carriers 100000 --backends 127.0.0.1:9", 2, "--carriers takes 0 (one per CPU)"},
+        {"backend --carriers 100000", 2, "--carriers takes 0 (one per CPU)"},
+        {"load --url http://127.0.0.1:%d/ --carriers 5000", 2, "--carriers takes 0"},
+        {"bench --threads 2147483647 --port %d", 2, "this machine holds at most"},
         {"bench --fanout 100000", 2, "--fanout <="},
         {"bench --users 100,abc --port %d", 2, "--users takes counts from 1 to"},
         {"bench --users 0 --port %d", 2, "got '0'"},
@@ -2178,6 +2218,7 @@ static void test_cli(void)
         }
     test_load_fds();
     test_load_clock();
+    test_stop_bounds();
     /* a port already taken (lfd listens on it), and a load against a port nobody serves */
     snprintf(taken_args, sizeof taken_args, "calibrate --out /dev/null --port %d", port);
     int st = run_agg(taken_args, err, sizeof err);
