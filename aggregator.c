@@ -6535,7 +6535,8 @@ static int bench_ended(pid_t pid, char *how, size_t len)
  * the window's two ends into s, the timeline's seconds. The load generator measures from
  * BENCH_WARMUP_S after its start for duration_s; the CPU is sampled at those two instants
  * exactly. Returns 0 once the load has ended, 1 if the server has ended (a crash, the OOM
- * killer; the load may still run), or -1 if interrupted (Ctrl-C); how the one that ended did,
+ * killer; the load may still run), 2 if the backend has (its calls fail: the cell would
+ * measure errors, not the server), or -1 if interrupted (Ctrl-C); how the one that ended did,
  * into how. */
 static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t agg, pid_t load,
                        struct bench_sample s[2], char *how, size_t len)
@@ -6548,6 +6549,8 @@ static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t 
     for (;;) {
         if (bench_ended(agg, how, len)) /* first: a load whose server died ends soon after it */
             return 1;
+        if (bc->backend > 0 && bench_ended(bc->backend, how, len))
+            return 2;
         if (bench_ended(load, how, len))
             break;
         long th = proc_status_field(agg, "Threads");
@@ -6609,8 +6612,8 @@ static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t
 }
 
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
- * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the cell has no figures: the server ended
- * during it, or the load generator ended without its report (killed, say; it exits 1 with one
+ * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the cell has no figures: the server or the
+ * backend ended during it, or the load generator ended without its report (killed, say; it exits 1 with one
  * when no request succeeded, a wall's cell, which is a measurement). A row of -1s would pass
  * for a measurement, so the cell says why on stderr instead. */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
@@ -6638,11 +6641,14 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     struct sbuf out = {0};
     bench_read_all(report, &out); /* the load has exited, or been stopped: its report ends */
     int rc = watch < 0 ? -1 : watch > 0 || bench_json_num(out.p, "completed") < 0;
+    static const char *const who[] = {"load generator", "server under test", "backend"};
     if (rc > 0)
         fprintf(stderr, "bench: %d users %s %s: the %s %s %s; no figures for this cell\n",
-                row->users, mode_names[row->mode], server_names[row->server],
-                watch ? "server under test" : "load generator", how,
+                row->users, mode_names[row->mode], server_names[row->server], who[watch], how,
                 watch ? "during the cell" : "without its report");
+    if (watch == 2 &&
+        bc->netns_ports <= 0) /* the next cells need one (netns: each starts its own) */
+        bench_backend(bc, kids, bc->delay_ms);
     if (rc) {
         free(row->ticks);
         row->ticks = NULL;

@@ -2139,6 +2139,8 @@ static void test_bench_child_killed(void)
                                "(Killed) without its report; no figures for this cell");
     bench_child_killed("serve", "5 users virtual c: the server under test was killed by signal 9 "
                                 "(Killed) during the cell; no figures for this cell");
+    bench_child_killed("backend", "5 users virtual c: the backend was killed by signal 9 (Killed) "
+                                  "during the cell; no figures for this cell");
 }
 
 /* Each bad command line or unwritable output: its exit status (2 bad input, 1 a failed write
