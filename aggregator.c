@@ -5821,11 +5821,17 @@ enum { SERVER_C, SERVER_JAVA, SERVER_N };
 static const char *const server_names[SERVER_N] = {"c", "java"};
 static const char *const mode_names[2] = {"platform", "virtual"}; /* by MODE_PLATFORM, _VIRTUAL */
 
-/* How to start the JVM server, as java/find-jdk says: its `java`, Tomcat's classpath (with
- * build/java in front when compiled), and the main class, or the source file for the
- * single-file launcher when build/java is missing or older than the source. */
+/* How to start the JVM server, as java/find-jdk says: its `java`, the flags its preview API
+ * needs (StructuredTaskScope on JDK 25: --enable-preview, and --source 25 for the source
+ * launcher; none before), Tomcat's classpath (with build/java in front when compiled), and
+ * the main class, or the source file for the single-file launcher when build/java is missing
+ * or older than the source. */
 struct jvm {
     char java[PATH_MAX], classpath[2 * PATH_MAX + 64], main[PATH_MAX + 64];
+    char preview[64];    /* the flags as find-jdk prints them, "" for none */
+    char words[64];      /* the same, split in place: flag[i] points into it */
+    const char *flag[4]; /* the flags' words, which go before -cp */
+    int nflags;
 };
 
 /* How far the grid is, for the progress line before each cell. */
@@ -6163,8 +6169,9 @@ static void jvm_root(char *root, size_t len)
     snprintf(root, len, ".");
 }
 
-/* The one line `sh ROOT/java/find-jdk ARG` prints; -1 if it fails (it said why on stderr). */
-static int jvm_ask(const char *root, const char *arg, char *out, size_t len)
+/* The one line `sh ROOT/java/find-jdk ARG` prints; -1 if it fails (it said why on stderr),
+ * or if it prints nothing where an answer is needed (`empty_ok` 0). */
+static int jvm_ask_line(const char *root, const char *arg, char *out, size_t len, int empty_ok)
 {
     char cmd[PATH_MAX + 64];
     if (strchr(root, '\''))
@@ -6177,7 +6184,12 @@ static int jvm_ask(const char *root, const char *arg, char *out, size_t len)
     int got = fgets(out, (int)len, p) != NULL;
     int status = pclose(p);
     out[got ? strcspn(out, "\n") : 0] = '\0';
-    return got && status == 0 && *out ? 0 : -1;
+    return status == 0 && (empty_ok || (got && *out)) ? 0 : -1;
+}
+
+static int jvm_ask(const char *root, const char *arg, char *out, size_t len)
+{
+    return jvm_ask_line(root, arg, out, len, 0);
 }
 
 /* Fill *j from java/find-jdk; -1 without a JDK 21+ or Tomcat's jars (find-jdk said which). */
@@ -6198,6 +6210,15 @@ static int jvm_find(struct jvm *j)
     snprintf(j->classpath, sizeof j->classpath, "%s%s%s", compiled ? root : "",
              compiled ? "/build/java:" : "", cp);
     snprintf(j->main, sizeof j->main, "%s", compiled ? "Aggregator" : src);
+    if (jvm_ask_line(root, compiled ? "--preview" : "--preview-source", j->preview,
+                     sizeof j->preview, 1) < 0)
+        return -1;
+    char *save = NULL;
+    snprintf(j->words, sizeof j->words, "%s", j->preview);
+    j->nflags = 0;
+    for (char *w = strtok_r(j->words, " ", &save); w && j->nflags < (int)ARRAY_LEN(j->flag);
+         w = strtok_r(NULL, " ", &save))
+        j->flag[j->nflags++] = w;
     return 0;
 }
 
@@ -6249,8 +6270,7 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     int java = row->server == SERVER_JAVA;
     const char *argv[32],
         *head_c[] = {"aggregator", "serve"},
-        *head_java[] = {bc->jvm ? bc->jvm->java : "", "-cp", bc->jvm ? bc->jvm->classpath : "",
-                        bc->jvm ? bc->jvm->main : ""},
+        *head_java[] = {"-cp", bc->jvm ? bc->jvm->classpath : "", bc->jvm ? bc->jvm->main : ""},
         *flags[] = {"--mode",         mode_names[row->mode],
                     "--port",         port,
                     "--backends",     bport,
@@ -6262,6 +6282,10 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     size_t n = 0;
     for (size_t i = 0; !java && i < ARRAY_LEN(head_c); i++)
         argv[n++] = head_c[i];
+    if (java) /* java, its preview flags, then -cp CLASSPATH MAIN */
+        argv[n++] = bc->jvm ? bc->jvm->java : "";
+    for (int i = 0; java && bc->jvm && i < bc->jvm->nflags; i++)
+        argv[n++] = bc->jvm->flag[i];
     for (size_t i = 0; java && i < ARRAY_LEN(head_java); i++)
         argv[n++] = head_java[i];
     for (size_t i = 0; i < ARRAY_LEN(flags); i++)
@@ -6776,8 +6800,10 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
            bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs,
            bc->runs == 1 ? "" : "s");
     if (bc->jvm)
-        printf("java: %s -cp %s %s; %g s of load before each window for the JIT (not counted)\n",
-               bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
+        printf("java: %s %s%s-cp %s %s; %g s of load before each window for the JIT (not "
+               "counted)\n",
+               bc->jvm->java, bc->jvm->preview, *bc->jvm->preview ? " " : "", bc->jvm->classpath,
+               bc->jvm->main, bc->jit_warmup_s);
     printf("failed: downstream calls the server counted as failed in the window (mean of the "
            "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown, "
            "the server's /metrics did not answer within %g s (a saturated pool queues it behind "
@@ -8032,8 +8058,10 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
     fprintf(f, "# %s: costs measured by ./aggregator calibrate --server %s on %s, %s.\n", out,
             server_names[server], host, when);
     if (bc->jvm)
-        fprintf(f, "# The JVM: %s -cp %s %s, after %g s of load before each window (the JIT).\n",
-                bc->jvm->java, bc->jvm->classpath, bc->jvm->main, bc->jit_warmup_s);
+        fprintf(f,
+                "# The JVM: %s %s%s-cp %s %s, after %g s of load before each window (the JIT).\n",
+                bc->jvm->java, bc->jvm->preview, *bc->jvm->preview ? " " : "", bc->jvm->classpath,
+                bc->jvm->main, bc->jit_warmup_s);
 }
 
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
