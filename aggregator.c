@@ -150,7 +150,7 @@ __attribute__((noinline)) static int *vt_errno_location(void)
  * loop: the mechanism in its simplest form), then the fast paths behind their seam, the I/O
  * calls that park a virtual thread or block a platform thread through one code path, and
  * the interface the other Parts use (start, stop, run).
- * Tests: tests/test_aggregator.c, t_spawn_join to t_overflow (switching, timers, readiness,
+ * Tests: tests/test_aggregator.c, test_spawn_join to test_overflow (switching, timers, readiness,
  * the stale check, pinning, 100,000 parked threads, stealing, joins across carriers, the kept
  * stack, stack overflow); make tsan runs them under ThreadSanitizer, make asan under ASan,
  * make valgrind under Memcheck. */
@@ -2840,9 +2840,10 @@ static int io_quiet(int fd)
  *
  * The sections follow that path down: HTTP, the metrics every answer updates, connections,
  * the aggregate handler, the downstream call, the backend; then the two servers that accept.
- * Tests: tests/test_aggregator.c (t_http_* the parsers, t_alloc, t_integration both servers
- * in process), tests/test_faults.c (the process under bad backends and clients, deadlines,
- * the fd limit, the listeners), tests/fuzz_http.c (make fuzz: both parsers), tests/floor.c
+ * Tests: tests/test_aggregator.c (test_http_* the parsers, test_alloc, test_integration both
+ * servers in process), tests/test_faults.c (the process under bad backends and clients,
+ * deadlines, the fd limit, the listeners, one client starving others), tests/fuzz_http.c
+ * (make fuzz: both parsers), tests/floor.c
  * (the same answers without a runtime, checked by test_faults), tests/test_java.sh (the JVM
  * server keeps this one's contract). */
 
@@ -4052,7 +4053,7 @@ static void ds_free(struct server *s)
  * between the check and its reading of our request. The peek's window is the write's and the
  * request's trip (microseconds); the readiness adds at most IO_QUIET_NS. A FIN missed in it
  * costs no answer: the write or the read fails, client_exchange says CX_STALE and ds_call
- * retries on a fresh connection. Test: t_quiet. */
+ * retries on a fresh connection. Test: test_quiet. */
 static int client_is_quiet(struct client *cl)
 {
     return io_quiet(cl->fd);
@@ -5057,7 +5058,7 @@ static int serve_until_signal(struct config *cfg, route_fn route, const char *wh
  * child processes, the microbench of the runtime, and calibrate, which turns measurements
  * into the simulator's scenario keys. They run on the runtime of Part I (the load
  * generator's users are virtual threads) and spawn this same binary as their children.
- * Tests: tests/test_aggregator.c (t_hist, t_ci95, t_load_interval, t_cal_trust),
+ * Tests: tests/test_aggregator.c (test_hist, test_ci95, test_load_interval, test_cal_trust),
  * tests/test_faults.c (microbench --json, bench's port wall with --timeline),
  * tests/test_layout.sh (the histogram is sim.c's text), tests/test_java.sh (bench --server
  * java), make check-model (calibrate and bench against ./sim --validate). */
@@ -6637,9 +6638,9 @@ static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t
 
 /* Run one cell: start the aggregator, warm the JVM's JIT, load it, sample it, stop it.
  * Returns 0, -1 if interrupted (Ctrl-C), or 1 if the cell has no figures: the server or the
- * backend ended during it, or the load generator ended without its report (killed, say; it exits 1 with one
- * when no request succeeded, a wall's cell, which is a measurement). A row of -1s would pass
- * for a measurement, so the cell says why on stderr instead. */
+ * backend ended during it, or the load generator ended without its report (killed, say; it
+ * exits 1 with one when no request succeeded, a wall's cell, which is a measurement). A row
+ * of -1s would pass for a measurement, so the cell says why on stderr instead. */
 static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
 {
     bench_cell_netns(bc, kids);

@@ -28,7 +28,7 @@ static void bump(void *arg)
     k->n++;
 }
 
-static void t_spawn_join(void *arg)
+static void test_spawn_join(void *arg)
 {
     (void)arg;
     struct counter *k = xcalloc(1, sizeof *k); /* shared with children: on the heap */
@@ -53,7 +53,7 @@ static void sleeper_main(void *arg)
     s->k->order[s->k->n++] = s->id;
 }
 
-static void t_timers(void *arg)
+static void test_timers(void *arg)
 {
     (void)arg;
     static const int ms[4] = {40, 10, 30, 20};
@@ -87,7 +87,7 @@ static void pipe_reader(void *arg)
     io_rw(p->fd[0], VT_READ, &p->got, 1, -1);
 }
 
-static void t_park_io(void *arg)
+static void test_park_io(void *arg)
 {
     (void)arg;
     struct pipe_pair *p = xcalloc(1, sizeof *p);
@@ -157,7 +157,7 @@ static void fin_reader(void *arg)
     f->err = errno;
 }
 
-static void t_readiness(void *arg)
+static void test_readiness(void *arg)
 {
     (void)arg;
     int sv[2];
@@ -207,7 +207,7 @@ static void t_readiness(void *arg)
  * whose last read was short (ready clear) gets unasked bytes while this thread runs (no
  * harvest since); with the harvest made old, it must be found not quiet, as the peek found
  * it. And a connection with nothing unasked is quiet either way. */
-static void t_quiet(void *arg)
+static void test_quiet(void *arg)
 {
     (void)arg;
     for (int extra = 0; extra < 2; extra++) {
@@ -259,7 +259,7 @@ static void pin_observer(void *arg)
     p->seen = p->sleeper_done;
 }
 
-static void t_pinning(void *arg)
+static void test_pinning(void *arg)
 {
     (void)arg;
     for (int pin = 0; pin < 2; pin++) {
@@ -289,7 +289,7 @@ static void many_parker(void *arg)
     m->woken++;
 }
 
-static void t_many(void *arg)
+static void test_many(void *arg)
 {
     (void)arg;
     struct many *m = xcalloc(1, sizeof *m);
@@ -349,7 +349,7 @@ static void spread_worker(void *arg)
     free(a);
 }
 
-static void t_steal(void *arg)
+static void test_steal(void *arg)
 {
     (void)arg;
     struct spread *sp = xcalloc(1, sizeof *sp);
@@ -400,7 +400,7 @@ static void front_child(void *arg)
     __atomic_store_n((int *)arg, carrier_self->id + 1, __ATOMIC_RELEASE);
 }
 
-static void t_steal_front(void *arg)
+static void test_steal_front(void *arg)
 {
     (void)arg;
     int *ran_on = xcalloc(1, sizeof *ran_on), empty = 0, stolen = 0;
@@ -443,7 +443,7 @@ static void join_child_yield(void *arg)
     __atomic_fetch_add(ran, 1, __ATOMIC_RELAXED);
 }
 
-static void t_join_across(void *arg)
+static void test_join_across(void *arg)
 {
     (void)arg;
     int *ran = xcalloc(1, sizeof *ran), ok = 0;
@@ -492,7 +492,7 @@ static void kept_child(void *arg)
     k->ran++;
 }
 
-static void t_join_kept(void *arg)
+static void test_join_kept(void *arg)
 {
     (void)arg;
     struct kept *k = xcalloc(1, sizeof *k);
@@ -523,7 +523,7 @@ static void overflow_main(void *arg)
     deep(1 << 20);
 }
 
-static void t_overflow(void)
+static void test_overflow(void)
 {
     int pfd[2];
     if (pipe(pfd) < 0)
@@ -569,7 +569,7 @@ static void check_endless_empty_lines(struct http_request *rq)
     free(b);
 }
 
-static void t_http_request(void)
+static void test_http_request(void)
 {
     struct http_request rq;
     const char *ok = "GET /aggregate?parallel=1&x=2 HTTP/1.1\r\nHost: a\r\nX-Y:  z \r\n\r\n";
@@ -694,7 +694,7 @@ static void t_http_request(void)
 
 /* A backend's body is one JSON value or a bad response: the grammar of RFC 8259, its own
  * examples and the ways a fragment could break out of the aggregate's array. */
-static void t_json_one_value(void)
+static void test_json_one_value(void)
 {
     static const struct {
         const char *in;
@@ -731,7 +731,7 @@ static void t_json_one_value(void)
     }
 }
 
-static void t_http_response(void)
+static void test_http_response(void)
 {
     struct http_response rs;
     const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{\"a\"}";
@@ -786,7 +786,7 @@ static void t_http_response(void)
  * watch the reads), and every verdict is in range: a length within the buffer, incomplete,
  * or a status we know. A fixed seed keeps the run deterministic. */
 /* The token bitmap against RFC 9110's definition of tchar, spelled out. */
-static void t_http_tchar(void)
+static void test_http_tchar(void)
 {
     int wrong = 0;
     for (int c = 0; c < 256; c++) {
@@ -797,7 +797,7 @@ static void t_http_tchar(void)
     CHECK(wrong == 0, "tchar: %d of 256 characters classified unlike RFC 9110", wrong);
 }
 
-static void t_http_fuzz(void)
+static void test_http_fuzz(void)
 {
     static const char *seeds[] = {
         "GET /aggregate?parallel=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
@@ -850,7 +850,7 @@ static void *alloc_elsewhere(void *arg)
 
 /* agg_alloc_bytes_total's counter: the bytes asked of xmalloc, xcalloc and xrealloc (its new
  * size), from this thread and from another (a stripe of its own), summed. Nothing else runs. */
-static void t_alloc(void)
+static void test_alloc(void)
 {
     uint64_t a = alloc_total();
     void *p = xmalloc(1000), *q = xcalloc(10, 100);
@@ -967,7 +967,7 @@ static int tw_ranges_child(void)
     return check_failed > failed0;
 }
 
-static void t_time_wait_ranges(void)
+static void test_time_wait_ranges(void)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -981,7 +981,7 @@ static void t_time_wait_ranges(void)
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "TIME_WAIT ranges: the child failed (above)");
 }
 
-static void t_cal_trust(void)
+static void test_cal_trust(void)
 {
     struct cal_runs m = {0};
     struct cal_cpu_fit fit;
@@ -1022,7 +1022,7 @@ static void t_cal_trust(void)
           "a zero cost refused: %s", why);
 }
 
-static void t_ci95(void)
+static void test_ci95(void)
 {
     double one[] = {5}, three[] = {100, 110, 120}, ten[10];
     struct ci95 c = ci95_of(one, 1);
@@ -1057,8 +1057,8 @@ static void t_ci95(void)
 }
 
 /* load's throughput interval: batch means of the window's whole seconds only (the warm-up's
- * and a cut-off last second's answers are not in it), worked by hand as t_ci95's. */
-static void t_load_interval(void)
+ * and a cut-off last second's answers are not in it), worked by hand as test_ci95's. */
+static void test_load_interval(void)
 {
     uint32_t sec[6][2] = {{999, 0}, {100, 0}, {110, 0}, {120, 0}, {999, 0}, {999, 0}};
     struct load_stats st = {.sec = sec, .nsec = 6};
@@ -1089,7 +1089,7 @@ static void t_load_interval(void)
     CHECK(n == 1 && isnan(half), "a second alone: %d, %g, want 1, nan", n, half);
 }
 
-static void t_hist(void)
+static void test_hist(void)
 {
     struct hist *h = xcalloc(1, sizeof *h);
     for (uint64_t v = 1; v <= 100000; v++)
@@ -1256,7 +1256,7 @@ static void check_answers(int port, const char *what)
     }
 }
 
-static void t_integration(void)
+static void test_integration(void)
 {
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(2);
@@ -1369,40 +1369,40 @@ static void t_integration(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    t_http_request();
-    t_http_response();
-    t_json_one_value();
-    t_http_tchar();
-    t_http_fuzz();
-    t_hist();
-    t_ci95();
-    t_load_interval();
-    t_alloc();
-    t_cal_trust();
-    t_time_wait_ranges();
+    test_http_request();
+    test_http_response();
+    test_json_one_value();
+    test_http_tchar();
+    test_http_fuzz();
+    test_hist();
+    test_ci95();
+    test_load_interval();
+    test_alloc();
+    test_cal_trust();
+    test_time_wait_ranges();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
-    rt_run(t_spawn_join, NULL);
-    rt_run(t_join_kept, NULL);
-    rt_run(t_timers, NULL);
-    rt_run(t_park_io, NULL);
-    rt_run(t_readiness, NULL);
-    rt_run(t_quiet, NULL);
-    rt_run(t_pinning, NULL);
-    rt_run(t_many, NULL);
+    rt_run(test_spawn_join, NULL);
+    rt_run(test_join_kept, NULL);
+    rt_run(test_timers, NULL);
+    rt_run(test_park_io, NULL);
+    rt_run(test_readiness, NULL);
+    rt_run(test_quiet, NULL);
+    rt_run(test_pinning, NULL);
+    rt_run(test_many, NULL);
     rt_shutdown();
     rt_join();
     rt_start(2);
-    rt_run(t_steal, NULL);
-    rt_run(t_steal_front, NULL);
-    rt_run(t_join_across, NULL);
+    rt_run(test_steal, NULL);
+    rt_run(test_steal_front, NULL);
+    rt_run(test_join_across, NULL);
     rt_shutdown();
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak after the runtime stopped");
     CHECK(tasks_settled(tasks0 + SAN_TASKS) <= tasks0 + SAN_TASKS,
           "thread leak after the runtime stopped");
-    t_integration();
-    t_overflow();
+    test_integration();
+    test_overflow();
     char *no_args[] = {"aggregator", NULL}, *bad_cmd[] = {"aggregator", "frobnicate", NULL};
     fflush(NULL);
     int err = dup(2), null = open("/dev/null", O_WRONLY);
