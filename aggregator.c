@@ -2860,6 +2860,7 @@ static int io_quiet(int fd)
 #define HTTP_STATUSES(X)                                                                           \
     X(200, "OK")                                                                                   \
     X(400, "Bad Request")                                                                          \
+    X(401, "Unauthorized")                                                                         \
     X(404, "Not Found")                                                                            \
     X(405, "Method Not Allowed")                                                                   \
     X(413, "Content Too Large")                                                                    \

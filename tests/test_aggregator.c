@@ -785,6 +785,36 @@ static void test_http_response(void)
 /* Robustness: random bytes and mutated valid messages never crash the parsers (ASan/UBSan
  * watch the reads), and every verdict is in range: a length within the buffer, incomplete,
  * or a status we know. A fixed seed keeps the run deterministic. */
+/* /metrics counts answers by status under the same labels as the JVM aggregator: every
+ * status java/Aggregator.java lists (its STATUSES) is in this one's table. */
+static void test_statuses_as_jvm(void)
+{
+    FILE *f = fopen("java/Aggregator.java", "r");
+    char line[512];
+    const char *list = NULL;
+    while (f && !list && fgets(line, sizeof line, f))
+        list = strstr(line, "STATUSES = {");
+    if (f)
+        fclose(f);
+    if (!list) {
+        SKIP(1, "statuses: no java/Aggregator.java with STATUSES here (run from the project)");
+        return;
+    }
+    int missing = 0, n = 0;
+    for (const char *p = list + 12; *p && *p != '}'; p++) {
+        if (*p < '0' || *p > '9')
+            continue;
+        int code = (int)strtol(p, (char **)&p, 10);
+        n++;
+        if (http_status_index(code) == HTTP_NSTATUS) {
+            missing++;
+            fprintf(stderr, "test_aggregator: status %d of the JVM's /metrics is not ours\n", code);
+        }
+        p--;
+    }
+    CHECK(n > 0 && !missing, "statuses: %d of the JVM's %d are not in /metrics' table", missing, n);
+}
+
 /* The token bitmap against RFC 9110's definition of tchar, spelled out. */
 static void test_http_tchar(void)
 {
@@ -1373,6 +1403,7 @@ int main(void)
     test_http_response();
     test_json_one_value();
     test_http_tchar();
+    test_statuses_as_jvm();
     test_http_fuzz();
     test_hist();
     test_ci95();
