@@ -3912,6 +3912,13 @@ static int client_self_connected(int fd)
            local.sin_port == peer.sin_port && local.sin_addr.s_addr == peer.sin_addr.s_addr;
 }
 
+/* Make the close of fd a reset (RST, SO_LINGER 0): no TIME_WAIT, and a peer that still
+ * holds a request of ours learns at once that nobody waits for its answer. */
+static void client_reset_on_close(int fd)
+{
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){1, 0}, sizeof(struct linger));
+}
+
 /* Connect to sa; NULL with errno on failure. A self-connect is refused (ECONNREFUSED, as
  * the port's truth is: nobody listens), reset rather than closed so that it leaves no
  * TIME_WAIT on the port. */
@@ -3919,7 +3926,7 @@ static struct client *client_open(const struct sockaddr_in *sa, int64_t deadline
 {
     int fd = io_connect(sa, deadline);
     if (fd >= 0 && client_self_connected(fd)) {
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){1, 0}, sizeof(struct linger));
+        client_reset_on_close(fd);
         io_close(fd);
         fd = -1;
         errno = ECONNREFUSED;
@@ -4607,23 +4614,24 @@ static void pool_submit(struct pool *p, struct conn *conn)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Whether the client of a queued connection has gone: it closed (EOF) or reset while its
+/* Whether the client of a queued connection has gone: it reset the connection while its
  * request waited for a pool thread. Once the poller hands a connection to the executor it
  * stops watching it (as Tomcat's NIO Poller does once a SocketProcessor has it), so nothing
- * else notices the close, and serving it anyway would hold a pool thread for K downstream
- * calls whose answer nobody reads. A load generator that stops with N connections open
- * leaves up to N - threads such requests in the queue, K * D of pool time each spent
- * before the next client's first request: a second run on the same server reached a
- * fraction of the ceiling (README has the figures). One MSG_PEEK recv per request, like nginx's
- * check for a client that closed early (recv returning 0: "client prematurely closed
- * connection"); as there, a client that half-closes after its request is taken as gone. The
- * request's bytes are already in conn->buf, so a byte waiting here is a pipelined request:
- * still there. */
+ * else notices, and serving it anyway would hold a pool thread for K downstream calls whose
+ * answer nobody reads. A load generator that stops with N connections open resets those
+ * with a request still in flight (load_user_main), which would leave up to N - threads such
+ * requests in the queue, K * D of pool time each spent before the next client's first
+ * request: a second run on the same server reached a fraction of the ceiling (README has the
+ * figures). One MSG_PEEK recv per request. A FIN alone is not a client gone: a client that
+ * half-closes after its request (shutdown(SHUT_WR), `nc -N`) still reads the answer, and
+ * HTTP/1.1 lets it (RFC 9112 9.6 has a close only end the sending side); Tomcat answers it,
+ * and so does virtual mode, which never peeks. The request's bytes are already in conn->buf,
+ * so a byte waiting here is a pipelined request: still there. */
 static int pool_client_gone(const struct conn *conn)
 {
     char c;
     ssize_t n = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 /* Serve a connection taken from the queue: its buffered requests, unless its client has
@@ -5418,6 +5426,10 @@ static int load_one(struct load *L, struct client **clp, int64_t intended, int64
             }
             return rs.status >= 200 && rs.status < 300 ? -1 : LOAD_ERR_STATUS;
         }
+        /* cut by the window's end: a reset lets a server that queued the request drop it; a
+         * FIN would be a half-close, still owed the answer (pool_client_gone) */
+        if (now_ns() >= L->t_end || LOAD(L->stop))
+            client_reset_on_close((*clp)->fd);
         client_close(*clp);
         *clp = NULL;
         if (r == CX_STALE && reused)
@@ -5463,7 +5475,8 @@ static void load_user_main(void *arg)
             int64_t lat = 0;
             int err = load_one(L, &cl, intended, &lat);
             if (now_ns() >= L->t_end || LOAD(L->stop)) {
-                /* cut by the window's end (or a signal): unanswered, in flight */
+                /* cut by the window's end (or a signal): unanswered, in flight (load_one has
+                 * reset its connection) */
                 LOAD_STATS->in_flight += err == LOAD_ERR_TIMEOUT || err == LOAD_ERR_IO;
                 break; /* an answer after the window: not counted */
             }

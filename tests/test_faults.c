@@ -1053,6 +1053,30 @@ static long metric(int port, const char *name)
     return at ? atol(at + strlen(line)) : -1;
 }
 
+/* Clients that half-close after their request (shutdown(SHUT_WR), as `nc -N` does) still
+ * read the answer: HTTP/1.1 lets a client end its sending side (RFC 9112 9.6), and Tomcat
+ * answers them. Both modes answer every one, with its 200. */
+static void test_half_closed(const char *mode)
+{
+    enum { N = 20 };
+    static const char req[] = "GET /aggregate HTTP/1.1\r\nHost: t\r\n\r\n";
+    struct rig r;
+    if (rig_start(&r, mode, "half-closed clients", 0, NULL) < 0)
+        return;
+    int ok = 0;
+    char buf[2048];
+    for (int i = 0; i < N; i++) { /* one at a time: the downstream pool keeps its size */
+        int fd = dial(r.s.port);
+        if (fd >= 0 && write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1))
+            shutdown(fd, SHUT_WR);
+        ok += fd >= 0 && read_response(fd, buf, sizeof buf) == 200;
+        if (fd >= 0)
+            close(fd);
+    }
+    CHECK(ok == N, "%s: %d of %d half-closed clients answered 200", r.what, ok, N);
+    rig_stop(&r);
+}
+
 /* Platform mode: a request whose client closed while it waited in the executor's queue is
  * dropped, not served: its downstream calls are never made. One pool thread; GONE clients
  * send a whole request each and close at once, then a live client is served. The backend's
@@ -1076,7 +1100,8 @@ static void test_gone_clients(void)
         ssize_t sent =
             write(fd, req, sizeof req - 1); /* a short or failed send is a gone client too */
         (void)sent;
-        close(fd);
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){1, 0}, sizeof(struct linger));
+        close(fd); /* a reset: gone (a FIN alone is a half-close, test_half_closed) */
     }
     CHECK(get(r.s.port, "/aggregate") == 200, "%s: a live client is served", r.what);
     long conns = -1;
@@ -2271,6 +2296,7 @@ int main(int argc, char **argv)
         test_pipelined_metrics(modes[m]);
         test_slow_readers(modes[m]);
         test_hoarder(modes[m]);
+        test_half_closed(modes[m]);
     }
     test_gone_clients();
     test_port_wall(dir);
