@@ -8371,6 +8371,21 @@ static void opt_check_port_pair(const char *synopsis, int port)
                  port);
 }
 
+/* bench's and calibrate's port pair when --port is not given (port < 0): the default, unless
+ * the ephemeral range (net.ipv4.ip_local_port_range) holds either port, where any connect()
+ * may have taken it as its source (and a backend connecting to a dead port there can meet
+ * itself, client_self_connected); then the pair just below the range, or just above it. A
+ * port given is used as given. */
+static int opt_port_pair_default(int port, int def)
+{
+    struct net_ports np = proc_net_ports();
+    if (port >= 0)
+        return port;
+    if (np.low < 0 || def + 1 < np.low || def > np.high)
+        return def;
+    return np.low - 2 >= 1024 ? np.low - 2 : np.high + 2 <= 65535 ? np.high + 1 : def;
+}
+
 /* A --users list (bench): counts from 1 to what the load generator, one connection a user,
  * may hold within its fd limit (load_max_users), comma-separated. */
 static void opt_check_users(const char *synopsis, const char *list)
@@ -8563,7 +8578,7 @@ static int cmd_bench(int argc, char **argv)
                            .duration_s = 10,
                            .runs = 1,
                            .threads = 200,
-                           .port = 19300,
+                           .port = -1, /* not given: opt_port_pair_default */
                            .out = "results.csv"};
     const struct opt o[] = {
         {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
@@ -8580,7 +8595,8 @@ static int cmd_bench(int argc, char **argv)
         {"--threads", OPT_INT, &bc.threads, "platform pool threads; default 200"},
         {"--carriers", OPT_INT, &bc.carriers, "virtual carriers; default one per CPU"},
         {"--port", OPT_INT, &bc.port,
-         "backend port (the aggregator uses the next one); default 19300"},
+         "backend port (the aggregator uses the next one); default 19300, or the pair below the "
+         "ephemeral range where the range holds it"},
         {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
         {"--timeline", OPT_STR, &bc.timeline_path,
          "FILE: per second of each run, served, failed, failed_no_port, TIME_WAIT (CSV)"},
@@ -8609,6 +8625,7 @@ static int cmd_bench(int argc, char **argv)
                  AGG_MAX_FANOUT);
     if (bc.netns_ports && (bc.netns_ports < 16 || bc.netns_ports > 65536 - NETNS_PORT_LOW))
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
+    bc.port = opt_port_pair_default(bc.port, 19300);
     opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
     opt_check_threads(BENCH_SYNOPSIS, bc.threads, bc.carriers);
     opt_check_users(BENCH_SYNOPSIS, bc.users);
@@ -8686,7 +8703,7 @@ static int cmd_calibrate(int argc, char **argv)
                   .duration_s = 3,
                   .runs = 3,
                   .threads = 200,
-                  .port = 19400,
+                  .port = -1, /* not given: opt_port_pair_default */
                   .jit_warmup_s = BENCH_JIT_WARMUP_S},
     };
     const struct opt o[] = {
@@ -8700,7 +8717,8 @@ static int cmd_calibrate(int argc, char **argv)
         {"--runs", OPT_INT, &cfg.bench.runs,
          "runs per figure, the median is kept (at most 16); default 3"},
         {"--port", OPT_INT, &cfg.bench.port,
-         "backend port (the aggregator uses the next one); default 19400"},
+         "backend port (the aggregator uses the next one); default 19400, or the pair below the "
+         "ephemeral range where the range holds it"},
         {"--server", OPT_STR, &cfg.server,
          "c (this file) or java (java/Aggregator.java on Tomcat): whose costs; default c"},
         {"--jit-warmup", OPT_DOUBLE, &cfg.bench.jit_warmup_s,
@@ -8724,6 +8742,7 @@ static int cmd_calibrate(int argc, char **argv)
                  "need 25 <= --users <= %lld, 1 <= --cpu-users <= %lld (within the load "
                  "generator's %lld fds), --cpu-delay-ms >= 0, 1 <= --runs <= 16, --duration > 0",
                  most, most_cpu, fds);
+    cfg.bench.port = opt_port_pair_default(cfg.bench.port, 19400);
     opt_check_port_pair(CALIBRATE_SYNOPSIS, cfg.bench.port);
     struct jvm jvm;
     if (bench_setup_jvm(&cfg.bench, &jvm))

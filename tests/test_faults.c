@@ -1780,6 +1780,34 @@ static void test_self_connect_in_netns(const char *mode)
         stop(be);
 }
 
+/* bench's default port pair moves out of the ephemeral range when the range holds it: with
+ * the namespace's range over 19300 and 19300 taken, a bench without --port runs (on the
+ * pair below the range) instead of refusing the taken port. */
+static void test_bench_default_port_in_netns(void)
+{
+    char err[4096];
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "w");
+    int set = f && fprintf(f, "10000 60999\n") > 0;
+    if (f && fclose(f) != 0)
+        set = 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(19300), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (!set || fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 1) < 0) {
+        CHECK(0, "bench's default port: setup (range %d, listener on 19300)", set);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    int st = run_agg("bench --users 1 --modes virtual --delay-ms 1 --duration 0.5 --out /dev/null "
+                     "1>&2",
+                     err, sizeof err);
+    CHECK(st == 0 && !strstr(err, "is in use"),
+          "bench's default port inside the ephemeral range (19300 taken): exit %d, '%.300s'", st,
+          err);
+    close(fd);
+}
+
 static void test_self_connect(const char *dir)
 {
     char self[512], cmd[2048], out[4096];
@@ -2280,6 +2308,8 @@ int main(int argc, char **argv)
     if (in_netns) { /* test_port_wall's or test_self_connect's second half */
         if (!strcmp(argv[4], "self"))
             test_self_connect_in_netns(argv[3]);
+        if (!strcmp(argv[4], "self") && !strcmp(argv[3], "virtual"))
+            test_bench_default_port_in_netns();
         else
             test_port_wall_in_netns(argv[3], atoi(argv[4]));
         return check_done("test_faults (a private network namespace)");
