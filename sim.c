@@ -2817,6 +2817,111 @@ static uint64_t hist_quantile(const struct hist *h, double q)
 }
 
 /* ---- end of the shared latency histogram ---- */
+
+/* ---- Student's t and the CSV columns: the same text in sim.c and aggregator.c ---- */
+
+/* The 97.5% quantile of Student's t with df degrees of freedom: the factor of the two-sided
+ * 95% interval of the mean of df + 1 independent measurements. The published table to 30;
+ * beyond, the Cornish-Fisher expansion about the normal's 1.959964, within 0.001 of the exact
+ * quantile there (t(40) = 2.021, t(120) = 1.980). NAN for df < 1: one measurement says nothing
+ * of its spread. */
+static double stat_t975(int df)
+{
+    static const double t[31] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    if (df < 1)
+        return NAN;
+    if (df <= 30)
+        return t[df];
+    double z = 1.959964, z3 = z * z * z;
+    return z + (z3 + z) / (4.0 * df) + (5 * z3 * z * z + 16 * z3 + 3 * z) / (96.0 * df * df);
+}
+
+/* A column of a CSV that bench writes and sim --validate reads: one table per file, used by
+ * the writer (the header, in this order, and each value's format) and by the reader (which
+ * columns it needs, the range a value must lie in), so that the two cannot drift. A number
+ * lies in [lo, hi], or is -1 where `unknown` says the bench may not know it (written "-1",
+ * exactly); a word column (CSV_WORD) holds one of the words its reader lists. `digits`: the
+ * decimals the writer prints, -1 for %g. `need`: a file without the column is refused. */
+enum csv_type { CSV_NUMBER, CSV_WHOLE, CSV_WORD };
+struct csv_col {
+    const char *name;
+    unsigned char type, need, unknown;
+    signed char digits;
+    double lo, hi;
+};
+
+/* An X-macro row per column, X(id, name, type, need, unknown, digits, lo, hi): the enum of
+ * column indices and the table come from one list. */
+#define CSV_ENUM(id, ...) id,
+#define CSV_ROW(id, name, type, need, unknown, digits, lo, hi)                                     \
+    {name, type, need, unknown, digits, lo, hi},
+
+/* results.csv: a row per point of bench's grid (the mean of its runs, the median run's
+ * figures), in this order. */
+#define RES_COLUMNS(X)                                                                             \
+    X(RES_USERS, "users", CSV_WHOLE, 1, 0, 0, 1, 1e7)                                              \
+    X(RES_MODE, "mode", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(RES_POOL, "pool", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(RES_FANOUT, "fanout", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                            \
+    X(RES_DELAY_MS, "delay_ms", CSV_NUMBER, 1, 0, 0, 0, 3.6e6)                                     \
+    X(RES_THROUGHPUT, "throughput_rps", CSV_NUMBER, 1, 0, 2, 0, 1e12)                              \
+    X(RES_P50, "p50_ms", CSV_NUMBER, 1, 0, 3, 0, 1e12)                                             \
+    X(RES_P90, "p90_ms", CSV_NUMBER, 0, 0, 3, 0, 1e12)                                             \
+    X(RES_P99, "p99_ms", CSV_NUMBER, 1, 0, 3, 0, 1e12)                                             \
+    X(RES_THREADS, "peak_threads", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                    \
+    X(RES_RSS, "peak_rss_bytes", CSV_WHOLE, 1, 0, 0, 0, 1e15)                                      \
+    X(RES_CPU_US, "cpu_us_per_req", CSV_NUMBER, 0, 1, 1, 0, 1e12)                                  \
+    X(RES_IDEAL, "ideal_rps", CSV_NUMBER, 0, 0, 1, 0, 1e12)                                        \
+    X(RES_ERRORS, "errors", CSV_WHOLE, 0, 0, 0, 0, 1e15)                                           \
+    X(RES_OTHER_CPU_US, "other_cpu_us_per_req", CSV_NUMBER, 0, 1, 1, 0, 1e12)                      \
+    X(RES_RUNS, "runs", CSV_WHOLE, 0, 0, 0, 1, 1e6)                                                \
+    X(RES_CI_LOW, "throughput_ci95_low", CSV_NUMBER, 0, 0, 2, -1e12, 1e12)                         \
+    X(RES_CI_HIGH, "throughput_ci95_high", CSV_NUMBER, 0, 0, 2, 0, 1e12)                           \
+    X(RES_MIN, "throughput_min", CSV_NUMBER, 0, 0, 2, 0, 1e12)                                     \
+    X(RES_MAX, "throughput_max", CSV_NUMBER, 0, 0, 2, 0, 1e12)                                     \
+    X(RES_CLOSE_FIRST, "close_first", CSV_WORD, 0, 0, 0, 0, 0)                                     \
+    X(RES_PORT_LOW, "port_low", CSV_WHOLE, 0, 0, 0, 1, 65535)                                      \
+    X(RES_PORT_HIGH, "port_high", CSV_WHOLE, 0, 0, 0, 1, 65535)                                    \
+    X(RES_TW_REUSE, "tw_reuse", CSV_WHOLE, 0, 0, 0, 0, 2)                                          \
+    X(RES_FAILED_NO_PORT, "failed_no_port", CSV_NUMBER, 0, 1, 1, 0, 1e15)                          \
+    X(RES_FAILED, "failed", CSV_NUMBER, 0, 1, 1, 0, 1e15)                                          \
+    X(RES_ALLOC, "alloc_bytes_per_req", CSV_NUMBER, 0, 1, 0, 0, 1e15)                              \
+    X(RES_RAMPUP, "rampup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(RES_WARMUP, "warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(RES_WINDOW, "window_s", CSV_NUMBER, 0, 0, -1, 0.01, 3600)                                    \
+    X(RES_STEAL, "steal_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                         \
+    X(RES_FOREIGN, "foreign_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                     \
+    X(RES_JIT_WARMUP, "jit_warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                               \
+    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)
+enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
+static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
+
+/* bench --timeline: a row per second of each run of each cell, in this order. */
+#define TL_COLUMNS(X)                                                                              \
+    X(TLC_SERVER, "server", CSV_WORD, 1, 0, 0, 0, 0)                                               \
+    X(TLC_MODE, "mode", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(TLC_POOL, "pool", CSV_WORD, 1, 0, 0, 0, 0)                                                   \
+    X(TLC_CLOSE_FIRST, "close_first", CSV_WORD, 1, 0, 0, 0, 0)                                     \
+    X(TLC_USERS, "users", CSV_WHOLE, 1, 0, 0, 1, 1e7)                                              \
+    X(TLC_FANOUT, "fanout", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                            \
+    X(TLC_DELAY_MS, "delay_ms", CSV_NUMBER, 1, 0, -1, 0, 3.6e6)                                    \
+    X(TLC_PORT_LOW, "port_low", CSV_WHOLE, 1, 0, 0, 1, 65535)                                      \
+    X(TLC_PORT_HIGH, "port_high", CSV_WHOLE, 1, 0, 0, 1, 65535)                                    \
+    X(TLC_TW_REUSE, "tw_reuse", CSV_WHOLE, 1, 0, 0, 0, 2)                                          \
+    X(TLC_RAMPUP, "rampup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                                       \
+    X(TLC_RUN, "run", CSV_WHOLE, 1, 0, 0, 1, 1e6)                                                  \
+    X(TLC_T, "t_s", CSV_WHOLE, 1, 0, 0, 1, 3600)                                                   \
+    X(TLC_SERVED, "served", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                           \
+    X(TLC_FAILED, "failed", CSV_WHOLE, 1, 0, 0, 0, 1e12)                                           \
+    X(TLC_NO_PORT, "failed_no_port", CSV_WHOLE, 1, 1, 0, 0, 1e12)                                  \
+    X(TLC_TIME_WAIT, "time_wait", CSV_WHOLE, 1, 0, 0, 0, 1e12)
+enum tl_col { TL_COLUMNS(CSV_ENUM) TLC_N };
+static const struct csv_col tl_cols[TLC_N] = {TL_COLUMNS(CSV_ROW)};
+
+/* ---- end of Student's t and the CSV columns ---- */
 #pragma GCC diagnostic pop
 
 /* A model's histograms live on the heap (each is tens of KiB); model_init makes them. */
@@ -4503,22 +4608,6 @@ static uint64_t rep_seed(uint64_t seed, int i)
     return i == 0 ? seed : rng_key(seed, 0x7265706c69636174ull, (uint64_t)i);
 }
 
-/* Student's t quantile t(0.975, df): a table to 30, then the Cornish-Fisher expansion
- * (within 0.001 of the exact value beyond 30). */
-static double rep_t975(int df)
-{
-    static const double t[31] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-    if (df < 1)
-        return NAN;
-    if (df <= 30)
-        return t[df];
-    double z = 1.959964, z3 = z * z * z;
-    return z + (z3 + z) / (4.0 * df) + (5 * z3 * z * z + 16 * z3 + 3 * z) / (96.0 * df * df);
-}
-
 /* The width (ms) of the latency histogram's bucket that holds v ms: a percentile's resolution.
  * Samples that agree on a percentile agree on its bucket, not on its value. */
 static double rep_bucket_ms(double v)
@@ -4537,7 +4626,7 @@ static void rep_ci_rows(const struct result *xs, int n, struct result *half)
             sum += rep_get(&xs[k], row);
         for (int k = 0; k < n; k++)
             ss += (rep_get(&xs[k], row) - sum / n) * (rep_get(&xs[k], row) - sum / n);
-        *out = row->ci && n > 1 ? rep_t975(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
+        *out = row->ci && n > 1 ? stat_t975(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
         if (*out < 1e-9 * fabs(sum / n)) /* equal samples: rounding, not spread */
             *out = 0;
         if (row->ci == CI_PERCENTILE && *out < rep_bucket_ms(sum / n))
@@ -5714,35 +5803,35 @@ static int trace_close(struct trace *tr)
  * prediction beside measurement. The scenario of a point is built from text through scn_set,
  * so it is checked like any scenario, and the calibration file and --set apply on top. */
 
-/* The columns a results CSV must have, in any order (more are ignored): these, and each
- * metric's (val_metrics, by its JSON name). The bench also writes the load generator's
- * warm-up and measured window: the point is then simulated over the same [warmup, warmup +
- * window], transient included (with 5000 users queued for 200 threads, a 3 s window sees the
- * first queue drain, not the steady state). */
-enum val_col { VC_USERS, VC_MODE, VC_POOL, VC_FANOUT, VC_DELAY, VC_N };
-static const char *const val_cols[VC_N] = {"users", "mode", "pool", "fanout", "delay_ms"};
+/* A results CSV is read through res_cols (the shared block, II.3): its columns in any order
+ * (more are ignored); a file without a column whose `need` is set is refused, and each value
+ * read lies in its column's range. The bench also writes the load generator's warm-up and
+ * measured window: the point is then simulated over the same [warmup, warmup + window],
+ * transient included (with 5000 users queued for 200 threads, a 3 s window sees the first
+ * queue drain, not the steady state). */
 
 /* The metrics compared, measured vs predicted. */
 enum val_metric { VM_RPS, VM_P50, VM_P99, VM_THREADS, VM_RSS, VM_N };
 static const struct {
-    const char *json, *label, *summary; /* summary: its name in --json's summary keys */
+    int col;                     /* enum res_col: its column, named as --json names it */
+    const char *label, *summary; /* summary: its name in --json's summary keys */
     size_t off;
 } val_metrics[VM_N] = {
-    {"throughput_rps", "req/s", "throughput", RR(throughput_rps)},
-    {"p50_ms", "p50 ms", "p50", RR(p50)},
-    {"p99_ms", "p99 ms", "p99", RR(p99)},
-    {"peak_threads", "threads", "threads", RR(peak_os_threads)},
-    {"peak_rss_bytes", "RSS MiB", "rss", RR(peak_rss)},
+    {RES_THROUGHPUT, "req/s", "throughput", RR(throughput_rps)},
+    {RES_P50, "p50 ms", "p50", RR(p50)},
+    {RES_P99, "p99 ms", "p99", RR(p99)},
+    {RES_THREADS, "threads", "threads", RR(peak_os_threads)},
+    {RES_RSS, "RSS MiB", "rss", RR(peak_rss)},
 };
 
 /* steal_pct: the share of the cores' time the hypervisor took during the window. It is
  * printed beside the errors: on a VM, a point with much steal is a disturbed measurement. */
 enum { VC_WARMUP, VC_WINDOW, VC_STEAL, VC_RAMPUP, VC_OPTIONAL_N };
 static const struct {
-    const char *name;
-    double def, max; /* def: s, s (a steady state); -1 = unknown; s (users started together) */
-} val_optional_cols[VC_OPTIONAL_N] = {
-    {"warmup_s", 5, 3600}, {"window_s", 15, 3600}, {"steal_pct", -1, 100}, {"rampup_s", 0, 3600}};
+    int col;    /* enum res_col */
+    double def; /* when absent: s, s (a steady state); -1 = unknown; s (users started together) */
+} val_conditions[VC_OPTIONAL_N] = {
+    {RES_WARMUP, 5}, {RES_WINDOW, 15}, {RES_STEAL, -1}, {RES_RAMPUP, 0}};
 
 /* The server a row measured (its `server` column; a CSV without one is the C aggregator's):
  * one validation compares one server. For the JVM two figures have no model: its RSS
@@ -5780,18 +5869,9 @@ enum {
     VX_FAILED_NO_PORT,
     VX_N
 };
-static const char *const val_extra_cols[VX_N] = {"runs",
-                                                 "throughput_ci95_low",
-                                                 "throughput_ci95_high",
-                                                 "throughput_min",
-                                                 "throughput_max",
-                                                 "port_low",
-                                                 "port_high",
-                                                 "tw_reuse",
-                                                 "failed",
-                                                 "failed_no_port"};
-static const double val_extra_max[VX_N] = {1e6,   1e12,  1e12, 1e12, 1e12,
-                                           65535, 65535, 2,    1e15, 1e15};
+static const int val_extra_cols[VX_N] = {RES_RUNS,   RES_CI_LOW,        RES_CI_HIGH,   RES_MIN,
+                                         RES_MAX,    RES_PORT_LOW,      RES_PORT_HIGH, RES_TW_REUSE,
+                                         RES_FAILED, RES_FAILED_NO_PORT}; /* enum res_col */
 
 /* What a prediction says beyond the metrics: the failures over the window, and the bound. */
 struct val_prediction {
@@ -5984,13 +6064,10 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
 #define VAL_MAX_FILE   (64 << 20)
 #define VAL_MAX_FIELDS 64
 
-/* Where each column is: col[] for the required ones (col[VC_N + k]: metric k's), opt[] (-1
- * if absent) for the rest. */
+/* Where each column of res_cols is in the header, -1 where absent. */
 struct val_columns {
     int n; /* fields in the header: every row has as many */
-    int col[VC_N + VM_N], opt[VC_OPTIONAL_N], extra[VX_N];
-    int server;      /* the `server` column, -1 if absent */
-    int close_first; /* the `close_first` column, -1 if absent */
+    int at[RES_N];
 };
 
 /* Is this metric of this point left unmodelled (no prediction, no error)? */
@@ -6007,45 +6084,62 @@ static int val_column(char **field, int n, const char *name)
     return -1;
 }
 
-static int val_header(char **field, int n, struct val_columns *c, const struct scn_src *src)
+/* Where each of a table's columns is in a header (at[k], -1 where absent); -1 after a
+ * message naming the first column the table needs and the header lacks (in `what`). */
+static int val_find_columns(char **field, int n, const struct csv_col *cols, int ncols, int *at,
+                            const char *what, const struct scn_src *src)
 {
-    c->n = n;
-    for (int k = 0; k < VC_N + VM_N; k++) {
-        const char *name = k < VC_N ? val_cols[k] : val_metrics[k - VC_N].json;
-        if ((c->col[k] = val_column(field, n, name)) < 0)
-            return scn_fail(src, "no column '%s' in the header", name);
-    }
-    for (int k = 0; k < VC_OPTIONAL_N; k++)
-        c->opt[k] = val_column(field, n, val_optional_cols[k].name);
-    for (int k = 0; k < VX_N; k++)
-        c->extra[k] = val_column(field, n, val_extra_cols[k]);
-    c->server = val_column(field, n, "server");
-    c->close_first = val_column(field, n, "close_first");
+    for (int k = 0; k < ncols; k++)
+        if ((at[k] = val_column(field, n, cols[k].name)) < 0 && cols[k].need)
+            return scn_fail(src, "no column '%s' in %s", cols[k].name, what);
     return 0;
 }
 
-/* The extra columns of a row: numbers (-1 and `-` are unknown), close_first a word. */
+/* A value of a column: a number in the column's [lo, hi] (whole in a CSV_WHOLE column), or
+ * -1 in a column that may be unknown (*out is then NAN). 0, or -1: the caller says why. */
+static int val_value(const struct csv_col *col, const char *v, double *out)
+{
+    if (val_number(v, out) < 0)
+        return -1;
+    if (col->unknown && *out == -1) {
+        *out = NAN;
+        return 0;
+    }
+    return *out >= col->lo && *out <= col->hi && (col->type != CSV_WHOLE || *out == floor(*out))
+               ? 0
+               : -1;
+}
+
+static int val_header(char **field, int n, struct val_columns *c, const struct scn_src *src)
+{
+    c->n = n;
+    return val_find_columns(field, n, res_cols, RES_N, c->at, "the header", src);
+}
+
+/* The field of column k (enum res_col) in a row, `absent` where the CSV has no such column. */
+static const char *val_field(char **field, const struct val_columns *c, int k, const char *absent)
+{
+    return c->at[k] >= 0 ? field[c->at[k]] : absent;
+}
+
+/* The extra columns of a row: numbers (`-` is absent, -1 unknown where the column says so),
+ * close_first a word. */
 static int val_extra(char **field, const struct val_columns *c, struct val_point *pt,
                      const struct scn_src *src)
 {
     for (int k = 0; k < VX_N; k++) {
-        const char *v = c->extra[k] >= 0 ? field[c->extra[k]] : "-";
+        const struct csv_col *col = &res_cols[val_extra_cols[k]];
+        const char *v = val_field(field, c, val_extra_cols[k], "-");
         pt->extra[k] = NAN;
-        if (!strcmp(v, "-"))
-            continue;
-        if (val_number(v, &pt->extra[k]) < 0 || (pt->extra[k] < 0 && pt->extra[k] != -1) ||
-            pt->extra[k] > val_extra_max[k])
-            return scn_fail(src, "%s: '%s' is not a number from 0 to %g (or -1, unknown)",
-                            val_extra_cols[k], v, val_extra_max[k]);
-        if (pt->extra[k] == -1) /* the bench's word for unknown, as -1 or -1.0 */
-            pt->extra[k] = NAN;
+        if (strcmp(v, "-") && val_value(col, v, &pt->extra[k]) < 0)
+            return scn_fail(src, "%s: '%s' is not a number from %g to %g%s", col->name, v, col->lo,
+                            col->hi, col->unknown ? " (or -1, unknown)" : "");
     }
     if (pt->extra[VX_PORT_LOW] > pt->extra[VX_PORT_HIGH] ||
-        isnan(pt->extra[VX_PORT_LOW]) != isnan(pt->extra[VX_PORT_HIGH]) ||
-        pt->extra[VX_PORT_LOW] < 1)
+        isnan(pt->extra[VX_PORT_LOW]) != isnan(pt->extra[VX_PORT_HIGH]))
         return scn_fail(src, "port_low %g and port_high %g are not a range of ports",
                         pt->extra[VX_PORT_LOW], pt->extra[VX_PORT_HIGH]);
-    const char *closer = c->close_first >= 0 ? field[c->close_first] : "-";
+    const char *closer = val_field(field, c, RES_CLOSE_FIRST, "-");
     pt->close_first = -1;
     for (int k = 0; k < CLOSE_N; k++)
         pt->close_first = !strcmp(closer, net_closer_names[k]) ? k : pt->close_first;
@@ -6059,22 +6153,47 @@ static int val_shape(char **field, const struct val_columns *c, struct val_point
                      const struct scn_src *src)
 {
     double users, fanout;
-    const char *f = field[c->col[VC_FANOUT]];
-    if (val_number(field[c->col[VC_USERS]], &users) < 0 || users < 1 || users > 1e7 ||
-        users != floor(users))
-        return scn_fail(src, "users '%s' is not a whole number from 1 to 10000000",
-                        field[c->col[VC_USERS]]);
-    if (val_number(f, &fanout) < 0 || fanout < 1 || fanout != floor(fanout))
-        return scn_fail(src, "fanout '%s' is not a whole number >= 1", f);
+    const char *u = field[c->at[RES_USERS]], *f = field[c->at[RES_FANOUT]],
+               *d = field[c->at[RES_DELAY_MS]];
+    const struct csv_col *cu = &res_cols[RES_USERS], *cf = &res_cols[RES_FANOUT],
+                         *cd = &res_cols[RES_DELAY_MS];
+    if (val_value(cu, u, &users) < 0)
+        return scn_fail(src, "users '%s' is not a whole number from %.0f to %.0f", u, cu->lo,
+                        cu->hi);
+    if (val_value(cf, f, &fanout) < 0)
+        return scn_fail(src, "fanout '%s' is not a whole number from %.0f to %.0f", f, cf->lo,
+                        cf->hi);
     if (fanout > MAX_STEPS) /* the program is call(backend)*fanout: a step per call */
         return scn_fail(src, "fanout %s: the simulator runs at most %d calls per request", f,
                         MAX_STEPS);
-    if (val_number(field[c->col[VC_DELAY]], &pt->delay_ms) < 0 || pt->delay_ms < 0 ||
-        pt->delay_ms > 3.6e6)
-        return scn_fail(src, "delay_ms '%s' is not a number from 0 to 3600000",
-                        field[c->col[VC_DELAY]]);
+    if (val_value(cd, d, &pt->delay_ms) < 0)
+        return scn_fail(src, "delay_ms '%s' is not a number from %.0f to %.0f", d, cd->lo, cd->hi);
     pt->users = (long)users;
     pt->fanout = (int)fanout;
+    return 0;
+}
+
+/* The measured metrics and the conditions (warm-up, window, steal, ramp-up) of a row. */
+static int val_measured(char **field, const struct val_columns *c, struct val_point *pt,
+                        const struct scn_src *src)
+{
+    for (int k = 0; k < VM_N; k++) {
+        const struct csv_col *col = &res_cols[val_metrics[k].col];
+        const char *v = field[c->at[val_metrics[k].col]];
+        if (val_value(col, v, &pt->measured[k]) < 0)
+            return scn_fail(src, "%s: '%s' is not a number from %g to %g", col->name, v, col->lo,
+                            col->hi);
+    }
+    for (int k = 0; k < VC_OPTIONAL_N; k++) {
+        const struct csv_col *col = &res_cols[val_conditions[k].col];
+        const char *v = val_field(field, c, val_conditions[k].col, NULL);
+        pt->conditions[k] = val_conditions[k].def;
+        if (v && val_value(col, v, &pt->conditions[k]) < 0)
+            return scn_fail(src, "%s: '%s' is not a number from %g to %g", col->name, v, col->lo,
+                            col->hi);
+        if (isnan(pt->conditions[k])) /* unknown: as absent */
+            pt->conditions[k] = val_conditions[k].def;
+    }
     return 0;
 }
 
@@ -6084,7 +6203,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
 {
     if (n != c->n)
         return scn_fail(src, "%d fields, the header has %d", n, c->n);
-    const char *mode = field[c->col[VC_MODE]], *pool = field[c->col[VC_POOL]];
+    const char *mode = field[c->at[RES_MODE]], *pool = field[c->at[RES_POOL]];
     *pt = (struct val_point){.line = src->line};
     pt->mode = model_named(mode);
     pt->pooled = !strcmp(pool, "on") || !strcmp(pool, "1")    ? 1
@@ -6092,7 +6211,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
                                                               : -1;
     if (pt->mode < 0)
         return scn_fail(src, "mode '%s' is not platform or virtual", mode);
-    const char *server = c->server >= 0 ? field[c->server] : "c";
+    const char *server = val_field(field, c, RES_SERVER, "c");
     pt->server = val_server_named(server);
     if (pt->server < 0)
         return scn_fail(src, "server '%s' is not c or java", server);
@@ -6100,21 +6219,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
         return scn_fail(src, "pool '%s' is not on or off", pool);
     if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0)
         return -1;
-    for (int k = 0; k < VM_N; k++) {
-        const char *v = field[c->col[VC_N + k]];
-        if (val_number(v, &pt->measured[k]) < 0 || pt->measured[k] < 0)
-            return scn_fail(src, "%s: '%s' is not a number >= 0", val_metrics[k].json, v);
-    }
-    for (int k = 0; k < VC_OPTIONAL_N; k++) {
-        const char *v = c->opt[k] >= 0 ? field[c->opt[k]] : NULL;
-        pt->conditions[k] = val_optional_cols[k].def;
-        if (v && (val_number(v, &pt->conditions[k]) < 0 ||
-                  pt->conditions[k] < (k == VC_WINDOW ? 0.01 : 0) ||
-                  pt->conditions[k] > val_optional_cols[k].max))
-            return scn_fail(src, "%s: '%s' is not a number from 0 to %g", val_optional_cols[k].name,
-                            v, val_optional_cols[k].max);
-    }
-    return 0;
+    return val_measured(field, c, pt, src);
 }
 
 /* The rows of one server: `server` (enum val_server) keeps those and skips the others; -1
@@ -6277,7 +6382,7 @@ static double val_fail_frac(const struct val_point *p, int k)
 /* The standard error of a mean from its Student-t 95% interval over `runs` runs. */
 static double val_se(const struct val_point *p)
 {
-    return (p->extra[VX_CI_HIGH] - p->extra[VX_CI_LOW]) / 2 / rep_t975((int)p->extra[VX_RUNS] - 1);
+    return (p->extra[VX_CI_HIGH] - p->extra[VX_CI_LOW]) / 2 / stat_t975((int)p->extra[VX_RUNS] - 1);
 }
 
 /* The ratio v / pl of two measured means and its 95% interval by the delta method on the log
@@ -6297,7 +6402,7 @@ static double val_ratio(const struct val_point *v, const struct val_point *pl, d
     }
     double df =
         var * var / (pow(a, 4) / (v->extra[VX_RUNS] - 1) + pow(b, 4) / (pl->extra[VX_RUNS] - 1));
-    double t = rep_t975((int)floor(df)), half = t * sqrt(var);
+    double t = stat_t975((int)floor(df)), half = t * sqrt(var);
     *lo = r * exp(-half);
     *hi = r * exp(half);
     return r;
@@ -6583,7 +6688,7 @@ static int val_series_predict(struct val_series *sr, const struct val_point *p, 
                 ss += (x[k][r] - mean) * (x[k][r] - mean);
             sr->mean[k][j] = mean;
             sr->half[k][j] =
-                rep_t975(VAL_BAND_REPS - 1) * sqrt(ss / (VAL_BAND_REPS - 1) / VAL_BAND_REPS);
+                stat_t975(VAL_BAND_REPS - 1) * sqrt(ss / (VAL_BAND_REPS - 1) / VAL_BAND_REPS);
         }
     }
     return 0;
@@ -6648,9 +6753,10 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
         fputs(": |relative error| median (max):", out);
         for (int k = 0; k < VM_N; k++)
             if (val_summary(p, n, k, calm, &med, &max))
-                fprintf(out, "  %s %.1f%% (%.1f%%)", val_metrics[k].json, 100 * med, 100 * max);
+                fprintf(out, "  %s %.1f%% (%.1f%%)", res_cols[val_metrics[k].col].name, 100 * med,
+                        100 * max);
             else
-                fprintf(out, "  %s not modelled", val_metrics[k].json);
+                fprintf(out, "  %s not modelled", res_cols[val_metrics[k].col].name);
         fputc('\n', out);
     }
     if (n && p[0].server == VS_JAVA) /* one server a validation (val_keep) */
@@ -6671,7 +6777,8 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
         for (int k = 0; k < VM_N; k++) { /* an unmodelled metric: null, and says so */
             int un = val_unmodelled(&p[i], k);
             double pr = p[i].predicted[k];
-            fprintf(out, ", \"%s\": {\"measured\": %.6g", val_metrics[k].json, p[i].measured[k]);
+            fprintf(out, ", \"%s\": {\"measured\": %.6g", res_cols[val_metrics[k].col].name,
+                    p[i].measured[k]);
             rep_json_number(out, ", \"predicted\": ", "%.6g", un ? NAN : pr);
             rep_json_number(out, ", \"rel_error\": ", "%.6g",
                             un ? NAN : val_rel(p[i].measured[k], pr));
@@ -6716,28 +6823,9 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
  * client's pace: not predicted). Runs of one cell are averaged second by second. */
 
 enum tl_series { TL_SERVED, TL_FAILED, TL_NO_PORT, TL_TIME_WAIT, TL_N };
-static const char *const tl_cols[] = {
-    "server",   "mode",     "pool",           "close_first", "users", "fanout",
-    "delay_ms", "port_low", "port_high",      "tw_reuse",    "run",   "t_s",
-    "served",   "failed",   "failed_no_port", "time_wait"};
-enum {
-    TC_SERVER,
-    TC_MODE,
-    TC_POOL,
-    TC_CLOSE,
-    TC_USERS,
-    TC_FANOUT,
-    TC_DELAY,
-    TC_PORT_LOW,
-    TC_PORT_HIGH,
-    TC_TW_REUSE,
-    TC_RUN,
-    TC_T,
-    TC_SERVED, /* the four series, in enum tl_series order */
-    TC_N = TC_SERVED + TL_N
-};
-#define TC_RAMPUP    TC_N /* an optional column: the load's ramp-up in s, 0 when absent */
-#define TL_MAX_S     3600 /* seconds of one cell */
+/* The columns are tl_cols' (the shared block, II.3); the four series are TLC_SERVED on, in
+ * enum tl_series order. */
+#define TL_MAX_S     3600 /* seconds of one cell: tl_cols[TLC_T].hi */
 #define TL_MAX_CELLS 16
 #define TL_STEP      (10 * MS) /* the prediction's look for its first no_port */
 #define TL_TW_S      60        /* s: Linux's TIME_WAIT, hard-coded (TCP_TIMEWAIT_LEN) */
@@ -6773,17 +6861,20 @@ static int tl_is_timeline(const char *path)
     if (!f)
         return 0;
     int yes = fgets(line, sizeof line, f) &&
-              val_column(field, val_split(line, field, VAL_MAX_FIELDS), "t_s") >= 0;
+              val_column(field, val_split(line, field, VAL_MAX_FIELDS), tl_cols[TLC_T].name) >= 0;
     fclose(f);
     return yes;
 }
 
-/* A whole number from lo to hi, or -1 after a message naming the column. */
-static int tl_whole(const char *v, const char *col, double lo, double hi, double *out,
-                    const struct scn_src *src)
+/* Column k (enum tl_col) of a row by tl_cols' rule, or -1 after a message naming it. */
+static int tl_value(char **f, const int *col, int k, double *out, const struct scn_src *src)
 {
-    if (val_number(v, out) < 0 || *out < lo || *out > hi || *out != floor(*out))
-        return scn_fail(src, "%s: '%s' is not a whole number from %g to %g", col, v, lo, hi);
+    const struct csv_col *c = &tl_cols[k];
+    const char *v = col[k] >= 0 ? f[col[k]] : "0"; /* only rampup_s may be absent: 0 s */
+    if (val_value(c, v, out) < 0)
+        return scn_fail(src, "%s: '%s' is not a %s from %g to %g%s", c->name, v,
+                        c->type == CSV_WHOLE ? "whole number" : "number", c->lo, c->hi,
+                        c->unknown ? " (or -1, unknown)" : "");
     return 0;
 }
 
@@ -6794,7 +6885,8 @@ static int tl_conditions(char **f, const int *col, struct val_point *pt, const s
     *pt = (struct val_point){.line = src->line, .close_first = -1};
     for (int k = 0; k < VX_N; k++)
         pt->extra[k] = NAN;
-    const char *mode = f[col[TC_MODE]], *pool = f[col[TC_POOL]], *srv = f[col[TC_SERVER]];
+    const char *mode = f[col[TLC_MODE]], *pool = f[col[TLC_POOL]], *srv = f[col[TLC_SERVER]];
+    const char *closer = f[col[TLC_CLOSE_FIRST]];
     pt->mode = model_named(mode);
     pt->pooled = !strcmp(pool, "on") ? 1 : !strcmp(pool, "off") ? 0 : -1;
     pt->server = val_server_named(srv);
@@ -6803,27 +6895,29 @@ static int tl_conditions(char **f, const int *col, struct val_point *pt, const s
                         "mode '%s', pool '%s', server '%s': want platform|virtual, on|off, c|java",
                         mode, pool, srv);
     for (int k = 0; k < CLOSE_N; k++)
-        pt->close_first = !strcmp(f[col[TC_CLOSE]], net_closer_names[k]) ? k : pt->close_first;
-    if (pt->close_first < 0 && strcmp(f[col[TC_CLOSE]], "-"))
-        return scn_fail(src, "close_first '%s' is not client, server or -", f[col[TC_CLOSE]]);
-    if (tl_whole(f[col[TC_USERS]], "users", 1, 1e7, &x, src) < 0)
+        pt->close_first = !strcmp(closer, net_closer_names[k]) ? k : pt->close_first;
+    if (pt->close_first < 0 && strcmp(closer, "-"))
+        return scn_fail(src, "close_first '%s' is not client, server or -", closer);
+    if (tl_value(f, col, TLC_USERS, &x, src) < 0)
         return -1;
     pt->users = (long)x;
-    if (tl_whole(f[col[TC_FANOUT]], "fanout", 1, MAX_STEPS, &x, src) < 0)
+    if (tl_value(f, col, TLC_FANOUT, &x, src) < 0)
         return -1;
+    if (x > MAX_STEPS) /* the program is call(backend)*fanout: a step per call */
+        return scn_fail(src, "fanout %.0f: the simulator runs at most %d calls per request", x,
+                        MAX_STEPS);
     pt->fanout = (int)x;
-    if (val_number(f[col[TC_DELAY]], &pt->delay_ms) < 0 || pt->delay_ms < 0 || pt->delay_ms > 3.6e6)
-        return scn_fail(src, "delay_ms '%s' is not a number from 0 to 3600000", f[col[TC_DELAY]]);
-    if (tl_whole(f[col[TC_PORT_LOW]], "port_low", 1, 65535, &lo, src) < 0 ||
-        tl_whole(f[col[TC_PORT_HIGH]], "port_high", lo, 65535, &hi, src) < 0 ||
-        tl_whole(f[col[TC_TW_REUSE]], "tw_reuse", 0, 2, &reuse, src) < 0)
+    if (tl_value(f, col, TLC_DELAY_MS, &pt->delay_ms, src) < 0 ||
+        tl_value(f, col, TLC_PORT_LOW, &lo, src) < 0 ||
+        tl_value(f, col, TLC_PORT_HIGH, &hi, src) < 0 ||
+        tl_value(f, col, TLC_TW_REUSE, &reuse, src) < 0 ||
+        tl_value(f, col, TLC_RAMPUP, &pt->conditions[VC_RAMPUP], src) < 0)
         return -1;
+    if (hi < lo)
+        return scn_fail(src, "port_high: '%s' is not a whole number from %g to %g",
+                        f[col[TLC_PORT_HIGH]], lo, tl_cols[TLC_PORT_HIGH].hi);
     pt->extra[VX_PORT_LOW] = lo, pt->extra[VX_PORT_HIGH] = hi, pt->extra[VX_TW_REUSE] = reuse;
     pt->conditions[VC_STEAL] = -1;
-    const char *ramp = col[TC_RAMPUP] >= 0 ? f[col[TC_RAMPUP]] : "0";
-    if (val_number(ramp, &pt->conditions[VC_RAMPUP]) < 0 || !(pt->conditions[VC_RAMPUP] >= 0) ||
-        pt->conditions[VC_RAMPUP] > 3600)
-        return scn_fail(src, "rampup_s '%s' is not a number from 0 to 3600", ramp);
     return 0;
 }
 
@@ -6859,21 +6953,14 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
     double run, t, v[TL_N];
     if (n != nhead)
         return scn_fail(src, "%d fields, the header has %d", n, nhead);
-    if (tl_conditions(f, col, &pt, src) < 0 ||
-        tl_whole(f[col[TC_RUN]], "run", 1, 1e6, &run, src) < 0 ||
-        tl_whole(f[col[TC_T]], "t_s", 1, TL_MAX_S, &t, src) < 0)
+    if (tl_conditions(f, col, &pt, src) < 0 || tl_value(f, col, TLC_RUN, &run, src) < 0 ||
+        tl_value(f, col, TLC_T, &t, src) < 0)
         return -1;
-    /* A negative no_port is unknown: -1 when the server's /metrics did not answer that second
-     * or the one before, less when its counter went back (a bench that predates the check).
-     * It makes that second's mean unknown, shown as '-' and left out. */
-    for (int k = 0; k < TL_N; k++) {
-        const char *x = f[col[TC_SERVED + k]];
-        if (val_number(x, &v[k]) < 0 || v[k] > 1e12 || (v[k] < 0 && k != TL_NO_PORT))
-            return scn_fail(src, "%s: '%s' is not a number from 0 to 1e12", tl_cols[TC_SERVED + k],
-                            x);
-        if (v[k] < 0)
-            v[k] = NAN;
-    }
+    /* no_port is -1, unknown, when the server's /metrics did not answer that second or the
+     * one before: that second's mean is then unknown, shown as '-' and left out. */
+    for (int k = 0; k < TL_N; k++)
+        if (tl_value(f, col, TLC_SERVED + k, &v[k], src) < 0)
+            return -1;
     struct tl_cell *x = tl_cell_of(c, nc, &pt, src);
     if (!x)
         return -1;
@@ -6908,17 +6995,14 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
         return -1;
     struct scn_text text = {fp, {path, 0, err, errlen}, 0, VAL_MAX_FILE};
     char line[VAL_MAX_LINE], *f[VAL_MAX_FIELDS];
-    int col[TC_N + 1], nhead = 0, rc;
+    int col[TLC_N], nhead = 0, rc;
     *nc = 0;
     while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
         int n = val_split(line, f, VAL_MAX_FIELDS);
         if (text.src.line == 1) {
             nhead = n;
-            for (int k = 0; k < TC_N && rc > 0; k++)
-                if ((col[k] = val_column(f, n, tl_cols[k])) < 0)
-                    rc = scn_fail(&text.src, "no column '%s' in the timeline's header", tl_cols[k]);
-            col[TC_RAMPUP] = val_column(f, n, "rampup_s");
-            if (rc < 0)
+            if ((rc = val_find_columns(f, n, tl_cols, TLC_N, col, "the timeline's header",
+                                       &text.src)) < 0)
                 break;
             continue;
         }
@@ -7044,9 +7128,37 @@ static double tl_fail_frac(double *const *x, int n)
     return f + d > 0 ? f / (f + d) : 0;
 }
 
+/* What a cell's text and JSON say beneath its seconds, computed once for both. */
+struct tl_summary {
+    int wall;                      /* a wall, measured or predicted: the after_* fields hold */
+    int from, to;                  /* the window after it, [from, to) in second indices */
+    double meas_rps, pred_rps;     /* req/s over that window, else over the whole run */
+    double first_meas, first_pred; /* served in the first TIME_WAIT period (NAN: no wall, or
+                                      a run shorter than the period) */
+    double fail_meas, fail_pred;   /* the run's failure fraction (pred NAN: not predicted) */
+    double failed_after;           /* measured failures a second after the wall */
+};
+
+static void tl_summarise(const struct tl_cell *c, struct tl_summary *s)
+{
+    *s = (struct tl_summary){.from = 0, .to = c->n};
+    s->wall = tl_after_window(c, &s->from, &s->to);
+    if (!s->wall)
+        s->from = 0, s->to = c->n;
+    s->meas_rps = tl_mean(c->meas[TL_SERVED], s->from, s->to);
+    s->pred_rps = tl_mean(c->pred[TL_SERVED], s->from, s->to);
+    s->first_meas = s->wall ? tl_first_period(c, c->meas[TL_SERVED]) : NAN;
+    s->first_pred = s->wall ? tl_first_period(c, c->pred[TL_SERVED]) : NAN;
+    s->fail_meas = tl_fail_frac(c->meas, c->n);
+    s->fail_pred = tl_fail_frac(c->pred, c->n);
+    s->failed_after = tl_mean(c->meas[TL_FAILED], s->from, s->to);
+}
+
 static void tl_print_cell(FILE *out, const struct tl_cell *c)
 {
     const struct val_point *p = &c->pt;
+    struct tl_summary s;
+    tl_summarise(c, &s);
     fprintf(out,
             "\n%s %s, pool %s, closer %s, %ld users, %d x %g ms, ports %.0f-%.0f, tw_reuse %.0f, "
             "TIME_WAIT %d s, %d run%s averaged\n",
@@ -7078,45 +7190,40 @@ static void tl_print_cell(FILE *out, const struct tl_cell *c)
         fputs("none", out);
     else
         fprintf(out, "%.2f s (in second %.0f)", c->wall_pred, ceil(c->wall_pred));
-    int from = 0, to = 0;
-    if (tl_after_window(c, &from, &to))
+    if (s.wall)
         fprintf(out,
                 "\nthroughput after the wall, seconds %d-%d (%d s%s): measured %.1f req/s, "
                 "predicted %.1f (%+.1f%%)",
-                from + 1, to, to - from,
-                to - from >= TL_TW_S ? ": at least one TIME_WAIT period" : ", less than TIME_WAIT",
-                tl_mean(c->meas[TL_SERVED], from, to), tl_mean(c->pred[TL_SERVED], from, to),
-                100 * val_rel(tl_mean(c->meas[TL_SERVED], from, to),
-                              tl_mean(c->pred[TL_SERVED], from, to)));
+                s.from + 1, s.to, s.to - s.from,
+                s.to - s.from >= TL_TW_S ? ": at least one TIME_WAIT period"
+                                         : ", less than TIME_WAIT",
+                s.meas_rps, s.pred_rps, 100 * val_rel(s.meas_rps, s.pred_rps));
     else
         fprintf(out, "\nno wall: throughput over the run measured %.1f req/s, predicted %.1f",
-                tl_mean(c->meas[TL_SERVED], 0, c->n), tl_mean(c->pred[TL_SERVED], 0, c->n));
-    double m = tl_first_period(c, c->meas[TL_SERVED]), pr = tl_first_period(c, c->pred[TL_SERVED]);
-    if (tl_after_window(c, &from, &to) && !isnan(m))
+                s.meas_rps, s.pred_rps);
+    if (!isnan(s.first_meas))
         fprintf(out,
                 "\nserved in the first TIME_WAIT period (seconds 1-%d, before any port can come "
                 "back): measured %.0f, predicted %.0f (%+.1f%%); at most the range's worth, %.0f "
                 "ports / %d calls = %.0f",
-                TL_TW_S, m, pr, 100 * val_rel(m, pr),
-                c->pt.extra[VX_PORT_HIGH] - c->pt.extra[VX_PORT_LOW] + 1, c->pt.fanout,
-                tl_range_worth(c));
-    double pf = tl_fail_frac(c->pred, c->n);
-    if (isnan(pf)) {
-        if (tl_after_window(c, &from, &to))
+                TL_TW_S, s.first_meas, s.first_pred, 100 * val_rel(s.first_meas, s.first_pred),
+                p->extra[VX_PORT_HIGH] - p->extra[VX_PORT_LOW] + 1, p->fanout, tl_range_worth(c));
+    if (isnan(s.fail_pred)) {
+        if (s.wall)
             fprintf(out,
                     "\nfailures after the wall: measured %.0f a second (%.1f%% of the run's "
                     "requests); ",
-                    tl_mean(c->meas[TL_FAILED], from, to), 100 * tl_fail_frac(c->meas, c->n));
+                    s.failed_after, 100 * s.fail_meas);
         else
             fprintf(out, "\nfailures: measured %.1f%% of the run's requests; after the wall ",
-                    100 * tl_fail_frac(c->meas, c->n));
+                    100 * s.fail_meas);
         fputs("not predicted ('-'): a request that finds no port fails at once and is sent "
               "again, so the rate is the client's pace and what a failed connect costs, which "
               "the model does not know\n",
               out);
     } else
         fprintf(out, "\nfailure fraction over the run: measured %.1f%%, predicted %.1f%%\n",
-                100 * tl_fail_frac(c->meas, c->n), 100 * pf);
+                100 * s.fail_meas, 100 * s.fail_pred);
 }
 
 /* --json: a cell's conditions, its summary and its seconds, measured and predicted. */
@@ -7124,7 +7231,8 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
 {
     static const char *const names[TL_N] = {"served", "failed", "failed_no_port", "time_wait"};
     const struct val_point *p = &c->pt;
-    int from, to, wall = tl_after_window(c, &from, &to);
+    struct tl_summary s;
+    tl_summarise(c, &s);
     fprintf(out,
             "  {\"server\": \"%s\", \"mode\": \"%s\", \"pool\": \"%s\", \"close_first\": \"%s\", "
             "\"users\": %ld, \"fanout\": %d, \"delay_ms\": %g, \"port_low\": %.0f, \"port_high\": "
@@ -7138,24 +7246,21 @@ static void tl_json_cell(FILE *out, const struct tl_cell *c)
         fputs(", \"measured_by\": \"the client's failures\"", out);
     rep_json_number(out, ", \"predicted\": ", "%.6g", c->wall_pred);
     fputs("},\n   \"after_wall\": ", out);
-    if (wall)
+    if (s.wall)
         fprintf(out,
                 "{\"from_second\": %d, \"to_second\": %d, \"measured_rps\": %.6g, "
                 "\"predicted_rps\": %.6g}",
-                from + 1, to, tl_mean(c->meas[TL_SERVED], from, to),
-                tl_mean(c->pred[TL_SERVED], from, to));
+                s.from + 1, s.to, s.meas_rps, s.pred_rps);
     else
         fputs("null", out);
-    if (wall && !isnan(tl_first_period(c, c->meas[TL_SERVED])))
+    if (!isnan(s.first_meas))
         fprintf(out,
                 ",\n   \"first_time_wait_period\": {\"seconds\": %d, \"served_measured\": %.6g, "
                 "\"served_predicted\": %.6g, \"range_worth\": %.6g}",
-                TL_TW_S, tl_first_period(c, c->meas[TL_SERVED]),
-                tl_first_period(c, c->pred[TL_SERVED]), tl_range_worth(c));
-    fprintf(out, ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": ",
-            tl_fail_frac(c->meas, c->n));
-    rep_json_number(out, "", "%.6g", tl_fail_frac(c->pred, c->n));
-    if (isnan(tl_fail_frac(c->pred, c->n)))
+                TL_TW_S, s.first_meas, s.first_pred, tl_range_worth(c));
+    fprintf(out, ", \"failure_fraction\": {\"measured\": %.6g, \"predicted\": ", s.fail_meas);
+    rep_json_number(out, "", "%.6g", s.fail_pred);
+    if (isnan(s.fail_pred))
         fputs(", \"predicted_why_null\": \"after the wall a failed request is sent again at the "
               "client's pace, which the model does not know\"",
               out);

@@ -3,8 +3,9 @@
 # of at most 60 lines whose contents list names the Parts and sections in the order their
 # banners appear; each file marks its lesson and keeps it bounded; sim.c keeps every
 # difference between the models behind model_ops, its window behind the engine's view, and
-# makes no upward call from Part I; the latency histogram is one text in both files; no code
-# or test carries a date or an issue number. Run from the repository's top.
+# makes no upward call from Part I; the latency histogram, and Student's t with the CSV
+# columns, are each one text in both files; no code or test carries a date or an issue
+# number. Run from the repository's top.
 pass=0; fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "test_layout: FAIL: $*" >&2; }
@@ -111,6 +112,16 @@ main_lines=$(awk '/^int main\(/ { on = 1 } on { n++ } on && /^\}$/ { print n; ex
 hist() { sed -n '/^\/\* ---- latency histogram: the same text/,/^\/\* ---- end of the shared latency histogram ---- \*\/$/p' "$1"; }
 hist sim.c > "$tmp/h1"; hist aggregator.c > "$tmp/h2"
 [ -s "$tmp/h1" ] && cmp -s "$tmp/h1" "$tmp/h2" && ok || bad "the latency histogram differs between sim.c and aggregator.c (or is missing)"
+
+# Student's t and the CSV columns: the same text in both files, between its two banner lines,
+# so that the writer of each CSV (bench) and its reader (--validate) read one column table
+shared() {
+    sed -n "/^\/\* ---- Student's t and the CSV columns: the same text/,\
+/^\/\* ---- end of Student's t and the CSV columns ---- \*\/\$/p" "$1"
+}
+shared sim.c > "$tmp/s1"; shared aggregator.c > "$tmp/s2"
+[ -s "$tmp/s1" ] && cmp -s "$tmp/s1" "$tmp/s2" && ok ||
+    bad "Student's t and the CSV columns differ between sim.c and aggregator.c (or are missing)"
 
 # code and tests carry no dates or issue numbers: they go stale, and belong in README and the
 # commit messages
