@@ -359,6 +359,43 @@ static void test_sizes_and_font(void)
     CHECK(ui_canvas_open(&c, &nofont) < 0, "a missing font is refused, not a crash");
 }
 
+/* --font parses only fonts the system installed: the default (root's, under
+ * /usr/share/fonts) is read; the same bytes copied outside, a file that is not a font and a
+ * font cut short are refused by name before stb_truetype sees them. Truth: the file's
+ * place and owner, which the test sets up, not the code's verdict. */
+static void test_font_gate(void)
+{
+    char err[512], dir[] = "/tmp/loomlab-font-XXXXXX", copy[600];
+    unsigned char *ttf = ui_font_load(UI_DEFAULT_FONT, err, sizeof err);
+    CHECK(ttf != NULL, "the default font is read: %s", ttf ? "" : err);
+    free(ttf);
+    CHECK(mkdtemp(dir) != NULL, "a scratch directory");
+    snprintf(copy, sizeof copy, "%s/DejaVuSansMono.ttf", dir);
+    FILE *in = fopen(UI_DEFAULT_FONT, "rb"), *out = fopen(copy, "wb");
+    char buf[65536];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    static const struct {
+        const char *path, *why;
+    } refused[] = {{NULL, "not in the system's font directories"},
+                   {"/etc/passwd", "not in the system's font directories"},
+                   {"/usr/share/fonts", "not a regular file"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *path = refused[i].path ? refused[i].path : copy;
+        err[0] = 0;
+        ttf = ui_font_load(path, err, sizeof err);
+        CHECK(!ttf && strstr(err, refused[i].why), "--font %s refused: %s", path, err);
+        free(ttf);
+    }
+    unlink(copy);
+    rmdir(dir);
+}
+
 /* The status line says paused whenever the clock is stopped: by space, and at
  * the end of the run (where it once still said running). */
 static void test_status_paused(void)
@@ -582,8 +619,8 @@ static void test_plot_axes(void)
     ui_chart_point(&c.g, &f, 1000, 700, NAN, NAN, UI_RUN);
     ui_flush(&c.g);
     SDL_RenderFlush(c.r);
-    CHECK(tu_pixel(&c, px, py) == 0x009E73, "the point's centre at (%.1f, %.1f) is green: %06x",
-          px, py, tu_pixel(&c, px, py));
+    CHECK(tu_pixel(&c, px, py) == 0x009E73, "the point's centre at (%.1f, %.1f) is green: %06x", px,
+          py, tu_pixel(&c, px, py));
     CHECK(tu_pixel(&c, px + 8, py) != 0x009E73 && tu_pixel(&c, px - 8, py) != 0x009E73,
           "and only there");
     ui_canvas_close(&c);
@@ -681,8 +718,8 @@ static void test_chart_span(void)
             ok &= sp >= t && sp <= d && (sp == d || 10 * t < 4 * d);
         }
     CHECK(ok, "the span holds the time shown and never passes the run's end");
-    const char *const kv[] = {"users=100", "duration=600s", "warmup=1s", "program=call(A)",
-                              "service.A.latency=50ms", NULL};
+    const char *const kv[] = {"users=100",       "duration=600s",          "warmup=1s",
+                              "program=call(A)", "service.A.latency=50ms", NULL};
     struct ui_canvas c;
     struct ui_sim *x = tu_open_render(&c, kv, 5 * SEC);
     if (!x)
@@ -863,8 +900,7 @@ static void tu_study_colours(struct ui_canvas *c, const char *name)
     int named = 0;
     for (int i = 0; i < c->g.ntext; i++)
         named += !strcmp(c->g.text[i].s, "platform") + !strcmp(c->g.text[i].s, "virtual");
-    CHECK(named == 2, "%s: the legend names the platform and the virtual series (%d)", name,
-          named);
+    CHECK(named == 2, "%s: the legend names the platform and the virtual series (%d)", name, named);
 }
 
 /* The study's pictures (the Makefile's STUDY_PLOTS, name:server), each from assets/study's
@@ -923,6 +959,7 @@ int main(void)
     test_step_and_rewind();
     test_frames();
     test_sizes_and_font();
+    test_font_gate();
     test_plot_axes();
     test_shots_text();
     test_study_plots_text();
