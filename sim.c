@@ -9805,9 +9805,12 @@ static int ui_frames(const struct scenario *s, const char *dir, double fps,
         v.travel = (simtime)(SEC / fps * 3); /* a dot crosses in three frames */
         v.wall = (double)i / 30;
         ui_canvas_draw(&c, x->m, &v);
-        char path[4096];
-        snprintf(path, sizeof path, "%s/frame_%05ld.png", dir, i);
-        rc = ui_canvas_png(&c, path) < 0;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/frame_%05ld.png", dir, i) >= (int)sizeof path) {
+            fprintf(stderr, "sim: --frames %s: too long a path for its frames\n", dir);
+            rc = 1; /* never a cut path: every frame would overwrite one file */
+        } else
+            rc = ui_canvas_png(&c, path) < 0;
     }
     if (!rc)
         fprintf(stderr, "sim: wrote %ld frames to %s/\n", n, dir);
@@ -11168,6 +11171,45 @@ static int opt_unknown(const char *flag)
 }
 
 /* Parse argv into *o; returns 0, 1 for "done" (help, keys), or 2 on a bad flag. */
+/* Outputs a mode does not write: refused (exit 2), never dropped. A sweep runs many
+ * scenarios, where a series, a trace or a picture is one run's; a validation simulates the
+ * rows of a CSV, not a scenario, and prints its own report. The mode first. */
+static const char *const opt_exclusive[][2] = {
+    {"--sweep", "--series"},        {"--sweep", "--trace"},     {"--sweep", "--screenshot"},
+    {"--sweep", "--frames"},        {"--validate", "--series"}, {"--validate", "--trace"},
+    {"--validate", "--screenshot"}, {"--validate", "--frames"}, {"--validate", "--sweep"},
+    {"--validate", "--live"}};
+
+/* Was this flag given? (A flag of opt_rows: its string set, or a --sweep.) */
+static int opt_given(const struct options *o, const char *flag)
+{
+    for (size_t r = 0; r < OPT_NROWS; r++)
+        if (!strcmp(flag, opt_rows[r].flag))
+            return opt_rows[r].type == OPT_SWEEP
+                       ? o->nsweep > 0
+                       : !!*(const char *const *)((const char *)o + opt_rows[r].off);
+    return 0;
+}
+
+/* The length of a frame's name in --frames DIR (ui_frames: 5 digits, UI_MAX_FRAMES). */
+#define OPT_FRAME_LEN (sizeof "/frame_00000.png" - 1)
+
+/* The combinations opt_exclusive refuses, and a --frames DIR too long for its frames' paths
+ * (it would be cut, every frame written over one file). 0, or 2 after a message. */
+static int opt_refused(const struct options *o)
+{
+    for (size_t i = 0; i < sizeof opt_exclusive / sizeof opt_exclusive[0]; i++)
+        if (opt_given(o, opt_exclusive[i][0]) && opt_given(o, opt_exclusive[i][1]))
+            return opt_fail("%s with %s: %s would be dropped (%s does not use it); run them apart",
+                            opt_exclusive[i][1], opt_exclusive[i][0], opt_exclusive[i][1],
+                            opt_exclusive[i][0]);
+    if (o->frames && strlen(o->frames) + OPT_FRAME_LEN >= PATH_MAX)
+        return opt_fail("--frames: a directory of %zu characters; its frames' paths would pass "
+                        "the system's limit of %d",
+                        strlen(o->frames), PATH_MAX - 1);
+    return 0;
+}
+
 static int opt_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -11211,7 +11253,7 @@ static int opt_parse(int argc, char **argv, struct options *o)
     if (o->plot && !o->nsweep && !o->validate)
         return opt_fail("--plot %s draws a sweep: give --sweep KEY=LIST too (or --validate FILE)",
                         o->plot);
-    return 0;
+    return opt_refused(o);
 }
 
 /* The window opens when no report was asked for and a display is there. */

@@ -1856,6 +1856,46 @@ static void test_command_line(void)
     (void)sim_window;
 }
 
+/* An output asked for is written or refused (exit 2), never dropped with exit 0: the
+ * outputs a sweep or a validation does not write, and a --frames directory whose frames'
+ * paths would pass PATH_MAX (the path was cut and every frame written over one file). */
+static void test_outputs_not_dropped(void)
+{
+    static const char *const pairs[][4] = {{"--sweep", "users=1,2", "--series", "/tmp/x.csv"},
+                                           {"--sweep", "users=1,2", "--trace", "/tmp/x.json"},
+                                           {"--sweep", "users=1,2", "--screenshot", "/tmp/x.png"},
+                                           {"--sweep", "users=1,2", "--frames", "/tmp/x"},
+                                           {"--validate", "x.csv", "--series", "/tmp/x.csv"},
+                                           {"--validate", "x.csv", "--trace", "/tmp/x.json"},
+                                           {"--validate", "x.csv", "--screenshot", "/tmp/x.png"},
+                                           {"--validate", "x.csv", "--frames", "/tmp/x"},
+                                           {"--validate", "x.csv", "--sweep", "users=1,2"},
+                                           {"--validate", "x.csv", "--live", "http://127.0.0.1:9"}};
+    struct options o;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char *argv[] = {"sim",
+                        "scenarios/default.scn",
+                        (char *)pairs[i][0],
+                        (char *)pairs[i][1],
+                        (char *)pairs[i][2],
+                        (char *)pairs[i][3],
+                        NULL};
+        CHECK(opt_parse(6, argv, &o) == 2, "%s with %s is refused, not dropped", pairs[i][2],
+              pairs[i][0]);
+    }
+    static char dir[PATH_MAX + 16];
+    memset(dir, 'a', sizeof dir - 1);
+    for (size_t len = PATH_MAX - 20; len < PATH_MAX; len += 3) {
+        dir[0] = '/';
+        dir[len] = 0;
+        char *argv[] = {"sim", "scenarios/default.scn", "--frames", dir, NULL};
+        int want = len + strlen("/frame_00000.png") < PATH_MAX ? 0 : 2;
+        CHECK(opt_parse(4, argv, &o) == want, "--frames into a directory of %zu characters: %s",
+              len, want ? "refused" : "taken");
+        dir[len] = 'a';
+    }
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -2574,6 +2614,7 @@ static void test_live_deadline(void)
 
 int main(void)
 {
+    test_outputs_not_dropped();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
