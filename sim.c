@@ -10782,7 +10782,19 @@ static int ui_frame(struct ui_app *a)
     return 0;
 }
 
-/* The interactive window on paths[first]; 1-9 switch among paths. Returns an exit code. */
+/* What ui_window returns when no window can be shown: the caller reports headless instead. */
+#define UI_NO_WINDOW (-2)
+
+/* Can this SDL video driver show a window? Not its offscreen or dummy driver: SDL falls back
+ * to them when DISPLAY or WAYLAND_DISPLAY names no server, and a window there is never seen
+ * (the program ran on, invisibly, for ever). */
+static int ui_driver_shows(const char *driver)
+{
+    return driver && strcmp(driver, "offscreen") && strcmp(driver, "dummy");
+}
+
+/* The interactive window on paths[first]; 1-9 switch among paths. Returns an exit code, or
+ * UI_NO_WINDOW (after a line on stderr) when none can be shown. */
 static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn load, void *ctx,
                      const struct ui_options *uo)
 {
@@ -10798,10 +10810,12 @@ static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn
     a->view.speed = ui_speeds[a->speed_i];
     int rc = 1;
     SDL_SetHint(SDL_HINT_VIDEO_ALLOW_SCREENSAVER, "1");
-    if (SDL_Init(SDL_INIT_VIDEO) < 0) {
-        fprintf(stderr, "sim: no display: %s (try --headless or --screenshot)\n", SDL_GetError());
+    if (SDL_Init(SDL_INIT_VIDEO) < 0 || !ui_driver_shows(SDL_GetCurrentVideoDriver())) {
+        fprintf(stderr, "sim: no window can be shown (%s): the report instead, as --headless\n",
+                SDL_WasInit(SDL_INIT_VIDEO) ? "no display answers" : SDL_GetError());
+        SDL_Quit();
         free(a);
-        return 1;
+        return UI_NO_WINDOW;
     }
     a->win = SDL_CreateWindow("Loom Lab", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED,
                               uo->width > 0 ? uo->width : 1280, uo->height > 0 ? uo->height : 800,
@@ -10810,7 +10824,9 @@ static int ui_window(const char *const *paths, int npaths, int first, ui_load_fn
     if (a->win && !r)
         r = SDL_CreateRenderer(a->win, -1, 0);
     if (!r) {
-        fprintf(stderr, "sim: cannot open the window: %s\n", SDL_GetError());
+        fprintf(stderr, "sim: cannot open the window (%s): the report instead, as --headless\n",
+                SDL_GetError());
+        rc = UI_NO_WINDOW;
         goto out;
     }
     SDL_GetRendererOutputSize(r, &a->w, &a->h);
@@ -11854,8 +11870,9 @@ static int sim_frames(const struct scenario *s, const struct options *o)
     return rc;
 }
 
-/* The window on every scenario given; keys 1-9 switch among them. */
-static int sim_window(const struct options *o)
+/* The window on every scenario given; keys 1-9 switch among them. When no window can be
+ * shown (a DISPLAY that names no server), the headless report of the first, as without one. */
+static int sim_window(const struct scenario *s, const struct options *o)
 {
     struct live lv = {0};
     struct ui_options uo;
@@ -11866,7 +11883,7 @@ static int sim_window(const struct options *o)
         paths[i + 1] = o->more[i];
     int rc = ui_window(paths, o->nmore + 1, 0, sim_load_window, (void *)o, &uo);
     free(lv.v);
-    return rc;
+    return rc == UI_NO_WINDOW ? sim_headless(s, o) : rc;
 }
 
 /* --font, when something will be drawn: read and checked before any simulation, so a file
@@ -11913,7 +11930,7 @@ int main(int argc, char **argv)
     if (o.frames)
         return sim_frames(&s, &o);
     if (window)
-        return sim_window(&o);
+        return sim_window(&s, &o);
     return sim_headless(&s, &o);
 }
 #endif

@@ -13,6 +13,7 @@
 #pragma GCC diagnostic pop
 #include "tests/check.h"
 #include <glob.h>
+#include <signal.h>
 
 /* A scenario from defaults and "key=value" strings: no files needed. */
 static void tu_scenario(struct scenario *s, const char *const *kv)
@@ -394,6 +395,49 @@ static void test_font_gate(void)
     }
     unlink(copy);
     rmdir(dir);
+}
+
+static void tu_window_hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_ui: FAIL: ui_window with a DISPLAY that names no server "
+                              "still runs after 20 s (an invisible window)\n";
+    if (write(2, msg, sizeof msg - 1) < 0)
+        _exit(2);
+    _exit(1);
+}
+
+/* A DISPLAY or WAYLAND_DISPLAY that names no server: SDL falls back to its offscreen
+ * driver, whose window nobody sees. ui_window says so at once (UI_NO_WINDOW) instead of
+ * running for ever; an alarm turns a hang into a failure. */
+static void test_window_without_display(void)
+{
+    static const char *const env[][2] = {{"DISPLAY", ":99"}, {"WAYLAND_DISPLAY", "nope"}};
+    char *display = getenv("DISPLAY") ? strdup(getenv("DISPLAY")) : NULL,
+         *wayland = getenv("WAYLAND_DISPLAY") ? strdup(getenv("WAYLAND_DISPLAY")) : NULL;
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+        unsetenv("DISPLAY");
+        unsetenv("WAYLAND_DISPLAY");
+        unsetenv("SDL_VIDEODRIVER");
+        setenv(env[i][0], env[i][1], 1);
+        struct options o = {.scenario = "scenarios/default.scn"};
+        struct ui_options uo = {0};
+        const char *paths[] = {"scenarios/default.scn"};
+        signal(SIGALRM, tu_window_hung);
+        alarm(20);
+        int rc = ui_window(paths, 1, 0, sim_load_window, &o, &uo);
+        alarm(0);
+        CHECK(rc == UI_NO_WINDOW, "%s=%s: no window can be shown, said at once (rc %d)", env[i][0],
+              env[i][1], rc);
+    }
+    unsetenv("DISPLAY");
+    unsetenv("WAYLAND_DISPLAY");
+    if (display)
+        setenv("DISPLAY", display, 1);
+    if (wayland)
+        setenv("WAYLAND_DISPLAY", wayland, 1);
+    free(display);
+    free(wayland);
 }
 
 /* The status line says paused whenever the clock is stopped: by space, and at
@@ -960,6 +1004,7 @@ int main(void)
     test_frames();
     test_sizes_and_font();
     test_font_gate();
+    test_window_without_display();
     test_plot_axes();
     test_shots_text();
     test_study_plots_text();
