@@ -6135,6 +6135,15 @@ static int val_extra(char **field, const struct val_columns *c, struct val_point
             return scn_fail(src, "%s: '%s' is not a number from %g to %g%s", col->name, v, col->lo,
                             col->hi, col->unknown ? " (or -1, unknown)" : "");
     }
+    /* what a bench writes is ordered: an interval's low end, the runs' least, the failed
+     * calls that found no port are at most the high end, the greatest, the calls failed */
+    static const int ordered[][2] = {
+        {VX_CI_LOW, VX_CI_HIGH}, {VX_MIN, VX_MAX}, {VX_FAILED_NO_PORT, VX_FAILED}};
+    for (size_t k = 0; k < sizeof ordered / sizeof ordered[0]; k++)
+        if (pt->extra[ordered[k][0]] > pt->extra[ordered[k][1]])
+            return scn_fail(src, "%s %g is above %s %g",
+                            res_cols[val_extra_cols[ordered[k][0]]].name, pt->extra[ordered[k][0]],
+                            res_cols[val_extra_cols[ordered[k][1]]].name, pt->extra[ordered[k][1]]);
     if (pt->extra[VX_PORT_LOW] > pt->extra[VX_PORT_HIGH] ||
         isnan(pt->extra[VX_PORT_LOW]) != isnan(pt->extra[VX_PORT_HIGH]))
         return scn_fail(src, "port_low %g and port_high %g are not a range of ports",
@@ -6945,9 +6954,40 @@ static struct tl_cell *tl_cell_of(struct tl_cell *c, int *n, const struct val_po
     return x;
 }
 
-/* One data row into its cell's sums. */
+/* A row's place: its cell, run and second, and its line. Two rows in one place are one
+ * second measured twice: averaging them would count it twice. */
+struct tl_place {
+    int cell, run, t, line;
+};
+
+static int tl_place_cmp(const void *a, const void *b)
+{
+    const struct tl_place *x = a, *y = b;
+    return x->cell != y->cell ? x->cell - y->cell
+           : x->run != y->run ? x->run - y->run
+           : x->t != y->t     ? x->t - y->t
+                              : x->line - y->line;
+}
+
+/* -1 after a message at the later line when two rows share a place (sorts *p). */
+static int tl_unique(struct tl_place *p, size_t n, const struct scn_src *src)
+{
+    qsort(p, n, sizeof *p, tl_place_cmp);
+    for (size_t i = 1; i < n; i++) {
+        const struct tl_place *a = &p[i - 1], *b = &p[i];
+        if (a->cell == b->cell && a->run == b->run && a->t == b->t) {
+            struct scn_src at = *src;
+            at.line = b->line;
+            return scn_fail(&at, "run %d, second %d of this cell again (line %d has it)", b->run,
+                            b->t, a->line);
+        }
+    }
+    return 0;
+}
+
+/* One data row into its cell's sums; *place says where it was. */
 static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c, int *nc,
-                  const struct scn_src *src)
+                  struct tl_place *place, const struct scn_src *src)
 {
     struct val_point pt;
     double run, t, v[TL_N];
@@ -6970,6 +7010,7 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
     x->seen[i]++;
     x->n = i + 1 > x->n ? i + 1 : x->n;
     x->runs = (int)run > x->runs ? (int)run : x->runs;
+    *place = (struct tl_place){(int)(x - c), (int)run, (int)t, src->line};
     return 0;
 }
 
@@ -6996,6 +7037,8 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
     struct scn_text text = {fp, {path, 0, err, errlen}, 0, VAL_MAX_FILE};
     char line[VAL_MAX_LINE], *f[VAL_MAX_FIELDS];
     int col[TLC_N], nhead = 0, rc;
+    struct tl_place *place = NULL;
+    size_t nplace = 0, cap = 0;
     *nc = 0;
     while ((rc = scn_getline(&text, line, sizeof line)) > 0) {
         int n = val_split(line, f, VAL_MAX_FIELDS);
@@ -7008,12 +7051,17 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
         }
         if (n == 1 && !*f[0])
             continue;
-        if ((rc = tl_row(f, n, nhead, col, c, nc, &text.src)) < 0)
+        if (nplace == cap)
+            place = xrealloc(place, cap = cap ? 2 * cap : 256, sizeof *place);
+        if ((rc = tl_row(f, n, nhead, col, c, nc, &place[nplace++], &text.src)) < 0)
             break;
     }
     fclose(fp);
     if (rc == 0 && *nc == 0)
         rc = scn_fail(&text.src, "no data rows");
+    if (rc == 0)
+        rc = tl_unique(place, nplace, &text.src);
+    free(place);
     for (int i = 0; i < *nc && rc == 0; i++)
         for (int t = 0; t < c[i].n; t++) {
             if (!c[i].seen[t])

@@ -2182,6 +2182,24 @@ static void test_validate_c1(void)
               "bad C1 value by line: %s", err);
         free(p);
     }
+    /* figures that contradict each other, named by line: an interval whose low end is above
+     * its high end, more calls failed for want of a port than failed at all */
+    const char *odd[][2] = {
+        {"3,5.5,4.5,0,0", "throughput_ci95_low 5.5 is above throughput_ci95_high 4.5"},
+        {"3,4.5,5.5,12,10", "failed_no_port 12 is above failed 10"}};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        char text[512], want[160];
+        snprintf(text, sizeof text,
+                 "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                 "peak_rss_bytes,runs,throughput_ci95_low,throughput_ci95_high,failed_no_port,"
+                 "failed\n10,virtual,off,3,10,5,30,30,3,1000,%s\n",
+                 odd[i][0]);
+        put_file(path, text);
+        snprintf(want, sizeof want, "%s:2: %s", path, odd[i][1]);
+        CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+              "inconsistent figures refused by line: %s", err);
+        free(p);
+    }
     unlink(path);
 }
 
@@ -2289,7 +2307,10 @@ static void test_timeline(void)
         {"c,platform,off,client,10,3,10,40000,40999,0,1,0,1,0,0,0\n", ":2: t_s: '0' is not"},
         {"c,platform,off,client,10,3,10,40000,40999,0,1,2,1,0,0,0\n", "no row for second 1 of 2"},
         {"c,platform,off,closer,10,3,10,40000,40999,0,1,1,1,0,0,0\n", ":2: close_first 'closer'"},
-        {"c,platform,off,client,10,3,10,40999,40000,0,1,1,1,0,0,0\n", ":2: port_high: '40000'"}};
+        {"c,platform,off,client,10,3,10,40999,40000,0,1,1,1,0,0,0\n", ":2: port_high: '40000'"},
+        {"c,platform,off,client,10,3,10,40000,40999,0,1,1,1,0,0,0\n"
+         "c,platform,off,client,10,3,10,40000,40999,0,1,1,1,0,0,0\n",
+         ":3: run 1, second 1 of this cell again (line 2 has it)"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, cap,
                  "server,mode,pool,close_first,users,fanout,delay_ms,port_low,port_high,tw_reuse,"
