@@ -6035,6 +6035,36 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
     return 0;
 }
 
+static double wall_now(void);
+
+/* A row taking longer than this (s of wall time) says how far it has come, this often. */
+#define VAL_SLOW_S 5.0
+
+/* A progress line, on stderr, about the row at `where`. */
+struct val_progress {
+    const char *where;
+    double t0, said, every; /* wall times: the row's start, the last line; s between lines */
+};
+
+/* model_run to `until` in slices of a hundredth of the run (the same events: model_run
+ * stops between two instants), a line every p->every s of wall time: a row of a million
+ * users, whose requests without a port are sent again every millisecond, takes minutes, and
+ * says so instead of running silently. */
+static void val_run(struct model *m, simtime until, struct val_progress *p)
+{
+    simtime step = m->s->duration / 100 > 0 ? m->s->duration / 100 : 1;
+    for (simtime to = m->now; to < until && !m->stuck;) {
+        to = until - to > step ? to + step : until;
+        model_run(m, to);
+        double now = wall_now();
+        if (now - p->said >= p->every) {
+            fprintf(stderr, "sim: %s: %.2f s of %.2f s simulated, %.0f s elapsed\n", p->where,
+                    (double)m->now / SEC, (double)m->s->duration / SEC, now - p->t0);
+            p->said = now;
+        }
+    }
+}
+
 static int val_simulate(struct val_point *pt, const char *path, const char *calibration,
                         const char *const *sets, int nsets, char *err, size_t errlen)
 {
@@ -6043,12 +6073,16 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
         return -1;
     struct model m;
     struct result r;
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d (%ld users, %s)", path, pt->line, pt->users,
+             model_names[pt->mode]);
+    struct val_progress prog = {where, wall_now(), wall_now(), VAL_SLOW_S};
     model_init(&m, &s, pt->mode);
-    model_run(&m, s.warmup);
+    val_run(&m, s.warmup, &prog);
     uint64_t done = m.stats.completed, failed = 0, no_port = m.stats.failed[FAIL_NO_PORT];
     for (int k = 0; k < FAIL_N; k++)
         failed += m.stats.failed[k];
-    model_run(&m, s.duration);
+    val_run(&m, s.duration, &prog);
     rep_result(&m, &r);
     model_free(&m);
     for (int k = 0; k < VM_N; k++)

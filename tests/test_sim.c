@@ -1896,6 +1896,48 @@ static void test_outputs_not_dropped(void)
     }
 }
 
+/* A long --validate row says how far it has come (a line on stderr every p.every s of wall
+ * time; every slice here), and running in slices changes nothing: the same requests
+ * complete as in one model_run to the end. */
+static void test_validate_progress(void)
+{
+    struct scenario s;
+    char err[256];
+    CHECK(load_text(&s,
+                    "users = 50\nduration = 2s\nprogram = cpu(1ms) call(a)\n"
+                    "service.a.latency = 5ms\n",
+                    err, sizeof err) == 0,
+          "loads: %s", err);
+    struct model whole, sliced;
+    model_init(&whole, &s, MODEL_VIRTUAL);
+    model_run(&whole, s.duration);
+    model_init(&sliced, &s, MODEL_VIRTUAL);
+    int saved = dup(2);
+    fflush(stderr);
+    char path[] = "/tmp/loomlab-progress-XXXXXX";
+    int fd = mkstemp(path);
+    dup2(fd, 2);
+    struct val_progress p = {"row", wall_now(), wall_now(), 0};
+    val_run(&sliced, s.duration, &p);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *in = fdopen(fd, "r");
+    rewind(in);
+    char line[256];
+    int lines = 0;
+    while (fgets(line, sizeof line, in))
+        lines += strstr(line, "sim: row: ") && strstr(line, "s of 2.00 s simulated") != NULL;
+    fclose(in);
+    unlink(path);
+    CHECK(lines >= 10, "progress lines on stderr: %d", lines);
+    CHECK(sliced.stats.completed == whole.stats.completed && sliced.now == whole.now,
+          "in slices as in one run: %" PRIu64 " and %" PRIu64 " requests completed",
+          sliced.stats.completed, whole.stats.completed);
+    model_free(&whole);
+    model_free(&sliced);
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -2636,6 +2678,7 @@ static void test_live_deadline(void)
 int main(void)
 {
     test_outputs_not_dropped();
+    test_validate_progress();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
