@@ -371,6 +371,7 @@ struct core {
     int32_t last; /* thread that ran here last: switching to another costs ctx_switch */
     simtime run;  /* length of the slice in progress, including the switch cost */
     simtime cpu;  /* the part of `run` that is the thread's own work */
+    simtime end;  /* when the slice in progress ends (its EV_BURST_END) */
 };
 
 /* TIME_WAIT sockets of one side: a ring of their expiry times, oldest first (all TIME_WAITs
@@ -1633,7 +1634,7 @@ static void model_init(struct model *m, const struct scenario *s, int kind)
     m->ready = m->idle = m->backlog = m->queue = m->todo = FIFO_EMPTY;
     m->core = xrealloc(NULL, (size_t)s->cores, sizeof *m->core);
     for (int c = 0; c < s->cores; c++)
-        m->core[c] = (struct core){-1, -1, 0, 0};
+        m->core[c] = (struct core){-1, -1, 0, 0, 0};
     for (int i = 0; i < s->nsvc; i++) {
         m->svc[i].wait_slot = m->svc[i].wait_conn = FIFO_EMPTY;
         svc_tw_alloc(&m->svc[i].tw, s->port_high - s->port_low + 1);
@@ -1740,6 +1741,7 @@ static void cpu_dispatch(struct model *m, int c, int32_t t)
     k->last = t;
     k->run = sw + run;
     k->cpu = run;
+    k->end = m->now + sw + run;
     th->core = c;
     thr_set(m, t, THR_RUNNING);
     evq_push_lane(&m->events, EVQ_CORES + c % EVQ_CORE_LANES, m->now + sw + run, EV_BURST_END,
@@ -1779,6 +1781,18 @@ static void cpu_yield(struct model *m, int32_t t, simtime ns)
     m->thr[t].burst_left = ns;
     thr_set(m, t, THR_READY);
     FIFO_PUSH(&m->ready, m->thr, t);
+}
+
+/* Core time spent by now: the slices that ended (stats.busy_ns counts a slice at its end)
+ * and what has run of each slice in progress. A window, batch or sample that begins or ends
+ * inside a slice counts only its own part of it (whole slices put utilisation above 100%). */
+static simtime cpu_busy_now(const struct model *m)
+{
+    simtime busy = m->stats.busy_ns;
+    for (int c = 0; c < m->s->cores; c++)
+        if (m->core[c].thr >= 0)
+            busy += m->core[c].run - (m->core[c].end - m->now);
+    return busy;
 }
 
 /* EV_BURST_END: a slice ended on core c. */
@@ -2217,7 +2231,7 @@ static struct sample model_sample_row(struct model *m)
     }
     x.rps = (double)stats->interval_done / ((double)s->sample_interval / SEC);
     x.p99_ms = (double)hist_quantile(stats->lat_interval, 0.99) / 1e6;
-    x.cpu_util = (double)(stats->busy_ns - stats->busy_at_sample) /
+    x.cpu_util = (double)(cpu_busy_now(m) - stats->busy_at_sample) /
                  ((double)s->cores * (double)s->sample_interval);
     if (x.cpu_util > 1)
         x.cpu_util = 1;
@@ -2235,7 +2249,7 @@ static struct sample model_sample_row(struct model *m)
     for (int k = 0; k < FAIL_N; k++)
         x.failed += stats->failed[k];
     stats->interval_done = 0;
-    stats->busy_at_sample = stats->busy_ns;
+    stats->busy_at_sample = cpu_busy_now(m);
     hist_clear(stats->lat_interval);
     return x;
 }
@@ -2291,11 +2305,11 @@ static void model_batch(struct model *m, const struct event *e)
     struct stats *st = &m->stats;
     const struct scenario *s = m->s;
     if (e->a == 0)
-        st->busy_at_warmup = st->busy_ns;
+        st->busy_at_warmup = cpu_busy_now(m);
     if (!st->nbatch)
         return;
     st->cur_batch = (int32_t)e->a;
-    st->batch[e->a].busy_from = st->busy_ns;
+    st->batch[e->a].busy_from = cpu_busy_now(m);
     if ((int32_t)e->a + 1 < st->nbatch)
         evq_push(&m->events, s->warmup + (s->duration - s->warmup) * (e->a + 1) / st->nbatch,
                  EV_BATCH, e->a + 1, 0);
@@ -4491,7 +4505,7 @@ static void rep_result(const struct model *m, struct result *r)
     rep_latency(r, stats->lat, stats->lat_sum, (double)stats->completed_window);
     r->max = (double)stats->lat->max / 1e6;
     /* the same window as the throughput, so that U = X·D / cores holds between them */
-    r->cpu_util = (double)(stats->busy_ns - stats->busy_at_warmup) /
+    r->cpu_util = (double)(cpu_busy_now(m) - stats->busy_at_warmup) /
                   ((double)s->cores * (double)(s->duration - s->warmup));
     r->arrived = (double)stats->arrived;
     r->completed = (double)stats->completed;
@@ -4667,7 +4681,7 @@ static struct result rep_batch_result(const struct model *m, int i)
     const struct stats *st = &m->stats;
     const struct batch *b = &st->batch[i];
     double len = (double)(m->s->duration - m->s->warmup) / st->nbatch; /* ns */
-    simtime busy_to = i + 1 < st->nbatch ? st->batch[i + 1].busy_from : st->busy_ns;
+    simtime busy_to = i + 1 < st->nbatch ? st->batch[i + 1].busy_from : cpu_busy_now(m);
     struct result x = {0};
     x.throughput_rps = (double)b->done / (len / SEC);
     rep_latency(&x, b->lat, b->lat_sum, (double)b->done);

@@ -1938,6 +1938,31 @@ static void test_validate_progress(void)
     model_free(&sliced);
 }
 
+/* Utilisation is busy core time over the cores' time in the window: at most 1, exactly 1
+ * when the cores never idle (cpu-bound.scn, saturated). A slice running across the window's
+ * start was once counted whole inside it (seed 12: 1.00002). */
+static void test_cpu_util_bounded(void)
+{
+    for (uint64_t seed = 10; seed <= 14; seed++)
+        for (int k = 0; k < MODEL_N; k++) {
+            struct scenario s;
+            struct model m;
+            struct result r;
+            char err[256];
+            scn_defaults(&s);
+            CHECK(scn_load(&s, "scenarios/cpu-bound.scn", err, sizeof err) == 0 &&
+                      scn_finish(&s, "cpu-bound", err, sizeof err) == 0,
+                  "cpu-bound.scn loads: %s", err);
+            s.seed = seed;
+            model_init(&m, &s, k);
+            model_run(&m, s.duration);
+            rep_result(&m, &r);
+            CHECK(r.cpu_util <= 1 && r.cpu_util > 0.999, "%s seed %" PRIu64 ": utilisation %.7f",
+                  model_names[k], seed, r.cpu_util);
+            model_free(&m);
+        }
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -2679,6 +2704,7 @@ int main(void)
 {
     test_outputs_not_dropped();
     test_validate_progress();
+    test_cpu_util_bounded();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
