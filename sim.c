@@ -5560,12 +5560,20 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
     fputc('}', out);
 }
 
+/* The engine's work for a whole report: every event of every replication (both models), the
+ * wall time they took, the peak RSS. Its rate is events / wall_s: the report's rows are
+ * means over replications, and a mean over the total time would fall as 1/R. */
+struct rep_engine {
+    double events, wall_s;
+    long peak_rss;
+};
+
 /* JSON for machines. */
 static void rep_json(FILE *out, const struct scenario *s, const char *path, const struct report *rp,
-                     double wall_s, long peak_rss)
+                     const struct rep_engine *eng)
 {
-    const struct result *res = rp->r;
-    double events = res[0].events + res[1].events, ideal = rep_ideal_rps(s);
+    double events = eng->events, wall_s = eng->wall_s, ideal = rep_ideal_rps(s);
+    long peak_rss = eng->peak_rss;
     rep_json_string(out, "{\n  \"scenario\": ", path);
     rep_json_string(out, ",\n  \"name\": ", s->name);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
@@ -5588,7 +5596,7 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
             rp->n);
     for (int mk = 0; mk < MODEL_N; mk++) {
         fprintf(out, "  \"%s\": ", model_names[mk]);
-        rep_json_model(out, &res[mk], &rp->ci[mk]);
+        rep_json_model(out, &rp->r[mk], &rp->ci[mk]);
         fputs(mk + 1 < MODEL_N ? ",\n" : "\n", out);
     }
     fputs("}\n", out);
@@ -11578,7 +11586,8 @@ static int sim_headless(const struct scenario *scn, const struct options *o)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (o->json)
-        rep_json(stdout, &s, o->scenario, &rp, wall, ru.ru_maxrss * 1024L);
+        rep_json(stdout, &s, o->scenario, &rp,
+                 &(struct rep_engine){events, wall, ru.ru_maxrss * 1024L});
     else if (o->csv)
         rep_csv(stdout, &s, &rp);
     else

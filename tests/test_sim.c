@@ -1317,6 +1317,9 @@ static void test_report_conservation(void)
         }
     }
     rep_replicated(&rp, runs, 5);
+    double total = 0; /* every event of the 5 replications, both models */
+    for (int i = 0; i < 5 * MODEL_N; i++)
+        total += runs[i].events;
     char *out[3] = {NULL, NULL, NULL};
     size_t len;
     for (int f = 0; f < 3; f++) {
@@ -1324,7 +1327,7 @@ static void test_report_conservation(void)
         if (f == 0)
             rep_text(mf, &s, "test", &rp);
         else if (f == 1)
-            rep_json(mf, &s, "test", &rp, 1, 0);
+            rep_json(mf, &s, "test", &rp, &(struct rep_engine){total, 2, 0});
         else
             rep_csv(mf, &s, &rp);
         fclose(mf);
@@ -1359,6 +1362,10 @@ static void test_report_conservation(void)
     CHECK(ta == rp.r[0].arrived && ta == tc + tf + ti, "text: %.0f = %.0f + %.0f + %.0f", ta, tc,
           tf, ti);
     CHECK(strstr(out[0], "request counts their sums"), "the text says the counts are sums");
+    /* the engine's rate: all the events of the 5 replications over the 2 s they took */
+    double rate = count_after(out[1], "\"events_per_s\""), evs = count_after(out[1], "\"events\"");
+    CHECK(fabs(rate - total / 2) <= 0.5 && evs == total,
+          "JSON engine: %.0f events at %.0f a second, the 5 runs' %.0f over 2 s", evs, rate, total);
     for (int f = 0; f < 3; f++)
         free(out[f]);
 }
@@ -1622,7 +1629,7 @@ static void test_bounds(void)
     struct report rp;
     rep_replicated(&rp, res, 1);
     FILE *f = open_memstream(&json, &len);
-    rep_json(f, &s, "test", &rp, 1, 0);
+    rep_json(f, &s, "test", &rp, &(struct rep_engine){0, 1, 0});
     fclose(f);
     CHECK(!strstr(json, "inf") && !strstr(json, "nan") && strstr(json, "\"ideal_rps\": null") &&
               strstr(json, "\"ideal_rps_why_null\"") && strstr(json, "\"why_null\": {\"ports\""),
