@@ -4630,21 +4630,33 @@ static double rep_bucket_ms(double v)
     return (double)(i ? hist_bucket_top(i) - hist_bucket_top(i - 1) : 1) / 1e6;
 }
 
-/* The half-widths of the headline rows from n samples xs (NAN elsewhere or when n < 2). */
+/* Does sample x count for this row? A latency is a completed request's: a sample (a batch,
+ * a replication's window) that completed none has no latency, not a latency of 0. */
+static int rep_sample_has(const struct result *x, const struct rep_row *row)
+{
+    return row->fmt != R_MS || x->throughput_rps > 0;
+}
+
+/* The half-widths of the headline rows from n samples xs, each row from the samples that
+ * have it (NAN elsewhere or when fewer than 2 have it). */
 static void rep_ci_rows(const struct result *xs, int n, struct result *half)
 {
     for (size_t i = 0; i < REP_NROWS; i++) {
         const struct rep_row *row = &rep_rows[i];
         double sum = 0, ss = 0, *out = (double *)((char *)half + row->off);
+        int m = 0;
         for (int k = 0; k < n; k++)
-            sum += rep_get(&xs[k], row);
+            if (rep_sample_has(&xs[k], row))
+                sum += rep_get(&xs[k], row), m++;
+        double mean = m ? sum / m : 0;
         for (int k = 0; k < n; k++)
-            ss += (rep_get(&xs[k], row) - sum / n) * (rep_get(&xs[k], row) - sum / n);
-        *out = row->ci && n > 1 ? stat_t975(n - 1) * sqrt(ss / (n - 1) / n) : NAN;
-        if (*out < 1e-9 * fabs(sum / n)) /* equal samples: rounding, not spread */
+            if (rep_sample_has(&xs[k], row))
+                ss += (rep_get(&xs[k], row) - mean) * (rep_get(&xs[k], row) - mean);
+        *out = row->ci && m > 1 ? stat_t975(m - 1) * sqrt(ss / (m - 1) / m) : NAN;
+        if (*out < 1e-9 * fabs(mean)) /* equal samples: rounding, not spread */
             *out = 0;
-        if (row->ci == CI_PERCENTILE && *out < rep_bucket_ms(sum / n))
-            *out = rep_bucket_ms(sum / n);
+        if (row->ci == CI_PERCENTILE && *out < rep_bucket_ms(mean))
+            *out = rep_bucket_ms(mean);
     }
 }
 

@@ -1970,6 +1970,28 @@ static void test_cpu_util_bounded(void)
         }
 }
 
+/* A batch that completed no request has no latency: its 0 is not a sample of the latency's
+ * batch means (an open loop at 20/s cut into 1000 batches had its intervals cover 23% of
+ * the time). Five batches, the third empty: the latency interval is the other four's,
+ * mean 6.5 ms, s^2 = 5/3, t(0.975, 3) = 3.182 (the published table); the throughput's keeps
+ * all five. */
+static void test_empty_batches(void)
+{
+    struct result xs[5] = {{0}}, half;
+    const double rps[5] = {10, 10, 0, 10, 10}, lat[5] = {5, 7, 0, 6, 8};
+    for (int i = 0; i < 5; i++)
+        xs[i].throughput_rps = rps[i], xs[i].mean = lat[i];
+    rep_ci_rows(xs, 5, &half);
+    double want = 3.182 * sqrt(5.0 / 3 / 4), rps_want = 2.776 * sqrt(80.0 / 4 / 5);
+    CHECK(fabs(half.mean - want) < 1e-3,
+          "latency interval from the 4 batches with requests: "
+          "%.4f (want %.4f)",
+          half.mean, want);
+    CHECK(fabs(half.throughput_rps - rps_want) < 1e-3,
+          "throughput interval from all 5 batches: %.4f (want %.4f)", half.throughput_rps,
+          rps_want);
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -2712,6 +2734,7 @@ int main(void)
     test_outputs_not_dropped();
     test_validate_progress();
     test_cpu_util_bounded();
+    test_empty_batches();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
