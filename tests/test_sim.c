@@ -1992,6 +1992,41 @@ static void test_empty_batches(void)
           rps_want);
 }
 
+/* A stationary open loop's throughput strays around its arrival rate (the littles_law
+ * bound) by Poisson chance: about half the windows are over it, a few by 2 sd, none by 4.
+ * None is called above its bound (every one over it was, as a start-up transient). */
+static void test_open_loop_noise(void)
+{
+    struct scenario s;
+    char err[256];
+    if (load_text(&s,
+                  "users = 0\nrate = 100\nduration = 6s\nwarmup = 1s\nprogram = cpu(exp(2ms))\n",
+                  err, sizeof err) < 0) {
+        CHECK(0, "the open loop loads: %s", err);
+        return;
+    }
+    int above = 0, windows = 0, over_rate = 0, rate_binds = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++)
+        for (int k = 0; k < MODEL_N; k++) {
+            struct model m;
+            struct result r;
+            char note[512];
+            s.seed = seed;
+            model_init(&m, &s, k);
+            model_run(&m, s.duration);
+            rep_result(&m, &r);
+            model_free(&m);
+            windows++;
+            rate_binds += r.bounds.binding == BOUND_LITTLE;
+            above += rep_above_bound(&r, NAN, note, sizeof note) != NULL;
+            over_rate += r.throughput_rps > 100;
+        }
+    CHECK(rate_binds == windows && above == 0 && over_rate > 0,
+          "%d of %d stationary open-loop windows called above the arrival rate (%d over it by "
+          "chance)",
+          above, windows, over_rate);
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -2735,6 +2770,7 @@ int main(void)
     test_validate_progress();
     test_cpu_util_bounded();
     test_empty_batches();
+    test_open_loop_noise();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();
