@@ -215,19 +215,19 @@ study-images: $(O)/sim
 # libFuzzer targets (clang): the scenario parser + engine, --validate's results CSV (and the
 # first point it accepts, simulated), a calibration file, the HTTP request and response
 # parsers. Each runs FUZZ_SECONDS from its seed corpus in tests/corpus/; a crash stops make.
-# The small parsers (--sweep lists, --live's metrics page, the font check) run a quarter of
-# that (at least 1 s): their inputs are a few dozen bytes and their coverage stops growing
-# within seconds, so CI's fuzz time grows by a little, not by FUZZ_SECONDS each.
+# The small parsers (--sweep lists, --live's metrics page) run a quarter of that (at least
+# 1 s): their inputs are a few dozen bytes and their coverage stops growing within seconds,
+# so CI's fuzz time grows by a little, not by FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
-FUZZ_SMALL    = sweep live font
+FUZZ_SMALL    = sweep live
 FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function -O1 -g \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_validate build/fuzz/fuzz_calibration \
                 build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_sweep \
-                build/fuzz/fuzz_live build/fuzz/fuzz_font
+                build/fuzz/fuzz_live
 
 # Each fuzzer is one test file (FUZZ_DEF picks a variant) built with the program it includes.
-build/fuzz/fuzz_scenario build/fuzz/fuzz_sweep build/fuzz/fuzz_live build/fuzz/fuzz_font: \
+build/fuzz/fuzz_scenario build/fuzz/fuzz_sweep build/fuzz/fuzz_live: \
     build/fuzz/fuzz_%: tests/fuzz_%.c sim.c
 build/fuzz/fuzz_validate build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
 build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
