@@ -2867,6 +2867,7 @@ static int io_quiet(int fd)
     X(414, "URI Too Long")                                                                         \
     X(417, "Expectation Failed")                                                                   \
     X(431, "Request Header Fields Too Large")                                                      \
+    X(500, "Internal Server Error")                                                                \
     X(501, "Not Implemented")                                                                      \
     X(502, "Bad Gateway")                                                                          \
     X(503, "Service Unavailable")                                                                  \
@@ -3460,6 +3461,8 @@ struct config {
                               * three quarters of max_connections, server_start) */
     int thread_idle_ms;      /* platform: an idle pool thread exits after this (maxIdleTime) */
     int delay_ms, jitter_ms; /* backend: answer delay and its random spread */
+    double fail_share;       /* backend: share of the calls answered 500 (backend_fails) */
+    int fail_after_ms;       /* backend: ... after this many ms instead of the delay */
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
@@ -3548,6 +3551,7 @@ struct server {
     int pool_slot_cap;          /* idle connections kept per pool: pool_max_idle over the slots */
     struct pool *pool;          /* platform mode's connector and executor */
     uint64_t seed;              /* backend jitter: xorshift state (per server, racy is fine) */
+    uint64_t item_calls;        /* backend: /item calls so far (atomic), backend_fails' index */
     long vconns;                /* virtual mode: connections held (atomic) */
     int per_client;             /* connections one address may hold (0: no limit) */
     struct ds_backoff *backoff; /* per backend: refused connects back off (ds_call) */
@@ -4400,6 +4404,30 @@ static int backend_refuse(struct sbuf *out, const char *why, int keep)
     return 400;
 }
 
+/* Whether the backend's next /item call fails (--fail-share F): call n (from 0, in the order
+ * the calls arrive) fails when floor((n + 1) F) > floor(n F), a stride rule (Bresenham's): of
+ * any run of calls, the share F fails, evenly spaced and the same in every run, with no
+ * random draw (F = 0.25: calls 3, 7, 11, ...; F = 1: every call). */
+static int backend_fails(struct server *s)
+{
+    double f = s->cfg->fail_share;
+    if (!(f > 0))
+        return 0;
+    uint64_t n = SHARED_ADD(s->item_calls, 1);
+    return (uint64_t)((double)(n + 1) * f) > (uint64_t)((double)n * f);
+}
+
+/* A failing call: 500 after --fail-after-ms (a timed park, as the delay is). */
+static int backend_fail(struct server *s, struct sbuf *out, int keep)
+{
+    static const char why[] = "Internal Server Error";
+    int64_t ms = s->cfg->fail_after_ms;
+    if (ms > 0 && vt_sleep_until(now_ns() + ms * NS_PER_MS) < 0)
+        return 503;
+    http_write_response(out, 500, "text/plain", why, sizeof why - 1, keep);
+    return 500;
+}
+
 static int backend_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
     if (rq->path_len < 6 || memcmp(rq->path, "/item/", 6)) {
@@ -4415,6 +4443,8 @@ static int backend_route(struct server *s, struct http_request *rq, struct sbuf 
         return backend_refuse(out, "bad delay_ms: want a whole number of ms", keep);
     if (has_delay && delay > BACKEND_MAX_DELAY_MS)
         return backend_refuse(out, "delay_ms too large", keep);
+    if (backend_fails(s))
+        return backend_fail(s, out, keep);
     if (!has_delay)
         delay = s->cfg->delay_ms;
     if (s->cfg->jitter_ms > 0) {
@@ -8484,7 +8514,9 @@ static int cmd_serve(int argc, char **argv)
     return rc;
 }
 
-#define BACKEND_SYNOPSIS "aggregator backend --port P --delay-ms D [--jitter-ms J] [--carriers C]"
+#define BACKEND_SYNOPSIS                                                                           \
+    "aggregator backend --port P --delay-ms D [--jitter-ms J] [--fail-share F --fail-after-ms M]"  \
+    " [--carriers C]"
 
 static int cmd_backend(int argc, char **argv)
 {
@@ -8499,12 +8531,24 @@ static int cmd_backend(int argc, char **argv)
         {"--delay-ms", OPT_INT, &cfg.delay_ms,
          "D, answer delay (a ?delay_ms= query overrides); default 0"},
         {"--jitter-ms", OPT_INT, &cfg.jitter_ms, "add a uniform random 0..J ms; default 0"},
+        {"--fail-share", OPT_DOUBLE, &cfg.fail_share,
+         "F, 0..1: this share of the calls answers 500 after --fail-after-ms instead of the "
+         "delay; deterministic, call n (from 0) fails when floor((n+1)F) > floor(nF), so "
+         "0.25 fails calls 3, 7, 11, ...; default 0"},
+        {"--fail-after-ms", OPT_INT, &cfg.fail_after_ms,
+         "M, a failing call's delay before its 500; default 0"},
         {"--carriers", OPT_INT, &cfg.carriers, "carrier threads; default one per CPU"},
         {"--accept-count", OPT_INT, &cfg.accept_count, "listen backlog per carrier; default 4096"},
     };
     opt_parse(BACKEND_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     opt_check_port(BACKEND_SYNOPSIS, cfg.port);
     opt_check_threads(BACKEND_SYNOPSIS, 1, cfg.carriers);
+    if (!(cfg.fail_share >= 0 && cfg.fail_share <= 1))
+        opt_fail(BACKEND_SYNOPSIS, "--fail-share takes a share from 0 to 1, not %g",
+                 cfg.fail_share);
+    if (cfg.fail_after_ms < 0 || cfg.fail_after_ms > BACKEND_MAX_DELAY_MS)
+        opt_fail(BACKEND_SYNOPSIS, "--fail-after-ms takes 0 to %d ms, not %d", BACKEND_MAX_DELAY_MS,
+                 cfg.fail_after_ms);
     return serve_until_signal(&cfg, backend_route, "backend");
 }
 

@@ -690,6 +690,79 @@ static void test_backend_killed(const char *mode)
     rig_stop(&r);
 }
 
+/* The median of n latencies (ms); sorts them. */
+static double median_ms(double *ms, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: n is a handful */
+        for (int j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
+            double t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+/* GET path n times on port: the statuses in st, the median latency (ms) returned. */
+static double timed_gets(int port, const char *path, int *st, int n)
+{
+    double ms[16];
+    for (int i = 0; i < n && i < 16; i++) {
+        double t0 = now_ms();
+        st[i] = get(port, path);
+        ms[i] = now_ms() - t0;
+    }
+    return median_ms(ms, n < 16 ? n : 16);
+}
+
+/* backend --fail-share F --fail-after-ms M: with F = 1 every call is a 500 after M ms (not
+ * the delay D, which is far longer); with F = 0 every call is the 200 after D it was; with
+ * F = 0.25, of 8 calls exactly calls 3 and 7 fail, the stride rule --help gives. */
+static void test_backend_fail_share(void)
+{
+    enum { M = 5, D = 300, N = 8 };
+    static const struct {
+        const char *share;
+        int fails[N];  /* 1: call i answers 500 */
+        double lo, hi; /* the median call's latency bounds, ms */
+    } cases[] = {
+        {"1", {1, 1, 1, 1, 1, 1, 1, 1}, M, M + 60},
+        {"0", {0}, D, D + SLACK_MS},
+        {"0.25", {0, 0, 0, 1, 0, 0, 0, 1}, D, D + SLACK_MS},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char m[16], d[16];
+        snprintf(m, sizeof m, "%d", M);
+        snprintf(d, sizeof d, "%d", D);
+        char *bargs[] = {"backend",
+                         "--port",
+                         "0",
+                         "--delay-ms",
+                         d,
+                         "--fail-share",
+                         (char *)cases[c].share,
+                         "--fail-after-ms",
+                         m,
+                         NULL};
+        int bport, st[N], ok = 1;
+        pid_t b = spawn(bargs, 0, &bport);
+        if (b < 0) {
+            CHECK(0, "backend --fail-share %s: setup", cases[c].share);
+            continue;
+        }
+        double med = timed_gets(bport, "/item/1", st, N);
+        for (int i = 0; i < N; i++)
+            ok &= st[i] == (cases[c].fails[i] ? 500 : 200);
+        CHECK(ok,
+              "backend --fail-share %s: statuses %d %d %d %d %d %d %d %d, want the stride rule's",
+              cases[c].share, st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]);
+        CHECK(med >= cases[c].lo && med < cases[c].hi,
+              "backend --fail-share %s --fail-after-ms %d --delay-ms %d: median call %.1f ms, want "
+              "%.0f..%.0f",
+              cases[c].share, M, D, med, cases[c].lo, cases[c].hi);
+        printf("backend --fail-share %s: median call %.1f ms\n", cases[c].share, med);
+        stop(b);
+    }
+}
+
 /* Slow and vanishing clients must not starve a normal one, and are closed by the server. */
 static void test_bad_clients(const char *mode)
 {
@@ -2233,6 +2306,11 @@ static void test_cli(void)
         {"serve --threads 2147483647 --backends 127.0.0.1:9", 2, "this machine holds at most"},
         {"serve --carriers 100000 --backends 127.0.0.1:9", 2, "--carriers takes 0 (one per CPU)"},
         {"backend --carriers 100000", 2, "--carriers takes 0 (one per CPU)"},
+        {"backend --fail-share 1.5", 2, "--fail-share takes a share from 0 to 1"},
+        {"backend --fail-share -0.1", 2, "bad number '-0.1'"},
+        {"backend --fail-share nan", 2, "bad number 'nan'"},
+        {"backend --fail-after-ms -1", 2, "bad number '-1'"},
+        {"backend --fail-after-ms 60001", 2, "--fail-after-ms takes 0 to 60000 ms"},
         {"load --url http://127.0.0.1:%d/ --carriers 5000", 2, "--carriers takes 0"},
         {"bench --threads 2147483647 --port %d", 2, "this machine holds at most"},
         {"bench --fanout 100000", 2, "--fanout <="},
@@ -2318,6 +2396,7 @@ int main(int argc, char **argv)
     test_microbench_json();
     test_floor_same_answers();
     test_listeners();
+    test_backend_fail_share();
     for (int m = 0; m < 2; m++) {
         test_bad_backends(modes[m]);
         test_backend_killed(modes[m]);
