@@ -1606,7 +1606,7 @@ static struct vt *vt_spawn_on(struct carrier *c, void (*fn)(void *), void *arg, 
     v->detached = detached;
     v->heap_idx = -1;
     v->wait_fd = -1;
-    v->wait_c = NULL;
+    v->wait_c = NULL, v->woke = VT_WOKE_EVENT; /* not cancelled (vt_cancel) */
     v->pinned = 0;
     v->join_word = NULL;
     /* atomic: a late unpark or park finish of this descriptor's previous thread may still
@@ -1655,7 +1655,7 @@ static void vt_join(struct vt *v)
 }
 
 /* Park until fd (if >= 0) is ready in direction dir, or the deadline (ns, -1 = none) passes.
- * Returns 0, or -1 with errno ETIMEDOUT or ECANCELED (runtime shutting down). The fd must be
+ * Returns 0, or -1 with errno ETIMEDOUT or ECANCELED (shutting down, or vt_cancel). The fd must be
  * registered (io_register), with any carrier: the invariant that lets a stolen thread still
  * get its I/O events is that a park's fd slot and timer both live with the fd's owner (the
  * carrier whose epoll watches it) under that carrier's plock, and only that carrier's poll,
@@ -1672,7 +1672,7 @@ static int vt_wait(int fd, int dir, int64_t deadline)
         return -1;
     }
     spin_lock(&wc->plock);
-    if (LOAD(rt.shutdown)) {
+    if (LOAD(rt.shutdown) || LOAD(v->woke) == VT_WOKE_CANCEL) { /* a cancelled thread ends */
         spin_unlock(&wc->plock);
         errno = ECANCELED;
         return -1;
@@ -1711,11 +1711,11 @@ static int vt_wait(int fd, int dir, int64_t deadline)
         }
         spin_unlock(&wc->plock);
     }
-    if (v->woke == VT_WOKE_CANCEL) {
+    if (LOAD(v->woke) == VT_WOKE_CANCEL) {
         errno = ECANCELED;
         return -1;
     }
-    if (v->woke == VT_WOKE_TIMEOUT) {
+    if (LOAD(v->woke) == VT_WOKE_TIMEOUT) {
         errno = ETIMEDOUT;
         return -1;
     }
@@ -2732,6 +2732,30 @@ static int vt_sleep_until(int64_t deadline)
     return 0;
 }
 
+/* Cancel virtual thread v, as Thread.interrupt cancels a virtual thread's blocking I/O in Loom
+ * (a thread parked in a socket read is unparked, the socket closed, and the read throws
+ * "Closed by interrupt"): if v is parked in vt_wait it is woken now and its wait fails with
+ * ECANCELED; if not, its next vt_wait fails so without parking, and so does every one after
+ * (woke stays VT_WOKE_CANCEL until the descriptor is reused): a cancelled thread can only wind
+ * down. Every carrier's plock is held while v is looked at, because v's park checks the mark
+ * and registers under the plock of its fd's owner, which only v knows: so v has either
+ * registered (wait_c set: woken here) or not yet checked (it sees the mark). The caller makes
+ * sure v has not ended (its descriptor could be another thread's). */
+static void vt_cancel(struct vt *v)
+{
+    for (int i = 0; i < rt.ncarriers; i++)
+        spin_lock(&rt.carriers[i].plock); /* in carrier order; nobody holds two otherwise */
+    struct carrier *wc = LOAD(v->wait_c);
+    __atomic_store_n(&v->woke, VT_WOKE_CANCEL, __ATOMIC_RELAXED);
+    for (int i = 0; i < rt.ncarriers; i++)
+        if (&rt.carriers[i] != wc)
+            spin_unlock(&rt.carriers[i].plock);
+    if (wc) {
+        vt_wake_locked(v, VT_WOKE_CANCEL);
+        spin_unlock(&wc->plock);
+    }
+}
+
 /* The number of carriers (0 before rt_start and after rt_join). */
 static int rt_carriers(void)
 {
@@ -3315,6 +3339,7 @@ struct metrics {
     uint64_t lat_sum_us;                 /* sum of latencies, µs */
     uint64_t ds_calls;                   /* downstream calls made */
     uint64_t ds_opened;                  /* downstream connections opened */
+    uint64_t ds_cancelled;               /* downstream calls cancelled (not failures) */
     uint64_t ds_failed[DS_NFAIL];        /* downstream calls failed, by reason */
     uint64_t ds_unlogged[DS_NFAIL];      /* of those, not yet in a log line (ds_failed) */
     int64_t ds_log_next[DS_NFAIL];       /* ns: a reason's next log line not before then */
@@ -3419,6 +3444,9 @@ static void metrics_page(struct sbuf *b)
         {"agg_downstream_calls_total", "downstream calls", (double)LOAD(m->ds_calls)},
         {"agg_downstream_connections_opened_total", "downstream connections opened",
          (double)LOAD(m->ds_opened)},
+        {"agg_downstream_cancelled_total",
+         "downstream calls cancelled by a failing sibling (--on-failure cancel), not failures",
+         (double)LOAD(m->ds_cancelled)},
         {"agg_alloc_bytes_total", "bytes allocated since the start (xmalloc, xcalloc, xrealloc)",
          (double)alloc_total()},
     };
@@ -3461,22 +3489,28 @@ struct config {
                               * three quarters of max_connections, server_start) */
     int thread_idle_ms;      /* platform: an idle pool thread exits after this (maxIdleTime) */
     int delay_ms, jitter_ms; /* backend: answer delay and its random spread */
+    int on_failure;          /* ON_FAILURE_CANCEL or ON_FAILURE_WAIT: the fan-out's policy */
     double fail_share;       /* backend: share of the calls answered 500 (backend_fails) */
     int fail_after_ms;       /* backend: ... after this many ms instead of the delay */
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
 
+/* --on-failure: what a fan-out does when one of its calls fails (agg_fan_out). */
+enum { ON_FAILURE_CANCEL, ON_FAILURE_WAIT };
+static const char *const on_failure_names[] = {"cancel", "wait"};
+
 /* --no-pool: which side of a downstream connection closes it first, and so holds its
  * TIME_WAIT for 60 s. */
 enum { CLOSE_CLIENT, CLOSE_SERVER };
 static const char *const close_first_names[] = {"client", "server"};
 
-/* "client" or "server" into *out; -1 for anything else. */
-static int close_first_parse(const char *name, int *out)
+/* The index of name in names[0, n) into *out (a flag's word: close_first_names, ...); -1
+ * for anything else. */
+static int names_find(const char *const *names, size_t n, const char *name, int *out)
 {
-    for (int i = 0; i < (int)ARRAY_LEN(close_first_names); i++)
-        if (!strcmp(name, close_first_names[i])) {
+    for (int i = 0; i < (int)n; i++)
+        if (!strcmp(name, names[i])) {
             *out = i;
             return 0;
         }
@@ -3732,7 +3766,10 @@ static int conn_serve_one(struct conn *conn)
     return keep && ok;
 }
 
-/* Part II follows a request down, so the handler (II.4) comes before the call it makes (II.5). */
+/* Part II follows a request down, so the handler (II.4) comes before the call it makes (II.5).
+ * ds_call's status, or DS_CANCELLED: the call was cancelled (vt_cancel) before its answer. */
+enum { DS_CANCELLED = -1 };
+static int ds_cancelled(void);
 static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline);
 
 /* ---- II.4 Aggregate ---- */
@@ -3746,16 +3783,83 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
  * virtual thread fills it in while the parent is parked (and its stack copied away). */
 struct agg_call {
     struct server *s;
-    int item;         /* /item/<item>, sent to backends[item % nbackends] */
-    int64_t deadline; /* ns */
-    int status;       /* 200, 502 or 504 */
-    struct sbuf body; /* the backend's answer */
+    int item;                /* /item/<item>, sent to backends[item % nbackends] */
+    int64_t deadline;        /* ns */
+    int status;              /* 200, 502, 504, DS_CANCELLED, or 0 (not made) */
+    struct sbuf body;        /* the backend's answer */
+    struct agg_scope *scope; /* the fan-out it runs in (virtual mode), or NULL */
+    struct vt *vt;           /* its child thread there (guarded by scope->lock) */
+    int ended;               /* its child is past its call (guarded by scope->lock) */
+};
+
+/* A virtual-mode fan-out's scope: JDK 25's StructuredTaskScope.open() with a joiner that
+ * stops at the first failure (Joiner.awaitAllSuccessfulOrThrow). The parent forks one child
+ * per call and joins every one; with --on-failure cancel the first child whose call fails
+ * cancels the siblings still in theirs (vt_cancel: what the scope's shutdown does in Loom, a
+ * Thread.interrupt of each, whose parked socket read then fails, "Closed by interrupt").
+ * A cancelled child closes its connection (ds_call: a half-read one never goes back to the
+ * pool) and ends; the parent returns only once every child has ended, so no child outlives
+ * its scope, and answers 502 at once instead of after the slowest sibling. */
+struct agg_scope {
+    int lock;   /* spinlock: held briefly, never across a park */
+    int failed; /* a call failed: siblings not yet started skip theirs */
+    int cancel; /* the policy: cancel the siblings on the first failure */
+    struct agg_call *calls;
+    int k;
 };
 
 static void agg_call_run(void *arg)
 {
     struct agg_call *a = arg;
     a->status = ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline);
+}
+
+/* The first failure in a scope cancels every sibling still in its call (under the lock: a
+ * child past its call has ended it, and its descriptor may be reused once joined). */
+static void agg_scope_failed(struct agg_scope *sc, const struct agg_call *self)
+{
+    sc->failed = 1;
+    for (int i = 0; sc->cancel && i < sc->k; i++)
+        if (&sc->calls[i] != self && sc->calls[i].vt && !sc->calls[i].ended)
+            vt_cancel(sc->calls[i].vt);
+}
+
+/* A child of the scope: its call, unless a sibling failed before it began. */
+static void agg_call_scoped(void *arg)
+{
+    struct agg_call *a = arg;
+    struct agg_scope *sc = a->scope;
+    spin_lock(&sc->lock);
+    int skip = sc->failed && sc->cancel;
+    spin_unlock(&sc->lock);
+    if (skip)
+        a->status = ds_cancelled();
+    else
+        agg_call_run(a);
+    spin_lock(&sc->lock);
+    a->ended = 1;
+    if (a->status != 200 && a->status != DS_CANCELLED && !sc->failed)
+        agg_scope_failed(sc, a);
+    spin_unlock(&sc->lock);
+}
+
+/* Fork the k children and join them all (the parent parks in each join; a child's failure
+ * cancels the rest, which end quickly, so the joins then take no longer). */
+static void agg_scope_run(struct agg_call *calls, int k, int cancel)
+{
+    /* on the heap, as the calls are: the parent's frames are copied away while it parks in
+     * a join, and its run stack is another thread's meanwhile */
+    struct agg_scope *sc = xcalloc(1, sizeof *sc);
+    *sc = (struct agg_scope){.cancel = cancel, .calls = calls, .k = k};
+    for (int i = 0; i < k; i++) {
+        calls[i].scope = sc;
+        spin_lock(&sc->lock); /* a failing sibling sees this child's thread, or it sees failed */
+        calls[i].vt = vt_spawn(agg_call_scoped, &calls[i], VT_JOINABLE);
+        spin_unlock(&sc->lock);
+    }
+    for (int i = 0; i < k; i++)
+        vt_join(calls[i].vt);
+    free(sc);
 }
 
 static void *agg_call_pthread(void *arg)
@@ -3765,18 +3869,16 @@ static void *agg_call_pthread(void *arg)
 }
 
 /* Run the k calls concurrently and return when all are done: structured concurrency, like
- * Java's StructuredTaskScope. Children are virtual threads on this carrier, or, on a
- * platform thread, one pthread each (what a fixed pool would have to do, a pthread_create
- * and a join per call). */
-static void agg_fan_out(struct agg_call *calls, int k)
+ * Java's StructuredTaskScope. Children are virtual threads on this carrier (agg_scope_run,
+ * which with --on-failure cancel cancels the siblings of a failed call), or, on a platform
+ * thread, one pthread each (what a fixed pool would have to do, a pthread_create and a join
+ * per call). Platform mode always waits for every call: a pool thread blocked in a socket
+ * read is not woken by Future.cancel(true), whose Thread.interrupt does not end a blocking
+ * read of a java.net.Socket on a platform thread, so there cancel behaves as wait. */
+static void agg_fan_out(struct agg_call *calls, int k, int on_failure)
 {
     if (vt_current()) {
-        struct vt **kids = xcalloc((size_t)k, sizeof *kids);
-        for (int i = 0; i < k; i++)
-            kids[i] = vt_spawn(agg_call_run, &calls[i], VT_JOINABLE);
-        for (int i = 0; i < k; i++)
-            vt_join(kids[i]);
-        free(kids);
+        agg_scope_run(calls, k, on_failure == ON_FAILURE_CANCEL);
         return;
     }
     pthread_t *t = xcalloc((size_t)k, sizeof *t);
@@ -3832,15 +3934,18 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
     /* A pinned thread cannot park in a join, and its children live on its own carrier, so
      * under --pin a fan-out would wait forever: the calls run one after the other instead. */
     if (parallel && k > 1 && !vt_pinned())
-        agg_fan_out(calls, k);
+        agg_fan_out(calls, k, cfg->on_failure);
     else
         for (int i = 0; i < k && (i == 0 || calls[i - 1].status == 200); i++)
             agg_call_run(&calls[i]);
     if (cfg->pin)
         vt_unpin();
-    for (int i = 0; i < k; i++)
-        if (calls[i].status != 200 && status == 200)
+    for (int i = 0; i < k; i++) /* a failure decides over the cancellations it caused */
+        if (calls[i].status != 200 && calls[i].status != DS_CANCELLED && status == 200)
             status = calls[i].status ? calls[i].status : 504;
+    for (int i = 0; i < k; i++) /* cancelled without a failure: the runtime is stopping */
+        if (calls[i].status == DS_CANCELLED && status == 200)
+            status = 502;
     if (status != 200) {
         const char *reason = http_reasons[http_status_index(status)];
         http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
@@ -4184,6 +4289,14 @@ static int ds_failed(int reason, int err)
     return reason == DS_FAIL_TIMEOUT ? 504 : 502;
 }
 
+/* Count a cancelled call (a sibling failed, or the runtime is stopping): not a failure, as
+ * the JVM aggregator counts an interrupted call apart. */
+static int ds_cancelled(void)
+{
+    SHARED_ADD(metrics_counters->ds_cancelled, 1);
+    return DS_CANCELLED;
+}
+
 /* The reason for an exchange's outcome r (a CX_ code). */
 static int ds_exchange_reason(long r)
 {
@@ -4361,7 +4474,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             cl = ds_open(s, backend, deadline);
             if (!cl) {
                 int err = errno;
-                return ds_failed(ds_connect_reason(err), err);
+                return err == ECANCELED ? ds_cancelled() : ds_failed(ds_connect_reason(err), err);
             }
             SHARED_ADD(metrics_counters->ds_opened, 1);
         }
@@ -4372,10 +4485,10 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             cl = NULL;
             continue;
         }
-        if (r < 0) {
+        if (r < 0) { /* closed, never pooled: a half-read answer would be the next call's */
             int err = errno;
             client_close(cl);
-            return ds_failed(ds_exchange_reason(r), err);
+            return r == CX_CANCEL ? ds_cancelled() : ds_failed(ds_exchange_reason(r), err);
         }
         int status = rs.status == 200 && json_is_one_value(rs.body, rs.body_len)
                          ? 200
@@ -8447,7 +8560,7 @@ static int cmd_serve(int argc, char **argv)
 {
     struct config cfg;
     config_defaults(&cfg);
-    const char *mode = "virtual", *backends = NULL, *close_first = NULL;
+    const char *mode = "virtual", *backends = NULL, *close_first = NULL, *on_failure = NULL;
     int no_pool = 0;
     const struct opt o[] = {
         {"--mode", OPT_STR, &mode,
@@ -8488,6 +8601,11 @@ static int cmd_serve(int argc, char **argv)
          "limit"},
         {"--thread-idle-ms", OPT_INT, &cfg.thread_idle_ms,
          "platform: idle pool threads exit, down to --min-spare; default 60000"},
+        {"--on-failure", OPT_STR, &on_failure,
+         "the fan-out's policy (/aggregate?parallel=1) when a call fails: cancel (virtual: the "
+         "failed call's siblings are cancelled and the 502 is sent at once, a "
+         "StructuredTaskScope) or wait (for every call, join-all); platform mode always waits "
+         "(a pool thread in a blocking read cannot be cancelled); default cancel"},
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     opt_check_port(SERVE_SYNOPSIS, cfg.port);
@@ -8507,8 +8625,12 @@ static int cmd_serve(int argc, char **argv)
     if (cfg.fanout > AGG_MAX_FANOUT)
         opt_fail(SERVE_SYNOPSIS, "--fanout must be at most %d, not %d", AGG_MAX_FANOUT, cfg.fanout);
     cfg.pool = !no_pool;
-    if (close_first && (cfg.pool || close_first_parse(close_first, &cfg.close_first) < 0))
+    if (close_first && (cfg.pool || names_find(close_first_names, ARRAY_LEN(close_first_names),
+                                               close_first, &cfg.close_first) < 0))
         opt_fail(SERVE_SYNOPSIS, "--close-first takes client or server, with --no-pool");
+    if (on_failure &&
+        names_find(on_failure_names, ARRAY_LEN(on_failure_names), on_failure, &cfg.on_failure) < 0)
+        opt_fail(SERVE_SYNOPSIS, "--on-failure takes cancel or wait, not '%s'", on_failure);
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);
     return rc;
@@ -8657,7 +8779,8 @@ static int cmd_bench(int argc, char **argv)
         opt_fail(BENCH_SYNOPSIS, "--server takes c, java or c,java, --jit-warmup a number >= 0");
     int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
     int close_ok =
-        !strcmp(bc.close_first, "both") || close_first_parse(bc.close_first, &(int){0}) == 0;
+        !strcmp(bc.close_first, "both") ||
+        names_find(close_first_names, ARRAY_LEN(close_first_names), bc.close_first, &(int){0}) == 0;
     if (!some_mode || (strcmp(bc.pool, "on") && strcmp(bc.pool, "off") && strcmp(bc.pool, "both")))
         opt_fail(BENCH_SYNOPSIS, "bad --modes or --pool");
     if (!close_ok)

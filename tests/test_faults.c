@@ -763,6 +763,189 @@ static void test_backend_fail_share(void)
     }
 }
 
+/* A fan-out whose first call fails fast: three real backends, the first answering every
+ * call 500 after FAIL_MS, the two others after SLOW_MS, and an aggregator on them with
+ * --on-failure POLICY (K = 3, call i to backend i). */
+enum { FAIL_MS = 10, SLOW_MS = 300, SCOPE_CLIENTS = 8 };
+struct scope_rig {
+    char what[96];
+    pid_t be[3];
+    int bport[3];
+    struct server s;
+};
+
+static int scope_rig_start(struct scope_rig *r, const char *mode, const char *policy)
+{
+    char fail[16], slow[16], list[96];
+    snprintf(fail, sizeof fail, "%d", FAIL_MS);
+    snprintf(slow, sizeof slow, "%d", SLOW_MS);
+    snprintf(r->what, sizeof r->what, "%s, --on-failure %s", mode, policy);
+    char *fargs[] = {"backend", "--port", "0", "--fail-share", "1", "--fail-after-ms", fail, NULL};
+    char *sargs[] = {"backend", "--port", "0", "--delay-ms", slow, NULL};
+    int ok = 1;
+    for (int i = 0; i < 3; i++)
+        ok &= (r->be[i] = spawn(i ? sargs : fargs, 0, &r->bport[i])) > 0;
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", r->bport[0], r->bport[1],
+             r->bport[2]);
+    const char *extra[] = {"--backends", list,           "--fanout", "3", "--on-failure",
+                           policy,       "--timeout-ms", "5000",     NULL};
+    if (ok && server_start_with(&r->s, mode, r->bport[0], 0, 0, extra) == 0)
+        return 0;
+    CHECK(0, "%s: setup", r->what);
+    for (int i = 0; i < 3; i++)
+        if (r->be[i] > 0)
+            stop(r->be[i]);
+    return -1;
+}
+
+static void scope_rig_stop(struct scope_rig *r)
+{
+    int status = stop(r->s.pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: stops cleanly (status %d)", r->what,
+          status);
+    for (int i = 0; i < 3; i++)
+        stop(r->be[i]);
+}
+
+/* The latency of a failed fan-out. With cancel (virtual mode) the 502 comes as soon as the
+ * failing call's 500 does: at most 1.2 times that call's own latency (measured on its
+ * backend directly) plus a margin for the request's own trip; with wait, or in platform
+ * mode whatever the policy (a pool thread blocked in a read is not cancelled), only after
+ * the slow siblings' SLOW_MS. */
+static void test_scope_latency(const char *mode, const char *policy)
+{
+    enum { N = 7, MARGIN_MS = 60 };
+    struct scope_rig r;
+    if (scope_rig_start(&r, mode, policy) < 0)
+        return;
+    int st[N], all502 = 1;
+    double fail = timed_gets(r.bport[0], "/item/0", st, N);
+    double med = timed_gets(r.s.port, "/aggregate?parallel=1", st, N);
+    for (int i = 0; i < N; i++)
+        all502 &= st[i] == 502;
+    CHECK(all502, "%s: every failed fan-out answers 502 (%d %d %d ...)", r.what, st[0], st[1],
+          st[2]);
+    int cancels = !strcmp(mode, "virtual") && !strcmp(policy, "cancel");
+    if (cancels)
+        CHECK(med < 1.2 * fail + MARGIN_MS,
+              "%s: median 502 after %.1f ms, want < 1.2 x the failing call's %.1f ms + %d", r.what,
+              med, fail, MARGIN_MS);
+    else
+        CHECK(med >= SLOW_MS && med < SLOW_MS + SLACK_MS,
+              "%s: median 502 after %.1f ms, want the slow siblings' %d ms", r.what, med, SLOW_MS);
+    printf("%s: failed fan-out's median %.1f ms (the failing call alone %.1f ms)\n", r.what, med,
+           fail);
+    scope_rig_stop(&r);
+}
+
+struct scope_client {
+    int port, n, ok;
+};
+
+/* n requests on one keep-alive connection; ok counts the 502s. */
+static void *scope_client_main(void *arg)
+{
+    struct scope_client *c = arg;
+    static const char req[] = "GET /aggregate?parallel=1 HTTP/1.1\r\nHost: t\r\n\r\n";
+    char buf[4096];
+    int fd = dial(c->port);
+    for (int i = 0; fd >= 0 && i < c->n; i++)
+        c->ok += request_on(fd, req, buf, sizeof buf) == 502;
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* n cancelled fan-outs from SCOPE_CLIENTS clients at once; how many were answered 502. */
+static int scope_burst(int port, int n)
+{
+    pthread_t th[SCOPE_CLIENTS];
+    struct scope_client c[SCOPE_CLIENTS];
+    int started[SCOPE_CLIENTS], ok = 0;
+    for (int i = 0; i < SCOPE_CLIENTS; i++) {
+        c[i] = (struct scope_client){port, n / SCOPE_CLIENTS, 0};
+        started[i] = pthread_create(&th[i], NULL, scope_client_main, &c[i]) == 0;
+        if (!started[i])
+            scope_client_main(&c[i]); /* no thread: its share in this one */
+    }
+    for (int i = 0; i < SCOPE_CLIENTS; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        ok += c[i].ok;
+    }
+    return ok;
+}
+
+/* What a leak would grow: the server's fds, its live virtual threads, and its connections to
+ * each backend (pooled or not). */
+struct scope_counts {
+    int fds, conns[3];
+    long alive;
+};
+
+static struct scope_counts scope_counts(const struct scope_rig *r)
+{
+    struct scope_counts c = {count_fds(r->s.pid), {0}, metric(r->s.port, "agg_vthreads_alive")};
+    for (int i = 0; i < 3; i++)
+        c.conns[i] = count_conns_to(r->s.pid, r->bport[i]);
+    return c;
+}
+
+/* Whether now is at the baseline: the fds but the failing backend's connections, and the
+ * virtual threads, at or below it; no connection to the slow backends (each was cancelled
+ * half-read, so closed, never pooled); the failing backend's (answered, so pooled) within
+ * what the pools can hold at this concurrency, SCOPE_CLIENTS calls at once on each carrier's
+ * pool at most. */
+static int scope_at_baseline(struct scope_counts now, struct scope_counts base, long carriers)
+{
+    return now.fds - now.conns[0] <= base.fds - base.conns[0] && now.alive <= base.alive &&
+           now.conns[0] <= SCOPE_CLIENTS * carriers && now.conns[1] == 0 && now.conns[2] == 0;
+}
+
+/* 1,000 cancelled scopes leak nothing: after them (given a moment), the server's fds, live
+ * virtual threads and connections to each backend are back at their baseline, taken after a
+ * warm-up of the same shape; the slow backends' connections are none (each was cancelled
+ * half-read, so closed, never pooled); the cancelled calls are counted as such (two a
+ * request), and only the failing calls as failures (one a request). */
+static void test_scope_leak(const char *mode)
+{
+    enum { WARM = 80, N = 1000 };
+    struct scope_rig r;
+    if (scope_rig_start(&r, mode, "cancel") < 0)
+        return;
+    long carriers = metric(r.s.port, "agg_carriers");
+    scope_burst(r.s.port, WARM);
+    struct scope_counts base = scope_counts(&r), now = base;
+    for (int i = 0; i < 300 && !scope_at_baseline(now = scope_counts(&r), base, carriers); i++)
+        usleep(10000); /* bounded: 3 s; the warm-up's clients are still closing */
+    base = now;
+    long cancelled0 = metric(r.s.port, "agg_downstream_cancelled_total"),
+         failed0 = metric(r.s.port, "agg_downstream_failures_total{reason=\"bad_response\"}");
+    double t0 = now_ms();
+    int ok = scope_burst(r.s.port, N);
+    double took = now_ms() - t0;
+    for (int i = 0; i < 300 && !scope_at_baseline(now = scope_counts(&r), base, carriers); i++)
+        usleep(10000); /* bounded: 3 s */
+    long cancelled = metric(r.s.port, "agg_downstream_cancelled_total") - cancelled0,
+         failed =
+             metric(r.s.port, "agg_downstream_failures_total{reason=\"bad_response\"}") - failed0;
+    CHECK(ok == N, "%s: %d of %d cancelled fan-outs answered 502", r.what, ok, N);
+    CHECK(scope_at_baseline(now, base, carriers),
+          "%s: after %d cancelled scopes: fds %d (baseline %d), virtual threads %ld (%ld), "
+          "connections to the backends %d %d %d (%d %d %d; the slow ones' must be 0, the "
+          "failing one's at most %ld)",
+          r.what, N, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
+          now.conns[2], base.conns[0], base.conns[1], base.conns[2], SCOPE_CLIENTS * carriers);
+    CHECK(cancelled == 2 * N && failed == N,
+          "%s: %ld calls counted cancelled (want %d), %ld failed (want %d)", r.what, cancelled,
+          2 * N, failed, N);
+    printf("%s: %d cancelled scopes in %.0f ms; after: fds %d (baseline %d), virtual threads "
+           "%ld (%ld), connections to the backends %d %d %d (%d %d %d)\n",
+           r.what, N, took, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
+           now.conns[2], base.conns[0], base.conns[1], base.conns[2]);
+    scope_rig_stop(&r);
+}
+
 /* Slow and vanishing clients must not starve a normal one, and are closed by the server. */
 static void test_bad_clients(const char *mode)
 {
@@ -2306,6 +2489,7 @@ static void test_cli(void)
         {"serve --threads 2147483647 --backends 127.0.0.1:9", 2, "this machine holds at most"},
         {"serve --carriers 100000 --backends 127.0.0.1:9", 2, "--carriers takes 0 (one per CPU)"},
         {"backend --carriers 100000", 2, "--carriers takes 0 (one per CPU)"},
+        {"serve --on-failure never --backends 127.0.0.1:9", 2, "--on-failure takes cancel or wait"},
         {"backend --fail-share 1.5", 2, "--fail-share takes a share from 0 to 1"},
         {"backend --fail-share -0.1", 2, "bad number '-0.1'"},
         {"backend --fail-share nan", 2, "bad number 'nan'"},
@@ -2412,7 +2596,10 @@ int main(int argc, char **argv)
         test_slow_readers(modes[m]);
         test_hoarder(modes[m]);
         test_half_closed(modes[m]);
+        test_scope_latency(modes[m], "cancel");
+        test_scope_latency(modes[m], "wait");
     }
+    test_scope_leak("virtual");
     test_gone_clients();
     test_port_wall(dir);
     test_self_connect(dir);
