@@ -112,6 +112,80 @@ static void test_park_io(void *arg)
     free(p);
 }
 
+/* vt_cancel, a scope's cancel (Thread.interrupt in Loom): a thread parked on a timer and one
+ * parked in a pipe read, both until a deadline CANCEL_FAR_S away, wake at once with
+ * ECANCELED; one cancelled before it ever parks fails its first park at once; each, once
+ * cancelled, parks no more (its next wait fails at once too); and threads spawned afterwards,
+ * on the descriptors those freed, park and wake as usual. Run on two carriers, so a cancel
+ * may come from the other carrier than the park's. */
+enum { CANCEL_FAR_S = 5 };
+struct cancel_kid {
+    int fd;          /* >= 0: park reading it; -1: park on a timer */
+    int64_t until;   /* ns: the park's deadline */
+    int rc, err;     /* the park's result and errno */
+    int again, err2; /* a second park's after it */
+    int64_t took;    /* ns: the first park */
+};
+
+static void cancel_kid_main(void *arg)
+{
+    struct cancel_kid *k = arg;
+    int64_t t0 = now_ns();
+    char c;
+    k->rc = k->fd >= 0 ? (int)io_rw(k->fd, VT_READ, &c, 1, k->until) : vt_sleep_until(k->until);
+    k->err = errno;
+    k->took = now_ns() - t0;
+    k->again = vt_sleep_until(k->until);
+    k->err2 = errno;
+}
+
+static void test_cancel(void *arg)
+{
+    (void)arg;
+    int fd[2];
+    if (pipe2(fd, O_NONBLOCK | O_CLOEXEC) < 0 || io_register(fd[0]) < 0 || io_register(fd[1]) < 0) {
+        CHECK(0, "pipe: %s", strerror(errno));
+        return;
+    }
+    int64_t far = now_ns() + CANCEL_FAR_S * NS_PER_S;
+    static const char *const names[] = {"timer", "pipe read", "not yet parked"};
+    struct cancel_kid *k = xcalloc(3, sizeof *k);
+    struct vt *v[3];
+    for (int i = 0; i < 3; i++)
+        k[i] = (struct cancel_kid){.fd = i == 1 ? fd[0] : -1, .until = far};
+    v[0] = vt_spawn(cancel_kid_main, &k[0], VT_JOINABLE);
+    v[1] = vt_spawn(cancel_kid_main, &k[1], VT_JOINABLE);
+    vt_sleep_until(now_ns() + 20 * NS_PER_MS); /* both run and park */
+    CHECK(LOAD(v[0]->state) == VT_PARKED && LOAD(v[1]->state) == VT_PARKED,
+          "cancel: the timer's and the reader's threads are parked (%d %d)", LOAD(v[0]->state),
+          LOAD(v[1]->state));
+    v[2] = vt_spawn(cancel_kid_main, &k[2], VT_JOINABLE);
+    for (int i = 2; i >= 0; i--)
+        vt_cancel(v[i]);
+    for (int i = 0; i < 3; i++) {
+        vt_join(v[i]);
+        CHECK(k[i].rc == -1 && k[i].err == ECANCELED && k[i].took < NS_PER_S,
+              "cancel, %s: park returned %d (%s) after %.1f ms; want ECANCELED at once", names[i],
+              k[i].rc, strerror(k[i].err), (double)k[i].took / 1e6);
+        CHECK(k[i].again == -1 && k[i].err2 == ECANCELED,
+              "cancel, %s: the next park returned %d (%s); want ECANCELED without parking",
+              names[i], k[i].again, strerror(k[i].err2));
+    }
+    for (int i = 0; i < 3; i++) { /* fresh threads, likely on the same descriptors */
+        k[i] = (struct cancel_kid){.fd = -1, .until = now_ns() + 10 * NS_PER_MS};
+        v[i] = vt_spawn(cancel_kid_main, &k[i], VT_JOINABLE);
+    }
+    for (int i = 0; i < 3; i++) {
+        vt_join(v[i]);
+        CHECK(k[i].rc == 0 && k[i].took >= 10 * NS_PER_MS - NS_PER_MS,
+              "cancel: a thread spawned after parks as usual (%d, %s, %.1f ms)", k[i].rc,
+              strerror(k[i].err), (double)k[i].took / 1e6);
+    }
+    free(k);
+    io_close(fd[0]);
+    io_close(fd[1]);
+}
+
 /* Readiness (vt_io, Go's pollDesc). A short read proves a stream drained, so the next read
  * parks without a read that sees EAGAIN: over a socket pair, a ping-pong of PONG_ROUNDS
  * one-byte messages read into 64-byte buffers makes one read call per message, counted by
@@ -1427,6 +1501,7 @@ int main(void)
     rt_run(test_steal, NULL);
     rt_run(test_steal_front, NULL);
     rt_run(test_join_across, NULL);
+    rt_run(test_cancel, NULL);
     rt_shutdown();
     rt_join();
     CHECK(proc_count_dir("/proc/self/fd") <= fds0 + SAN_FDS, "fd leak after the runtime stopped");
