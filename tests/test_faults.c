@@ -774,7 +774,8 @@ struct scope_rig {
     struct server s;
 };
 
-static int scope_rig_start(struct scope_rig *r, const char *mode, const char *policy)
+static int scope_rig_start(struct scope_rig *r, const char *mode, const char *policy,
+                           const int *siblings)
 {
     char fail[16], slow[16], list[96];
     snprintf(fail, sizeof fail, "%d", FAIL_MS);
@@ -783,8 +784,11 @@ static int scope_rig_start(struct scope_rig *r, const char *mode, const char *po
     char *fargs[] = {"backend", "--port", "0", "--fail-share", "1", "--fail-after-ms", fail, NULL};
     char *sargs[] = {"backend", "--port", "0", "--delay-ms", slow, NULL};
     int ok = 1;
-    for (int i = 0; i < 3; i++)
-        ok &= (r->be[i] = spawn(i ? sargs : fargs, 0, &r->bport[i])) > 0;
+    for (int i = 0; i < 3; i++) /* siblings: the slow backends' ports given (fakes), or none */
+        if (i && siblings)
+            r->be[i] = 0, r->bport[i] = siblings[i - 1];
+        else
+            ok &= (r->be[i] = spawn(i ? sargs : fargs, 0, &r->bport[i])) > 0;
     snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", r->bport[0], r->bport[1],
              r->bport[2]);
     const char *extra[] = {"--backends", list,           "--fanout", "3", "--on-failure",
@@ -793,8 +797,7 @@ static int scope_rig_start(struct scope_rig *r, const char *mode, const char *po
         return 0;
     CHECK(0, "%s: setup", r->what);
     for (int i = 0; i < 3; i++)
-        if (r->be[i] > 0)
-            stop(r->be[i]);
+        stop(r->be[i]); /* none: -1 */
     return -1;
 }
 
@@ -816,7 +819,7 @@ static void test_scope_latency(const char *mode, const char *policy)
 {
     enum { N = 7, MARGIN_MS = 60 };
     struct scope_rig r;
-    if (scope_rig_start(&r, mode, policy) < 0)
+    if (scope_rig_start(&r, mode, policy, NULL) < 0)
         return;
     int st[N], all502 = 1;
     double fail = timed_gets(r.bport[0], "/item/0", st, N);
@@ -907,14 +910,16 @@ static int scope_at_baseline(struct scope_counts now, struct scope_counts base, 
  * warm-up of the same shape; the slow backends' connections are none (each was cancelled
  * half-read, so closed, never pooled); the cancelled calls are counted as such (two a
  * request), and only the failing calls as failures (one a request). */
-static void test_scope_leak(const char *mode)
+static void test_scope_leak(const char *mode, const int *siblings, int warm, int n)
 {
-    enum { WARM = 80, N = 1000 };
     struct scope_rig r;
-    if (scope_rig_start(&r, mode, "cancel") < 0)
+    if (scope_rig_start(&r, mode, "cancel", siblings) < 0)
         return;
+    if (siblings)
+        snprintf(r.what + strlen(r.what), sizeof r.what - strlen(r.what),
+                 ", siblings that never answer and that drip");
     long carriers = metric(r.s.port, "agg_carriers");
-    scope_burst(r.s.port, WARM);
+    scope_burst(r.s.port, warm);
     struct scope_counts base = scope_counts(&r), now = base;
     for (int i = 0; i < 300 && !scope_at_baseline(now = scope_counts(&r), base, carriers); i++)
         usleep(10000); /* bounded: 3 s; the warm-up's clients are still closing */
@@ -922,28 +927,51 @@ static void test_scope_leak(const char *mode)
     long cancelled0 = metric(r.s.port, "agg_downstream_cancelled_total"),
          failed0 = metric(r.s.port, "agg_downstream_failures_total{reason=\"bad_response\"}");
     double t0 = now_ms();
-    int ok = scope_burst(r.s.port, N);
+    int ok = scope_burst(r.s.port, n);
     double took = now_ms() - t0;
     for (int i = 0; i < 300 && !scope_at_baseline(now = scope_counts(&r), base, carriers); i++)
         usleep(10000); /* bounded: 3 s */
     long cancelled = metric(r.s.port, "agg_downstream_cancelled_total") - cancelled0,
          failed =
              metric(r.s.port, "agg_downstream_failures_total{reason=\"bad_response\"}") - failed0;
-    CHECK(ok == N, "%s: %d of %d cancelled fan-outs answered 502", r.what, ok, N);
+    CHECK(ok == n, "%s: %d of %d cancelled fan-outs answered 502", r.what, ok, n);
     CHECK(scope_at_baseline(now, base, carriers),
           "%s: after %d cancelled scopes: fds %d (baseline %d), virtual threads %ld (%ld), "
           "connections to the backends %d %d %d (%d %d %d; the slow ones' must be 0, the "
           "failing one's at most %ld)",
-          r.what, N, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
+          r.what, n, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
           now.conns[2], base.conns[0], base.conns[1], base.conns[2], SCOPE_CLIENTS * carriers);
-    CHECK(cancelled == 2 * N && failed == N,
+    CHECK(cancelled == 2 * n && failed == n,
           "%s: %ld calls counted cancelled (want %d), %ld failed (want %d)", r.what, cancelled,
-          2 * N, failed, N);
+          2 * n, failed, n);
     printf("%s: %d cancelled scopes in %.0f ms; after: fds %d (baseline %d), virtual threads "
            "%ld (%ld), connections to the backends %d %d %d (%d %d %d)\n",
-           r.what, N, took, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
+           r.what, n, took, now.fds, base.fds, now.alive, base.alive, now.conns[0], now.conns[1],
            now.conns[2], base.conns[0], base.conns[1], base.conns[2]);
     scope_rig_stop(&r);
+}
+
+/* Siblings that misbehave in a cancelled scope: one that accepts and never answers (past any
+ * deadline), one that drips its body (cancelled half-read). Their calls are cancelled with the
+ * rest and leak nothing either: no connection to them is kept, fds and virtual threads are
+ * back at baseline (test_scope_leak's checks). 56 requests in all: the silent fake holds 64
+ * connections, and answers those after at once. */
+static void test_scope_faults(void)
+{
+    static const int kinds[2] = {FAKE_SILENT, FAKE_DRIP};
+    struct fake f[2];
+    int ports[2], started[2];
+    for (int i = 0; i < 2; i++) {
+        started[i] = fake_start(&f[i], kinds[i]) == 0;
+        ports[i] = f[i].port;
+    }
+    if (started[0] && started[1])
+        test_scope_leak("virtual", ports, SCOPE_CLIENTS, 56 - SCOPE_CLIENTS);
+    else
+        CHECK(0, "scope faults: the fake backends: %s", strerror(errno));
+    for (int i = 0; i < 2; i++)
+        if (started[i])
+            fake_stop(&f[i]);
 }
 
 /* Slow and vanishing clients must not starve a normal one, and are closed by the server. */
@@ -2599,7 +2627,8 @@ int main(int argc, char **argv)
         test_scope_latency(modes[m], "cancel");
         test_scope_latency(modes[m], "wait");
     }
-    test_scope_leak("virtual");
+    test_scope_leak("virtual", NULL, 80, 1000);
+    test_scope_faults();
     test_gone_clients();
     test_port_wall(dir);
     test_self_connect(dir);
