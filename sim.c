@@ -9253,13 +9253,13 @@ static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_cha
     }
 }
 
-/* "-- platform - - virtual" under a chart, centred, where it fits between the axis labels. */
+/* "-- platform - - virtual" under a chart, centred, if it fits. */
 static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
 {
     float S = g->scale, seg = 14 * S, adv = g->font[UI_SMALL].adv;
     float w = 2 * seg + (float)strlen("platform  virtual") * adv + 8 * S,
           x = plot.x + (plot.w - w) / 2;
-    if (w > plot.w - 2 * ui_text_w(g, UI_SMALL, "10 s "))
+    if (w > plot.w)
         return;
     float ly = y + g->font[UI_SMALL].line / 2;
     SDL_Color dim = ui_color(g, UI_DIM, 255);
@@ -9268,6 +9268,63 @@ static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
     for (float a = 0; a < seg; a += 2 * 3 * S)
         ui_line(g, x + a, ly, x + a + 3 * S, ly, 1.6f * S, dim);
     ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "virtual");
+}
+
+/* A tick's label: 3 significant digits, thousands as k and millions as M (2000 -> 2k). */
+static void ui_tick_label(char *buf, size_t len, double v)
+{
+    double a = fabs(v);
+    if (a >= 1e6)
+        snprintf(buf, len, "%gM", v / 1e6);
+    else if (a >= 1e4 || (a >= 1e3 && fmod(a, 100) == 0))
+        snprintf(buf, len, "%gk", v / 1e3);
+    else
+        snprintf(buf, len, "%.3g", v);
+}
+
+/* The value axis: a faint gridline and a label, right-aligned left of the plot, at each
+ * multiple of a 1-2-5 step that makes 3 to 5 ticks from 0 to ymax (itself 1-2-5). With
+ * draw 0 it only measures: returns the widest label's width, the gutter they need. */
+static float ui_chart_yticks(struct ui_gfx *g, SDL_FRect plot, double ymax, int draw)
+{
+    float S = g->scale, half = g->font[UI_SMALL].line / 2, widest = 0;
+    double step = ui_nice(ymax / 4);
+    for (int k = 0; k * step <= ymax * (1 + 1e-9); k++) {
+        char lab[24];
+        ui_tick_label(lab, sizeof lab, k * step);
+        float y = plot.y + plot.h - (float)(k * step / ymax) * plot.h,
+              w = ui_text_w(g, UI_SMALL, lab);
+        widest = fmaxf(widest, w);
+        if (draw && k > 0)
+            ui_rect(g, plot.x, y, plot.w, S, ui_color(g, UI_LINE, 128));
+        if (draw) /* centred on its gridline, but none below the time axis's labels' row */
+            ui_text(g, UI_SMALL, plot.x - 4 * S - w, fminf(y - half, plot.y + plot.h - 2 * half),
+                    ui_color(g, UI_DIM, 255), lab);
+    }
+    return widest;
+}
+
+/* The time axis: a tick and a label at each multiple of a 1-2-5 step of 2 to 5 ticks over
+ * the span, the first label starting at the axis's start, the last ending at its end. */
+static void ui_chart_tticks(struct ui_gfx *g, SDL_FRect plot, simtime span)
+{
+    float S = g->scale, y = plot.y + plot.h;
+    double secs = (double)span / SEC, step = ui_nice(secs / 4);
+    char end[24];
+    snprintf(end, sizeof end, "%g s", secs);
+    /* between two ticks: a label and a gap, and half a label more where the last label,
+     * ending at the axis's end rather than centred on it, comes nearer its neighbour */
+    float room = 1.5f * ui_text_w(g, UI_SMALL, end) + g->font[UI_SMALL].adv;
+    while (secs / step * room > plot.w && step < secs)
+        step = ui_nice(1.5 * step); /* the next 1-2-5 step up: fewer, wider apart */
+    for (int k = 0; k * step <= secs * (1 + 1e-9); k++) {
+        char lab[24];
+        snprintf(lab, sizeof lab, "%g s", k * step);
+        float x = plot.x + (float)(k * step / secs) * plot.w, w = ui_text_w(g, UI_SMALL, lab);
+        float lx = fminf(fmaxf(x - w / 2, plot.x), plot.x + plot.w - w);
+        ui_rect(g, x, y, S, 3 * S, ui_color(g, UI_LINE, 255));
+        ui_text(g, UI_SMALL, lx, y + 3 * S, ui_color(g, UI_DIM, 255), lab);
+    }
 }
 
 static double ui_live_value(const struct live *lv, const struct ui_chart *c, int i)
@@ -9296,7 +9353,8 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     simtime t = v->t;
     const struct live *lv = c->live_off >= 0 ? v->live : NULL;
     float S = g->scale, small = g->font[UI_SMALL].line;
-    SDL_FRect plot = {r.x + 6 * S, r.y + small + 4 * S, r.w - 12 * S, r.h - 2 * small - 8 * S};
+    SDL_FRect plot = {r.x + 6 * S, r.y + 1.5f * small + 4 * S, r.w - 12 * S,
+                      r.h - 3.5f * small - 12 * S};
     double ymax = 0;
     for (int k = 0; k < MODEL_N; k++)
         for (int i = 0, step = ms[k].nseries / (int)(plot.w / 2 + 1) + 1; i < ms[k].nseries;
@@ -9309,26 +9367,21 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
         if (ui_live_value(lv, c, i) > ymax)
             ymax = ui_live_value(lv, c, i);
     ymax = ui_nice(ymax);
-    ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
-    ui_rect(g, plot.x, plot.y, plot.w, S, ui_color(g, UI_LINE, 128));
-    char top[24];
-    rep_human(top, sizeof top, ymax, ymax < 10 ? R_RATE : R_INT);
+    float gutter = ui_chart_yticks(g, plot, ymax, 0) + 6 * S;
+    plot.x += gutter;
+    plot.w -= gutter;
     ui_text(g, UI_SMALL, r.x + 6 * S, r.y + 2 * S, ui_color(g, UI_TEXT, 255), c->title);
-    ui_text(g, UI_SMALL, r.x + r.w - 6 * S - ui_text_w(g, UI_SMALL, top), r.y + 2 * S,
-            ui_color(g, UI_DIM, 255), top);
+    ui_chart_yticks(g, plot, ymax, 1);
+    ui_rect(g, plot.x, plot.y + plot.h, plot.w, S, ui_color(g, UI_LINE, 255));
     simtime span = ui_chart_span(ms[0].s->duration, t);
+    ui_chart_tticks(g, plot, span);
     for (int k = 0; k < MODEL_N; k++)
         ui_plot(g, &ms[k], c, plot, ymax, ui_words(&ms[k])->dashed, span);
     if (lv)
         ui_plot_live(g, lv, c, plot, ymax, span);
     float cx = plot.x + (float)((double)t / (double)span) * plot.w;
     ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
-    ui_textf(g, UI_SMALL, plot.x, plot.y + plot.h + 2 * S, ui_color(g, UI_DIM, 255), "0 s");
-    char end[16];
-    snprintf(end, sizeof end, "%.0f s", (double)span / SEC);
-    ui_text(g, UI_SMALL, plot.x + plot.w - ui_text_w(g, UI_SMALL, end), plot.y + plot.h + 2 * S,
-            ui_color(g, UI_DIM, 255), end);
-    ui_chart_key(g, plot, plot.y + plot.h + 2 * S);
+    ui_chart_key(g, (SDL_FRect){r.x + 6 * S, 0, r.w - 12 * S, 0}, plot.y + plot.h + 3 * S + small);
 }
 
 /* ---- V.5 The frame ---- */
@@ -10025,18 +10078,6 @@ static int ui_axis_ticks(const struct ui_axis *a, double *t, int max)
             if (mant[k] * p >= a->lo * (1 - 1e-9) && mant[k] * p <= a->hi * (1 + 1e-9))
                 t[n++] = mant[k] * p;
     return n;
-}
-
-/* A tick's label: 3 significant digits, thousands as k and millions as M (2000 -> 2k). */
-static void ui_tick_label(char *buf, size_t len, double v)
-{
-    double a = fabs(v);
-    if (a >= 1e6)
-        snprintf(buf, len, "%gM", v / 1e6);
-    else if (a >= 1e4 || (a >= 1e3 && fmod(a, 100) == 0))
-        snprintf(buf, len, "%gk", v / 1e3);
-    else
-        snprintf(buf, len, "%.3g", v);
 }
 
 /* A chart: its panel, its plot area and axes. */

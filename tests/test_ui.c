@@ -747,6 +747,11 @@ static void test_window_words(void)
     ui_canvas_close(&c);
 }
 
+static int tu_inside(SDL_FRect a, SDL_FRect r)
+{
+    return a.x >= r.x && a.y >= r.y && a.x + a.w <= r.x + r.w && a.y + a.h <= r.y + r.h;
+}
+
 /* A run of minutes seen early fills its charts; the axis ends at a round time. */
 static void test_chart_span(void)
 {
@@ -772,6 +777,26 @@ static void test_chart_span(void)
     for (int i = 0; i < c.g.ntext_base; i++)
         ends += !strcmp(c.g.text[i].s, "10 s") - !strcmp(c.g.text[i].s, "600 s");
     CHECK(ends == UI_NCHARTS, "a 600 s run at 5 s: every chart ends at 10 s (%d)", ends);
+    /* read from the back of a room: each chart labels its value axis at 3 to 5 ticks, 0 at
+     * its foot, and its time axis between the ends (1-2-5 steps: 0, 5 and 10 s) */
+    struct ui_layout L;
+    ui_layout(&c.g, c.w, c.h, &L);
+    for (int k = 0; k < UI_NCHARTS; k++) {
+        int values = 0, mid = 0;
+        float foot = 0;
+        for (int i = 0; i < c.g.ntext_base; i++) {
+            const struct ui_text_item *it = &c.g.text[i];
+            if (!tu_inside(it->r, L.chart[k]))
+                continue;
+            values += it->s[0] >= '0' && it->s[0] <= '9' && !strchr(it->s, ' ');
+            mid += !strcmp(it->s, "5 s");
+            if (!strcmp(it->s, "0"))
+                foot = it->r.y;
+        }
+        CHECK(values >= 3 && values <= 5 && mid == 1 && foot > L.chart[k].y + L.chart[k].h / 2,
+              "chart %d: %d value labels, 0 in its lower half, a \"5 s\" tick (%d)", k, values,
+              mid);
+    }
     ui_sim_free(x);
     free(x);
     ui_canvas_close(&c);
