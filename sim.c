@@ -473,6 +473,7 @@ struct model_words {
     const char *thread, *threads;        /* one of them, and all of them, in the window */
     const char *queue;                   /* where a request waits for a thread */
     int dashed; /* its line in charts and plots: 0 solid (platform), 1 dashed */
+    int ink;    /* its line's and title's ink in the window: the window's model ink this one */
     /* 1: a request waiting on I/O leaves its thread (parks), and the lot below the threads
      * shows the parked ones by service; 0: the lot shows the queue for a thread */
     int parks;
@@ -1431,6 +1432,7 @@ static const struct model_words vt_words = {
     .threads = "carriers",
     .queue = "run queue for a carrier",
     .dashed = 1,
+    .ink = 1,
     .parks = 1,
     .req_thread = 1,
     .blocked_pins = 1,
@@ -7862,6 +7864,8 @@ enum ui_ink {
     UI_ALERT,
     UI_MEASURED,
     UI_MEASURED2,
+    UI_MODEL_INK, /* the models' inks in the window, UI_MODEL_INK + a model's words' ink */
+    UI_MODEL_INK1,
     UI_NINKS
 };
 
@@ -7885,12 +7889,17 @@ static const struct ui_ink_def {
     [UI_ALERT] = {NULL, 0xff3b30, 0xd11a10},
     [UI_MEASURED] = {NULL, 0x0072B2, 0x0072B2},
     [UI_MEASURED2] = {NULL, 0xD55E00, 0xD55E00},
+    [UI_MODEL_INK] = {NULL, 0xf4f4f4, 0x1c1c1c},  /* white (black): bright, no hue */
+    [UI_MODEL_INK1] = {NULL, 0x2ee6d6, 0x007f86}, /* cyan (teal): a hue, apart in lightness */
 };
 
 /* ONE MEANING PER COLOUR, in the window and in every picture (--plot, --live):
  *   the legend's inks (UI_RUN .. UI_FAILED)  a thread's or request's state, in the panels only
- *   UI_TEXT lines                           the simulator's figures (predictions): platform
- *                                           solid, virtual dashed, as the window's charts
+ *   UI_MODEL_INK + its words' ink           a model's lines in the window's charts and its
+ *                                           panel's title: platform white (black in the
+ *                                           light theme) and solid, virtual cyan and dashed
+ *   UI_TEXT lines                           the simulator's figures (predictions) in the
+ *                                           pictures: platform solid, virtual dashed
  *   UI_DIM                                  what bounds or surrounds them: binding bounds,
  *                                           axes, 95% intervals' bands
  *   UI_MEASURED (Okabe-Ito blue)            a measurement of the real thing (--live, the
@@ -9183,7 +9192,8 @@ static void ui_panel(struct ui_gfx *g, const struct model *m, const struct ui_vi
     struct ui_panel_rects L;
     ui_panel_layout(g, p, &L);
     ui_hit_add(g, p, m->id, UI_HIT_PANEL, -1);
-    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_TEXT, 255), ui_words(m)->title);
+    ui_text(g, UI_BIG, L.title.x, L.title.y, ui_color(g, UI_MODEL_INK + ui_words(m)->ink, 255),
+            ui_words(m)->title); /* in the ink of its lines in the charts below */
     ui_arrivals(g, m, v, L.arrivals);
     ui_workers(g, m, L.workers);
     ui_cores(g, m, L.cores);
@@ -9228,11 +9238,14 @@ static simtime ui_chart_span(simtime duration, simtime t)
     return span < (double)duration ? (simtime)span : duration;
 }
 
-/* A model's series as a polyline, over [0, span]; dashed draws every other 6-pixel stretch. */
+/* A model's series as a polyline, over [0, span], in its ink; dashed (its words say) draws
+ * every other 6-pixel stretch. Two cues, hue and dash, so either alone tells them apart. */
 static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_chart *c, SDL_FRect r,
-                    double ymax, int dashed, simtime span)
+                    double ymax, simtime span)
 {
-    SDL_Color ink = ui_color(g, UI_TEXT, 255);
+    const struct model_words *w = ui_words(m);
+    SDL_Color ink = ui_color(g, UI_MODEL_INK + w->ink, 255);
+    int dashed = w->dashed;
     double dur = (double)span;
     int step = m->nseries / (int)(r.w / 2 + 1) + 1; /* no more than a point per 2 pixels */
     float px = 0, py = 0, run = 0, dash = 6 * g->scale;
@@ -9253,21 +9266,23 @@ static void ui_plot(struct ui_gfx *g, const struct model *m, const struct ui_cha
     }
 }
 
-/* "-- platform - - virtual" under a chart, centred, if it fits. */
-static void ui_chart_key(struct ui_gfx *g, SDL_FRect plot, float y)
+/* "-- platform - - virtual" under a chart, centred, if it fits: each model's name beside a
+ * piece of its line, both in its ink. */
+static void ui_chart_key(struct ui_gfx *g, const struct model ms[MODEL_N], SDL_FRect r, float y)
 {
-    float S = g->scale, seg = 14 * S, adv = g->font[UI_SMALL].adv;
-    float w = 2 * seg + (float)strlen("platform  virtual") * adv + 8 * S,
-          x = plot.x + (plot.w - w) / 2;
-    if (w > plot.w)
+    float S = g->scale, seg = 14 * S, gap = 2 * g->font[UI_SMALL].adv, w = -gap;
+    for (int k = 0; k < MODEL_N; k++)
+        w += seg + 3 * S + ui_text_w(g, UI_SMALL, model_names[ms[k].id]) + gap;
+    if (w > r.w)
         return;
-    float ly = y + g->font[UI_SMALL].line / 2;
-    SDL_Color dim = ui_color(g, UI_DIM, 255);
-    ui_line(g, x, ly, x + seg, ly, 1.6f * S, dim);
-    x = ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "platform") + 2 * adv;
-    for (float a = 0; a < seg; a += 2 * 3 * S)
-        ui_line(g, x + a, ly, x + a + 3 * S, ly, 1.6f * S, dim);
-    ui_text(g, UI_SMALL, x + seg + 3 * S, y, dim, "virtual");
+    float x = r.x + (r.w - w) / 2, ly = y + g->font[UI_SMALL].line / 2;
+    for (int k = 0; k < MODEL_N; k++) {
+        const struct model_words *mw = ui_words(&ms[k]);
+        SDL_Color ink = ui_color(g, UI_MODEL_INK + mw->ink, 255);
+        for (float a = 0; a < seg; a += mw->dashed ? 6 * S : seg)
+            ui_line(g, x + a, ly, x + a + (mw->dashed ? 3 * S : seg), ly, 1.6f * S, ink);
+        x = ui_text(g, UI_SMALL, x + seg + 3 * S, y, ink, model_names[ms[k].id]) + gap;
+    }
 }
 
 /* A tick's label: 3 significant digits, thousands as k and millions as M (2000 -> 2k). */
@@ -9376,12 +9391,13 @@ static void ui_chart(struct ui_gfx *g, const struct model ms[MODEL_N], const str
     simtime span = ui_chart_span(ms[0].s->duration, t);
     ui_chart_tticks(g, plot, span);
     for (int k = 0; k < MODEL_N; k++)
-        ui_plot(g, &ms[k], c, plot, ymax, ui_words(&ms[k])->dashed, span);
+        ui_plot(g, &ms[k], c, plot, ymax, span);
     if (lv)
         ui_plot_live(g, lv, c, plot, ymax, span);
     float cx = plot.x + (float)((double)t / (double)span) * plot.w;
     ui_rect(g, cx, plot.y, S, plot.h, ui_color(g, UI_ALERT, 160));
-    ui_chart_key(g, (SDL_FRect){r.x + 6 * S, 0, r.w - 12 * S, 0}, plot.y + plot.h + 3 * S + small);
+    ui_chart_key(g, ms, (SDL_FRect){r.x + 6 * S, 0, r.w - 12 * S, 0},
+                 plot.y + plot.h + 3 * S + small);
 }
 
 /* ---- V.5 The frame ---- */

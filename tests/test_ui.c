@@ -797,6 +797,14 @@ static void test_chart_span(void)
               "chart %d: %d value labels, 0 in its lower half, a \"5 s\" tick (%d)", k, values,
               mid);
     }
+    /* the two models' lines told apart by hue as well as dash: each in its own ink */
+    long ink[MODEL_N] = {0};
+    for (int k = 0; k < MODEL_N; k++)
+        for (int i = 0; i < UI_NCHARTS; i++)
+            ink[k] +=
+                tu_count(&c, L.chart[i], ui_inks[UI_MODEL_INK + ui_words(&x->m[k])->ink].dark, 1);
+    CHECK(ui_words(&x->m[0])->ink != ui_words(&x->m[1])->ink && ink[0] > 50 && ink[1] > 50,
+          "each model's chart lines in its own ink (%ld and %ld px)", ink[0], ink[1]);
     ui_sim_free(x);
     free(x);
     ui_canvas_close(&c);
@@ -830,6 +838,24 @@ static void test_one_colour_per_role(void)
           measured);
     CHECK(state == 0, "no state colour in the charts (%ld px)", state);
     CHECK(ui_inks[UI_MEASURED].dark == 0x0072B2, "measured: Okabe-Ito blue");
+    /* the models' inks: no state's, and apart in lightness (seen without hue, as a
+     * colour-blind reader or a grey projector sees them), in both themes */
+    for (int th = 0; th < 2; th++) {
+        double lum[2];
+        for (int k = 0; k < 2; k++) {
+            uint32_t v = th ? ui_inks[UI_MODEL_INK + k].light : ui_inks[UI_MODEL_INK + k].dark;
+            lum[k] = 0.2126 * pow((v >> 16) / 255.0, 2.2) +
+                     0.7152 * pow((v >> 8 & 255) / 255.0, 2.2) +
+                     0.0722 * pow((v & 255) / 255.0, 2.2);
+            for (int s = 0; s < UI_NLEGEND; s++)
+                CHECK(v != (th ? ui_inks[s].light : ui_inks[s].dark), "model ink %d is state %d's",
+                      k, s);
+        }
+        CHECK(fabs(lum[0] - lum[1]) > 0.1,
+              "theme %d: the models' inks differ in lightness "
+              "(%.2f, %.2f)",
+              th, lum[0], lum[1]);
+    }
     for (int k = 0; k < UI_NLEGEND; k++)
         CHECK(ui_inks[k].dark != ui_inks[UI_MEASURED].dark &&
                   ui_inks[k].dark != ui_inks[UI_TEXT].dark,
