@@ -9212,18 +9212,25 @@ static double ui_nice(double v)
     return v <= p ? p : v <= 2 * p ? 2 * p : v <= 5 * p ? 5 * p : 10 * p;
 }
 
-/* A dashed segment: split into dash-sized pieces, the even ones drawn; `run` is how far
- * along its polyline it starts, so dashes continue across segments. */
-static void ui_dash(struct ui_gfx *g, float x0, float y0, float x1, float y1, float dash, float run,
-                    SDL_Color ink)
+/* A dashed segment `width` wide: split into pieces of half a dash, every other dash drawn;
+ * `run` is how far along its polyline it starts, so dashes continue across segments. */
+static void ui_dash_w(struct ui_gfx *g, float x0, float y0, float x1, float y1, float dash,
+                      float run, float width, SDL_Color ink)
 {
     float len = sqrtf((x1 - x0) * (x1 - x0) + (y1 - y0) * (y1 - y0));
     for (float a = 0; a < len; a += dash / 2) {
         float b = a + dash / 2 < len ? a + dash / 2 : len;
         if (fmodf(run + a, 2 * dash) < dash)
             ui_line(g, x0 + (x1 - x0) * a / len, y0 + (y1 - y0) * a / len, x0 + (x1 - x0) * b / len,
-                    y0 + (y1 - y0) * b / len, 1.6f * g->scale, ink);
+                    y0 + (y1 - y0) * b / len, width, ink);
     }
+}
+
+/* The charts' dash: a line's width. */
+static void ui_dash(struct ui_gfx *g, float x0, float y0, float x1, float y1, float dash, float run,
+                    SDL_Color ink)
+{
+    ui_dash_w(g, x0, y0, x1, y1, dash, run, 1.6f * g->scale, ink);
 }
 
 /* The time the charts span at time t: the whole run, or while t is under 40% of a run of a
@@ -10202,7 +10209,13 @@ static void ui_chart_draw_axes(struct ui_gfx *g, const struct ui_chart_frame *f,
 }
 
 /* A series' marks, named in a legend. */
-enum ui_key_style { UI_KEY_LINE, UI_KEY_DASH, UI_KEY_POINT, UI_KEY_BAND };
+enum ui_key_style { UI_KEY_LINE, UI_KEY_DASH, UI_KEY_POINT, UI_KEY_BAND, UI_KEY_BOUND };
+
+/* A bound's line in the pictures: wide and long-dashed in its ink, under the figures' lines,
+ * so that where a model runs at its bound the bound shows as dashes either side of the line,
+ * and where it runs below, as a dashed line of its own. */
+#define UI_BOUND_W    6
+#define UI_BOUND_DASH 7 /* two dashes in the legend's swatch */
 enum ui_key_mark { UI_MARK_NONE, UI_MARK_FILLED, UI_MARK_HOLLOW };
 struct ui_series_key {
     const char *label;
@@ -10237,6 +10250,8 @@ static float ui_series_legend(struct ui_gfx *g, float x, float *y, const struct 
             ui_line(g, x, mid, x + 22 * S, mid, 2 * S, ink);
         else if (k[i].style == UI_KEY_DASH)
             ui_dash(g, x, mid, x + 22 * S, mid, 6 * S, 0, ink);
+        else if (k[i].style == UI_KEY_BOUND)
+            ui_dash_w(g, x, mid, x + 22 * S, mid, UI_BOUND_DASH * S, 0, UI_BOUND_W * S, ink);
         else if (k[i].style == UI_KEY_BAND)
             ui_rect(g, x, mid - 5 * S, 22 * S, 10 * S, ui_color(g, k[i].ink, 70));
         else {
@@ -10250,12 +10265,14 @@ static float ui_series_legend(struct ui_gfx *g, float x, float *y, const struct 
     return x;
 }
 
-/* A polyline through (x[i], y[i]) in chart f, solid or dashed; NAN values break it. */
+/* A polyline through (x[i], y[i]) in chart f, solid, dashed (1) or a bound's wide dash
+ * (UI_KEY_BOUND); NAN values break it. */
 static void ui_chart_line(struct ui_gfx *g, const struct ui_chart_frame *f, const double *x,
                           const double *y, int n, int ink, int dashed)
 {
     SDL_Color c = ui_color(g, ink, 255);
     float S = g->scale, px = 0, py = 0, run = 0;
+    int bound = dashed == UI_KEY_BOUND;
     int have = 0;
     for (int i = 0; i < n; i++) {
         if (!isfinite(y[i])) {
@@ -10263,7 +10280,9 @@ static void ui_chart_line(struct ui_gfx *g, const struct ui_chart_frame *f, cons
             continue;
         }
         float X = ui_axis_at(&f->x, x[i]), Y = ui_axis_at(&f->y, y[i]);
-        if (have && dashed)
+        if (have && bound)
+            ui_dash_w(g, px, py, X, Y, UI_BOUND_DASH * S, run, UI_BOUND_W * S, c);
+        else if (have && dashed)
             ui_dash(g, px, py, X, Y, 6 * S, run, c);
         else if (have)
             ui_line(g, px, py, X, Y, 2 * S, c);
@@ -10336,14 +10355,14 @@ static int ui_figure_close(struct ui_canvas *c, const char *path)
 }
 
 /* --plot of a sweep: its figures against its key, three charts side by side: throughput
- * (each model's binding bound in dim grey, under the lines), p99, OS threads. The
+ * (each model's binding bound, wide dashes in dim grey under the lines), p99, OS threads. The
  * simulator's figures in the text ink, platform solid and virtual dashed; a 95% interval is
  * a bar through its point. The key's values are x's values when they are numbers (a unit
  * after them, as in 50ms, is the axis's), else evenly spaced names. */
 static const struct ui_sweep_chart {
     const char *title;
     size_t off; /* the figure in struct result */
-    int bound;  /* 1: the binding bound, dashed */
+    int bound;  /* 1: each model's binding bound, a bound's wide dash (UI_KEY_BOUND) */
 } ui_sweep_charts[] = {
     {"throughput (req/s)", RR(throughput_rps), 1},
     {"latency p99 (ms)", RR(p99), 0},
@@ -10394,8 +10413,8 @@ static void ui_sweep_chart(struct ui_gfx *g, const struct sweep *sw, const struc
             const struct bounds *b = &sw->rp[i].r[mk].bounds;
             y[i] = b->binding >= 0 ? fmin(b->rps[b->binding], f.y.hi) : NAN;
         }
-        if (c->bound) /* under the lines: seen where above */
-            ui_chart_line(g, &f, xi, y, sw->n, UI_DIM, model_words_of(mk)->dashed);
+        if (c->bound) /* under the lines: seen either side of them, and where above */
+            ui_chart_line(g, &f, xi, y, sw->n, UI_DIM, UI_KEY_BOUND);
     }
     for (int mk = 0; mk < MODEL_N; mk++) {
         for (int i = 0; i < sw->n; i++) {
@@ -10419,8 +10438,7 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
     static const struct ui_series_key keys[] = {
         {"platform", UI_TEXT, UI_KEY_LINE, 0, 0},
         {"virtual", UI_TEXT, UI_KEY_DASH, 0, 0},
-        {"platform's binding bound", UI_DIM, UI_KEY_LINE, 0, 0},
-        {"virtual's", UI_DIM, UI_KEY_DASH, 0, 0},
+        {"each model's binding bound", UI_DIM, UI_KEY_BOUND, 0, 0},
         {"95% interval", UI_TEXT, UI_KEY_POINT, 0, 0}};
     char title[256], note[96], unit[16] = "", xname[96];
     double x[SWEEP_MAX];
@@ -10431,7 +10449,7 @@ static int ui_sweep_png(const struct sweep *sw, const char *path, const struct u
              sw->rp[0].n);
     snprintf(xname, sizeof xname, "%s%s%s%s", sw->key[0], numeric && *unit ? " (" : "",
              numeric ? unit : "", numeric && *unit ? ")" : "");
-    float S = g->scale, m = 12 * S, top = ui_figure_open(&c, title, keys, 5, note);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(&c, title, keys, 4, note);
     int nc = (int)(sizeof ui_sweep_charts / sizeof ui_sweep_charts[0]);
     float w = ((float)c.w - (nc + 1) * m) / nc;
     for (int i = 0; i < nc; i++)

@@ -670,6 +670,54 @@ static void test_plot_axes(void)
     ui_canvas_close(&c);
 }
 
+/* Dim pixels along row y from x0 to x1, and how often the row changes between dim and not. */
+static int tu_row_dashes(const struct ui_canvas *c, float x0, float x1, float y, long *dim)
+{
+    uint32_t ink = ui_inks[UI_DIM].dark;
+    int changes = 0, was = tu_pixel(c, x0, y) == ink;
+    *dim = 0;
+    for (float x = x0; x < x1; x++) {
+        int is = tu_pixel(c, x, y) == ink;
+        *dim += is;
+        changes += is != was;
+        was = is;
+    }
+    return changes;
+}
+
+/* A sweep plot's bound, where a model runs at it: a wide dash seen either side of the
+ * model's line, and the legend's swatch drawn the same way (dashed, in the same ink). */
+static void test_bound_line(void)
+{
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
+    float S = c.g.scale;
+    SDL_FRect r = {40, 80, 600, 400};
+    struct ui_chart_frame f = ui_chart_make(&c.g, r, 10, 10000, 0, 1290, NULL, 0);
+    double x[3] = {10, 1000, 10000}, y[3] = {700, 700, 700};
+    ui_chart_line(&c.g, &f, x, y, 3, UI_DIM, UI_KEY_BOUND);
+    ui_chart_line(&c.g, &f, x, y, 3, UI_TEXT, 0); /* the model's line, over its bound */
+    const struct ui_series_key key = {"bound", UI_DIM, UI_KEY_BOUND, 0, 0};
+    float ky = 20;
+    ui_series_legend(&c.g, 20, &ky, &key, 1, 600);
+    ui_flush(&c.g);
+    SDL_RenderFlush(c.r);
+    float py = ui_axis_at(&f.y, 700), x0 = ui_axis_at(&f.x, 10), x1 = ui_axis_at(&f.x, 10000);
+    long above, below, key_dim;
+    int dashes = tu_row_dashes(&c, x0, x1, py - 2 * S, &above);
+    tu_row_dashes(&c, x0, x1, py + 2 * S, &below);
+    CHECK(dashes >= 20 && above > (x1 - x0) / 4 && below > (x1 - x0) / 4,
+          "the bound under a line at it shows dashed either side (%d changes, %ld and %ld px)",
+          dashes, above, below);
+    int key_dashes = tu_row_dashes(&c, 20, 20 + 22 * S, ky + c.g.font[UI_SMALL].line / 2, &key_dim);
+    CHECK(key_dashes >= 2 && key_dim > 5 * S, "its legend swatch is dashed too (%d, %ld px)",
+          key_dashes, key_dim);
+    ui_canvas_close(&c);
+}
+
 /* Text on the base layer of c's frame that is cut, off the canvas, or on another string's
  * line within half a character of it: each is a failed check naming `where` and the text.
  * Returns how many. */
@@ -1061,6 +1109,7 @@ int main(void)
     test_study_plots_text();
     test_window_words();
     test_chart_span();
+    test_bound_line();
     test_one_colour_per_role();
     return check_done("test_ui");
 }
