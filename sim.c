@@ -7824,7 +7824,8 @@ static int live_mode(const struct live *lv)
  *                  cores     which thread runs on each of the C cores
  *                  services  calls in flight, the connection pool or the ephemeral ports
  *                  counters  throughput, latency, threads, memory, errors
- *   charts       one per time series, shared time axis, platform solid, virtual dashed
+ *   charts       one per time series, shared time axis, value ticks on both axes; each model
+ *                in its own ink and dash (platform white, solid; virtual cyan, dashed)
  *   slider       the timeline: click or drag to re-simulate to that time
  *   status line  what the last event did, and the main keys
  *
