@@ -90,13 +90,28 @@ case " \$* " in *" --screenshot "* | *" --plot "* | *" --series "* | *" --trace 
     exec "$dir/sim" "\$@" ;;
 esac
 c=$tmp/cache/\$(printf '%s\n' "\$@" | grep -v -x -e --headless | md5sum | cut -c1-32)
-[ -e "\$c.rc" ] || { "$dir/sim" "\$@" > "\$c.out" 2> "\$c.err"; echo \$? > "\$c.rc"; }
+if [ ! -e "\$c.rc" ]; then   # written aside, then renamed: two runs at once may fill one entry
+    "$dir/sim" "\$@" > "\$c.out.\$\$" 2> "\$c.err.\$\$"; echo \$? > "\$c.rc.\$\$"
+    mv "\$c.out.\$\$" "\$c.out"; mv "\$c.err.\$\$" "\$c.err"; mv "\$c.rc.\$\$" "\$c.rc"
+fi
 cat "\$c.out"; cat "\$c.err" >&2; exit \$(cat "\$c.rc")
 EOF
 chmod +x "$work/sim"
 ln -s "$dir/aggregator" "$work/aggregator"
 
 fold() { sed -E 's/[[:space:]]+/ /g; s/^ //; s/ $//'; }
+
+# run_two FILE.cmd...: each file's command, run from the scratch top, its output in FILE (the
+# name without .cmd), its stderr in FILE.err and its status in FILE.rc; two at a time, one per
+# core. Only for the quoted outputs' and the figures' commands: runs of ./sim and of --help,
+# greps and awks, which compute and read no clock (each writes only files of its own name);
+# the sh blocks, whose servers and make test-simple time things, run one at a time.
+run_two() {
+    [ $# -gt 0 ] || return 0
+    printf '%s\n' "$@" | xargs -P 2 -n 1 sh -c '
+        n=${1%.cmd}
+        (cd "$0" && sh -c "$(cat "$1")") > "$n" 2> "$n.err"; echo $? > "$n.rc"' "$work"
+}
 
 # How a block with servers gets its own network namespace: "unshare -n" as root, else a user
 # namespace; empty when neither works here.
@@ -106,6 +121,7 @@ elif unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then netns="unshare -rn"
 
 # check_outputs DOC: part 1.
 check_outputs() {
+    cdoc=$1
     rm -f "$tmp"/*.cmd "$tmp"/*.want "$tmp"/*.line
     awk -v dir="$tmp" '
         /^<!-- check: .* -->$/ { cmd = $0; sub(/^<!-- check: /, "", cmd); sub(/ -->$/, "", cmd);
@@ -115,19 +131,22 @@ check_outputs() {
         inblock && /^```/ { inblock = 0; next }
         inblock { print > (dir "/" n ".want") }
         pending && !/^$/ { pending = 0 }' "$1"
-    for c in "$tmp"/*.cmd; do
-        [ -e "$c" ] || continue
+    set -- "$tmp"/*.cmd
+    [ -e "$1" ] || return 0
+    run_two "$@"
+    for c in "$@"; do
         n=${c%.cmd}
-        if ! (cd "$work" && sh -c "$(cat "$c")") > "$n.out" 2> "$n.err"; then
+        mv "$n" "$n.out"
+        if [ "$(cat "$n.rc")" != 0 ]; then
             fail=$((fail + 1))
-            echo "tutorial_check: FAIL: $1:$(cat "$n.line"): '$(cat "$c")' failed: $(head -c 300 "$n.err")" >&2
+            echo "tutorial_check: FAIL: $cdoc:$(cat "$n.line"): '$(cat "$c")' failed: $(head -c 300 "$n.err")" >&2
             continue
         fi
         fold < "$n.out" > "$n.got"
         missing=$(fold < "$n.want" | grep -v -x -e '\.\.\.' -e '' | while IFS= read -r line; do
             grep -q -x -F -- "$line" "$n.got" || printf '    %s\n' "$line"; done)
         if [ -z "$missing" ]; then pass=$((pass + 1))
-        else fail=$((fail + 1)); printf 'tutorial_check: FAIL: %s:%s: %s no longer prints:\n%s\n' "$1" "$(cat "$n.line")" "$(cat "$c")" "$missing" >&2; fi
+        else fail=$((fail + 1)); printf 'tutorial_check: FAIL: %s:%s: %s no longer prints:\n%s\n' "$cdoc" "$(cat "$n.line")" "$(cat "$c")" "$missing" >&2; fi
     done
 }
 
@@ -289,21 +308,29 @@ prints_figure() {
 
 # check_figures DOC: part 4. A command's output is kept for the other markers that name it.
 check_figures() {
+    fdoc=$1
     split_figures "$1" > "$tmp/figures"
     mkdir -p "$tmp/figs"
+    awk -F '\t' '$2 == "figure" { print $5 }' "$tmp/figures" | sort -u > "$tmp/figs.list"
+    set --   # each command not yet run: run_two fills its output, which the loop below reads
+    while IFS= read -r what; do
+        out=$tmp/figs/$(printf '%s' "$what" | md5sum | cut -c1-32)
+        [ -e "$out" ] || { printf '%s\n' "$what" > "$out.cmd"; set -- "$@" "$out.cmd"; }
+    done < "$tmp/figs.list"
+    run_two "$@"
     while IFS="$(printf '\t')" read -r at kind fig tol what held; do
         [ "$tol" = - ] && tol=""
         if [ "$held" != 1 ]; then
             fail=$((fail + 1))
             printf 'tutorial_check: FAIL: %s:%s: the figure %s is not in the paragraph above its marker\n' \
-                "$1" "$at" "$fig" >&2
+                "$fdoc" "$at" "$fig" >&2
             continue
         fi
         if [ "$kind" = source ]; then
             if sources_keys | grep -q -x -F -e "$what"; then pass=$((pass + 1))
             else fail=$((fail + 1))
                 printf 'tutorial_check: FAIL: %s:%s: %s cites the source "%s", which the Sources list lacks\n' \
-                    "$1" "$at" "$fig" "$what" >&2
+                    "$fdoc" "$at" "$fig" "$what" >&2
             fi
             continue
         fi
@@ -312,7 +339,7 @@ check_figures() {
         if prints_figure "$fig" "$tol" < "$out"; then pass=$((pass + 1)); continue; fi
         fail=$((fail + 1))
         printf "tutorial_check: FAIL: %s:%s: the text says %s%s where '%s' prints:\n" \
-            "$1" "$at" "$fig" "${tol:+ (within $tol)}" "$what" >&2
+            "$fdoc" "$at" "$fig" "${tol:+ (within $tol)}" "$what" >&2
         head -n 4 "$out" | sed 's/^/    /' >&2
     done < "$tmp/figures"
 }
