@@ -403,11 +403,26 @@ static int proc_count_dir(const char *path)
     return n;
 }
 
-/* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp and tcp6) with a local or remote port
- * in [low, high]; 0..65535 counts them all. What --no-pool piles up, one per downstream call,
- * for 60 s each: on the aggregator's side when it closes first (the local port is the
- * ephemeral one), on the backend's when the backend does (the remote port is). */
-static long proc_count_time_wait(int low, int high)
+/* Whether a socket's ports match: one of them in [low, high] (peer < 0), or one of them the
+ * peer's port and the other in [low, high] (a connection to that peer from a port of the
+ * range, whichever side holds the socket). */
+static int proc_ports_match(unsigned lp, unsigned rp, int peer, int low, int high)
+{
+    int l_in = lp >= (unsigned)low && lp <= (unsigned)high,
+        r_in = rp >= (unsigned)low && rp <= (unsigned)high;
+    if (peer < 0)
+        return l_in || r_in;
+    return (rp == (unsigned)peer && l_in) || (lp == (unsigned)peer && r_in);
+}
+
+/* TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp and tcp6) whose ports match
+ * (proc_ports_match). What --no-pool piles up, one per downstream call, for 60 s each: on the
+ * aggregator's side when it closes first (the local port is the ephemeral one, the remote the
+ * backend's), on the backend's when the backend does (the other way round). With peer = the
+ * backend's port, only those: one per ephemeral port at most (a connection is its ports on
+ * loopback), so never more than the range holds, where peer < 0 counts the load generator's
+ * own sockets as well. */
+static long proc_count_time_wait_to(int peer, int low, int high)
 {
     static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
     long n = 0;
@@ -419,28 +434,17 @@ static long proc_count_time_wait(int low, int high)
         unsigned lp, rp, state; /* local and remote port, hex in the file */
         while (fgets(line, sizeof line, f))
             if (sscanf(line, "%*s %*[0-9A-F]:%x %*[0-9A-F]:%x %x", &lp, &rp, &state) == 3 &&
-                state == 6 &&
-                ((lp >= (unsigned)low && lp <= (unsigned)high) ||
-                 (rp >= (unsigned)low && rp <= (unsigned)high)))
+                state == 6 && proc_ports_match(lp, rp, peer, low, high))
                 n++;
         fclose(f);
     }
     return n;
 }
 
-/* TCP sockets in TIME_WAIT in the calling thread's network namespace, from
- * /proc/net/sockstat's `tw` (cheaper than a walk of /proc/net/tcp), or -1. */
-static long proc_sockstat_tw(void)
+/* TCP sockets in TIME_WAIT with a local or remote port in [low, high]; 0..65535: them all. */
+static long proc_count_time_wait(int low, int high)
 {
-    FILE *f = fopen("/proc/net/sockstat", "r");
-    char line[256];
-    long tw = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "TCP: inuse %*d orphan %*d tw %ld", &tw) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return tw;
+    return proc_count_time_wait_to(-1, low, high);
 }
 
 /* The ephemeral port range and tcp_tw_reuse of the calling thread's network namespace
@@ -3341,6 +3345,7 @@ struct metrics {
     uint64_t ds_opened;                  /* downstream connections opened */
     uint64_t ds_cancelled;               /* downstream calls cancelled (not failures) */
     uint64_t ds_failed[DS_NFAIL];        /* downstream calls failed, by reason */
+    uint64_t req_no_port;                /* requests failed: a call found no port (no_port) */
     uint64_t ds_unlogged[DS_NFAIL];      /* of those, not yet in a log line (ds_failed) */
     int64_t ds_log_next[DS_NFAIL];       /* ns: a reason's next log line not before then */
     long conns;                          /* client connections open now */
@@ -3447,6 +3452,10 @@ static void metrics_page(struct sbuf *b)
         {"agg_downstream_cancelled_total",
          "downstream calls cancelled by a failing sibling (--on-failure cancel), not failures",
          (double)LOAD(m->ds_cancelled)},
+        {"agg_requests_failed_no_port_total",
+         "requests failed because a downstream call found no ephemeral port (once per request, "
+         "however many of its calls did)",
+         (double)LOAD(m->req_no_port)},
         {"agg_alloc_bytes_total", "bytes allocated since the start (xmalloc, xcalloc, xrealloc)",
          (double)alloc_total()},
     };
@@ -3770,7 +3779,8 @@ static int conn_serve_one(struct conn *conn)
  * ds_call's status, or DS_CANCELLED: the call was cancelled (vt_cancel) before its answer. */
 enum { DS_CANCELLED = -1 };
 static int ds_cancelled(void);
-static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline);
+static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline,
+                   int *why);
 
 /* ---- II.4 Aggregate ---- */
 
@@ -3786,6 +3796,7 @@ struct agg_call {
     int item;                /* /item/<item>, sent to backends[item % nbackends] */
     int64_t deadline;        /* ns */
     int status;              /* 200, 502, 504, DS_CANCELLED, or 0 (not made) */
+    int why;                 /* a failed connect's DS_FAIL_ reason, else -1 */
     struct sbuf body;        /* the backend's answer */
     struct agg_scope *scope; /* the fan-out it runs in (virtual mode), or NULL */
     struct vt *vt;           /* its child thread there (guarded by scope->lock) */
@@ -3811,7 +3822,8 @@ struct agg_scope {
 static void agg_call_run(void *arg)
 {
     struct agg_call *a = arg;
-    a->status = ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline);
+    a->status =
+        ds_call(a->s, a->item % a->s->cfg->nbackends, a->item, &a->body, a->deadline, &a->why);
 }
 
 /* The first failure in a scope cancels every sibling still in its call (under the lock: a
@@ -3918,6 +3930,18 @@ static void agg_write_array(struct sbuf *out, const struct agg_call *calls, int 
     sbuf_add(out, "]", 1);
 }
 
+/* A request one of whose calls found no ephemeral port has failed for it (its status is a
+ * failure's, whatever the other calls did): counted once, however many of its calls did, so
+ * that the count is of requests, as a client counts its failures. */
+static void agg_count_no_port(const struct agg_call *calls, int k)
+{
+    for (int i = 0; i < k; i++)
+        if (calls[i].why == DS_FAIL_NO_PORT) {
+            SHARED_ADD(metrics_counters->req_no_port, 1);
+            return;
+        }
+}
+
 /* GET /aggregate[?parallel=1]: K downstream calls, answers joined into a JSON array. The
  * first failing call decides the status (502 or 504). */
 static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
@@ -3928,7 +3952,7 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
     int64_t deadline = now_ns() + (int64_t)cfg->timeout_ms * NS_PER_MS;
     struct agg_call *calls = xcalloc((size_t)k, sizeof *calls);
     for (int i = 0; i < k; i++)
-        calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline};
+        calls[i] = (struct agg_call){.s = s, .item = i, .deadline = deadline, .why = -1};
     if (cfg->pin)
         vt_pin(); /* like a synchronized block around the calls (JDK 21) */
     /* A pinned thread cannot park in a join, and its children live on its own carrier, so
@@ -3946,6 +3970,7 @@ static int agg_aggregate(struct server *s, struct http_request *rq, struct sbuf 
     for (int i = 0; i < k; i++) /* cancelled without a failure: the runtime is stopping */
         if (calls[i].status == DS_CANCELLED && status == 200)
             status = 502;
+    agg_count_no_port(calls, k);
     if (status != 200) {
         const char *reason = http_reasons[http_status_index(status)];
         http_write_response(out, status, "text/plain", reason, strlen(reason), keep);
@@ -4444,7 +4469,8 @@ static struct client *ds_open(struct server *s, int backend, int64_t deadline)
 }
 
 /* GET /item/<item> from a backend; appends the body to out. Returns 200, 502 (bad or no
- * answer) or 504 (timed out), each failure counted by its reason (ds_failed). With --no-pool
+ * answer) or 504 (timed out), each failure counted by its reason (ds_failed); a connect's
+ * reason also lands in *why (the request counts a call that found no port). With --no-pool
  * every call opens a connection and closes it after the answer. Who closes first keeps the
  * TIME_WAIT (60 s): with --close-first client (the default) we do, so each call holds one of
  * our ephemeral ports for a minute, and at more calls a second than the range has ports over
@@ -4452,7 +4478,8 @@ static struct client *ds_open(struct server *s, int backend, int64_t deadline)
  * says `Connection: close` and we wait for the backend's FIN before closing (as the JDK's
  * HttpURLConnection without keep-alive does): the TIME_WAIT is the backend's, on its listening
  * port, where Linux lets a new SYN from the same port take it over, so there is no wall. */
-static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline)
+static int ds_call(struct server *s, int backend, int item, struct sbuf *out, int64_t deadline,
+                   int *why)
 {
     const struct config *cfg = s->cfg;
     struct ds_pool *backend_pool = ds_pool_for(s, backend);
@@ -4474,7 +4501,8 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
             cl = ds_open(s, backend, deadline);
             if (!cl) {
                 int err = errno;
-                return err == ECANCELED ? ds_cancelled() : ds_failed(ds_connect_reason(err), err);
+                return err == ECANCELED ? ds_cancelled()
+                                        : ds_failed(*why = ds_connect_reason(err), err);
             }
             SHARED_ADD(metrics_counters->ds_opened, 1);
         }
@@ -6036,8 +6064,10 @@ struct bench_cfg {
 struct bench_tick {
     uint32_t served, failed; /* the load generator's answers and errors in that second */
     double no_port;          /* the server's no_port counter at the second's end (-1: none) */
-    long time_wait;          /* TIME_WAIT sockets in the namespace at the second's end (of the
-                              * wall's port range where a JIT warm-up had one of its own) */
+    long time_wait;          /* TIME_WAIT sockets of the aggregator's downstream connections
+                              * at the second's end: to or from the backend's port, the other
+                              * port in the window's ephemeral range (tw_low..tw_high), so at
+                              * most the range's size (the load generator's own are not) */
 };
 
 /* One cell's figures. */
@@ -6052,13 +6082,14 @@ struct bench_row {
     long base_threads; /* its OS threads once it listens, before any load */
     /* From the server's /metrics, the window's difference (-1: the server does not say). */
     double failed;            /* downstream calls failed, every reason */
-    double failed_no_port;    /* of which connect() got EADDRNOTAVAIL */
+    double failed_no_port;    /* requests failed as a call's connect() got EADDRNOTAVAIL (at
+                               * most the calls that did, so at most failed) */
     double alloc_per_req;     /* bytes the server allocated per request served */
     struct net_ports net;     /* the namespace the cell ran in */
     int close_first;          /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
     struct bench_tick *ticks; /* --timeline: the run's seconds (heap; the row's owner frees) */
     int nticks;
-    int tw_low, tw_high; /* > 0: the timeline counts TIME_WAIT of these ports only */
+    int tw_low, tw_high; /* the window's ephemeral ports: the timeline's TIME_WAIT range */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
     int runs;       /* runs measured */
     struct ci95 ci; /* of their rps: the mean's 95% interval (= rps for one run), extremes */
@@ -6557,7 +6588,7 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
  * when the page does not have them (or did not come). */
 struct bench_scrape {
     double failed;      /* agg_downstream_failures_total, summed over the reasons */
-    double no_port;     /* agg_downstream_failures_total{reason="no_port"} */
+    double no_port;     /* agg_requests_failed_no_port_total: requests, not calls */
     double alloc_bytes; /* agg_alloc_bytes_total */
 };
 
@@ -6594,9 +6625,8 @@ static struct bench_scrape bench_scrape(int port, int timeout_ms)
             const char *v = strstr(p, "} ");
             double x = v ? strtod(v + 2, NULL) : 0;
             m.failed = (m.failed < 0 ? 0 : m.failed) + x;
-            if (!strncmp(p + sizeof fam - 1, "no_port\"", 8))
-                m.no_port = x;
         }
+        m.no_port = bench_metric(page.p, "agg_requests_failed_no_port_total");
         m.alloc_bytes = bench_metric(page.p, "agg_alloc_bytes_total");
     }
     sbuf_free(&page);
@@ -6692,8 +6722,7 @@ static void bench_tick(const struct bench_cfg *bc, struct bench_row *row, struct
 {
     while (k->tick < row->nticks && now >= k->t_load + (int64_t)(k->tick + 1) * NS_PER_S) {
         struct bench_tick *t = &row->ticks[k->tick++];
-        t->time_wait =
-            row->tw_high > 0 ? proc_count_time_wait(row->tw_low, row->tw_high) : proc_sockstat_tw();
+        t->time_wait = proc_count_time_wait_to(bc->port, row->tw_low, row->tw_high);
         int last = now < k->t_load + (int64_t)(k->tick + 1) * NS_PER_S;
         t->no_port = last ? bench_scrape(bc->port + 1, BENCH_TICK_SCRAPE_MS).no_port : -1;
     }
@@ -6752,6 +6781,27 @@ static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t 
     return 0;
 }
 
+/* The server counts a request's no_port before its answer leaves, and bench reads the
+ * counter just after the second's end (after the TIME_WAIT walk): a request failed in
+ * between is the server's in this second and the client's in the next. Such requests move
+ * to the second the client counted them in, so that a second's failed_no_port is among its
+ * failed; a run's total stays the server's, but for what no second could hold (an unknown
+ * second, -1, drops the carry). */
+static void bench_ticks_align(struct bench_row *row)
+{
+    double carry = 0;
+    for (int i = 0; i < row->nticks; i++) {
+        struct bench_tick *t = &row->ticks[i];
+        if (t->no_port < 0) {
+            carry = 0;
+            continue;
+        }
+        double n = t->no_port + carry;
+        t->no_port = n < t->failed ? n : t->failed;
+        carry = n - t->no_port;
+    }
+}
+
 /* The cell's figures, from the load's JSON report and the window's samples s. */
 static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, const char *json,
                           const struct bench_sample s[2], double no_port_before)
@@ -6766,6 +6816,7 @@ static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, con
     for (int i = row->nticks - 1; i >= 0; i--) /* the counter's increase in each second */
         row->ticks[i].no_port =
             bench_delta(i ? row->ticks[i - 1].no_port : no_port_before, row->ticks[i].no_port);
+    bench_ticks_align(row);
     const struct bench_cpu *c0 = &s[0].cpu, *c1 = &s[1].cpu;
     int sampled = c0->all.work_us >= 0 && c1->all.work_us >= 0,
         counted = completed > 0 && c0->agg_us >= 0;
@@ -6808,6 +6859,11 @@ static int bench_cell(struct bench_cfg *bc, struct bench_kids *kids, struct benc
     if (bench_jit_warmup(bc, kids, row) < 0) {
         bench_kill(kids, agg);
         return -1;
+    }
+    if (row->tw_high <= 0) { /* no JIT warm-up's range apart: the window's is the namespace's */
+        struct net_ports np = proc_net_ports();
+        row->tw_low = np.low;
+        row->tw_high = np.high;
     }
     row->nticks = bc->timeline ? (int)ceil(BENCH_WARMUP_S + bc->duration_s) : 0;
     row->ticks = row->nticks ? xcalloc((size_t)row->nticks, sizeof *row->ticks) : NULL;
@@ -6963,7 +7019,8 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
                bc->jvm->java, bc->jvm->preview, *bc->jvm->preview ? " " : "", bc->jvm->classpath,
                bc->jvm->main, bc->jit_warmup_s);
     printf("failed: downstream calls the server counted as failed in the window (mean of the "
-           "runs), no_port: of which connect() got EADDRNOTAVAIL (ports exhausted); -1: unknown, "
+           "runs), no_port: requests that failed as a call's connect() got EADDRNOTAVAIL (ports "
+           "exhausted; a request once, however many of its calls); -1: unknown, "
            "the server's /metrics did not answer within %g s (a saturated pool queues it behind "
            "the requests)\n",
            BENCH_SCRAPE_MS / 1000.0);
@@ -8765,7 +8822,8 @@ static int cmd_bench(int argc, char **argv)
          "ephemeral range where the range holds it"},
         {"--out", OPT_STR, &bc.out, "results CSV; default results.csv"},
         {"--timeline", OPT_STR, &bc.timeline_path,
-         "FILE: per second of each run, served, failed, failed_no_port, TIME_WAIT (CSV)"},
+         "FILE: per second of each run, requests served and failed, failed_no_port (of those, "
+         "for want of a port), the downstream connections' TIME_WAIT (CSV)"},
         {"--netns-ports", OPT_INT, &bc.netns_ports,
          "N: each cell in a private network namespace, N ephemeral ports, tcp_tw_reuse 0"},
         {"--server", OPT_STR, &bc.servers,

@@ -363,6 +363,7 @@ public final class Aggregator {
         final LongAdder downstreamCalls = new LongAdder();
         final AtomicLongArray failures = new AtomicLongArray(Failure.values().length);
         final AtomicBoolean noPortSeen = new AtomicBoolean();
+        final LongAdder requestsNoPort = new LongAdder(); // requests a no_port call failed, once each
         final LongAdder shed = new LongAdder();
         final LongAdder cancelled = new LongAdder();
         java.util.concurrent.Semaphore permits; // set when --permits limits the calls
@@ -456,6 +457,8 @@ public final class Aggregator {
                         .append(failures.get(f.ordinal())).append('\n');
             gauge(b, "agg_downstream_cancelled_total", "downstream calls cancelled by their scope (--on-failure cancel)",
                     cancelled.sum());
+            gauge(b, "agg_requests_failed_no_port_total", "requests failed because a downstream call found no"
+                    + " ephemeral port (once per request, however many of its calls did)", requestsNoPort.sum());
             if (permits != null) {
                 gauge(b, "agg_permits_available", "permits for a downstream call free now", permits.availablePermits());
                 gauge(b, "agg_shed_total", "downstream calls refused (503) after waiting --permit-wait-ms", shed.sum());
@@ -1381,6 +1384,9 @@ public final class Aggregator {
             }
             body.write(']');
             if (status == 200 && Arrays.asList(answers).contains(Answer.CANCELLED)) status = 502;
+            // counted once per request, as a client counts its failures (bench's failed_no_port)
+            if (Arrays.stream(answers).anyMatch(a -> a != null && a.failure() == Failure.NO_PORT))
+                metrics.requestsNoPort.increment();
             if (status != 200) reply(rs, status, "text/plain", reason(status).getBytes(StandardCharsets.US_ASCII));
             else reply(rs, 200, "application/json", body.toByteArray());
         }

@@ -1003,9 +1003,24 @@ static void cal_point_set(struct cal_result *r, double cpu_us, int users)
 
 /* ---- the timeline's TIME_WAIT count of a port range ---- */
 
+/* TCP sockets in TIME_WAIT as the kernel counts them (/proc/net/sockstat's tw), or -1: the
+ * truth the walk of /proc/net/tcp is checked against. */
+static long tw_kernel_count(void)
+{
+    FILE *f = fopen("/proc/net/sockstat", "r");
+    char line[256];
+    long tw = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "TCP: inuse %*d orphan %*d tw %ld", &tw) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return tw;
+}
+
 /* `n` connections to a listener at addr, each closed by the client first (its TIME_WAIT),
- * then by the server. Returns how many were made. */
-static int tw_make(int family, const char *addr, int port, int n)
+ * then by the server, or (server_first) the other way round. Returns how many were made. */
+static int tw_make(int family, const char *addr, int port, int n, int server_first)
 {
     union {
         struct sockaddr sa;
@@ -1032,9 +1047,14 @@ static int tw_make(int family, const char *addr, int port, int n)
         int c = socket(family, SOCK_STREAM, 0), s = -1;
         if (c >= 0 && connect(c, &a.sa, len) == 0 && (s = accept(l, NULL, NULL)) >= 0)
             made++;
+        char eof;
+        if (server_first && s >= 0) {
+            close(s); /* first: the listener's side holds the TIME_WAIT */
+            (void)!read(c, &eof, 1); /* its FIN in: our close is then the second */
+        }
         if (c >= 0)
             close(c); /* first: the client's side holds the TIME_WAIT */
-        if (s >= 0)
+        if (!server_first && s >= 0)
             close(s);
     }
     close(l);
@@ -1051,11 +1071,14 @@ static int tw_ranges_child(void)
     int failed0 = check_failed;
     if (netns_enter(50, why, sizeof why) < 0)
         return 77;
-    int a = tw_make(AF_INET, "127.0.0.1", 21950, 20); /* from 40000..40049 */
+    int a = tw_make(AF_INET, "127.0.0.1", 21950, 20, 0); /* from 40000..40049 */
     netns_set_range(50000, 50049);
-    int b = tw_make(AF_INET, "127.0.0.1", 21951, 7) + tw_make(AF_INET6, "::1", 21952, 5);
+    int b4 = tw_make(AF_INET, "127.0.0.1", 21951, 7, 0),
+        b = b4 + tw_make(AF_INET6, "::1", 21952, 5, 0);
+    netns_set_range(50100, 50599); /* wide: a reused port would end a listener's TIME_WAIT */
+    int c = tw_make(AF_INET, "127.0.0.1", 21953, 6, 1); /* the listener's TIME_WAIT */
     int64_t end = now_ns() + 5 * NS_PER_S; /* the last FINs travel through loopback's softirq */
-    while (proc_sockstat_tw() < a + b && now_ns() < end)
+    while (tw_kernel_count() < a + b + c && now_ns() < end)
         sched_yield();
     long in_a = proc_count_time_wait(NETNS_PORT_LOW, NETNS_PORT_LOW + 49),
          in_b = proc_count_time_wait(50000, 50049), all = proc_count_time_wait(0, 65535);
@@ -1064,10 +1087,20 @@ static int tw_ranges_child(void)
           "TIME_WAIT in 40000-40049: %ld (want %d), 50000-50049: %ld "
           "(want %d)",
           in_a, a, in_b, b);
-    CHECK(all == a + b && proc_sockstat_tw() == all,
+    CHECK(all == a + b + c && tw_kernel_count() == all,
           "TIME_WAIT of every port %ld, the kernel's "
           "count %ld, want %d",
-          all, proc_sockstat_tw(), a + b);
+          all, tw_kernel_count(), a + b + c);
+    /* A timeline's count: one peer's connections only, whichever side holds the TIME_WAIT,
+     * never another listener's (the load generator's to the aggregator) */
+    long to_a = proc_count_time_wait_to(21950, NETNS_PORT_LOW, NETNS_PORT_LOW + 49),
+         to_b = proc_count_time_wait_to(21951, 50000, 50049),
+         to_c = proc_count_time_wait_to(21953, 50100, 50599),
+         cross = proc_count_time_wait_to(21950, 50000, 50599);
+    CHECK(c == 6 && to_a == a && to_b == b4 && to_c == c && cross == 0,
+          "TIME_WAIT to one peer: 21950 %ld (want %d), 21951 %ld (want %d), 21953 closing first "
+          "%ld (want %d of 6), 21950 from another range %ld (want 0)",
+          to_a, a, to_b, b4, to_c, c, cross);
     return check_failed > failed0;
 }
 
@@ -1250,6 +1283,90 @@ static int fetch(int port, const char *raw, struct sbuf *body)
     else
         sbuf_free(&f.body);
     return f.status;
+}
+
+/* n requests on one keep-alive connection (its one port: the client's own never run out);
+ * counts the 200s and 502s. */
+struct fetch_many {
+    int port, n, ok, bad;
+    const char *raw;
+};
+
+static void fetch_many_main(void *arg)
+{
+    struct fetch_many *f = arg;
+    struct sockaddr_in sa;
+    char hp[32];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", f->port);
+    parse_hostport(hp, &sa);
+    struct client *cl = client_open(&sa, now_ns() + 5 * NS_PER_S);
+    for (int i = 0; cl && i < f->n; i++) {
+        struct http_response rs;
+        long r = client_exchange(cl, f->raw, strlen(f->raw), now_ns() + 5 * NS_PER_S, &rs);
+        if (r <= 0)
+            break;
+        f->ok += rs.status == 200;
+        f->bad += rs.status == 502;
+        client_consume(cl, (size_t)r);
+    }
+    if (cl)
+        client_close(cl);
+}
+
+/* In a private namespace of NOPORT_PORTS ephemeral ports: a virtual server without a pool,
+ * closing each call's connection first (its TIME_WAIT holds the port), K = 3 calls in
+ * parallel that all run to their end (--on-failure wait). Once the ports are spent, a
+ * request's calls all fail for want of one: the downstream counter counts each call, the
+ * request counter must count each failed request once, as the client counts its 502s. Exit
+ * 0, 1 on a failure, 77 when no namespace. */
+#define NOPORT_PORTS 30
+static int no_port_child(void)
+{
+    char why[256], hp[32];
+    int failed0 = check_failed;
+    if (netns_enter(NOPORT_PORTS, why, sizeof why) < 0)
+        return 77;
+    rt_start(1);
+    struct config bc, vc;
+    struct server be, sv;
+    config_defaults(&bc);
+    bc.port = 0;
+    bc.delay_ms = 0;
+    CHECK(server_start(&be, &bc, backend_route) == 0, "no_port: backend listen");
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", be.port);
+    config_defaults(&vc);
+    config_backends(&vc, hp);
+    vc.pool = 0;
+    vc.on_failure = ON_FAILURE_WAIT;
+    CHECK(server_start(&sv, &vc, agg_route) == 0, "no_port: server listen");
+    struct metrics *m = metrics_counters;
+    uint64_t calls0 = LOAD(m->ds_failed[DS_FAIL_NO_PORT]), reqs0 = LOAD(m->req_no_port);
+    struct fetch_many f = {.port = sv.port,
+                           .n = 2 * NOPORT_PORTS,
+                           .raw = "GET /aggregate?parallel=1 HTTP/1.1\r\nHost: a\r\n\r\n"};
+    rt_run(fetch_many_main, &f);
+    long calls = (long)(LOAD(m->ds_failed[DS_FAIL_NO_PORT]) - calls0),
+         reqs = (long)(LOAD(m->req_no_port) - reqs0);
+    CHECK(f.ok + f.bad == f.n && f.bad >= f.n - NOPORT_PORTS / 3 && reqs == f.bad &&
+              calls >= 3 * (long)f.bad - 2,
+          "no_port: %d answered 200 and %d 502 of %d; requests failed no_port %ld (want %d), "
+          "calls %ld (want about 3 each)",
+          f.ok, f.bad, f.n, reqs, f.bad, calls);
+    return check_failed > failed0;
+}
+
+static void test_no_port_requests(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(no_port_child());
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+        SKIP(1, "no_port requests: no private network namespace");
+    else
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "no_port requests: child status %d", st);
 }
 
 /* A closed-loop load on 127.0.0.1:port/aggregate; returns the merged statistics (caller
@@ -1485,6 +1602,7 @@ int main(void)
     test_alloc();
     test_cal_trust();
     test_time_wait_ranges();
+    test_no_port_requests();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
     rt_start(1); /* one carrier: these threads share counters and expect an order */
     rt_run(test_spawn_join, NULL);

@@ -496,6 +496,10 @@ if [ -n "$namespace" ]; then
     check "--close-first client: no_port is every failure (got $(nsfailed client))" \
         [ "$(nsm client 'agg_downstream_failures_total{reason="no_port"}')" = "$(nsfailed client)" ]
     check "--close-first client: exactly the range's 100 calls before the wall (got $ok)" [ "$ok" = 100 ]
+    # K = 3 one after the other: ok / 3 requests had all their calls; the rest of the 40 failed,
+    # each counted once however many of its calls found no port
+    check "--close-first client: requests failed no_port $(nsm client agg_requests_failed_no_port_total), want $((40 - ok / 3))" \
+        [ "$(nsm client agg_requests_failed_no_port_total)" = $((40 - ok / 3)) ]
     check "--close-first client: the 100 TIME_WAIT sockets are ours (got $(cat "$tmp/ns-client.tw-ours"))" \
         [ "$(cat "$tmp/ns-client.tw-ours")" = 100 ]
     check "--close-first client: none on the backend's port (got $(cat "$tmp/ns-client.tw-backend"))" \
@@ -509,7 +513,7 @@ if [ -n "$namespace" ]; then
         [ "$(cat "$tmp/ns-server.tw-backend")" -gt 0 ]
     check "--close-first server: none of ours (got $(cat "$tmp/ns-server.tw-ours"))" [ "$(cat "$tmp/ns-server.tw-ours")" = 0 ]
 else
-    skipped=$((skipped + 10)) # the ten close-first checks above, said at the top
+    skipped=$((skipped + 11)) # the eleven close-first checks above, said at the top
 fi
 
 wait $jfr_kid
