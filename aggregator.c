@@ -3343,6 +3343,7 @@ struct metrics {
     uint64_t lat_sum_us;                 /* sum of latencies, µs */
     uint64_t ds_calls;                   /* downstream calls made */
     uint64_t ds_opened;                  /* downstream connections opened */
+    uint64_t ds_held_us;                 /* µs calls held a connection (ds_held) */
     uint64_t ds_cancelled;               /* downstream calls cancelled (not failures) */
     uint64_t ds_failed[DS_NFAIL];        /* downstream calls failed, by reason */
     uint64_t req_no_port;                /* requests failed: a call found no port (no_port) */
@@ -3449,6 +3450,10 @@ static void metrics_page(struct sbuf *b)
         {"agg_downstream_calls_total", "downstream calls", (double)LOAD(m->ds_calls)},
         {"agg_downstream_connections_opened_total", "downstream connections opened",
          (double)LOAD(m->ds_opened)},
+        {"agg_downstream_held_us_total",
+         "microseconds downstream calls held a connection, from its connect or its checkout "
+         "from the pool to its close or return, cancelled calls included",
+         (double)LOAD(m->ds_held_us)},
         {"agg_downstream_cancelled_total",
          "downstream calls cancelled by a failing sibling (--on-failure cancel), not failures",
          (double)LOAD(m->ds_cancelled)},
@@ -4322,6 +4327,13 @@ static int ds_cancelled(void)
     return DS_CANCELLED;
 }
 
+/* A call let go of the connection it held since `since` (its connect, or its checkout from
+ * the pool): the time a connection is spent for a call, which a cancelled sibling shortens. */
+static void ds_held(int64_t since)
+{
+    SHARED_ADD(metrics_counters->ds_held_us, (uint64_t)((now_ns() - since) / 1000));
+}
+
 /* The reason for an exchange's outcome r (a CX_ code). */
 static int ds_exchange_reason(long r)
 {
@@ -4494,10 +4506,12 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
     memcpy(req + sizeof head - 1, digits, nd);
     memcpy(req + sizeof head - 1 + nd, tail, nt);
     SHARED_ADD(metrics_counters->ds_calls, 1);
+    int64_t held = now_ns();
     struct client *cl = cfg->pool ? ds_take(backend_pool) : NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = cl != NULL;
         if (!cl) {
+            held = now_ns();
             cl = ds_open(s, backend, deadline);
             if (!cl) {
                 int err = errno;
@@ -4510,12 +4524,14 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         long r = client_exchange(cl, req, n, deadline, &rs);
         if (r == CX_STALE && reused) {
             client_close(cl);
+            ds_held(held);
             cl = NULL;
             continue;
         }
         if (r < 0) { /* closed, never pooled: a half-read answer would be the next call's */
             int err = errno;
             client_close(cl);
+            ds_held(held);
             return r == CX_CANCEL ? ds_cancelled() : ds_failed(ds_exchange_reason(r), err);
         }
         int status = rs.status == 200 && json_is_one_value(rs.body, rs.body_len)
@@ -4526,6 +4542,7 @@ static int ds_call(struct server *s, int backend, int item, struct sbuf *out, in
         if (server_closes)
             ds_await_fin(cl, deadline);
         ds_release(s, ds_pool_home(s, backend, cl->fd), cl, cfg->pool && rs.keep_alive);
+        ds_held(held);
         return status;
     }
     return ds_failed(DS_FAIL_BAD, 0); /* not reached: the second attempt is on a new connection */
@@ -5402,7 +5419,14 @@ struct csv_col {
     X(RES_STEAL, "steal_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                         \
     X(RES_FOREIGN, "foreign_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                     \
     X(RES_JIT_WARMUP, "jit_warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                               \
-    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)
+    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)                                               \
+    X(RES_ON_FAILURE, "on_failure", CSV_WORD, 0, 0, 0, 0, 0)                                       \
+    X(RES_FAIL_SHARE, "fail_share", CSV_NUMBER, 0, 0, 3, 0, 1)                                     \
+    X(RES_FAIL_AFTER_MS, "fail_after_ms", CSV_NUMBER, 0, 0, -1, 0, 3.6e6)                          \
+    X(RES_FAILED_P50, "failed_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
+    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 
@@ -5524,6 +5548,8 @@ struct load_cfg {
 /* Counters of one carrier's users: no sharing while the test runs, merged at the end. */
 struct load_stats {
     struct hist h;      /* latencies in µs */
+    struct hist hf;     /* the failed requests' (errors of every kind), µs: how long a
+                         * failure took to come, which a fan-out that cancels shortens */
     uint64_t completed; /* answers received inside the window */
     uint64_t in_flight; /* requests without an answer when the window ended (not errors) */
     uint64_t errors[LOAD_NERR];
@@ -5655,6 +5681,8 @@ static void load_user_main(void *arg)
             int counted = now_ns() >= L->t0; /* warm-up: not counted either */
             if (err >= 0) {
                 LOAD_STATS->errors[err] += (uint64_t)counted;
+                if (counted)
+                    hist_add(&LOAD_STATS->hf, (uint64_t)((now_ns() - intended) / 1000));
                 if (err == LOAD_ERR_CONNECT && vt_sleep_until(now_ns() + 10 * NS_PER_MS) < 0)
                     break; /* no spin */
             } else if (counted) {
@@ -5713,6 +5741,7 @@ static struct load_stats *load_wait(struct load *L)
     all->sec = xcalloc((size_t)L->nsec, sizeof *all->sec);
     for (int i = 0; i < rt_carriers(); i++) {
         hist_merge(&all->h, &L->per_carrier[i].h);
+        hist_merge(&all->hf, &L->per_carrier[i].hf);
         all->completed += L->per_carrier[i].completed;
         all->in_flight += L->per_carrier[i].in_flight;
         for (int e = 0; e < LOAD_NERR; e++)
@@ -5786,7 +5815,11 @@ static void load_report(const struct load_cfg *cfg, const struct load_stats *sta
         for (int e = 0; e < LOAD_NERR; e++)
             fprintf(f, "%s\"%s\":%llu", e ? "," : "", load_err_names[e],
                     (unsigned long long)stats->errors[e]);
-        fprintf(f, "},\"in_flight\":%llu,\"users\":%d,\"duration_s\":%.3f",
+        const struct hist *hf = &stats->hf; /* -1: no request failed */
+        fprintf(f, "},\"failed_p50_ms\":%.3f,\"failed_p99_ms\":%.3f",
+                hf->count ? hist_quantile(hf, 0.5) / 1e3 : -1,
+                hf->count ? hist_quantile(hf, 0.99) / 1e3 : -1);
+        fprintf(f, ",\"in_flight\":%llu,\"users\":%d,\"duration_s\":%.3f",
                 (unsigned long long)stats->in_flight, cfg->users, secs);
         if (cfg->per_second) /* [answers, errors] of second 1, 2, ... since the users started */
             fprintf(f, ",\"per_s\":[");
@@ -6034,6 +6067,10 @@ struct bench_cfg {
     const char *modes;       /* comma-separated: platform, virtual */
     const char *pool;        /* on, off or both */
     const char *close_first; /* pool off: client, server or both */
+    int on_failure;          /* -1: the K calls one after another (no --on-failure); else
+                              * ON_FAILURE_*: in parallel (?parallel=1), under that policy */
+    double fail_share;       /* the backend's --fail-share: calls answered 500 ... */
+    int fail_after_ms;       /* ... after this many ms (--fail-after-ms) */
     int fanout;              /* K */
     int delay_ms;            /* D */
     int think_ms;            /* Z */
@@ -6044,6 +6081,7 @@ struct bench_cfg {
     int port;                /* backend port; the aggregator uses port + 1 */
     const char *out;         /* CSV path */
     pid_t backend;           /* the backend's pid, for its CPU time */
+    pid_t fail_backend;      /* --fail-share: item 0's backend, on port + 2, the failing one */
     double jit_warmup_s;     /* java: load before each measured window, not counted */
     const struct jvm *jvm;   /* java: how to start it (NULL when no java cell is asked for) */
     int netns_ports;         /* > 0: each cell in a new network namespace with this many ports */
@@ -6081,13 +6119,15 @@ struct bench_row {
     long base_rss;     /* the aggregator's RSS before the load, bytes */
     long base_threads; /* its OS threads once it listens, before any load */
     /* From the server's /metrics, the window's difference (-1: the server does not say). */
-    double failed;            /* downstream calls failed, every reason */
-    double failed_no_port;    /* requests failed as a call's connect() got EADDRNOTAVAIL (at
-                               * most the calls that did, so at most failed) */
-    double alloc_per_req;     /* bytes the server allocated per request served */
-    struct net_ports net;     /* the namespace the cell ran in */
-    int close_first;          /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
-    struct bench_tick *ticks; /* --timeline: the run's seconds (heap; the row's owner frees) */
+    double failed;                 /* downstream calls failed, every reason */
+    double failed_no_port;         /* requests a call's EADDRNOTAVAIL failed (<= failed) */
+    double alloc_per_req;          /* bytes the server allocated per request served */
+    double calls_per_req;          /* downstream calls started per request answered or failed */
+    double call_ms_per_req;        /* ms downstream connections were held per request (ds_held) */
+    double failed_p50, failed_p99; /* the load generator's, of its failed requests (-1: none) */
+    struct net_ports net;          /* the namespace the cell ran in */
+    int close_first;               /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
+    struct bench_tick *ticks;      /* --timeline: the run's seconds (heap; the row's owner frees) */
     int nticks;
     int tw_low, tw_high; /* the window's ephemeral ports: the timeline's TIME_WAIT range */
     /* Over the point's --runs (bench_point): rps becomes their mean. */
@@ -6097,7 +6137,7 @@ struct bench_row {
 
 /* The children alive (0 = a free slot), so that every exit path can stop them. */
 struct bench_kids {
-    pid_t pid[4];
+    pid_t pid[6];
 };
 
 static void bench_forget(struct bench_kids *kids, pid_t pid)
@@ -6432,27 +6472,50 @@ enum { BENCH_START_C_S = 5, BENCH_START_JAVA_S = 60 };
  * for the first estimate of the time left; measured cells correct it. */
 #define BENCH_JAVA_START_GUESS_S 5
 
-/* A backend that answers after delay_ms, on bc->port; the previous one is stopped first. */
+/* A backend on port that answers after delay_ms, failing a share of its calls (0: none). */
+static pid_t bench_backend_at(struct bench_kids *kids, int port, int delay_ms, double fail_share,
+                              int fail_after_ms)
+{
+    char bport[16], delay[16], share[32], after[16];
+    snprintf(bport, sizeof bport, "%d", port);
+    snprintf(delay, sizeof delay, "%d", delay_ms);
+    snprintf(share, sizeof share, "%.17g", fail_share);
+    snprintf(after, sizeof after, "%d", fail_after_ms);
+    char *bargv[] = {"aggregator",   "backend", "--port",          bport, "--delay-ms", delay,
+                     "--fail-share", share,     "--fail-after-ms", after, NULL};
+    pid_t pid = bench_spawn(kids, NULL, bargv, -1, BENCH_STDERR_NULL);
+    if (bench_wait_port(kids, pid, port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
+        die("the backend did not start on port %d", port);
+    return pid;
+}
+
+/* The backend that answers after delay_ms, on bc->port, and with --fail-share the one that
+ * fails that share of its calls, on bc->port + 2: the first of the K calls goes to it, the
+ * others to the healthy one (bench_start_server), so that one of the K siblings fails, and
+ * what the fan-out does to the others is what is measured. The previous ones are stopped
+ * first. */
 static void bench_backend(struct bench_cfg *bc, struct bench_kids *kids, int delay_ms)
 {
-    char bport[16], delay[16];
-    snprintf(bport, sizeof bport, "%d", bc->port);
-    snprintf(delay, sizeof delay, "%d", delay_ms);
-    char *bargv[] = {"aggregator", "backend", "--port", bport, "--delay-ms", delay, NULL};
     if (bc->backend > 0)
         bench_kill(kids, bc->backend);
-    bc->backend = bench_spawn(kids, NULL, bargv, -1, BENCH_STDERR_NULL);
+    if (bc->fail_backend > 0)
+        bench_kill(kids, bc->fail_backend);
+    bc->backend = bench_backend_at(kids, bc->port, delay_ms, 0, 0);
+    bc->fail_backend = bc->fail_share > 0 ? bench_backend_at(kids, bc->port + 2, delay_ms,
+                                                             bc->fail_share, bc->fail_after_ms)
+                                          : 0;
     bc->delay_ms = delay_ms;
-    if (bench_wait_port(kids, bc->backend, bc->port, BENCH_START_C_S, BENCH_WAIT_ACCEPT) < 0)
-        die("the backend did not start on port %d", bc->port);
 }
 
 static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *kids,
                                 const struct bench_row *row)
 {
-    char port[16], bport[32], fan[16], thr[16], car[16];
+    char port[16], fan[16], thr[16], car[16];
     snprintf(port, sizeof port, "%d", bc->port + 1);
-    snprintf(bport, sizeof bport, "127.0.0.1:%d", bc->port);
+    struct sbuf bport = {0}; /* --fail-share: the failing backend first, then K - 1 healthy */
+    for (int i = 0; i < (bc->fail_backend > 0 ? bc->fanout : 1); i++)
+        sbuf_printf(&bport, "%s127.0.0.1:%d", i ? "," : "",
+                    bc->port + (i == 0 && bc->fail_backend > 0 ? 2 : 0));
     snprintf(fan, sizeof fan, "%d", bc->fanout);
     snprintf(thr, sizeof thr, "%d", bc->threads);
     snprintf(car, sizeof car, "%d", bc->carriers);
@@ -6462,7 +6525,7 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         *head_java[] = {"-cp", bc->jvm ? bc->jvm->classpath : "", bc->jvm ? bc->jvm->main : ""},
         *flags[] = {"--mode",         mode_names[row->mode],
                     "--port",         port,
-                    "--backends",     bport,
+                    "--backends",     bport.p,
                     "--fanout",       fan,
                     "--threads",      thr,
                     "--carriers",     car,
@@ -6488,9 +6551,14 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         argv[n++] = "--close-first";
         argv[n++] = close_first_names[row->close_first];
     }
+    if (bc->on_failure >= 0) {
+        argv[n++] = "--on-failure";
+        argv[n++] = on_failure_names[bc->on_failure];
+    }
     argv[n] = NULL;
     pid_t pid =
         bench_spawn(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
+    sbuf_free(&bport);
     if (bench_wait_port(kids, pid, bc->port + 1, java ? BENCH_START_JAVA_S : BENCH_START_C_S,
                         BENCH_WAIT_ANSWER) < 0) {
         bench_kill_all(kids);
@@ -6507,7 +6575,8 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids, cha
                         double duration_s, double warmup_s, int *report)
 {
     char agg[64], users[16], dur[32], think[16], warm[32];
-    snprintf(agg, sizeof agg, "http://127.0.0.1:%d/aggregate", bc->port + 1);
+    snprintf(agg, sizeof agg, "http://127.0.0.1:%d/aggregate%s", bc->port + 1,
+             bc->on_failure >= 0 ? "?parallel=1" : "");
     snprintf(users, sizeof users, "%d", nusers);
     snprintf(dur, sizeof dur, "%g", duration_s);
     snprintf(think, sizeof think, "%d", bc->think_ms);
@@ -6590,6 +6659,8 @@ struct bench_scrape {
     double failed;      /* agg_downstream_failures_total, summed over the reasons */
     double no_port;     /* agg_requests_failed_no_port_total: requests, not calls */
     double alloc_bytes; /* agg_alloc_bytes_total */
+    double calls;       /* agg_downstream_calls_total: calls started */
+    double held_us;     /* agg_downstream_held_us_total: µs they held a connection */
 };
 
 /* The value of the line starting with `name` in a metrics page, or -1. */
@@ -6607,7 +6678,7 @@ static double bench_metric(const char *page, const char *name)
 /* GET /metrics from 127.0.0.1:port (at most timeout_ms) and read the counters. */
 static struct bench_scrape bench_scrape(int port, int timeout_ms)
 {
-    struct bench_scrape m = {-1, -1, -1};
+    struct bench_scrape m = {-1, -1, -1, -1, -1};
     struct sbuf page = {0};
     int64_t end = now_ns() + (int64_t)timeout_ms * NS_PER_MS;
     int fd = bench_dial(port, timeout_ms);
@@ -6628,6 +6699,8 @@ static struct bench_scrape bench_scrape(int port, int timeout_ms)
         }
         m.no_port = bench_metric(page.p, "agg_requests_failed_no_port_total");
         m.alloc_bytes = bench_metric(page.p, "agg_alloc_bytes_total");
+        m.calls = bench_metric(page.p, "agg_downstream_calls_total");
+        m.held_us = bench_metric(page.p, "agg_downstream_held_us_total");
     }
     sbuf_free(&page);
     return m;
@@ -6693,7 +6766,9 @@ struct bench_sample {
 
 static struct bench_sample bench_sample_now(const struct bench_cfg *bc, pid_t agg, pid_t load)
 {
-    struct bench_cpu c = {bench_cpu_us(agg), bench_cpu_us(bc->backend) + bench_cpu_us(load),
+    struct bench_cpu c = {bench_cpu_us(agg),
+                          bench_cpu_us(bc->backend) + bench_cpu_us(bc->fail_backend) +
+                              bench_cpu_us(load),
                           bench_machine_cpu()};
     return (struct bench_sample){c, bench_scrape(bc->port + 1, BENCH_SCRAPE_MS)};
 }
@@ -6755,7 +6830,7 @@ static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t 
     struct bench_clock k = {.t_load = now_ns()};
     k.t_win[0] = k.t_load + BENCH_WARMUP_S * NS_PER_S;
     k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
-    s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1}};
+    s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1, -1, -1}};
     row->peak_threads = 0;
     for (;;) {
         if (bench_ended(agg, how, len)) /* first: a load whose server died ends soon after it */
@@ -6830,6 +6905,14 @@ static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, con
     row->failed_no_port = bench_delta(s[0].m.no_port, s[1].m.no_port);
     double alloc = bench_delta(s[0].m.alloc_bytes, s[1].m.alloc_bytes);
     row->alloc_per_req = alloc >= 0 && served > 0 ? alloc / served : -1;
+    /* per request the window saw end, answered or failed: a fan-out's cost per request */
+    double requests = completed + (row->errors > 0 ? (double)row->errors : 0),
+           calls = bench_delta(s[0].m.calls, s[1].m.calls),
+           held = bench_delta(s[0].m.held_us, s[1].m.held_us);
+    row->calls_per_req = calls >= 0 && requests > 0 ? calls / requests : -1;
+    row->call_ms_per_req = held >= 0 && requests > 0 ? held / 1e3 / requests : -1;
+    row->failed_p50 = bench_json_num(json, "failed_p50_ms");
+    row->failed_p99 = bench_json_num(json, "failed_p99_ms");
 }
 
 /* The cell's processes stopped and reaped (those that ended already, at once): the load
@@ -6840,7 +6923,8 @@ static void bench_cell_stop(struct bench_cfg *bc, struct bench_kids *kids, pid_t
     bench_kill(kids, agg);
     if (bc->netns_ports > 0) {
         bench_kill(kids, bc->backend);
-        bc->backend = 0;
+        bench_kill(kids, bc->fail_backend);
+        bc->backend = bc->fail_backend = 0;
     }
 }
 
@@ -6976,12 +7060,19 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
             [RES_STEAL] = r->steal_pct,
             [RES_FOREIGN] = r->foreign_pct,
             [RES_JIT_WARMUP] = jit,
+            [RES_FAIL_SHARE] = bc->fail_share,
+            [RES_FAIL_AFTER_MS] = bc->fail_after_ms,
+            [RES_FAILED_P50] = r->failed_p50,
+            [RES_FAILED_P99] = r->failed_p99,
+            [RES_CALLS] = r->calls_per_req,
+            [RES_CALL_MS] = r->call_ms_per_req,
         };
-        const char *w[RES_N] = {[RES_MODE] = mode,
-                                [RES_POOL] = pool,
-                                [RES_CLOSE_FIRST] =
-                                    r->pool ? "-" : close_first_names[r->close_first],
-                                [RES_SERVER] = server_names[r->server]};
+        const char *w[RES_N] = {
+            [RES_MODE] = mode,
+            [RES_POOL] = pool,
+            [RES_CLOSE_FIRST] = r->pool ? "-" : close_first_names[r->close_first],
+            [RES_SERVER] = server_names[r->server],
+            [RES_ON_FAILURE] = bc->on_failure < 0 ? "-" : on_failure_names[bc->on_failure]};
         csv_write_row(f, res_cols, RES_N, v, w);
         return;
     }
@@ -7024,6 +7115,12 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
            "the server's /metrics did not answer within %g s (a saturated pool queues it behind "
            "the requests)\n",
            BENCH_SCRAPE_MS / 1000.0);
+    if (bc->on_failure >= 0 || bc->fail_share > 0)
+        printf("fan-out: %s%s; the first call's backend fails %g of its calls after %d ms; the "
+               "CSV has the failed requests' p50 and p99, calls and ms of connection per request\n",
+               bc->on_failure < 0 ? "one call after another" : "in parallel, --on-failure ",
+               bc->on_failure < 0 ? "" : on_failure_names[bc->on_failure], bc->fail_share,
+               bc->fail_after_ms);
     if (strcmp(bc->pool, "on"))
         printf("pool off/c: the aggregator closes each downstream connection first (the TIME_WAIT "
                "is its); off/s: the backend does (Connection: close)\n");
@@ -8786,7 +8883,8 @@ static int cmd_load(int argc, char **argv)
     "aggregator bench [--users 100,1000,5000] [--modes platform,virtual] [--pool on|off|both] "    \
     "[--close-first client|server|both] [--fanout K]"                                              \
     " [--delay-ms D] [--duration S] [--runs N] [--server c|java|c,java] [--jit-warmup S]"          \
-    " [--netns-ports N] [--timeline FILE] [--out results.csv]"
+    " [--netns-ports N] [--timeline FILE] [--out results.csv] [--on-failure cancel|wait]"          \
+    " [--fail-share F --fail-after-ms M]"
 
 static int cmd_bench(int argc, char **argv)
 {
@@ -8796,6 +8894,7 @@ static int cmd_bench(int argc, char **argv)
                            .modes = "platform,virtual",
                            .pool = "on",
                            .close_first = "client",
+                           .on_failure = -1,
                            .fanout = 3,
                            .delay_ms = 50,
                            .duration_s = 10,
@@ -8803,6 +8902,7 @@ static int cmd_bench(int argc, char **argv)
                            .threads = 200,
                            .port = -1, /* not given: opt_port_pair_default */
                            .out = "results.csv"};
+    const char *on_failure = NULL;
     const struct opt o[] = {
         {"--users", OPT_STR, &bc.users, "user counts, comma-separated; default 100,1000,5000"},
         {"--modes", OPT_STR, &bc.modes, "platform,virtual (or one of them); default both"},
@@ -8831,8 +8931,21 @@ static int cmd_bench(int argc, char **argv)
         {"--jit-warmup", OPT_DOUBLE, &bc.jit_warmup_s,
          "java: seconds of load before each window, for the JIT (not counted); default " STR(
              BENCH_JIT_WARMUP_S)},
+        {"--on-failure", OPT_STR, &on_failure,
+         "cancel or wait: the K calls in parallel (?parallel=1) under serve's policy; default: "
+         "one after another"},
+        {"--fail-share", OPT_DOUBLE, &bc.fail_share,
+         "the backend's: a share 0..1 of its calls answered 500 ...; default 0"},
+        {"--fail-after-ms", OPT_INT, &bc.fail_after_ms, "... after M ms; default 0"},
     };
     opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    if (on_failure &&
+        names_find(on_failure_names, ARRAY_LEN(on_failure_names), on_failure, &bc.on_failure) < 0)
+        opt_fail(BENCH_SYNOPSIS, "--on-failure takes cancel or wait, not '%s'", on_failure);
+    if (!(bc.fail_share >= 0 && bc.fail_share <= 1) || bc.fail_after_ms < 0 ||
+        bc.fail_after_ms > BACKEND_MAX_DELAY_MS)
+        opt_fail(BENCH_SYNOPSIS, "--fail-share takes 0 to 1, --fail-after-ms 0 to %d",
+                 BACKEND_MAX_DELAY_MS);
     if (!bench_servers_valid(bc.servers) || !(bc.jit_warmup_s >= 0))
         opt_fail(BENCH_SYNOPSIS, "--server takes c, java or c,java, --jit-warmup a number >= 0");
     int some_mode = strstr(bc.modes, "platform") || strstr(bc.modes, "virtual");
@@ -8852,6 +8965,8 @@ static int cmd_bench(int argc, char **argv)
         opt_fail(BENCH_SYNOPSIS, "--netns-ports takes 16 to %d ports", 65536 - NETNS_PORT_LOW);
     bc.port = opt_port_pair_default(bc.port, 19300);
     opt_check_port_pair(BENCH_SYNOPSIS, bc.port);
+    if (bc.fail_share > 0 && bc.port + 2 > 65535)
+        opt_fail(BENCH_SYNOPSIS, "--fail-share: the failing backend takes --port + 2, past 65535");
     opt_check_threads(BENCH_SYNOPSIS, bc.threads, bc.carriers);
     opt_check_users(BENCH_SYNOPSIS, bc.users);
     struct jvm jvm;

@@ -2911,7 +2911,14 @@ struct csv_col {
     X(RES_STEAL, "steal_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                         \
     X(RES_FOREIGN, "foreign_pct", CSV_NUMBER, 0, 1, 1, 0, 100)                                     \
     X(RES_JIT_WARMUP, "jit_warmup_s", CSV_NUMBER, 0, 0, -1, 0, 3600)                               \
-    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)
+    X(RES_SERVER, "server", CSV_WORD, 0, 0, 0, 0, 0)                                               \
+    X(RES_ON_FAILURE, "on_failure", CSV_WORD, 0, 0, 0, 0, 0)                                       \
+    X(RES_FAIL_SHARE, "fail_share", CSV_NUMBER, 0, 0, 3, 0, 1)                                     \
+    X(RES_FAIL_AFTER_MS, "fail_after_ms", CSV_NUMBER, 0, 0, -1, 0, 3.6e6)                          \
+    X(RES_FAILED_P50, "failed_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
+    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 

@@ -1049,7 +1049,7 @@ static int tw_make(int family, const char *addr, int port, int n, int server_fir
             made++;
         char eof;
         if (server_first && s >= 0) {
-            close(s); /* first: the listener's side holds the TIME_WAIT */
+            close(s);                /* first: the listener's side holds the TIME_WAIT */
             (void)!read(c, &eof, 1); /* its FIN in: our close is then the second */
         }
         if (c >= 0)
@@ -1383,12 +1383,13 @@ static int tasks_settled(int want)
     return n;
 }
 
-static struct load_stats *run_load(int port, int users, double secs, int think_ms, double *window)
+static struct load_stats *run_load_path(int port, const char *path, int users, double secs,
+                                        int think_ms, double *window)
 {
     struct load_cfg lc;
     load_defaults(&lc);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/aggregate", port);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
     load_parse_url(&lc, url);
     lc.users = users;
     lc.duration_s = secs;
@@ -1400,6 +1401,83 @@ static struct load_stats *run_load(int port, int users, double secs, int think_m
     struct load_stats *st = load_wait(&L);
     *window = (double)(L.t_end - L.t0) / NS_PER_S;
     return st;
+}
+
+static struct load_stats *run_load(int port, int users, double secs, int think_ms, double *window)
+{
+    return run_load_path(port, "/aggregate", users, secs, think_ms, window);
+}
+
+/* One of K = 3 parallel calls fails fast: its backend answers 500 after FAIL_MS, the other
+ * two answer after SLOW_MS. With --on-failure cancel a failed request is answered once the
+ * failing call is (about FAIL_MS, the siblings cancelled), and its connections were held
+ * about 3 x FAIL_MS; with wait, it is answered after the slowest sibling (about SLOW_MS) and
+ * held them FAIL_MS + 2 x SLOW_MS. The truth is the backends' configured times; the figures
+ * are the load generator's failed latencies and the server's held-connection counter. */
+enum { FAIL_MS = 20, SLOW_MS = 200 };
+/* The servers of these checks: virtual ones stop once the runtime has (test_integration). */
+struct fail_fast {
+    struct config c[2], fc, sc;
+    struct server sv[2], fb, sb;
+};
+
+static void check_fail_fast(struct fail_fast *ff, const char *backends, int policy)
+{
+    struct config *c = &ff->c[policy];
+    struct server *sv = &ff->sv[policy];
+    config_defaults(c);
+    config_backends(c, backends);
+    c->on_failure = policy;
+    CHECK(server_start(sv, c, agg_route) == 0, "fail-fast server listen");
+    uint64_t held0 = LOAD(metrics_counters->ds_held_us);
+    double secs;
+    struct load_stats *st = run_load_path(sv->port, "/aggregate?parallel=1", 10, 1.2, 0, &secs);
+    double p50 = st->hf.count ? hist_quantile(&st->hf, 0.5) / 1e3 : -1,
+           held_ms = (double)(LOAD(metrics_counters->ds_held_us) - held0) / 1e3;
+    uint64_t failed = load_errors_total(st);
+    /* every request ended in the window was a failure; those cut at its ends held some too */
+    double per_req = failed ? held_ms / (double)(failed + st->in_flight) : -1;
+    const char *name = on_failure_names[policy];
+    int cancel = policy == ON_FAILURE_CANCEL;
+    CHECK(st->completed == 0 && failed >= 20, "%s: %llu answered, %llu failed (want all failed)",
+          name, (unsigned long long)st->completed, (unsigned long long)failed);
+    CHECK(cancel ? p50 >= FAIL_MS && p50 < 2.5 * FAIL_MS : p50 >= SLOW_MS && p50 < 1.5 * SLOW_MS,
+          "%s: failed requests' p50 %.1f ms, want about %d", name, p50, cancel ? FAIL_MS : SLOW_MS);
+    CHECK(cancel ? per_req > 0 && per_req < 6 * FAIL_MS : per_req > 1.5 * SLOW_MS,
+          "%s: connections held %.1f ms per request, want about %d", name, per_req,
+          cancel ? 3 * FAIL_MS : FAIL_MS + 2 * SLOW_MS);
+    printf("test_aggregator: one of 3 calls fails after %d ms, the others take %d: --on-failure "
+           "%s: failed p50 %.1f ms, connections held %.1f ms a request\n",
+           FAIL_MS, SLOW_MS, name, p50, per_req);
+    load_stats_free(st);
+}
+
+static void test_fail_fast(struct fail_fast *ff)
+{
+    config_defaults(&ff->fc);
+    ff->fc.port = 0;
+    ff->fc.delay_ms = SLOW_MS;
+    ff->fc.fail_share = 1;
+    ff->fc.fail_after_ms = FAIL_MS;
+    ff->sc = ff->fc;
+    ff->sc.fail_share = 0;
+    CHECK(server_start(&ff->fb, &ff->fc, backend_route) == 0, "failing backend listen");
+    CHECK(server_start(&ff->sb, &ff->sc, backend_route) == 0, "slow backend listen");
+    char three[96];
+    snprintf(three, sizeof three, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ff->fb.port,
+             ff->sb.port, ff->sb.port);
+    check_fail_fast(ff, three, ON_FAILURE_CANCEL);
+    check_fail_fast(ff, three, ON_FAILURE_WAIT);
+}
+
+static void fail_fast_stop(struct fail_fast *ff)
+{
+    for (int i = 0; i < 2; i++) {
+        server_stop(&ff->sv[i]);
+        free(ff->c[i].backends);
+    }
+    server_stop(&ff->fb);
+    server_stop(&ff->sb);
 }
 
 /* Closed loop, think 0, for 1.5 s; checks Little's law on the generator's own
@@ -1565,6 +1643,8 @@ static void test_integration(void)
 
     check_overload(sq.port);
     check_pool_shrinks(&sg);
+    struct fail_fast ff;
+    test_fail_fast(&ff);
     server_stop(&sg);
     server_stop(&sq);
     server_stop(&sp);
@@ -1574,6 +1654,7 @@ static void test_integration(void)
     server_stop(&st);
     server_stop(&sd);
     server_stop(&be);
+    fail_fast_stop(&ff);
     free(vc.backends);
     free(pc.backends == vc.backends ? NULL : pc.backends);
     free(dc.backends);
