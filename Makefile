@@ -44,7 +44,7 @@ $(O)/sim: sim.c
 
 $(O)/aggregator: aggregator.c
 	@mkdir -p $(O)
-	$(CC) $(STD) $(CFLAGS) -o $@ aggregator.c -lpthread -lm
+	$(CC) $(STD) $(CFLAGS) -o $@ aggregator.c -lpthread -lm -lcrypto
 
 # Tests include the shipped .c file with its main() compiled out (SIM_NO_MAIN / AGG_NO_MAIN).
 $(O)/tests/test_sim: tests/test_sim.c sim.c tests/check.h
@@ -62,7 +62,7 @@ $(O)/tests/test_ui: tests/test_ui.c sim.c tests/check.h
 
 $(O)/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p $(O)/tests
-	$(CC) $(STD) $(CFLAGS) -I. -o $@ tests/test_aggregator.c -lpthread -lm
+	$(CC) $(STD) $(CFLAGS) -I. -o $@ tests/test_aggregator.c -lpthread -lm -lcrypto
 
 # Fault injection against the real ./aggregator as a process (bad backends, bad clients, EMFILE).
 $(O)/tests/test_faults: tests/test_faults.c tests/check.h
@@ -89,7 +89,7 @@ VG = valgrind -q --fair-sched=yes --error-exitcode=9 --leak-check=full \
      --show-leak-kinds=definite --errors-for-leak-kinds=definite
 build/valgrind/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p build/valgrind/tests
-	$(CC) $(STD) -O1 -g -DVT_VALGRIND -I. -o $@ tests/test_aggregator.c -lpthread -lm
+	$(CC) $(STD) -O1 -g -DVT_VALGRIND -I. -o $@ tests/test_aggregator.c -lpthread -lm -lcrypto
 valgrind: build/valgrind/tests/test_aggregator $(O)/sim $(if $(VG_ALL),$(O)/tests/test_sim)
 	$(VG) build/valgrind/tests/test_aggregator
 	$(VG) $(O)/sim --headless scenarios/default.scn > /dev/null
@@ -101,7 +101,7 @@ valgrind: build/valgrind/tests/test_aggregator $(O)/sim $(if $(VG_ALL),$(O)/test
 # every call of the seam to the fast paths (aggregator.c, I.9) is its simple form.
 build/simple/tests/test_aggregator: tests/test_aggregator.c aggregator.c tests/check.h
 	@mkdir -p build/simple/tests
-	$(CC) $(STD) $(CFLAGS) -DVT_SIMPLE -I. -o $@ tests/test_aggregator.c -lpthread -lm
+	$(CC) $(STD) $(CFLAGS) -DVT_SIMPLE -I. -o $@ tests/test_aggregator.c -lpthread -lm -lcrypto
 test-simple: build/simple/tests/test_aggregator
 	build/simple/tests/test_aggregator
 
@@ -109,7 +109,7 @@ test-simple: build/simple/tests/test_aggregator
 # clang, with the context switch annotated as fiber switches. CI runs it.
 tsan:
 	@mkdir -p build/tsan/tests
-	clang $(STD) -O1 -g -fsanitize=thread -I. -o build/tsan/tests/test_aggregator tests/test_aggregator.c -lpthread -lm
+	clang $(STD) -O1 -g -fsanitize=thread -I. -o build/tsan/tests/test_aggregator tests/test_aggregator.c -lpthread -lm -lcrypto
 	build/tsan/tests/test_aggregator
 
 # Every output quoted in README.md and TUTORIAL.md (blocks marked <!-- check: CMD -->) is
@@ -226,17 +226,19 @@ FUZZ_CC       = clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-f
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZERS       = build/fuzz/fuzz_scenario build/fuzz/fuzz_validate build/fuzz/fuzz_calibration \
                 build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_sweep \
-                build/fuzz/fuzz_live
+                build/fuzz/fuzz_live build/fuzz/fuzz_jwt
 
 # Each fuzzer is one test file (FUZZ_DEF picks a variant) built with the program it includes.
 build/fuzz/fuzz_scenario build/fuzz/fuzz_sweep build/fuzz/fuzz_live: \
     build/fuzz/fuzz_%: tests/fuzz_%.c sim.c
 build/fuzz/fuzz_validate build/fuzz/fuzz_calibration: tests/fuzz_readers.c sim.c
 build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: tests/fuzz_http.c aggregator.c
+build/fuzz/fuzz_jwt: tests/fuzz_jwt.c aggregator.c
 build/fuzz/fuzz_calibration: FUZZ_DEF = -DFUZZ_CALIBRATION
 build/fuzz/fuzz_http_response: FUZZ_DEF = -DFUZZ_RESPONSE
-build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: FUZZ_SDL_CF =
-build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response: FUZZ_SDL_LD =
+build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_jwt: FUZZ_SDL_CF =
+build/fuzz/fuzz_http_request build/fuzz/fuzz_http_response build/fuzz/fuzz_jwt: FUZZ_SDL_LD = \
+    -lcrypto
 FUZZ_SDL_CF = $(SDL_CF)
 FUZZ_SDL_LD = $(SDL_LD)
 $(FUZZERS):
@@ -245,7 +247,7 @@ $(FUZZERS):
 
 # Each fuzzer is its own target, so make -j2 fuzz runs two at a time (libFuzzer uses one core).
 # A fuzzer's summary is printed in one piece when it ends, so parallel runs do not interleave.
-FUZZ_NAMES    = scenario validate calibration http_request http_response $(FUZZ_SMALL)
+FUZZ_NAMES    = scenario validate calibration http_request http_response jwt $(FUZZ_SMALL)
 
 fuzz: $(FUZZ_NAMES:%=fuzz-run-%)
 	@echo "fuzz: no crash"

@@ -14,11 +14,10 @@
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
- * Reading path. The lesson, an evening: I.2 to I.8, from the ~~~~ banner where the lesson
- * begins to the one where the lesson ends, the mechanism of a virtual thread in its simplest
- * correct form (swap, types, run queue, park/unpark, switching, carrier loop); stop there.
- * Then I.9's fast paths behind I.3's seam (make test-simple: without them), Part II's opening
- * "life of a request", I.10's I/O; Part III to measure, Part IV to add a flag; banners name tests.
+ * Reading path. The lesson, an evening: I.2 to I.8 between the ~~~~ banners, the mechanism of
+ * a virtual thread in its simplest correct form (swap, types, run queue, park/unpark, switching,
+ * carrier loop); stop there. Then I.9's fast paths behind I.3's seam (make test-simple: without
+ * them), II's "life of a request", I.10's I/O; III to measure, IV to add a flag; banners: tests.
  *
  * Contents (each line is a banner below, in this order):
  *   Part I. The M:N runtime
@@ -42,6 +41,7 @@
  *     II.6 Backend               backend_route: GET /item/<i> after D ms, a timed park
  *     II.7 Platform server       pool_ Tomcat-like acceptor/poller and growing executor
  *     II.8 Virtual server        vserver_ vconn_: one virtual thread per connection
+ *     II.9 Bearer tokens         auth_ jwt_ b64url_: serve --auth (JWT, libcrypto), load's tokens
  *   Part III. Lab tools
  *     III.1 Statistics           hist_ stat_t975 csv_ (sim.c's text), ci95_ Student-t intervals
  *     III.2 Load generator       load_ closed-loop users or an open-loop rate
@@ -92,6 +92,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h> /* serve --auth (II.9): Debian's libssl-dev */
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/pem.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define VT_ASAN 1
@@ -2934,6 +2940,9 @@ struct http_head {
     int expect_unmet;      /* Expect with anything else (417) */
     int nhost;             /* Host header lines (a request: exactly one in HTTP/1.1) */
     int nheaders;          /* header lines */
+    int nauth;             /* Authorization header lines (serve --auth wants one) */
+    const char *auth;      /* the last one's value, in the parsed buffer */
+    size_t auth_len;
 };
 
 struct http_request {
@@ -3038,6 +3047,10 @@ static int http_parse_headers(const char *p, const char *end, struct http_head *
             h->conn_keep_alive |= http_list_has(v, vl, "keep-alive");
         } else if (nl == 4 && !strncasecmp(p, "host", 4)) {
             h->nhost++;
+        } else if (nl == 13 && !strncasecmp(p, "authorization", 13)) {
+            h->nauth++;
+            h->auth = v;
+            h->auth_len = vl;
         } else if (nl == 6 && !strncasecmp(p, "expect", 6)) {
             int only_continue = vl == 12 && !strncasecmp(v, "100-continue", 12);
             h->expect_continue |= only_continue;
@@ -3240,19 +3253,28 @@ static long http_parse_final_response(const char *buf, size_t len, struct http_r
 }
 
 /* Append a response head for a body of n bytes to out; the caller appends the body. */
-static void http_write_head(struct sbuf *out, int status, const char *ctype, size_t n,
-                            int keep_alive)
+/* A response's head with the header lines `extra` (each ending in CRLF) among its own. */
+static void http_write_head_with(struct sbuf *out, int status, const char *ctype, size_t n,
+                                 int keep_alive, const char *extra)
 {
     int i = http_status_index(status);
     sbuf_add_str(out, "HTTP/1.1 ");
     sbuf_add_ulong(out, (unsigned long)status);
     sbuf_add_str(out, " ");
     sbuf_add_str(out, i < HTTP_NSTATUS ? http_reasons[i] : "Unknown");
-    sbuf_add_str(out, "\r\nContent-Type: ");
+    sbuf_add_str(out, "\r\n");
+    sbuf_add_str(out, extra);
+    sbuf_add_str(out, "Content-Type: ");
     sbuf_add_str(out, ctype);
     sbuf_add_str(out, "\r\nContent-Length: ");
     sbuf_add_ulong(out, n);
     sbuf_add_str(out, keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+}
+
+static void http_write_head(struct sbuf *out, int status, const char *ctype, size_t n,
+                            int keep_alive)
+{
+    http_write_head_with(out, status, ctype, n, keep_alive, "");
 }
 
 /* Append a complete response (head and body) to out. */
@@ -3506,6 +3528,7 @@ struct config {
     int on_failure;          /* ON_FAILURE_CANCEL or ON_FAILURE_WAIT: the fan-out's policy */
     double fail_share;       /* backend: share of the calls answered 500 (backend_fails) */
     int fail_after_ms;       /* backend: ... after this many ms instead of the delay */
+    const struct auth *auth; /* --auth: the bearer token /aggregate wants (II.9), or NULL */
 };
 
 enum { MODE_PLATFORM, MODE_VIRTUAL };
@@ -4008,12 +4031,19 @@ static int path_is(const struct http_request *rq, const char *p)
     return rq->path_len == strlen(p) && !memcmp(rq->path, p, rq->path_len);
 }
 
+struct auth;
+static int auth_check(const struct auth *a, const struct http_request *rq);
+static int auth_refuse(struct sbuf *out, int status, int keep);
+
 static int agg_route(struct server *s, struct http_request *rq, struct sbuf *out, int keep)
 {
     if (rq->method_len != 3 || memcmp(rq->method, "GET", 3)) {
         http_write_response(out, 405, "text/plain", "Method Not Allowed", 18, keep);
         return 405;
     }
+    int allowed = path_is(rq, "/aggregate") && s->cfg->auth ? auth_check(s->cfg->auth, rq) : 200;
+    if (allowed != 200) /* --auth: a bearer token first (II.9), as a servlet filter would */
+        return auth_refuse(out, allowed, keep);
     if (path_is(rq, "/aggregate"))
         return agg_aggregate(s, rq, out, keep);
     if (path_is(rq, "/metrics"))
@@ -5249,6 +5279,559 @@ static int serve_until_signal(struct config *cfg, route_fn route, const char *wh
     return 0;
 }
 
+/* ---- II.9 Bearer tokens ---- */
+
+/* serve --auth: /aggregate wants "Authorization: Bearer HEADER.CLAIMS.SIGNATURE", a JWT (RFC
+ * 7519) as Spring Security's resource server checks it on every request, the cost a secured
+ * service pays per request in CPU. Each part is base64url without padding (RFC 7515 2). The
+ * algorithm is the server's, fixed by --auth, never the token's: a header whose "alg" is
+ * another ("none"; "HS256" against an RSA key, the confusion of a public key used as an HMAC
+ * secret) is refused before any signature is computed. Signatures are OpenSSL's libcrypto:
+ * HMAC-SHA256 compared in constant time (CRYPTO_memcmp: the time taken says nothing of how
+ * much matched), RSA by EVP_DigestVerify. Then the claims: "exp" required and "nbf" if
+ * present, numbers of seconds, with AUTH_SKEW_S either way; "iss" and "aud" (a string or an
+ * array of strings) as configured. Anything wrong is the same 401 with WWW-Authenticate:
+ * Bearer error="invalid_token" and no detail; an Authorization header over AUTH_MAX_TOKEN
+ * bytes is 431. java/Aggregator.java's BearerAuth does the same with the JDK's crypto. */
+#define AUTH_SKEW_S    30   /* clock skew allowed on exp and nbf, s */
+#define AUTH_MAX_TOKEN 4096 /* the longest Authorization value read, bytes */
+#define AUTH_MIN_HMAC  32   /* an HS256 key's least bytes (RFC 7518 3.2: the hash's size) */
+
+enum { AUTH_HS256, AUTH_RS256 };
+static const char *const auth_algs[] = {"HS256", "RS256"};
+static const char *const auth_kinds[] = {"hs256", "rs256"};
+
+struct auth {
+    int alg;               /* AUTH_HS256 or AUTH_RS256, from --auth */
+    unsigned char *secret; /* hs256: the key file's bytes */
+    size_t secret_len;
+    EVP_PKEY *key;                 /* rs256: the public key (serve) or private key (load) */
+    const char *issuer, *audience; /* NULL: not checked (serve), not claimed (load) */
+};
+
+/* -- base64url (RFC 4648 5), no padding, strictly: the canonical text of its bytes -- */
+
+static int b64url_value(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z'   ? c - 'A'
+           : c >= 'a' && c <= 'z' ? c - 'a' + 26
+           : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '-'             ? 62
+           : c == '_'             ? 63
+                                  : -1;
+}
+
+/* Decode s[0, n) into out (at least n * 3 / 4 bytes); the length, or -1 for any byte outside
+ * the alphabet, padding, a length no encoding has (n % 4 == 1) or unused bits not zero. */
+static long b64url_decode(const char *s, size_t n, unsigned char *out)
+{
+    uint32_t acc = 0;
+    int bits = 0;
+    long len = 0;
+    if (n % 4 == 1)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64url_value((unsigned char)s[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6 | (uint32_t)v) & 0xffffff;
+        if ((bits += 6) >= 8) {
+            bits -= 8;
+            out[len++] = (unsigned char)(acc >> bits);
+        }
+    }
+    return bits && (acc & ((1u << bits) - 1)) ? -1 : len;
+}
+
+static void b64url_encode(struct sbuf *out, const unsigned char *p, size_t n)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        acc = acc << 8 | p[i];
+        for (bits += 8; bits >= 6; bits -= 6)
+            sbuf_add(out, &abc[(acc >> (bits - 6)) & 63], 1);
+    }
+    if (bits)
+        sbuf_add(out, &abc[(acc << (6 - bits)) & 63], 1);
+}
+
+/* -- jwt_json: RFC 8259, just what a token needs (tests/fuzz_jwt.c fuzzes it) --
+ * One object, read whole: its members' names and the spans of their values, nested values
+ * checked and skipped. A duplicate name is refused at every depth (which claim would win is
+ * how two parsers are made to disagree), as are control bytes in strings, a lone surrogate,
+ * and more than JWT_MAX_MEMBERS members or JWT_MAX_DEPTH levels. */
+#define JWT_MAX_MEMBERS 64
+#define JWT_MAX_DEPTH   16
+
+enum jwt_type { JWT_STRING, JWT_NUMBER, JWT_LITERAL, JWT_ARRAY, JWT_OBJECT };
+
+struct jwt_member {
+    const char *name, *value; /* spans of the text: the name inside its quotes, the value */
+    size_t name_len, value_len;
+    int type; /* enum jwt_type */
+};
+
+struct jwt_json {
+    const char *p, *end;
+    struct jwt_member m[JWT_MAX_MEMBERS]; /* the top object's members */
+    int n;
+};
+
+static void jwt_space(struct jwt_json *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n'))
+        j->p++;
+}
+
+static int jwt_hex4(const char *p, const char *end, unsigned *u)
+{
+    *u = 0;
+    for (int i = 0; i < 4; i++) {
+        if (p + i >= end || !isxdigit((unsigned char)p[i]))
+            return -1;
+        *u = *u * 16 +
+             (unsigned)(isdigit((unsigned char)p[i]) ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+    }
+    return 0;
+}
+
+/* A string's text s[0, n) (inside its quotes, escapes still in it) decoded into out (at most
+ * n bytes: no escape decodes longer than itself), as UTF-8. Returns its length, or -1. */
+static long jwt_unescape(const char *s, size_t n, char *out)
+{
+    long len = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            return -1;
+        if (c != '\\') {
+            out[len++] = (char)c;
+            continue;
+        }
+        if (++i >= n)
+            return -1;
+        const char *esc = strchr("\"\\/bfnrt", s[i]);
+        if (esc && s[i]) {
+            out[len++] = "\"\\/\b\f\n\r\t"[esc - "\"\\/bfnrt"];
+            continue;
+        }
+        unsigned u, lo;
+        if (s[i] != 'u' || jwt_hex4(s + i + 1, s + n, &u) < 0)
+            return -1;
+        i += 4;
+        if (u >= 0xdc00 && u <= 0xdfff)
+            return -1;                    /* a low surrogate first */
+        if (u >= 0xd800 && u <= 0xdbff) { /* a pair: \uD8xx\uDCxx */
+            if (i + 6 >= n || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+                jwt_hex4(s + i + 3, s + n, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
+                return -1;
+            u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+            i += 6;
+        }
+        if (u < 0x80) {
+            out[len++] = (char)u;
+        } else if (u < 0x800) {
+            out[len++] = (char)(0xc0 | u >> 6);
+            out[len++] = (char)(0x80 | (u & 63));
+        } else if (u < 0x10000) {
+            out[len++] = (char)(0xe0 | u >> 12);
+            out[len++] = (char)(0x80 | (u >> 6 & 63));
+            out[len++] = (char)(0x80 | (u & 63));
+        } else {
+            out[len++] = (char)(0xf0 | u >> 18);
+            out[len++] = (char)(0x80 | (u >> 12 & 63));
+            out[len++] = (char)(0x80 | (u >> 6 & 63));
+            out[len++] = (char)(0x80 | (u & 63));
+        }
+    }
+    return len;
+}
+
+/* Whether two strings' texts decode to the same bytes (without an escape, they are them). */
+static int jwt_same(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (!memchr(a, '\\', na) && !memchr(b, '\\', nb))
+        return na == nb && !memcmp(a, b, na);
+    char *da = xmalloc(na + 1), *db = xmalloc(nb + 1);
+    long la = jwt_unescape(a, na, da), lb = jwt_unescape(b, nb, db);
+    int same = la >= 0 && la == lb && !memcmp(da, db, (size_t)la);
+    free(da);
+    free(db);
+    return same;
+}
+
+/* A string at j->p (its opening quote): its text's span, checked; -1 if it is not one. */
+static int jwt_string(struct jwt_json *j, const char **s, size_t *n)
+{
+    if (j->p >= j->end || *j->p != '"')
+        return -1;
+    const char *q = ++j->p;
+    while (q < j->end && *q != '"')
+        q += *q == '\\' && q + 1 < j->end ? 2 : 1;
+    if (q >= j->end)
+        return -1;
+    *s = j->p;
+    *n = (size_t)(q - j->p);
+    char *tmp = xmalloc(*n + 1);
+    long ok = jwt_unescape(*s, *n, tmp);
+    free(tmp);
+    j->p = q + 1;
+    return ok < 0 ? -1 : 0;
+}
+
+/* A number (RFC 8259 6: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)?) at j->p. */
+static int jwt_number(struct jwt_json *j)
+{
+    const char *p = j->p, *e = j->end;
+    p += p < e && *p == '-';
+    if (p < e && *p == '0')
+        p++;
+    else if (p < e && *p >= '1' && *p <= '9')
+        while (p < e && isdigit((unsigned char)*p))
+            p++;
+    else
+        return -1;
+    if (p < e && *p == '.') {
+        if (++p >= e || !isdigit((unsigned char)*p))
+            return -1;
+        while (p < e && isdigit((unsigned char)*p))
+            p++;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        p += p < e && (*p == '+' || *p == '-');
+        if (p >= e || !isdigit((unsigned char)*p))
+            return -1;
+        while (p < e && isdigit((unsigned char)*p))
+            p++;
+    }
+    j->p = p;
+    return 0;
+}
+
+static int jwt_object(struct jwt_json *j, int depth, struct jwt_member *m, int *n);
+
+/* Any value at j->p: checked, skipped, its type into *type. */
+static int jwt_value(struct jwt_json *j, int depth, int *type)
+{
+    static const char *const words[] = {"true", "false", "null"};
+    const char *s;
+    size_t n;
+    jwt_space(j);
+    if (j->p >= j->end || depth > JWT_MAX_DEPTH)
+        return -1;
+    if (*j->p == '{') {
+        struct jwt_member *inner = xcalloc(JWT_MAX_MEMBERS, sizeof *inner);
+        int k, rc = jwt_object(j, depth + 1, inner, &k);
+        free(inner);
+        *type = JWT_OBJECT;
+        return rc;
+    }
+    if (*j->p == '[') {
+        *type = JWT_ARRAY;
+        j->p++;
+        jwt_space(j);
+        if (j->p < j->end && *j->p == ']')
+            return j->p++, 0;
+        for (int k = 0; k < JWT_MAX_MEMBERS; k++) {
+            int t;
+            if (jwt_value(j, depth + 1, &t) < 0)
+                return -1;
+            jwt_space(j);
+            if (j->p < j->end && *j->p == ']')
+                return j->p++, 0;
+            if (j->p >= j->end || *j->p++ != ',')
+                return -1;
+        }
+        return -1;
+    }
+    if (*j->p == '"')
+        return *type = JWT_STRING, jwt_string(j, &s, &n);
+    for (size_t w = 0; w < ARRAY_LEN(words); w++)
+        if ((size_t)(j->end - j->p) >= strlen(words[w]) &&
+            !memcmp(j->p, words[w], strlen(words[w]))) {
+            j->p += strlen(words[w]);
+            return *type = JWT_LITERAL, 0;
+        }
+    return *type = JWT_NUMBER, jwt_number(j);
+}
+
+/* An object at j->p: its members into m[0, *n), no name twice. */
+static int jwt_object(struct jwt_json *j, int depth, struct jwt_member *m, int *n)
+{
+    *n = 0;
+    jwt_space(j);
+    if (j->p >= j->end || *j->p++ != '{')
+        return -1;
+    jwt_space(j);
+    if (j->p < j->end && *j->p == '}')
+        return j->p++, 0;
+    for (;;) {
+        if (*n >= JWT_MAX_MEMBERS)
+            return -1;
+        struct jwt_member *x = &m[(*n)++];
+        jwt_space(j);
+        if (jwt_string(j, &x->name, &x->name_len) < 0)
+            return -1;
+        for (int i = 0; i < *n - 1; i++)
+            if (jwt_same(m[i].name, m[i].name_len, x->name, x->name_len))
+                return -1; /* a duplicate name */
+        jwt_space(j);
+        if (j->p >= j->end || *j->p++ != ':')
+            return -1;
+        jwt_space(j);
+        x->value = j->p;
+        if (jwt_value(j, depth, &x->type) < 0)
+            return -1;
+        x->value_len = (size_t)(j->p - x->value);
+        jwt_space(j);
+        if (j->p < j->end && *j->p == '}')
+            return j->p++, 0;
+        if (j->p >= j->end || *j->p++ != ',')
+            return -1;
+    }
+}
+
+/* Parse the bytes [p, p + n) as one JSON object and nothing else into j. Returns 0 or -1. */
+static int jwt_parse(struct jwt_json *j, const char *p, size_t n)
+{
+    j->p = p;
+    j->end = p + n;
+    if (jwt_object(j, 0, j->m, &j->n) < 0)
+        return -1;
+    jwt_space(j);
+    return j->p == j->end ? 0 : -1;
+}
+
+/* The member named name, or NULL. */
+static const struct jwt_member *jwt_get(const struct jwt_json *j, const char *name)
+{
+    for (int i = 0; i < j->n; i++)
+        if (jwt_same(j->m[i].name, j->m[i].name_len, name, strlen(name)))
+            return &j->m[i];
+    return NULL;
+}
+
+/* Whether a member is the string want. */
+static int jwt_is(const struct jwt_member *x, const char *want)
+{
+    return x && x->type == JWT_STRING &&
+           jwt_same(x->value + 1, x->value_len - 2, want, strlen(want));
+}
+
+/* Whether a member is the string want or an array holding it. */
+static int jwt_holds(const struct jwt_member *x, const char *want)
+{
+    if (!x || x->type != JWT_ARRAY)
+        return jwt_is(x, want);
+    struct jwt_json j = {.p = x->value + 1, .end = x->value + x->value_len - 1};
+    for (;;) { /* the array was checked whole: only its strings are looked at */
+        jwt_space(&j);
+        struct jwt_member e = {.value = j.p};
+        if (j.p >= j.end || jwt_value(&j, 0, &e.type) < 0)
+            return 0;
+        e.value_len = (size_t)(j.p - e.value);
+        if (jwt_is(&e, want))
+            return 1;
+        jwt_space(&j);
+        if (j.p >= j.end || *j.p++ != ',')
+            return 0;
+    }
+}
+
+/* A member's number, into *v; -1 if it is not a number. */
+static int jwt_num(const struct jwt_member *x, double *v)
+{
+    char buf[64];
+    if (!x || x->type != JWT_NUMBER || x->value_len >= sizeof buf)
+        return -1;
+    memcpy(buf, x->value, x->value_len);
+    buf[x->value_len] = '\0';
+    *v = strtod(buf, NULL);
+    return 0;
+}
+
+/* -- the check and the signature -- */
+
+/* Whether sig is the signature of the signing input in[0, n) under a's key. */
+static int auth_signature_ok(const struct auth *a, const char *in, size_t n,
+                             const unsigned char *sig, size_t sig_len)
+{
+    if (a->alg == AUTH_HS256) {
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned mac_len = 0;
+        if (!HMAC(EVP_sha256(), a->secret, (int)a->secret_len, (const unsigned char *)in, n, mac,
+                  &mac_len))
+            return 0;
+        return sig_len == mac_len && CRYPTO_memcmp(mac, sig, mac_len) == 0;
+    }
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, a->key) == 1 &&
+             EVP_DigestVerify(ctx, sig, sig_len, (const unsigned char *)in, n) == 1;
+    EVP_MD_CTX_free(ctx);
+    ERR_clear_error(); /* a refused signature leaves its reason on this thread's queue */
+    return ok;
+}
+
+/* Decode a part of a token into a fresh buffer (*out, the caller frees); its length or -1. */
+static long auth_part(const char *p, size_t n, unsigned char **out)
+{
+    *out = xmalloc(n + 1);
+    return b64url_decode(p, n, *out);
+}
+
+/* The token tok[0, n) (after "Bearer "): 200 if it passes a's checks at now_s, else 401. */
+static int auth_token(const struct auth *a, const char *tok, size_t n, double now_s)
+{
+    const char *d1 = memchr(tok, '.', n),
+               *d2 = d1 ? memchr(d1 + 1, '.', n - (size_t)(d1 + 1 - tok)) : NULL;
+    if (!d2 || memchr(d2 + 1, '.', n - (size_t)(d2 + 1 - tok)))
+        return 401; /* three parts, exactly */
+    unsigned char *head = NULL, *claims = NULL, *sig = NULL;
+    struct jwt_json *j = xcalloc(1, sizeof *j);
+    long nh = auth_part(tok, (size_t)(d1 - tok), &head),
+         nc = auth_part(d1 + 1, (size_t)(d2 - d1 - 1), &claims),
+         ns = auth_part(d2 + 1, n - (size_t)(d2 + 1 - tok), &sig);
+    int ok = nh > 0 && nc > 0 && ns > 0 && jwt_parse(j, (char *)head, (size_t)nh) == 0 &&
+             jwt_is(jwt_get(j, "alg"), auth_algs[a->alg]) &&
+             auth_signature_ok(a, tok, (size_t)(d2 - tok), sig, (size_t)ns) &&
+             jwt_parse(j, (char *)claims, (size_t)nc) == 0;
+    double exp, nbf;
+    const struct jwt_member *nb = ok ? jwt_get(j, "nbf") : NULL;
+    ok = ok && jwt_num(jwt_get(j, "exp"), &exp) == 0 && now_s < exp + AUTH_SKEW_S &&
+         (!nb || (jwt_num(nb, &nbf) == 0 && now_s >= nbf - AUTH_SKEW_S)) &&
+         (!a->issuer || jwt_is(jwt_get(j, "iss"), a->issuer)) &&
+         (!a->audience || jwt_holds(jwt_get(j, "aud"), a->audience));
+    free(head);
+    free(claims);
+    free(sig);
+    free(j);
+    return ok ? 200 : 401;
+}
+
+/* The request's Authorization: 200 if it carries a token a accepts, 431 if it is over
+ * AUTH_MAX_TOKEN bytes, else 401 (none, two, not Bearer, or a bad token). */
+static int auth_check(const struct auth *a, const struct http_request *rq)
+{
+    const struct http_head *h = &rq->h;
+    if (h->nauth != 1)
+        return 401;
+    if (h->auth_len > AUTH_MAX_TOKEN)
+        return 431;
+    if (h->auth_len < 7 || strncmp(h->auth, "Bearer ", 7))
+        return 401;
+    return auth_token(a, h->auth + 7, h->auth_len - 7, (double)time(NULL));
+}
+
+/* The refusal: 401 with the challenge and no detail (RFC 6750 3), or 431. */
+static int auth_refuse(struct sbuf *out, int status, int keep)
+{
+    const char *reason = http_reasons[http_status_index(status)];
+    http_write_head_with(out, status, "text/plain", strlen(reason), keep,
+                         status == 401 ? "WWW-Authenticate: Bearer error=\"invalid_token\"\r\n"
+                                       : "");
+    sbuf_add_str(out, reason);
+    return status;
+}
+
+/* A key file's bytes (at most 1 MiB), or NULL with errno. */
+static unsigned char *auth_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    unsigned char *p = xmalloc(1 << 20);
+    *n = fread(p, 1, 1 << 20, f);
+    fclose(f);
+    return p;
+}
+
+/* --auth hs256:KEYFILE | rs256:PEM into a (private: the signing side, load; else the public
+ * key, serve). Returns 0, or -1 with why. */
+static int auth_load(struct auth *a, const char *spec, int private, char *why, size_t len)
+{
+    const char *colon = strchr(spec, ':');
+    memset(a, 0, sizeof *a);
+    char kind[8] = "";
+    if (colon)
+        snprintf(kind, sizeof kind, "%.*s", (int)(colon - spec < 7 ? colon - spec : 7), spec);
+    if (!colon || names_find(auth_kinds, ARRAY_LEN(auth_kinds), kind, &a->alg) < 0)
+        return snprintf(why, len, "--auth takes hs256:KEYFILE or rs256:KEY.pem, not '%s'", spec),
+               -1;
+    if (a->alg == AUTH_HS256) {
+        a->secret = auth_read_file(colon + 1, &a->secret_len);
+        if (!a->secret)
+            return snprintf(why, len, "%s: %s", colon + 1, strerror(errno)), -1;
+        if (a->secret_len >= AUTH_MIN_HMAC)
+            return 0;
+        snprintf(why, len, "--auth hs256: the key needs >= %d bytes (RFC 7518 3.2), %s has %zu",
+                 AUTH_MIN_HMAC, colon + 1, a->secret_len);
+        free(a->secret);
+        return -1;
+    }
+    FILE *f = fopen(colon + 1, "r");
+    if (!f)
+        return snprintf(why, len, "%s: %s", colon + 1, strerror(errno)), -1;
+    a->key =
+        private ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+    fclose(f);
+    if (a->key && EVP_PKEY_get_base_id(a->key) == EVP_PKEY_RSA)
+        return 0;
+    EVP_PKEY_free(a->key);
+    ERR_clear_error();
+    return snprintf(why, len, "%s: not an RSA %s key in PEM", colon + 1,
+                    private ? "private" : "public"),
+           -1;
+}
+
+static void auth_free(struct auth *a)
+{
+    free(a->secret);
+    EVP_PKEY_free(a->key);
+    memset(a, 0, sizeof *a);
+}
+
+/* -- the signing side (load, bench): a token per user -- */
+
+/* A token for user `user`, valid from now_s for life_s seconds, into out. */
+static void auth_mint(const struct auth *a, int user, int64_t now_s, int life_s, struct sbuf *out)
+{
+    char claims[512];
+    struct sbuf input = {0};
+    int n = snprintf(claims, sizeof claims, "{\"sub\":\"user-%d\",\"iat\":%lld,\"exp\":%lld", user,
+                     (long long)now_s, (long long)(now_s + life_s));
+    if (a->issuer)
+        n += snprintf(claims + n, sizeof claims - (size_t)n, ",\"iss\":\"%s\"", a->issuer);
+    if (a->audience)
+        n += snprintf(claims + n, sizeof claims - (size_t)n, ",\"aud\":\"%s\"", a->audience);
+    snprintf(claims + n, sizeof claims - (size_t)n, "}");
+    char head[64];
+    snprintf(head, sizeof head, "{\"alg\":\"%s\",\"typ\":\"JWT\"}", auth_algs[a->alg]);
+    b64url_encode(&input, (const unsigned char *)head, strlen(head));
+    sbuf_add(&input, ".", 1);
+    b64url_encode(&input, (const unsigned char *)claims, strlen(claims));
+    unsigned char sig[1024];
+    size_t sig_len = sizeof sig;
+    unsigned mac_len = 0;
+    if (a->alg == AUTH_HS256) {
+        HMAC(EVP_sha256(), a->secret, (int)a->secret_len, (const unsigned char *)input.p, input.len,
+             sig, &mac_len);
+        sig_len = mac_len;
+    } else {
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        if (!ctx || EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, a->key) != 1 ||
+            EVP_DigestSign(ctx, sig, &sig_len, (const unsigned char *)input.p, input.len) != 1)
+            sig_len = 0;
+        EVP_MD_CTX_free(ctx);
+    }
+    sbuf_add(out, input.p, input.len);
+    sbuf_add(out, ".", 1);
+    b64url_encode(out, sig, sig_len);
+    sbuf_free(&input);
+}
+
 /* ==== Part III. Lab tools ==== */
 
 /* The load generator, the benchmark grid that runs the service and the load generator as
@@ -5543,7 +6126,14 @@ struct load_cfg {
     int carriers;    /* carrier threads of the generator */
     int json;        /* print JSON instead of the wrk-like text */
     int per_second;  /* JSON: add per_s, the answers and errors of each second since the start */
+    const struct auth *auth; /* --auth: each user sends its own bearer token (II.9), or NULL */
 };
+
+/* A user's token lives LOAD_TOKEN_LIFE_S (Keycloak's default access-token lifespan) and is
+ * minted again LOAD_TOKEN_RENEW_S before it ends, as an OAuth client refreshes its own: the
+ * server sees a token per user, not one for all, and never an expired one. */
+#define LOAD_TOKEN_LIFE_S  300
+#define LOAD_TOKEN_RENEW_S 60
 
 /* Counters of one carrier's users: no sharing while the test runs, merged at the end. */
 struct load_stats {
@@ -5576,8 +6166,32 @@ struct load {
 
 struct load_user {
     struct load *L;
-    int idx; /* 0..users-1: its slots in an open-loop schedule */
+    int idx;         /* 0..users-1: its slots in an open-loop schedule */
+    struct sbuf req; /* --auth: its request, with its token (else L->req is) */
+    int64_t renew_s; /* --auth: when its token is minted again (wall clock, s) */
 };
+
+/* The request a user sends: the shared one, or with --auth its own, its token minted anew
+ * when due. */
+static void load_user_request(struct load_user *u, const char **req, size_t *len)
+{
+    const struct load_cfg *cfg = u->L->cfg;
+    int64_t now_s = (int64_t)time(NULL);
+    *req = u->L->req;
+    *len = u->L->req_len;
+    if (!cfg->auth)
+        return;
+    if (!u->req.len || now_s >= u->renew_s) {
+        u->req.len = 0;
+        sbuf_add(&u->req, u->L->req, u->L->req_len - 2); /* up to the blank line */
+        sbuf_add_str(&u->req, "Authorization: Bearer ");
+        auth_mint(cfg->auth, u->idx, now_s, LOAD_TOKEN_LIFE_S, &u->req);
+        sbuf_add_str(&u->req, "\r\n\r\n");
+        u->renew_s = now_s + LOAD_TOKEN_LIFE_S - LOAD_TOKEN_RENEW_S;
+    }
+    *req = u->req.p;
+    *len = u->req.len;
+}
 
 static int load_over(struct load *L)
 {
@@ -5604,7 +6218,8 @@ static int64_t load_until(const struct load *L, int64_t ms)
 
 /* One request on the user's connection (opened if needed). Returns the error kind, or -1
  * for success with *lat_ns measured from `intended`. */
-static int load_one(struct load *L, struct client **clp, int64_t intended, int64_t *lat_ns)
+static int load_one(struct load *L, struct load_user *u, struct client **clp, int64_t intended,
+                    int64_t *lat_ns)
 {
     const struct load_cfg *cfg = L->cfg;
     int64_t deadline = load_until(L, cfg->timeout_ms);
@@ -5613,7 +6228,10 @@ static int load_one(struct load *L, struct client **clp, int64_t intended, int64
         if (!*clp && !(*clp = client_open(&cfg->addr, deadline)))
             return errno == ECANCELED ? LOAD_ERR_IO : LOAD_ERR_CONNECT;
         struct http_response rs;
-        long r = client_exchange(*clp, L->req, L->req_len, deadline, &rs);
+        const char *req;
+        size_t req_len;
+        load_user_request(u, &req, &req_len);
+        long r = client_exchange(*clp, req, req_len, deadline, &rs);
         if (r > 0) {
             *lat_ns = now_ns() - intended;
             client_consume(*clp, (size_t)r);
@@ -5670,7 +6288,7 @@ static void load_user_main(void *arg)
                     break;
             }
             int64_t lat = 0;
-            int err = load_one(L, &cl, intended, &lat);
+            int err = load_one(L, u, &cl, intended, &lat);
             if (now_ns() >= L->t_end || LOAD(L->stop)) {
                 /* cut by the window's end (or a signal): unanswered, in flight (load_one has
                  * reset its connection) */
@@ -5699,6 +6317,7 @@ static void load_user_main(void *arg)
     L->done++;
     pthread_cond_signal(&L->cv);
     pthread_mutex_unlock(&L->mu);
+    sbuf_free(&u->req);
     free(u);
 }
 
@@ -8708,13 +9327,14 @@ static void opt_check_users(const char *synopsis, const char *list)
 #define SERVE_SYNOPSIS                                                                             \
     "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]"        \
     " [--threads T] [--carriers C] [--no-pool [--close-first client|server]] [--pin] [--fanout K]" \
-    " [...]"
+    " [--auth hs256:KEYFILE|rs256:PUBKEY.pem [--auth-issuer ISS] [--auth-audience AUD]] [...]"
 
 static int cmd_serve(int argc, char **argv)
 {
     struct config cfg;
     config_defaults(&cfg);
     const char *mode = "virtual", *backends = NULL, *close_first = NULL, *on_failure = NULL;
+    const char *auth = NULL, *issuer = NULL, *audience = NULL;
     int no_pool = 0;
     const struct opt o[] = {
         {"--mode", OPT_STR, &mode,
@@ -8760,8 +9380,25 @@ static int cmd_serve(int argc, char **argv)
          "failed call's siblings are cancelled and the 502 is sent at once, a "
          "StructuredTaskScope) or wait (for every call, join-all); platform mode always waits "
          "(a pool thread in a blocking read cannot be cancelled); default cancel"},
+        {"--auth", OPT_STR, &auth,
+         "hs256:KEYFILE (the raw secret, >= 32 bytes) or rs256:PUBKEY.pem: /aggregate wants a "
+         "bearer JWT so signed (401 otherwise); default: anyone may call"},
+        {"--auth-issuer", OPT_STR, &issuer, "with --auth, the token's iss must be this"},
+        {"--auth-audience", OPT_STR, &audience,
+         "with --auth, the token's aud must be or contain this"},
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    struct auth keys;
+    char why[512];
+    if ((issuer || audience) && !auth)
+        opt_fail(SERVE_SYNOPSIS, "--auth-issuer and --auth-audience need --auth");
+    if (auth && auth_load(&keys, auth, 0, why, sizeof why) < 0)
+        opt_fail(SERVE_SYNOPSIS, "%s", why);
+    if (auth) {
+        keys.issuer = issuer;
+        keys.audience = audience;
+        cfg.auth = &keys;
+    }
     opt_check_port(SERVE_SYNOPSIS, cfg.port);
     opt_check_threads(SERVE_SYNOPSIS, cfg.threads, cfg.carriers);
     if (!strcmp(mode, "platform"))
@@ -8787,6 +9424,8 @@ static int cmd_serve(int argc, char **argv)
         opt_fail(SERVE_SYNOPSIS, "--on-failure takes cancel or wait, not '%s'", on_failure);
     int rc = serve_until_signal(&cfg, agg_route, "serve");
     free(cfg.backends);
+    if (auth)
+        auth_free(&keys);
     return rc;
 }
 
@@ -8830,13 +9469,14 @@ static int cmd_backend(int argc, char **argv)
 
 #define LOAD_SYNOPSIS                                                                              \
     "aggregator load --url URL [--users N] [--duration S] [--warmup S] [--think-ms Z] [--rate R]"  \
-    " [--json [--per-second]] [--timeout-ms T] [--carriers C]"
+    " [--json [--per-second]] [--timeout-ms T] [--carriers C]"                                     \
+    " [--auth hs256:KEYFILE|rs256:PRIVKEY.pem [--auth-issuer ISS] [--auth-audience AUD]]"
 
 static int cmd_load(int argc, char **argv)
 {
     struct load_cfg cfg;
     load_defaults(&cfg);
-    const char *url = NULL;
+    const char *url = NULL, *auth = NULL, *issuer = NULL, *audience = NULL;
     const struct opt o[] = {
         {"--url", OPT_STR, &url, "http://HOST:PORT/PATH to load; required"},
         {"--users", OPT_INT, &cfg.users, "N, concurrent users, one connection each; default 100"},
@@ -8853,8 +9493,24 @@ static int cmd_load(int argc, char **argv)
         {"--json", OPT_FLAG, &cfg.json, "print one JSON object instead of the text summary"},
         {"--per-second", OPT_FLAG, &cfg.per_second,
          "--json: add per_s, [answers, errors] of each second since the users started"},
+        {"--auth", OPT_STR, &auth,
+         "hs256:KEYFILE or rs256:PRIVKEY.pem: each user sends a bearer JWT so signed, its own, "
+         "valid " STR(LOAD_TOKEN_LIFE_S) " s and minted again before it ends"},
+        {"--auth-issuer", OPT_STR, &issuer, "with --auth, the tokens' iss"},
+        {"--auth-audience", OPT_STR, &audience, "with --auth, the tokens' aud"},
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
+    struct auth keys;
+    char why[512];
+    if ((issuer || audience) && !auth)
+        opt_fail(LOAD_SYNOPSIS, "--auth-issuer and --auth-audience need --auth");
+    if (auth && auth_load(&keys, auth, 1, why, sizeof why) < 0)
+        opt_fail(LOAD_SYNOPSIS, "%s", why);
+    if (auth) {
+        keys.issuer = issuer;
+        keys.audience = audience;
+        cfg.auth = &keys;
+    }
     if (!url || load_parse_url(&cfg, url) < 0)
         opt_fail(LOAD_SYNOPSIS,
                  "--url needs http://HOST:PORT/PATH (no spaces or control characters), got '%s'",
@@ -8876,7 +9532,10 @@ static int cmd_load(int argc, char **argv)
     if (fd < 0)
         die("load: cannot connect to %s: %s", url, strerror(errno));
     close(fd);
-    return load_run_cli(&cfg);
+    int rc = load_run_cli(&cfg);
+    if (auth)
+        auth_free(&keys);
+    return rc;
 }
 
 #define BENCH_SYNOPSIS                                                                             \
