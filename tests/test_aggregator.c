@@ -5,6 +5,8 @@
 #define AGG_NO_MAIN
 #include "aggregator.c"
 #include "tests/check.h"
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
 
 /* ThreadSanitizer starts a background thread and opens files of its own, lazily. */
 #ifdef VT_TSAN
@@ -1555,6 +1557,346 @@ static void check_answers(int port, const char *what)
     }
 }
 
+/* Bearer tokens (serve --auth) against the real serve path, both modes, both algorithms.
+ * The tokens are made here, independently of the code that checks them: base64url is
+ * OpenSSL's base64 (EVP_EncodeBlock) with RFC 4648 5's two letters swapped and the padding cut,
+ * signatures OpenSSL's HMAC and EVP_DigestSign, the keys written to files as an operator would
+ * (a raw secret; an RSA key pair in PEM). Every bad token must get 401 and the challenge of
+ * RFC 6750 3, an oversized one 431, and a good one 200. */
+struct tok_keys {
+    char dir[64], hs[96], pub[96], priv[96];
+    unsigned char secret[32];
+    EVP_PKEY *rsa;
+    struct auth a[2]; /* AUTH_HS256, AUTH_RS256: what the servers check with */
+    struct config c[4];
+    struct server s[4]; /* [mode * 2 + alg] */
+};
+
+static void tok_b64(struct sbuf *out, const void *p, size_t n)
+{
+    unsigned char *b = xmalloc(4 * (n / 3 + 1) + 1);
+    int len = EVP_EncodeBlock(b, p, (int)n);
+    for (int i = 0; i < len && b[i] != '='; i++)
+        sbuf_add(out, b[i] == '+' ? "-" : b[i] == '/' ? "_" : (char *)&b[i], 1);
+    free(b);
+}
+
+enum { TOK_HS, TOK_RS, TOK_HSPUB, TOK_NONE };
+
+/* base64url(head).base64url(claims[0, n)).signature, signed as `how` says (TOK_HSPUB: HMAC
+ * keyed with the RSA public key's PEM text, the algorithm confusion). */
+static void tok_mint_cut(const struct tok_keys *k, int how, const char *head, const char *claims,
+                         size_t n, size_t cut, struct sbuf *out)
+{
+    struct sbuf in = {0};
+    tok_b64(&in, head, strlen(head));
+    sbuf_add(&in, ".", 1);
+    tok_b64(&in, claims, n);
+    unsigned char sig[512];
+    size_t sig_len = 0;
+    unsigned mac = 0;
+    if (how == TOK_HS || how == TOK_HSPUB) {
+        size_t pn = 0;
+        unsigned char *pem = how == TOK_HSPUB ? auth_read_file(k->pub, &pn) : NULL;
+        HMAC(EVP_sha256(), pem ? pem : k->secret, pem ? (int)pn : 32, (const unsigned char *)in.p,
+             in.len, sig, &mac);
+        sig_len = mac;
+        free(pem);
+    } else if (how == TOK_RS) {
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        sig_len = sizeof sig;
+        EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, k->rsa);
+        EVP_DigestSign(ctx, sig, &sig_len, (const unsigned char *)in.p, in.len);
+        EVP_MD_CTX_free(ctx);
+    }
+    sbuf_add(out, in.p, in.len);
+    sbuf_add(out, ".", 1);
+    tok_b64(out, sig, sig_len > cut ? sig_len - cut : 0); /* cut: a signature too short */
+    sbuf_free(&in);
+}
+
+static void tok_mint(const struct tok_keys *k, int how, const char *head, const char *claims,
+                     size_t n, struct sbuf *out)
+{
+    tok_mint_cut(k, how, head, claims, n, 0, out);
+}
+
+static int tok_keys_make(struct tok_keys *k)
+{
+    snprintf(k->dir, sizeof k->dir, "/tmp/test_auth.XXXXXX");
+    if (!mkdtemp(k->dir) || RAND_bytes(k->secret, sizeof k->secret) != 1 ||
+        !(k->rsa = EVP_RSA_gen(2048)))
+        return -1;
+    snprintf(k->hs, sizeof k->hs, "%s/hs.key", k->dir);
+    snprintf(k->pub, sizeof k->pub, "%s/rsa.pub", k->dir);
+    snprintf(k->priv, sizeof k->priv, "%s/rsa.pem", k->dir);
+    FILE *h = fopen(k->hs, "wb"), *p = fopen(k->pub, "w"), *q = fopen(k->priv, "w");
+    int ok = h && p && q && fwrite(k->secret, 1, sizeof k->secret, h) == sizeof k->secret &&
+             PEM_write_PUBKEY(p, k->rsa) == 1 &&
+             PEM_write_PrivateKey(q, k->rsa, NULL, NULL, 0, NULL, NULL) == 1;
+    if (h)
+        fclose(h);
+    if (p)
+        fclose(p);
+    if (q)
+        fclose(q);
+    return ok ? 0 : -1;
+}
+
+/* GET /aggregate with `headers` (each ending CRLF) on a blocking socket, its answer whole
+ * (Connection: close) into out: the status, or -1. */
+static int tok_raw(int port, const char *headers, size_t n, struct sbuf *out)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct sbuf rq = {0};
+    sbuf_add_str(&rq, "GET /aggregate HTTP/1.1\r\nHost: a\r\nConnection: close\r\n");
+    sbuf_add(&rq, headers, n);
+    sbuf_add_str(&rq, "\r\n");
+    for (size_t off = 0; off < rq.len;) { /* the server may answer 431 and stop reading */
+        ssize_t w = send(fd, rq.p + off, rq.len - off, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    shutdown(fd, SHUT_WR);
+    char buf[4096];
+    for (ssize_t got; (got = read(fd, buf, sizeof buf)) > 0;)
+        sbuf_add(out, buf, (size_t)got);
+    close(fd);
+    sbuf_free(&rq);
+    int status = -1;
+    if (out->len > 12 && !strncmp(out->p, "HTTP/1.1 ", 9))
+        status = atoi(out->p + 9);
+    return status;
+}
+
+/* One token on every server of alg `alg` (both modes): each must answer want; a 401 must
+ * carry the Bearer challenge and say nothing more. */
+static void tok_try(struct tok_keys *k, int alg, const char *what, const char *token, size_t n,
+                    int want)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        struct sbuf h = {0}, out = {0};
+        sbuf_add_str(&h, "Authorization: Bearer ");
+        sbuf_add(&h, token, n);
+        sbuf_add_str(&h, "\r\n");
+        int got = tok_raw(k->s[mode * 2 + alg].port, h.p, h.len, &out);
+        sbuf_add(&out, "", 1);
+        int challenge = strstr(out.p, "\r\nWWW-Authenticate: Bearer error=\"invalid_token\"\r\n") &&
+                        !strstr(out.p, "error_description");
+        CHECK(got == want && (want != 401 || challenge), "auth %s, %s: %s: %d (want %d%s)",
+              auth_algs[alg], mode_names[mode], what, got, want,
+              want == 401 && !challenge ? ", with the Bearer challenge" : "");
+        sbuf_free(&h);
+        sbuf_free(&out);
+    }
+}
+
+/* A token with these claims, signed as `how`, tried on alg's servers. */
+static void tok_claims(struct tok_keys *k, int alg, int how, const char *what, const char *claims,
+                       size_t n, int want)
+{
+    static const char *const heads[] = {
+        "{\"alg\":\"HS256\",\"typ\":\"JWT\"}", "{\"alg\":\"RS256\",\"typ\":\"JWT\"}",
+        "{\"alg\":\"HS256\",\"typ\":\"JWT\"}", "{\"alg\":\"none\"}"};
+    struct sbuf t = {0};
+    tok_mint(k, how, heads[how], claims, n, &t);
+    tok_try(k, alg, what, t.p, t.len, want);
+    sbuf_free(&t);
+}
+
+/* The same with the claims printf'd from fmt. */
+static void tok_fmt(struct tok_keys *k, int alg, int how, const char *what, int want,
+                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void tok_fmt(struct tok_keys *k, int alg, int how, const char *what, int want,
+                    const char *fmt, ...)
+{
+    char c[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c, sizeof c, fmt, ap);
+    va_end(ap);
+    tok_claims(k, alg, how, what, c, (size_t)n, want);
+}
+
+static void test_auth(struct tok_keys *k, int backend_port)
+{
+    char why[256] = "", hp[32], ok[64], c[512], spec[4][128];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", backend_port);
+    if (tok_keys_make(k) < 0) {
+        CHECK(0, "auth: cannot make the keys in %s", k->dir);
+        return;
+    }
+    snprintf(spec[0], sizeof spec[0], "hs256:%s", k->hs);
+    snprintf(spec[1], sizeof spec[1], "rs256:%s", k->pub);
+    snprintf(spec[2], sizeof spec[2], "rs256:%s", k->hs); /* not a PEM */
+    snprintf(spec[3], sizeof spec[3], "hs256:%s/none", k->dir);
+    struct auth bad;
+    CHECK(auth_load(&bad, spec[2], 0, why, sizeof why) < 0 &&
+              auth_load(&bad, spec[3], 0, why, sizeof why) < 0 &&
+              auth_load(&bad, "hs256:/dev/null", 0, why, sizeof why) < 0 &&
+              auth_load(&bad, "none:x", 0, why, sizeof why) < 0,
+          "auth: --auth refuses a secret that is not a PEM key, a missing file, a short secret "
+          "and an algorithm not its own");
+    for (int alg = 0; alg < 2; alg++) {
+        CHECK(auth_load(&k->a[alg], spec[alg], 0, why, sizeof why) == 0, "auth_load: %s", why);
+        k->a[alg].issuer = "https://idp.lab";
+        k->a[alg].audience = "aggregate";
+    }
+    for (int i = 0; i < 4; i++) {
+        config_defaults(&k->c[i]);
+        config_backends(&k->c[i], hp);
+        k->c[i].mode = i / 2 ? MODE_VIRTUAL : MODE_PLATFORM;
+        k->c[i].threads = 8;
+        k->c[i].auth = &k->a[i % 2];
+        CHECK(server_start(&k->s[i], &k->c[i], agg_route) == 0, "auth server %d listen", i);
+    }
+    long now = (long)time(NULL);
+    snprintf(ok, sizeof ok, "\"iss\":\"https://idp.lab\",\"aud\":\"aggregate\"");
+    for (int alg = 0; alg < 2; alg++) { /* the good ones first: a refusal below is the token's */
+        tok_fmt(k, alg, alg, "good", 200, "{%s,\"exp\":%ld}", ok, now + 300);
+        tok_fmt(k, alg, alg, "expired 10 s ago, within the skew", 200, "{%s,\"exp\":%ld}", ok,
+                now - 10);
+        tok_fmt(k, alg, alg, "an audience array holding ours", 200,
+                "{\"iss\":\"https://idp.lab\",\"aud\":[\"x\",\"aggregate\"],"
+                "\"exp\":%ld,\"nbf\":%ld}",
+                now + 300, now - 5);
+    }
+    struct sbuf minted = {0}; /* load's own tokens pass too */
+    auth_mint(&k->a[AUTH_HS256], 7, now, LOAD_TOKEN_LIFE_S, &minted);
+    tok_try(k, AUTH_HS256, "minted by load (auth_mint)", minted.p, minted.len, 200);
+    sbuf_free(&minted);
+    char goodc[256];
+    snprintf(goodc, sizeof goodc, "{%s,\"exp\":%ld}", ok, now + 300);
+    for (int alg = 0; alg < 2; alg++) {
+        tok_claims(k, alg, TOK_NONE, "alg none, no signature", goodc, strlen(goodc), 401);
+        tok_fmt(k, alg, alg, "expired a minute ago", 401, "{%s,\"exp\":%ld}", ok, now - 60);
+        tok_fmt(k, alg, alg, "not valid for another minute (nbf)", 401,
+                "{%s,\"exp\":%ld,\"nbf\":%ld}", ok, now + 300, now + 60);
+        tok_fmt(k, alg, alg, "no exp", 401, "{%s}", ok);
+        tok_fmt(k, alg, alg, "exp not a number", 401, "{%s,\"exp\":\"%ld\"}", ok, now + 300);
+        tok_fmt(k, alg, alg, "exp a boolean", 401, "{%s,\"exp\":%s}", ok, "true");
+        tok_fmt(k, alg, alg, "wrong issuer", 401,
+                "{\"iss\":\"https://evil\",\"aud\":\"aggregate\",\"exp\":%ld}", now + 300);
+        tok_fmt(k, alg, alg, "wrong audience", 401,
+                "{\"iss\":\"https://idp.lab\",\"aud\":\"other\",\"exp\":%ld}", now + 300);
+        tok_fmt(k, alg, alg, "duplicate claim (exp twice)", 401, "{%s,\"exp\":%ld,\"exp\":1}", ok,
+                now + 300);
+        tok_fmt(k, alg, alg, "duplicate claim, one escaped (\\u0065xp)", 401,
+                "{%s,\"exp\":1,\"\\u0065xp\":%ld}", ok, now + 300);
+        tok_fmt(k, alg, alg, "issuer with \\u0000 after it", 401,
+                "{\"iss\":\"https://idp.lab\\u0000\",\"aud\":\"aggregate\","
+                "\"exp\":%ld}",
+                now + 300);
+        int nul = snprintf(c, sizeof c, "{%s,\"exp\":%ld,\"x\":\"a", ok, now + 300);
+        memcpy(c + nul, "\0b\"}", 4); /* a raw NUL byte inside a string */
+        tok_claims(k, alg, alg, "a NUL byte in the claims", c, (size_t)nul + 4, 401);
+        tok_claims(k, alg, alg, "claims not JSON", "{exp:1}", 7, 401);
+        tok_claims(k, alg, alg, "claims an array", "[1]", 3, 401);
+        struct sbuf t = {0};
+        tok_mint(k, alg, alg ? "{\"alg\":\"RS256\"}" : "{\"alg\":\"HS256\"}", goodc, strlen(goodc),
+                 &t);
+        char *dot = strrchr(t.p, '.');
+        tok_try(k, alg, "the token as minted", t.p, t.len, 200);
+        struct sbuf shorter = {0};
+        tok_mint_cut(k, alg, alg ? "{\"alg\":\"RS256\"}" : "{\"alg\":\"HS256\"}", goodc,
+                     strlen(goodc), 1, &shorter);
+        tok_try(k, alg, "a signature one byte short", shorter.p, shorter.len, 401);
+        sbuf_free(&shorter);
+        sbuf_add(&t, "==", 2);
+        tok_try(k, alg, "padded base64url", t.p, t.len, 401);
+        t.len -= 2;
+        t.p[t.len] = '\0';
+        char bad[2048];
+        snprintf(bad, sizeof bad, "%.*s+%s", (int)(dot - t.p + 1), t.p, dot + 2); /* base64 */
+        tok_try(k, alg, "bad base64url ('+' in the signature)", bad, strlen(bad), 401);
+        snprintf(bad, sizeof bad, "%.*s", (int)(dot - t.p), t.p);
+        tok_try(k, alg, "two parts", bad, strlen(bad), 401);
+        snprintf(bad, sizeof bad, "%s.", t.p);
+        tok_try(k, alg, "four parts", bad, strlen(bad), 401);
+        struct sbuf changed = {0}; /* the claims swapped for others after signing */
+        tok_b64(&changed, alg ? "{\"alg\":\"RS256\"}" : "{\"alg\":\"HS256\"}", 15);
+        sbuf_add(&changed, ".", 1);
+        snprintf(c, sizeof c, "{%s,\"exp\":%ld}", ok, now + 99999);
+        tok_b64(&changed, c, strlen(c));
+        sbuf_add_str(&changed, dot);
+        tok_try(k, alg, "claims changed after signing", changed.p, changed.len, 401);
+        sbuf_free(&changed);
+        sbuf_free(&t);
+    }
+    tok_claims(k, AUTH_RS256, TOK_HSPUB, "HS256 keyed with the RSA public key (confusion)", goodc,
+               strlen(goodc), 401);
+    tok_claims(k, AUTH_HS256, TOK_RS, "an RS256 token on the hs256 server", goodc, strlen(goodc),
+               401);
+    tok_claims(k, AUTH_RS256, TOK_HS, "an HS256 token on the rs256 server", goodc, strlen(goodc),
+               401);
+    for (int mode = 0; mode < 2; mode++) { /* the header itself */
+        static const struct {
+            const char *what, *headers;
+            int want;
+        } h[] = {{"no Authorization", "", 401},
+                 {"Basic, not Bearer", "Authorization: Basic dXNlcjpwYXNz\r\n", 401},
+                 {"Bearer and nothing", "Authorization: Bearer \r\n", 401},
+                 {"two Authorization headers",
+                  "Authorization: Bearer a.b.c\r\n"
+                  "Authorization: Bearer a.b.c\r\n",
+                  401}};
+        for (size_t i = 0; i < ARRAY_LEN(h); i++) {
+            struct sbuf out = {0};
+            int got = tok_raw(k->s[mode * 2].port, h[i].headers, strlen(h[i].headers), &out);
+            CHECK(got == h[i].want, "auth, %s: %s: %d (want %d)", mode_names[mode], h[i].what, got,
+                  h[i].want);
+            sbuf_free(&out);
+        }
+        struct sbuf big = {0}, out = {0};
+        sbuf_add_str(&big, "Authorization: Bearer ");
+        while (big.len < AUTH_MAX_TOKEN + 100) /* over the token's bound, inside the head's */
+            sbuf_add_str(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        sbuf_add_str(&big, "\r\n");
+        int got = tok_raw(k->s[mode * 2 + 1].port, big.p, big.len, &out);
+        CHECK(got == 431, "auth, %s: a 4 KB token: %d (want 431)", mode_names[mode], got);
+        while (big.len < (1 << 20)) /* a 1 MB header: over HTTP_MAX_HEAD */
+            sbuf_add_str(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        sbuf_add_str(&big, "\r\n");
+        out.len = 0;
+        got = tok_raw(k->s[mode * 2 + 1].port, big.p, big.len, &out);
+        CHECK(got == 431, "auth, %s: a 1 MB header: %d (want 431)", mode_names[mode], got);
+        sbuf_free(&big);
+        sbuf_free(&out);
+    }
+    struct sbuf m = {0}; /* /metrics stays open (loopback), as without --auth */
+    CHECK(fetch(k->s[0].port, "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n", &m) == 200,
+          "auth: /metrics answers without a token");
+    sbuf_free(&m);
+}
+
+/* The platform servers stop while the runtime runs, the virtual ones after (as above). */
+static void tok_stop(struct tok_keys *k, int virtual)
+{
+    for (int i = virtual ? 2 : 0; i < (virtual ? 4 : 2); i++) {
+        server_stop(&k->s[i]);
+        free(k->c[i].backends);
+    }
+    if (!virtual)
+        return;
+    for (int alg = 0; alg < 2; alg++)
+        auth_free(&k->a[alg]);
+    EVP_PKEY_free(k->rsa);
+    unlink(k->hs);
+    unlink(k->pub);
+    unlink(k->priv);
+    rmdir(k->dir);
+}
+
 static void test_integration(void)
 {
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");
@@ -1645,6 +1987,9 @@ static void test_integration(void)
     check_pool_shrinks(&sg);
     struct fail_fast ff;
     test_fail_fast(&ff);
+    struct tok_keys tk = {0};
+    test_auth(&tk, be.port);
+    tok_stop(&tk, 0);
     server_stop(&sg);
     server_stop(&sq);
     server_stop(&sp);
@@ -1655,6 +2000,7 @@ static void test_integration(void)
     server_stop(&sd);
     server_stop(&be);
     fail_fast_stop(&ff);
+    tok_stop(&tk, 1);
     free(vc.backends);
     free(pc.backends == vc.backends ? NULL : pc.backends);
     free(dc.backends);
