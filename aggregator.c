@@ -98,6 +98,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define VT_ASAN 1
@@ -6690,6 +6692,8 @@ struct bench_cfg {
                               * ON_FAILURE_*: in parallel (?parallel=1), under that policy */
     double fail_share;       /* the backend's --fail-share: calls answered 500 ... */
     int fail_after_ms;       /* ... after this many ms (--fail-after-ms) */
+    const char *auths;       /* --auth: off, hs256, rs256 (bench's own keys) or a key file each */
+    struct bench_auth *auth; /* the one the cells now run with (NULL: none) */
     int fanout;              /* K */
     int delay_ms;            /* D */
     int think_ms;            /* Z */
@@ -7091,6 +7095,88 @@ enum { BENCH_START_C_S = 5, BENCH_START_JAVA_S = 60 };
  * for the first estimate of the time left; measured cells correct it. */
 #define BENCH_JAVA_START_GUESS_S 5
 
+/* bench --auth: each cell's server wants bearer tokens, each user of its load sends its own
+ * (serve --auth, load --auth, II.9), so that a secured service's CPU per request is measured
+ * beside the same grid without: off, hs256 (an HMAC secret), rs256 (an RSA key pair, the
+ * resource-server default of Spring Security), bench making the keys in a directory of its
+ * own, or hs256:KEYFILE and rs256:PRIVKEY.pem, bench writing the public key the server
+ * checks with. The tokens name BENCH_ISSUER and BENCH_AUDIENCE, which the server wants. */
+#define BENCH_ISSUER   "https://idp.loom-lab"
+#define BENCH_AUDIENCE "aggregate"
+struct bench_auth {
+    char name[8];             /* off, hs256, rs256: the table's line before its rows */
+    char serve[PATH_MAX + 8]; /* serve's --auth (empty: off) */
+    char load[PATH_MAX + 8];  /* load's --auth */
+};
+
+/* Write the key of a (its public half for rs256) into dir/NAME; the path, into path. */
+static int bench_auth_write(const struct auth *a, const char *dir, int public, char *path,
+                            size_t len)
+{
+    snprintf(path, len, "%s/%s%s", dir, auth_kinds[a->alg], public ? ".pub" : ".key");
+    FILE *f = fopen(path, "wb");
+    int ok = f && (a->alg == AUTH_HS256 ? fwrite(a->secret, 1, a->secret_len, f) == a->secret_len
+                   : public             ? PEM_write_PUBKEY(f, a->key) == 1
+                            : PEM_write_PrivateKey(f, a->key, NULL, NULL, 0, NULL, NULL) == 1);
+    if (f && fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* One --auth word into b, its keys made or read, and written into dir. Returns 0, or -1 with
+ * why. */
+static int bench_auth_one(struct bench_auth *b, const char *word, size_t n, const char *dir,
+                          char *why, size_t len)
+{
+    struct auth a = {0};
+    char spec[PATH_MAX + 8];
+    memset(b, 0, sizeof *b);
+    snprintf(spec, sizeof spec, "%.*s", (int)n, word);
+    snprintf(b->name, sizeof b->name, "%.5s", spec);
+    if (!strcmp(spec, "off"))
+        return 0;
+    if (!strcmp(spec, "hs256")) {
+        a.alg = AUTH_HS256;
+        a.secret = xmalloc(AUTH_MIN_HMAC);
+        a.secret_len = AUTH_MIN_HMAC;
+        if (RAND_bytes(a.secret, AUTH_MIN_HMAC) != 1)
+            return auth_free(&a), snprintf(why, len, "no random bytes for a key"), -1;
+    } else if (!strcmp(spec, "rs256")) {
+        a.alg = AUTH_RS256;
+        if (!(a.key = EVP_RSA_gen(2048)))
+            return snprintf(why, len, "cannot make an RSA key"), -1;
+    } else if (auth_load(&a, spec, 1, why, len) < 0) {
+        return -1;
+    }
+    char key[PATH_MAX], pub[PATH_MAX];
+    int rc = bench_auth_write(&a, dir, 0, key, sizeof key) == 0 &&
+                     (a.alg == AUTH_HS256 || bench_auth_write(&a, dir, 1, pub, sizeof pub) == 0)
+                 ? 0
+                 : -1;
+    snprintf(b->load, sizeof b->load, "%s:%s", auth_kinds[a.alg], key);
+    snprintf(b->serve, sizeof b->serve, "%s:%s", auth_kinds[a.alg],
+             a.alg == AUTH_HS256 ? key : pub);
+    if (rc < 0)
+        snprintf(why, len, "cannot write the keys into %s: %s", dir, strerror(errno));
+    auth_free(&a);
+    return rc;
+}
+
+/* The --auth list into auths[] (at most 4); their count, or -1 with why. */
+static int bench_auth_list(const char *list, const char *dir, struct bench_auth *auths, char *why,
+                           size_t len)
+{
+    int n = 0;
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t w = strcspn(p, ",");
+        if (n == 4)
+            return snprintf(why, len, "--auth: at most 4 words"), -1;
+        if (bench_auth_one(&auths[n++], p, w, dir, why, len) < 0)
+            return -1;
+    }
+    return n;
+}
+
 /* A backend on port that answers after delay_ms, failing a share of its calls (0: none). */
 static pid_t bench_backend_at(struct bench_kids *kids, int port, int delay_ms, double fail_share,
                               int fail_after_ms)
@@ -7139,7 +7225,7 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
     snprintf(thr, sizeof thr, "%d", bc->threads);
     snprintf(car, sizeof car, "%d", bc->carriers);
     int java = row->server == SERVER_JAVA;
-    const char *argv[32],
+    const char *argv[48],
         *head_c[] = {"aggregator", "serve"},
         *head_java[] = {"-cp", bc->jvm ? bc->jvm->classpath : "", bc->jvm ? bc->jvm->main : ""},
         *flags[] = {"--mode",         mode_names[row->mode],
@@ -7174,6 +7260,12 @@ static pid_t bench_start_server(const struct bench_cfg *bc, struct bench_kids *k
         argv[n++] = "--on-failure";
         argv[n++] = on_failure_names[bc->on_failure];
     }
+    if (bc->auth && *bc->auth->serve) {
+        const char *a[] = {"--auth",     bc->auth->serve,   "--auth-issuer",
+                           BENCH_ISSUER, "--auth-audience", BENCH_AUDIENCE};
+        for (size_t i = 0; i < ARRAY_LEN(a); i++)
+            argv[n++] = a[i];
+    }
     argv[n] = NULL;
     pid_t pid =
         bench_spawn(kids, java ? argv[0] : NULL, (char *const *)argv, -1, BENCH_STDERR_NULL);
@@ -7200,14 +7292,19 @@ static pid_t bench_load(const struct bench_cfg *bc, struct bench_kids *kids, cha
     snprintf(dur, sizeof dur, "%g", duration_s);
     snprintf(think, sizeof think, "%d", bc->think_ms);
     snprintf(warm, sizeof warm, "%g", warmup_s);
-    char *largv[] = {"aggregator", "load",
-                     "--url",      url ? url : agg,
-                     "--users",    users,
-                     "--duration", dur,
-                     "--think-ms", think,
-                     "--warmup",   warm,
-                     "--json",     bc->timeline && warmup_s > 0 ? "--per-second" : NULL,
-                     NULL};
+    char *largv[24] = {"aggregator", "load",       "--url", url ? url : agg, "--users",
+                       users,        "--duration", dur,     "--think-ms",    think,
+                       "--warmup",   warm,         "--json"};
+    int n = 13;
+    if (bc->timeline && warmup_s > 0)
+        largv[n++] = "--per-second";
+    if (bc->auth && *bc->auth->load) {
+        char *a[] = {"--auth",     bc->auth->load,    "--auth-issuer",
+                     BENCH_ISSUER, "--auth-audience", BENCH_AUDIENCE};
+        for (size_t i = 0; i < ARRAY_LEN(a); i++)
+            largv[n++] = a[i];
+    }
+    largv[n] = NULL;
     int fd[2] = {-1, -1};
     if (report && pipe2(fd, O_CLOEXEC) < 0)
         die("pipe: %s", strerror(errno));
@@ -7941,13 +8038,36 @@ static int bench_run(struct bench_cfg *bc)
     if (bc->netns_ports <= 0)
         bench_backend(bc, &kids, bc->delay_ms);
     struct bench_row *grid;
+    struct bench_auth auths[4];
+    char dir[] = "/tmp/aggregator-bench.XXXXXX";
+    int nauth =
+        bc->auths ? bench_auth_list(bc->auths, mkdtemp(dir) ? dir : "/tmp", auths, why, sizeof why)
+                  : 1;
+    if (nauth < 0)
+        die("bench --auth: %s", why);
+    if (!bc->auths)
+        bench_auth_one(&auths[0], "off", 3, dir, why, sizeof why);
     int npoints = bench_grid(bc, &grid), rc = 0, missing = 0;
-    bc->progress.cells = npoints * bc->runs;
+    bc->progress.cells = npoints * bc->runs * nauth;
     for (int i = 0; i < npoints; i++)
-        bc->progress.planned_s += bc->runs * bench_plan_s(bc, grid[i].server);
-    for (int i = 0; i < npoints && rc >= 0; i++)
-        missing += (rc = bench_point(bc, &kids, &grid[i], csv)) > 0;
+        bc->progress.planned_s += nauth * bc->runs * bench_plan_s(bc, grid[i].server);
+    for (int a = 0; a < nauth && rc >= 0; a++) { /* the grid again for each --auth */
+        bc->auth = &auths[a];
+        if (bc->auths)
+            printf("auth %s:%s%s\n", auths[a].name, *auths[a].serve ? " serve --auth " : " none",
+                   auths[a].serve);
+        for (int i = 0; i < npoints && rc >= 0; i++)
+            missing += (rc = bench_point(bc, &kids, &grid[i], csv)) > 0;
+    }
+    bc->auth = NULL;
     free(grid);
+    if (bc->auths) { /* the keys bench made or copied */
+        for (int a = 0; a < nauth; a++)
+            for (char *f = auths[a].serve; f; f = f == auths[a].serve ? auths[a].load : NULL)
+                if (strchr(f, ':'))
+                    unlink(strchr(f, ':') + 1);
+        rmdir(dir);
+    }
     bench_kill_all(&kids); /* the backend too */
     out_close(csv, bc->out);
     if (bc->timeline)
@@ -9543,7 +9663,7 @@ static int cmd_load(int argc, char **argv)
     "[--close-first client|server|both] [--fanout K]"                                              \
     " [--delay-ms D] [--duration S] [--runs N] [--server c|java|c,java] [--jit-warmup S]"          \
     " [--netns-ports N] [--timeline FILE] [--out results.csv] [--on-failure cancel|wait]"          \
-    " [--fail-share F --fail-after-ms M]"
+    " [--fail-share F --fail-after-ms M] [--auth off,hs256,rs256]"
 
 static int cmd_bench(int argc, char **argv)
 {
@@ -9596,6 +9716,9 @@ static int cmd_bench(int argc, char **argv)
         {"--fail-share", OPT_DOUBLE, &bc.fail_share,
          "the backend's: a share 0..1 of its calls answered 500 ...; default 0"},
         {"--fail-after-ms", OPT_INT, &bc.fail_after_ms, "... after M ms; default 0"},
+        {"--auth", OPT_STR, &bc.auths,
+         "off,hs256,rs256 (keys made by bench) or hs256:KEYFILE, rs256:PRIVKEY.pem: the grid "
+         "once for each, the server wanting bearer tokens that each user mints; default off"},
     };
     opt_parse(BENCH_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     if (on_failure &&
