@@ -9444,6 +9444,23 @@ static void opt_check_users(const char *synopsis, const char *list)
 
 /* ---- IV.2 Subcommands ---- */
 
+/* --auth SPEC [--auth-issuer ISS] [--auth-audience AUD] into *keys (the private key for the
+ * signing side, load's; the public one, serve's): keys, or NULL without --auth. */
+static const struct auth *opt_auth(const char *synopsis, struct auth *keys, const char *spec,
+                                   const char *issuer, const char *audience, int private)
+{
+    char why[512];
+    if ((issuer || audience) && !spec)
+        opt_fail(synopsis, "--auth-issuer and --auth-audience need --auth");
+    if (!spec)
+        return NULL;
+    if (auth_load(keys, spec, private, why, sizeof why) < 0)
+        opt_fail(synopsis, "%s", why);
+    keys->issuer = issuer;
+    keys->audience = audience;
+    return keys;
+}
+
 #define SERVE_SYNOPSIS                                                                             \
     "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]"        \
     " [--threads T] [--carriers C] [--no-pool [--close-first client|server]] [--pin] [--fanout K]" \
@@ -9509,16 +9526,7 @@ static int cmd_serve(int argc, char **argv)
     };
     opt_parse(SERVE_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     struct auth keys;
-    char why[512];
-    if ((issuer || audience) && !auth)
-        opt_fail(SERVE_SYNOPSIS, "--auth-issuer and --auth-audience need --auth");
-    if (auth && auth_load(&keys, auth, 0, why, sizeof why) < 0)
-        opt_fail(SERVE_SYNOPSIS, "%s", why);
-    if (auth) {
-        keys.issuer = issuer;
-        keys.audience = audience;
-        cfg.auth = &keys;
-    }
+    cfg.auth = opt_auth(SERVE_SYNOPSIS, &keys, auth, issuer, audience, 0);
     opt_check_port(SERVE_SYNOPSIS, cfg.port);
     opt_check_threads(SERVE_SYNOPSIS, cfg.threads, cfg.carriers);
     if (!strcmp(mode, "platform"))
@@ -9621,16 +9629,7 @@ static int cmd_load(int argc, char **argv)
     };
     opt_parse(LOAD_SYNOPSIS, o, (int)ARRAY_LEN(o), argc, argv);
     struct auth keys;
-    char why[512];
-    if ((issuer || audience) && !auth)
-        opt_fail(LOAD_SYNOPSIS, "--auth-issuer and --auth-audience need --auth");
-    if (auth && auth_load(&keys, auth, 1, why, sizeof why) < 0)
-        opt_fail(LOAD_SYNOPSIS, "%s", why);
-    if (auth) {
-        keys.issuer = issuer;
-        keys.audience = audience;
-        cfg.auth = &keys;
-    }
+    cfg.auth = opt_auth(LOAD_SYNOPSIS, &keys, auth, issuer, audience, 1);
     if (!url || load_parse_url(&cfg, url) < 0)
         opt_fail(LOAD_SYNOPSIS,
                  "--url needs http://HOST:PORT/PATH (no spaces or control characters), got '%s'",

@@ -197,17 +197,23 @@ static void test_cancel(void *arg)
  * short one must still see EOF rather than park until its deadline. */
 enum { PONG_ROUNDS = 200 };
 
-static long proc_read_calls(void)
+/* The number the first line of a /proc file that matches fmt (one %ld) holds, or -1. */
+static long proc_line_long(const char *path, const char *fmt)
 {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
+    FILE *f = fopen(path, "r");
+    char line[256];
     long n = -1;
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "syscr: %ld", &n) == 1)
+        if (sscanf(line, fmt, &n) == 1)
             break;
     if (f)
         fclose(f);
     return n;
+}
+
+static long proc_read_calls(void)
+{
+    return proc_line_long("/proc/self/io", "syscr: %ld");
 }
 
 static void pong_echo(void *arg)
@@ -1009,15 +1015,7 @@ static void cal_point_set(struct cal_result *r, double cpu_us, int users)
  * truth the walk of /proc/net/tcp is checked against. */
 static long tw_kernel_count(void)
 {
-    FILE *f = fopen("/proc/net/sockstat", "r");
-    char line[256];
-    long tw = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "TCP: inuse %*d orphan %*d tw %ld", &tw) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return tw;
+    return proc_line_long("/proc/net/sockstat", "TCP: inuse %*d orphan %*d tw %ld");
 }
 
 /* `n` connections to a listener at addr, each closed by the client first (its TIME_WAIT),
@@ -1106,18 +1104,25 @@ static int tw_ranges_child(void)
     return check_failed > failed0;
 }
 
-static void test_time_wait_ranges(void)
+/* A check in a child of its own (unshare needs a process of one thread): its exit status is
+ * 0, 1 on a failure (said above), or 77 without a private network namespace (a skip). */
+static void in_netns_child(int (*child)(void), const char *what)
 {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0)
-        _exit(tw_ranges_child());
+        _exit(child());
     int st = 0;
     waitpid(pid, &st, 0);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
-        printf("test_aggregator: TIME_WAIT ranges: skipped (no private network namespace)\n");
+        SKIP(1, "%s: no private network namespace", what);
     else
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "TIME_WAIT ranges: the child failed (above)");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the child failed (above)", what);
+}
+
+static void test_time_wait_ranges(void)
+{
+    in_netns_child(tw_ranges_child, "TIME_WAIT ranges");
 }
 
 static void test_cal_trust(void)
@@ -1359,16 +1364,7 @@ static int no_port_child(void)
 
 static void test_no_port_requests(void)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(no_port_child());
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
-        SKIP(1, "no_port requests: no private network namespace");
-    else
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "no_port requests: child status %d", st);
+    in_netns_child(no_port_child, "no_port requests");
 }
 
 /* A closed-loop load on 127.0.0.1:port/aggregate; returns the merged statistics (caller
