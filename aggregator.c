@@ -427,25 +427,35 @@ static int proc_ports_match(unsigned lp, unsigned rp, int peer, int low, int hig
  * (proc_ports_match). What --no-pool piles up, one per downstream call, for 60 s each: on the
  * aggregator's side when it closes first (the local port is the ephemeral one, the remote the
  * backend's), on the backend's when the backend does (the other way round). With peer = the
- * backend's port, only those: one per ephemeral port at most (a connection is its ports on
- * loopback), so never more than the range holds, where peer < 0 counts the load generator's
- * own sockets as well. */
+ * backend's port, the ephemeral ports so held, each once: a port is one connection to the
+ * peer at a time, but both of its sides may hold a TIME_WAIT (one closed first, the next on
+ * the same port the other way), and the walk is no snapshot (a socket that ends and another
+ * that starts meanwhile can both be read), so counting sockets could pass the range's size;
+ * counting ports cannot. peer < 0 counts sockets, the load generator's own as well. */
 static long proc_count_time_wait_to(int peer, int low, int high)
 {
     static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    uint64_t *seen = peer >= 0 ? xcalloc(65536 / 64, sizeof *seen) : NULL;
     long n = 0;
     for (size_t i = 0; i < ARRAY_LEN(files); i++) {
         FILE *f = fopen(files[i], "r");
-        if (!f)
-            return i ? n : -1; /* no IPv6: the IPv4 count */
+        if (!f) {
+            n = i ? n : -1; /* no IPv6: the IPv4 count */
+            break;
+        }
         char line[512];
         unsigned lp, rp, state; /* local and remote port, hex in the file */
         while (fgets(line, sizeof line, f))
             if (sscanf(line, "%*s %*[0-9A-F]:%x %*[0-9A-F]:%x %x", &lp, &rp, &state) == 3 &&
-                state == 6 && proc_ports_match(lp, rp, peer, low, high))
-                n++;
+                state == 6 && proc_ports_match(lp, rp, peer, low, high)) {
+                unsigned port = (lp == (unsigned)peer ? rp : lp) & 0xffff;
+                n += !seen || !(seen[port / 64] >> (port % 64) & 1);
+                if (seen)
+                    seen[port / 64] |= 1ull << (port % 64);
+            }
         fclose(f);
     }
+    free(seen);
     return n;
 }
 

@@ -364,6 +364,7 @@ public final class Aggregator {
         final AtomicLongArray failures = new AtomicLongArray(Failure.values().length);
         final AtomicBoolean noPortSeen = new AtomicBoolean();
         final LongAdder requestsNoPort = new LongAdder(); // requests a no_port call failed, once each
+        final LongAdder heldMicros = new LongAdder();     // µs downstream calls held a connection
         final LongAdder shed = new LongAdder();
         final LongAdder cancelled = new LongAdder();
         java.util.concurrent.Semaphore permits; // set when --permits limits the calls
@@ -457,6 +458,8 @@ public final class Aggregator {
                         .append(failures.get(f.ordinal())).append('\n');
             gauge(b, "agg_downstream_cancelled_total", "downstream calls cancelled by their scope (--on-failure cancel)",
                     cancelled.sum());
+            gauge(b, "agg_downstream_held_us_total", "microseconds downstream calls held a connection"
+                    + " (the exchange, cancelled calls included)", heldMicros.sum());
             gauge(b, "agg_requests_failed_no_port_total", "requests failed because a downstream call found no"
                     + " ephemeral port (once per request, however many of its calls did)", requestsNoPort.sum());
             if (permits != null) {
@@ -1409,6 +1412,7 @@ public final class Aggregator {
                 metrics.cancelled.increment();
                 return Answer.CANCELLED;
             }
+            long held = System.nanoTime();
             try {
                 metrics.downstreamCalls.increment();
                 Answer a = downstream.get(cfg.backends.get(item % cfg.backends.size()), item, deadline);
@@ -1421,6 +1425,9 @@ public final class Aggregator {
                 if (a.failure() != null) metrics.failed(a.failure(), a.cause());
                 return a;
             } finally {
+                // the connection's time, as C's ds_held: here the exchange's, checkout or connect
+                // to return or close (the JDK's clients have no hook nearer the socket)
+                metrics.heldMicros.add((System.nanoTime() - held) / 1000);
                 if (permits != null) permits.release();
             }
         }

@@ -1019,8 +1019,9 @@ static long tw_kernel_count(void)
 }
 
 /* `n` connections to a listener at addr, each closed by the client first (its TIME_WAIT),
- * then by the server, or (server_first) the other way round. Returns how many were made. */
-static int tw_make(int family, const char *addr, int port, int n, int server_first)
+ * then by the server, or (server_first) the other way round; from port `from` (0: any, the
+ * kernel's choice). Returns how many were made. */
+static int tw_make_from(int family, const char *addr, int port, int n, int server_first, int from)
 {
     union {
         struct sockaddr sa;
@@ -1038,6 +1039,8 @@ static int tw_make(int family, const char *addr, int port, int n, int server_fir
     }
     int one = 1, made = 0, l = socket(family, SOCK_STREAM, 0);
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (family == AF_INET6) /* the same port number as an IPv4 listener's */
+        setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (l < 0 || bind(l, &a.sa, len) < 0 || listen(l, n) < 0) {
         if (l >= 0)
             close(l);
@@ -1045,6 +1048,12 @@ static int tw_make(int family, const char *addr, int port, int n, int server_fir
     }
     for (int i = 0; i < n; i++) {
         int c = socket(family, SOCK_STREAM, 0), s = -1;
+        __typeof__(a) b = a;
+        b.in.sin_port = htons((uint16_t)from); /* the same field in both families */
+        if (from && c >= 0 && bind(c, &b.sa, len) < 0) {
+            close(c);
+            c = -1;
+        }
         if (c >= 0 && connect(c, &a.sa, len) == 0 && (s = accept(l, NULL, NULL)) >= 0)
             made++;
         char eof;
@@ -1059,6 +1068,11 @@ static int tw_make(int family, const char *addr, int port, int n, int server_fir
     }
     close(l);
     return made;
+}
+
+static int tw_make(int family, const char *addr, int port, int n, int server_first)
+{
+    return tw_make_from(family, addr, port, n, server_first, 0);
 }
 
 /* In a private namespace (the child of a fork: unshare needs one thread): connections from
@@ -1077,8 +1091,11 @@ static int tw_ranges_child(void)
         b = b4 + tw_make(AF_INET6, "::1", 21952, 5, 0);
     netns_set_range(50100, 50599); /* wide: a reused port would end a listener's TIME_WAIT */
     int c = tw_make(AF_INET, "127.0.0.1", 21953, 6, 1); /* the listener's TIME_WAIT */
+    /* one port, two sockets: from 50700 to 21954 over IPv4 and over IPv6 */
+    int d = tw_make_from(AF_INET, "127.0.0.1", 21954, 1, 0, 50700) +
+            tw_make_from(AF_INET6, "::1", 21954, 1, 0, 50700);
     int64_t end = now_ns() + 5 * NS_PER_S; /* the last FINs travel through loopback's softirq */
-    while (tw_kernel_count() < a + b + c && now_ns() < end)
+    while (tw_kernel_count() < a + b + c + d && now_ns() < end)
         sched_yield();
     long in_a = proc_count_time_wait(NETNS_PORT_LOW, NETNS_PORT_LOW + 49),
          in_b = proc_count_time_wait(50000, 50049), all = proc_count_time_wait(0, 65535);
@@ -1087,10 +1104,15 @@ static int tw_ranges_child(void)
           "TIME_WAIT in 40000-40049: %ld (want %d), 50000-50049: %ld "
           "(want %d)",
           in_a, a, in_b, b);
-    CHECK(all == a + b + c && tw_kernel_count() == all,
+    CHECK(all == a + b + c + d && tw_kernel_count() == all,
           "TIME_WAIT of every port %ld, the kernel's "
           "count %ld, want %d",
-          all, tw_kernel_count(), a + b + c);
+          all, tw_kernel_count(), a + b + c + d);
+    long one_port = proc_count_time_wait_to(21954, 50700, 50700);
+    CHECK(d == 2 && one_port == 1,
+          "TIME_WAIT to one peer counts ports: 2 sockets (made %d) on port 50700, counted %ld "
+          "(want 1)",
+          d, one_port);
     /* A timeline's count: one peer's connections only, whichever side holds the TIME_WAIT,
      * never another listener's (the load generator's to the aggregator) */
     long to_a = proc_count_time_wait_to(21950, NETNS_PORT_LOW, NETNS_PORT_LOW + 49),

@@ -257,6 +257,12 @@ if [ -n "$PREVIEW" ]; then
         [ "$(reasons $CANCEL)" = "no_port=0 timeout=0 refused=6 bad_response=0 other=0 " ]
     check "wait: nothing cancelled (got $(metric $WAIT agg_downstream_cancelled_total))" \
         [ "$(metric $WAIT agg_downstream_cancelled_total)" = 0 ]
+    # The connections' time per request (6 each): wait holds both siblings' 0.3 s, cancel cuts them
+    held() { echo $(( $(metric $1 agg_downstream_held_us_total) / 6000 )); }
+    check "wait: connections held about 600 ms a request, both siblings' (got $(held $WAIT) ms)" \
+        [ "$(held $WAIT)" -ge 500 ]
+    check "cancel: connections held well under the siblings' 600 ms a request (got $(held $CANCEL) ms)" \
+        [ "$(held $CANCEL)" -lt 300 ]
     # No leak: after 200 cancelled scopes (4 curls of 50 requests at once), the JVM's OS
     # threads, open fds and live virtual threads are back where they were before them.
     cpid=$(cat "$tmp/cancel.pid"); t0=$(threads "$cpid"); f0=$(fds "$cpid"); v0=$(metric $CANCEL agg_vthreads_alive)
@@ -276,8 +282,8 @@ if [ -n "$PREVIEW" ]; then
     check "200 cancelled scopes: open fds at baseline, within 8 (got $f0 -> $f1)" [ "$f1" -le $((f0 + 8)) ]
     check "200 cancelled scopes: virtual threads alive at baseline (got $v0 -> $v1)" [ "$v1" -le "$v0" ]
 else
-    skipped=$((skipped + 10))
-    echo "test_java: skipped 10 checks: --on-failure cancel needs JDK 25 (StructuredTaskScope.open) with --enable-preview"
+    skipped=$((skipped + 12))
+    echo "test_java: skipped 12 checks: --on-failure cancel needs JDK 25 (StructuredTaskScope.open) with --enable-preview"
 fi
 
 # Bearer tokens, minted here with openssl: base64url (RFC 4648 5, no padding) of the header
