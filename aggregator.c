@@ -14,10 +14,10 @@
  *   ./aggregator calibrate --out calibration.ini  (the simulator's costs, measured)
  *   ./aggregator netns --ports 1000 -- CMD        (CMD where the ports run out: the wall)
  *
- * Reading path. The lesson, an evening: I.2 to I.8 between the ~~~~ banners, the mechanism of
- * a virtual thread in its simplest correct form (swap, types, run queue, park/unpark, switching,
- * carrier loop); stop there. Then I.9's fast paths behind I.3's seam (make test-simple: without
- * them), II's "life of a request", I.10's I/O; III to measure, IV to add a flag; banners: tests.
+ * Reading path. The lesson, an evening: I.2 to I.8, from the ~~~~ banner where the lesson begins
+ * to the one where the lesson ends: a virtual thread in its simplest correct form (swap, types,
+ * run queue, park/unpark, switching, carrier loop); stop there. Then I.9's fast paths behind I.3's
+ * seam (make test-simple: without them), II's "life of a request", I.10's I/O; banners name tests.
  *
  * Contents (each line is a banner below, in this order):
  *   Part I. The M:N runtime
