@@ -77,7 +77,7 @@ ready() {
 }
 status() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 
-# port_block: the first block of 28 ports, BASE..BASE+27 from 27600 on by steps of 100, that
+# port_block: the first block of 30 ports, BASE..BASE+29 from 27600 on by steps of 100, that
 # no other run of this test holds (a lock directory per block, taken with mkdir, holding its
 # owner's pid; a dead owner's is taken over) and where nothing listens. Two runs of the tests
 # on one machine would otherwise poll each other's servers.
@@ -87,7 +87,7 @@ port_block() {
         l=/tmp/loomlab-test-java.$b
         if mkdir "$l" 2>/dev/null || { o=$(cat "$l/pid" 2>/dev/null) && ! kill -0 "$o" 2>/dev/null; }; then
             echo $$ >"$l/pid"
-            ss -Htln | awk -v lo=$b -v hi=$((b + 27)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
+            ss -Htln | awk -v lo=$b -v hi=$((b + 29)) '{ n = split($4, a, ":"); if (a[n] >= lo && a[n] <= hi) f = 1 }
                 END { exit !f }' || { echo $b; return 0; }
             rm -rf "$l"
         fi
@@ -95,9 +95,9 @@ port_block() {
     done
     return 1
 }
-base=$(port_block) || { echo "test_java: no free block of 28 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
+base=$(port_block) || { echo "test_java: no free block of 30 ports from 27600"; echo "test_java: 0 passed, 1 failed"; exit 1; }
 portlock=/tmp/loomlab-test-java.$base
-echo "test_java: ports $base-$((base + 27))"
+echo "test_java: ports $base-$((base + 29))"
 B=$base; SLOW=$((base + 8)); DEAD=$((base + 9))          # backends (nothing listens on DEAD)
 V=$((base + 1)); P=$((base + 2)); D=$((base + 3)); N=$((base + 4)); H=$((base + 5))
 T=$((base + 6)); G=$((base + 7))                          # Java servers
@@ -105,6 +105,7 @@ NATIVE=$((base + 15)); SHED=$((base + 16)); NSB=$((base + 17)); NSJ=$((base + 18
 BENCH=$((base + 20))                                      # bench --port: it and the next
 S300A=$((base + 22)); S300B=$((base + 23)); CANCEL=$((base + 24)); WAIT=$((base + 25)) # --on-failure
 AUTHH=$((base + 26)); AUTHR=$((base + 27))                 # --auth hs256, rs256
+CAUTHH=$((base + 28)); CAUTHR=$((base + 29))               # the same on the C server
 
 # Who closes first, without a pool: each way in a private network namespace of its own with
 # 100 ephemeral ports (40000-40099) and tcp_tw_reuse = 0, where a C backend (answering at
@@ -173,9 +174,11 @@ java_server wait $WAIT --mode virtual --on-failure wait --backends $three
 authed=""
 if command -v openssl >/dev/null && head -c 32 /dev/urandom >"$tmp/hs.key" &&
     openssl genrsa -out "$tmp/rsa.pem" 2048 2>/dev/null && openssl rsa -in "$tmp/rsa.pem" -pubout -out "$tmp/rsa.pub" 2>/dev/null; then
-    authed="$AUTHH $AUTHR"
+    authed="$AUTHH $AUTHR $CAUTHH $CAUTHR"
     java_server authh $AUTHH --auth "hs256:$tmp/hs.key" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
     java_server authr $AUTHR --auth "rs256:$tmp/rsa.pub" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
+    start cauthh "$agg" serve --port $CAUTHH --auth "hs256:$tmp/hs.key" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
+    start cauthr "$agg" serve --port $CAUTHR --auth "rs256:$tmp/rsa.pub" --auth-issuer https://idp.lab --auth-audience aggregate --backends 127.0.0.1:$B
 fi
 for port in $V $P $D $N $H $T $G $((DRIP + 1)) $((DRIP + 2)) $((DRIP + 3)) $((DRIP + 4)) $DRIP $NATIVE $SHED $CANCEL $WAIT $authed; do
     path=/metrics; [ $port = $DRIP ] && path=/cuts # its other answers drip
@@ -303,21 +306,24 @@ jwt() {
     printf '%s.%s' "$hp" "$sig"
 }
 bearer() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $2" "http://127.0.0.1:$1/aggregate"; }
-if [ -n "$authed" ]; then
+# auth_checks SERVER HS-PORT RS-PORT BIG: the corpus on one server's two, BIG its status for a
+# 1 MB header (Tomcat refuses it, 400, before the servlet; the C server's head limit is 431)
+auth_checks() {
+    s=$1; AUTHH=$2; AUTHR=$3
     now=$(date +%s)
     HS='{"alg":"HS256","typ":"JWT"}'; RS='{"alg":"RS256","typ":"JWT"}'
     ok="\"iss\":\"https://idp.lab\",\"aud\":\"aggregate\""
     good="{$ok,\"exp\":$((now + 300))}"
-    check "--auth: no token, 401" [ "$(status http://127.0.0.1:$AUTHH/aggregate)" = 401 ]
-    check "--auth: 401 says WWW-Authenticate: Bearer error=\"invalid_token\"" \
+    check "$s --auth: no token, 401" [ "$(status http://127.0.0.1:$AUTHH/aggregate)" = 401 ]
+    check "$s --auth: 401 says WWW-Authenticate: Bearer error=\"invalid_token\"" \
         sh -c "curl -s -D - -o /dev/null http://127.0.0.1:$AUTHH/aggregate | grep -q '^WWW-Authenticate: Bearer error=\"invalid_token\"'"
-    check "--auth hs256: a good token, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "$good")")" = 200 ]
-    check "--auth rs256: a good token, 200" [ "$(bearer $AUTHR "$(jwt rs "$RS" "$good")")" = 200 ]
-    check "--auth rs256: an audience array holding ours, 200" \
+    check "$s --auth hs256: a good token, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "$good")")" = 200 ]
+    check "$s --auth rs256: a good token, 200" [ "$(bearer $AUTHR "$(jwt rs "$RS" "$good")")" = 200 ]
+    check "$s --auth rs256: an audience array holding ours, 200" \
         [ "$(bearer $AUTHR "$(jwt rs "$RS" "{\"iss\":\"https://idp.lab\",\"aud\":[\"x\",\"aggregate\"],\"exp\":$((now + 300))}")")" = 200 ]
-    check "--auth: expired 10 s ago, within the 30 s skew, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now - 10))}")")" = 200 ]
+    check "$s --auth: expired 10 s ago, within the 30 s skew, 200" [ "$(bearer $AUTHH "$(jwt hs "$HS" "{$ok,\"exp\":$((now - 10))}")")" = 200 ]
     # hostile NAME WANT PORT TOKEN: one bad token, its status
-    hostile() { got=$(bearer "$3" "$4"); check "--auth: $1, $2 (got $got)" [ "$got" = "$2" ]; }
+    hostile() { got=$(bearer "$3" "$4"); check "$s --auth: $1, $2 (got $got)" [ "$got" = "$2" ]; }
     hostile "alg none, no signature" 401 $AUTHH "$(jwt none '{"alg":"none"}' "$good")"
     hostile "alg none on rs256" 401 $AUTHR "$(jwt none '{"alg":"none"}' "$good")"
     hostile "HS256 keyed with the RSA public key (algorithm confusion)" 401 $AUTHR "$(jwt hspub "$HS" "$good")"
@@ -339,10 +345,14 @@ if [ -n "$authed" ]; then
     # Over Tomcat's own 8 KiB for the whole header, Tomcat refuses it before the servlet: 400.
     printf 'Authorization: Bearer %s\n' "$(head -c 1000000 /dev/zero | tr '\0' a)" >"$tmp/big.header" # too long for argv
     got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H @"$tmp/big.header" http://127.0.0.1:$AUTHH/aggregate)
-    check "--auth: a 1 MB header, 400 from Tomcat (got $got)" [ "$got" = 400 ]
+    check "$s --auth: a 1 MB header, $4 (got $got)" [ "$got" = "$4" ]
+}
+if [ -n "$authed" ]; then
+    auth_checks java $AUTHH $AUTHR 400
+    auth_checks c $CAUTHH $CAUTHR 431
 else
-    skipped=$((skipped + 24))
-    echo "test_java: skipped 24 checks: --auth needs openssl to mint its tokens"
+    skipped=$((skipped + 48))
+    echo "test_java: skipped 48 checks: --auth needs openssl to mint its tokens"
 fi
 
 # Shedding: the first request holds the one permit for 3 s (the slow backend); once /metrics
@@ -566,10 +576,15 @@ check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && 
     --port $BENCH --out "$tmp/bench.csv" >"$tmp/bench.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || cat "$tmp/bench.out" >&2
 check "bench --server java: exit 0 (got $rc)" [ $rc -eq 0 ]
-check "bench --server java: the header ends with jit_warmup_s,server" \
-    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server\$'"
-check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS and a 1 s warm-up" \
-    awk -F, 'NR > 1 && $NF == "java" && $(NF-1) == 1 && $6 > 0 && $10 > 0 && $11 > 0 { n++ } END { exit n != 2 }' "$tmp/bench.csv"
+check "bench --server java: the header ends with jit_warmup_s,server and the fan-out's columns" \
+    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server,on_failure,fail_share,fail_after_ms,failed_p50_ms,failed_p99_ms,calls_per_req,call_ms_per_req\$'"
+# by name: req/s, OS threads, RSS, the JIT's warm-up, and the calls and the connections'
+# time per request (/metrics' agg_downstream_calls_total and agg_downstream_held_us_total)
+check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS, a 1 s warm-up, calls and connection time" \
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+        NR > 1 && $c["server"] == "java" && $c["jit_warmup_s"] == 1 && $6 > 0 && $10 > 0 && $11 > 0 &&
+        $c["calls_per_req"] > 2.5 && $c["calls_per_req"] < 3.5 && $c["call_ms_per_req"] > 0 { n++ }
+        END { exit n != 2 }' "$tmp/bench.csv"
 check "bench --server java: platform holds more OS threads than virtual" \
     awk -F, 'NR > 1 { t[$2] = $10 } END { exit !(t["platform"] > t["virtual"]) }' "$tmp/bench.csv"
 if [ -x "$dir/sim" ]; then
