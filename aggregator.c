@@ -9474,7 +9474,7 @@ static const struct auth *opt_auth(const char *synopsis, struct auth *keys, cons
 #define SERVE_SYNOPSIS                                                                             \
     "aggregator serve --mode platform|virtual --port P --backends HOST:PORT[,HOST:PORT...]"        \
     " [--threads T] [--carriers C] [--no-pool [--close-first client|server]] [--pin] [--fanout K]" \
-    " [--auth hs256:KEYFILE|rs256:PUBKEY.pem [--auth-issuer ISS] [--auth-audience AUD]] [...]"
+    " [--auth hs256:KEYFILE|rs256:PUBKEY.pem] [--auth-issuer ISS] [--auth-audience AUD] [...]"
 
 static int cmd_serve(int argc, char **argv)
 {
@@ -9608,7 +9608,7 @@ static int cmd_backend(int argc, char **argv)
 #define LOAD_SYNOPSIS                                                                              \
     "aggregator load --url URL [--users N] [--duration S] [--warmup S] [--think-ms Z] [--rate R]"  \
     " [--json [--per-second]] [--timeout-ms T] [--carriers C]"                                     \
-    " [--auth hs256:KEYFILE|rs256:PRIVKEY.pem [--auth-issuer ISS] [--auth-audience AUD]]"
+    " [--auth hs256:KEYFILE|rs256:PRIVKEY.pem] [--auth-issuer ISS] [--auth-audience AUD]"
 
 static int cmd_load(int argc, char **argv)
 {
