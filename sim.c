@@ -6,11 +6,10 @@
  * parked while it waits, pinned inside `synchronized`. Both draw the same random numbers for
  * the same request, so a difference in the report is the execution model, not luck. Every
  * time is an integer number of nanoseconds (simtime); memory is in bytes.
- *
  *   ./sim --headless scenarios/default.scn (the report), ./sim scenarios/default.scn (window)
  * READING PATH  The lesson, an evening: I.1 to I.6, between the banners "lesson begins" and
  *   "lesson ends" (struct model_ops is every difference between the models). Then, as you need
- *   them, I.7 to I.11 (what it calls by name) and Parts II to IV. Skip Part V (the window).
+ *   them, I.7 to I.12 (what it calls by name) and Parts II to IV. Skip Part V (the window).
  * FLOW  text -> struct scenario -> model_init -> model_step loop -> stats/series -> report|window
  * EVENTS (ev_handlers[], I.6)  EV_ARRIVE wl_arrive, EV_BURST_END cpu_burst_end, EV_IO_DONE
  *   svc_done, EV_SAMPLE model_sample, EV_IO_STEP_DONE model_io_step_done, EV_SHED svc_shed,
@@ -28,6 +27,7 @@
  *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT
  *     I.10 Engine bookkeeping  model_: peaks, series rows, steady-state bins, batches, prefetch
  *     I.11 The window's view  model_: threads and requests read-only, an event's narration
+ *     I.12 Refused users' retries  wl_: a user refused waits for a free place, its tries counted
  *   Part II. Tools
  *     II.1 Random streams  rng_: a SplitMix64 stream per request, xoshiro256**
  *     II.2 Distributions  dist_: const, uniform, exp, lognormal from p50/p99
@@ -575,6 +575,7 @@ struct model {
     uint64_t arrival_index;  /* open loop: requests generated */
     uint64_t arrival_rng[4]; /* open loop: xoshiro256** state for inter-arrival gaps */
     uint32_t next_req_id;
+    struct wl_waiters *waiters; /* closed loop: refused users waiting for a connection (I.12) */
     /* time series, kept only for what draws or writes it (the window, --series, --live) */
     int keep_series; /* set by the caller after model_init; 0: no rows, no interval stats */
     struct sample *series;
@@ -611,6 +612,11 @@ static void req_finish(struct model *m, int32_t r);
 static void req_wake_one(struct model *m, int32_t r);
 static void conn_admit(struct model *m, int32_t r);
 static void wl_next(struct model *m, int32_t r);
+static int wl_wait(struct model *m, int32_t user, simtime period);
+static void wl_wake(struct model *m);
+static void wl_woken_arrives(struct model *m, const struct event *e);
+static void wl_settle(struct model *m);
+static void wl_waiters_free(struct model *m);
 static void plat_thread_free(struct model *m, int32_t t);
 static void model_spawn_idle(struct model *m, int n);
 static void cpu_want(struct model *m, int32_t t, simtime ns);
@@ -836,6 +842,8 @@ static void req_free(struct model *m, int32_t r, int user_goes_on)
         m->conns--;
         if ((next = FIFO_POP(&m->backlog, m->req)) >= 0)
             conn_admit(m, next);
+        if (m->waiters) /* a connection or a place in the backlog is free: I.12 */
+            wl_wake(m);
     }
     if (user_goes_on)
         wl_next(m, r);
@@ -1524,6 +1532,7 @@ static void wl_arrive(struct model *m, const struct event *e)
     const struct scenario *s = m->s;
     uint64_t key;
     int32_t user = -1;
+    wl_woken_arrives(m, e);
     if (s->users > 0 && m->user_iter[e->a] == 0) /* a first arrival: the next user's is due */
         wl_first_arrival(m, (long)e->a + 1);
     if (m->now >= s->duration)
@@ -1561,6 +1570,8 @@ static void wl_next(struct model *m, int32_t r)
         rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)req->user, m->user_iter[req->user] - 1);
     simtime delay =
         dist_sample(&s->think, &think_rng) + (req->fail != FAIL_NONE ? s->retry_after : 0);
+    if (req->fail == FAIL_REFUSED && wl_wait(m, req->user, delay))
+        return; /* it tries again when a connection is free: I.12 */
     evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)req->user, 0);
 }
 
@@ -1661,6 +1672,7 @@ static void model_free(struct model *m)
         m->ops->fini(m);
     free(m->core);
     free(m->user_iter);
+    wl_waiters_free(m);
     free(m->series);
     free(m->stats.lat);
     free(m->stats.lat_interval);
@@ -1720,6 +1732,7 @@ static void model_run(struct model *m, simtime until)
 {
     while (model_step(m, until) >= 0) {
     }
+    wl_settle(m); /* the refused users' tries so far, counted (I.12) */
 }
 
 /* ~~~~ The lesson ends: below, what it calls by name, the tools and the instruments ~~~~ */
@@ -2221,9 +2234,12 @@ static void model_peaks(struct model *m)
     PEAK(peak_ports_tw, m->ports_tw);
 }
 
+static void wl_settle_sample(struct model *m); /* I.12 */
+
 /* The row of the time series at m->now: the interval since the previous row, and gauges. */
 static struct sample model_sample_row(struct model *m)
 {
+    wl_settle_sample(m); /* the row's failures include the refused users' tries (I.12) */
     const struct scenario *s = m->s;
     struct stats *stats = &m->stats;
     struct sample x = {.t = m->now};
@@ -2599,6 +2615,259 @@ static void model_narrate(const struct model *m, const struct model_subject *u, 
                  (double)(m->now - m->req[r].arrived) / 1e6);
     else if (u->type == EV_IDLE_CHECK && !m->thr[u->thr].alive)
         snprintf(buf + o, len - (size_t)o, " -> it retires (idle too long)");
+}
+
+/* ---- I.12 Refused users' retries ---- */
+
+/* A closed-loop user refused at the door (maxConnections and acceptCount full: the kernel
+ * answers RST, as to Tomcat's client) tries again every P = think + retry_after. With
+ * `retry_after` of a millisecond (the load generator sends again at once) and 100,000 users,
+ * that is a hundred million tries a simulated second, each refused at once and each an event.
+ * A refused try changes nothing but counters, so a refused user waits here instead, as if it
+ * went on trying: its tries at entered + kP are counted (`user_iter`, `arrived`, `failed`, as
+ * wl_arrive and req_count would), and it is sent again only when a connection or a backlog
+ * place frees (req_free), at its next try. Which user then is the one whose next try comes
+ * first, as it would have been: the users in order of phase (entered mod P), and among those
+ * of one phase in the order their tries run at one instant (a first arrival, its order taken
+ * at the start, before those who try again; the others in the order they began to wait; a
+ * woken user refused again keeps its place). As many are woken as places are free (`woken`
+ * counts those on their way), so no try that would find a place is skipped.
+ * Only with a constant think time (each try's time is then known without a draw). The same
+ * run but for the event count, except where a skipped try falls on the same nanosecond as an
+ * event queued after it one period before: that event then runs first. The counters are
+ * brought up to date (wl_count_to) where they are read: each series row, the end of model_run.
+ * The waiting users are a treap keyed by (phase, rank) with subtree sizes: the next try after
+ * a time, and the number of tries up to it, each in O(log n). */
+struct wl_waiters {
+    simtime period;             /* P: think + retry_after, the same for every try */
+    int32_t root, n, woken;     /* the treap (-1: empty), users in it, woken and on their way */
+    int32_t *left, *right, *sz; /* per user: the treap's links and subtree sizes */
+    simtime *entered;           /* per user: when it was refused; tries at entered + kP, k >= 1 */
+    int64_t *rank;              /* per user: its place among those of the same phase */
+    int64_t last_rank, first_rank; /* the last rank given after the others, before them */
+    int64_t rounds;                /* the sum over waiting users of floor(entered / P) */
+    uint64_t left_tries;           /* the tries of users who left the treap, up to their leaving */
+    uint64_t counted;              /* tries already added to the counters */
+    simtime last_entry;            /* the last time a user began to wait */
+    int32_t last_entries;          /* users who began to wait then and wait still */
+    int32_t returning;             /* the woken user whose try is being handled, -1 none */
+    uint64_t returning_event;
+};
+
+static simtime wl_phase(const struct wl_waiters *w, int32_t u)
+{
+    return w->entered[u] % w->period;
+}
+
+/* (phase, rank) of u before that of v? */
+static int wl_before(const struct wl_waiters *w, int32_t u, simtime phase, int64_t rank)
+{
+    simtime p = wl_phase(w, u);
+    return p < phase || (p == phase && w->rank[u] < rank);
+}
+
+/* A node's heap priority: a hash of the user, so the tree's shape is the same run to run. */
+static uint32_t wl_priority(int32_t u)
+{
+    return (uint32_t)(rng_key(0x77616974ull, (uint64_t)u, 0) >> 32);
+}
+
+static int32_t wl_size(const struct wl_waiters *w, int32_t t)
+{
+    return t < 0 ? 0 : w->sz[t];
+}
+
+static void wl_fix(struct wl_waiters *w, int32_t t)
+{
+    w->sz[t] = 1 + wl_size(w, w->left[t]) + wl_size(w, w->right[t]);
+}
+
+/* Split tree t into the keys before (phase, rank) (*a) and the rest (*b). */
+static void wl_split(struct wl_waiters *w, int32_t t, simtime phase, int64_t rank, int32_t *a,
+                     int32_t *b)
+{
+    if (t < 0) {
+        *a = *b = -1;
+    } else if (wl_before(w, t, phase, rank)) {
+        wl_split(w, w->right[t], phase, rank, &w->right[t], b);
+        wl_fix(w, t);
+        *a = t;
+    } else {
+        wl_split(w, w->left[t], phase, rank, a, &w->left[t]);
+        wl_fix(w, t);
+        *b = t;
+    }
+}
+
+/* Every key of a before every key of b. */
+static int32_t wl_merge(struct wl_waiters *w, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0)
+        return a < 0 ? b : a;
+    if (wl_priority(a) > wl_priority(b)) {
+        w->right[a] = wl_merge(w, w->right[a], b);
+        wl_fix(w, a);
+        return a;
+    }
+    w->left[b] = wl_merge(w, a, w->left[b]);
+    wl_fix(w, b);
+    return b;
+}
+
+/* Take the least key out of tree *t (not empty); returns its user. */
+static int32_t wl_take_first(struct wl_waiters *w, int32_t *t)
+{
+    if (w->left[*t] < 0) {
+        int32_t u = *t;
+        *t = w->right[u];
+        return u;
+    }
+    int32_t u = wl_take_first(w, &w->left[*t]);
+    wl_fix(w, *t);
+    return u;
+}
+
+/* Waiting users whose phase is above `phase`. */
+static int64_t wl_count_after(const struct wl_waiters *w, simtime phase)
+{
+    int64_t n = 0;
+    for (int32_t t = w->root; t >= 0;)
+        if (wl_phase(w, t) > phase) {
+            n += 1 + wl_size(w, w->right[t]);
+            t = w->left[t];
+        } else {
+            t = w->right[t];
+        }
+    return n;
+}
+
+/* A refused user (its try at m->now failed) waits for a place instead of trying every
+ * `period`; 0 where the shortcut does not apply (a random think time): it tries as before. */
+static int wl_wait(struct model *m, int32_t user, simtime period)
+{
+    const struct scenario *s = m->s;
+    if (s->think.shape != DIST_CONST || period <= 0)
+        return 0;
+    struct wl_waiters *w = m->waiters;
+    if (w && w->period != period)
+        return 0;
+    if (!w) {
+        size_t n = (size_t)s->users;
+        w = m->waiters = xrealloc(NULL, 1, sizeof *w);
+        *w = (struct wl_waiters){.period = period, .root = -1, .returning = -1};
+        w->left = xrealloc(NULL, n, sizeof *w->left);
+        w->right = xrealloc(NULL, n, sizeof *w->right);
+        w->sz = xrealloc(NULL, n, sizeof *w->sz);
+        w->entered = xrealloc(NULL, n, sizeof *w->entered);
+        w->rank = xrealloc(NULL, n, sizeof *w->rank);
+    }
+    if (m->user_iter[user] == 1) /* a first arrival: its order was reserved at the start */
+        w->rank[user] = --w->first_rank;
+    else if (w->returning != user || w->returning_event != m->stats.events)
+        w->rank[user] = ++w->last_rank; /* else a woken user refused again keeps its rank */
+    w->returning = -1;
+    w->entered[user] = m->now;
+    w->last_entries = w->last_entry == m->now ? w->last_entries + 1 : 1;
+    w->last_entry = m->now;
+    w->left[user] = w->right[user] = -1;
+    w->sz[user] = 1;
+    int32_t a, b;
+    wl_split(w, w->root, wl_phase(w, user), w->rank[user], &a, &b);
+    w->root = wl_merge(w, wl_merge(w, a, user), b);
+    w->n++;
+    w->rounds += m->now / period;
+    return 1;
+}
+
+/* Places free now: connections below maxConnections, then the backlog's. */
+static int64_t wl_places(const struct model *m)
+{
+    int64_t conns = m->s->max_connections - m->conns;
+    return (conns > 0 ? conns : 0) + m->s->accept_count - m->backlog.len;
+}
+
+/* Send the waiting users whose next tries come first, one per free place not already going
+ * to a woken user; each tries at its next try after now (those up to now were refused). */
+static void wl_wake(struct model *m)
+{
+    struct wl_waiters *w = m->waiters;
+    if (m->now >= m->s->duration)
+        return; /* no try from the end on (wl_arrive) */
+    while (w->n > 0 && wl_places(m) > w->woken) {
+        int32_t a, b, u;
+        wl_split(w, w->root, m->now % w->period + 1, 0, &a, &b); /* b: phases after now's */
+        if (b >= 0)
+            u = wl_take_first(w, &b);
+        else
+            u = wl_take_first(w, &a);
+        w->root = wl_merge(w, a, b);
+        simtime e = w->entered[u];
+        uint64_t tries = (uint64_t)((m->now - e) / w->period); /* refused, up to now */
+        w->n--;
+        w->rounds -= e / w->period;
+        w->last_entries -= e == w->last_entry;
+        w->left_tries += tries;
+        m->user_iter[u] += (uint32_t)tries;
+        w->woken++;
+        evq_push(&m->events, e + (simtime)(tries + 1) * w->period, EV_ARRIVE, (uint32_t)u, 1);
+    }
+}
+
+/* EV_ARRIVE with b = 1: a woken user's try (wl_wake). */
+static void wl_woken_arrives(struct model *m, const struct event *e)
+{
+    if (!e->b)
+        return;
+    m->waiters->woken--;
+    m->waiters->returning = (int32_t)e->a;
+    m->waiters->returning_event = m->stats.events; /* this event: model_step counts it after */
+}
+
+/* Count the waiting users' tries at or before t (none at or after the end, as wl_arrive): a
+ * try of user u at entered + kP <= t, so floor((t - entered) / P) of them; summed with
+ * t = qP + r and entered = aP + b, it is n q - sum(a) - #{b > r}, less one for each user
+ * who entered after t (at most one period after, so it counted -1). */
+static void wl_count_to(struct model *m, simtime t)
+{
+    struct wl_waiters *w = m->waiters;
+    if (t >= m->s->duration)
+        t = m->s->duration - 1;
+    int64_t waiting = (int64_t)w->n * (t / w->period) - w->rounds -
+                      wl_count_after(w, t % w->period) + (t < w->last_entry ? w->last_entries : 0);
+    uint64_t total = w->left_tries + (uint64_t)waiting, more = total - w->counted;
+    m->stats.failed[FAIL_REFUSED] += more;
+    m->stats.arrived += more;
+    m->next_req_id += (uint32_t)more;
+    w->counted = total;
+}
+
+/* All events up to now are handled: count the tries up to now. */
+static void wl_settle(struct model *m)
+{
+    if (m->waiters)
+        wl_count_to(m, m->now);
+}
+
+/* EV_SAMPLE at now: a try at now comes after it when the sample was queued first (its
+ * interval is at least P), as the try, queued one period before, would then be. */
+static void wl_settle_sample(struct model *m)
+{
+    if (m->waiters)
+        wl_count_to(m, m->now - (m->s->sample_interval >= m->waiters->period));
+}
+
+static void wl_waiters_free(struct model *m)
+{
+    struct wl_waiters *w = m->waiters;
+    if (!w)
+        return;
+    free(w->left);
+    free(w->right);
+    free(w->sz);
+    free(w->entered);
+    free(w->rank);
+    free(w);
+    m->waiters = NULL;
 }
 
 /* ==== Part II. Tools ==== */

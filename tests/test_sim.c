@@ -1171,6 +1171,116 @@ static void test_retry_storm_bounded(void)
     }
 }
 
+/* A user refused at the door (maxConnections and acceptCount full) waits for a free place
+ * instead of trying every `retry_after` (I.12). Truth: the same run trying every time, which a
+ * think time of uniform(0, 0) (each draw 0, as const, but a draw) still does: every counter,
+ * latency and series row agree, with and without a ramp-up (all users refused at one instant,
+ * or spread), in both models, with the platform's release CPU. */
+static void test_refused_retries_exact(void)
+{
+    static const char *const rampups[] = {"0", "0.3s"};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < MODEL_N; k++) {
+            char text[512];
+            snprintf(text, sizeof text,
+                     "users = 2000\nthink = 0\nretry_after = 1ms\nrampup = %s\nduration = 1s\n"
+                     "warmup = 0.2s\nprogram = cpu(50us) call(a)*2\nservice.a.latency = 20ms\n"
+                     "platform.max_connections = 300\nplatform.accept_count = 20\n"
+                     "platform.release_cpu = 2us\n",
+                     rampups[i]);
+            struct scenario fast, slow;
+            must_load(&fast, text);
+            must_load(&slow, text);
+            slow.think = (struct dist){DIST_UNIFORM, 0, 0};
+            struct model a, b;
+            model_init(&a, &fast, k);
+            model_init(&b, &slow, k);
+            a.keep_series = b.keep_series = 1;
+            model_run(&a, fast.duration);
+            model_run(&b, slow.duration);
+            int same = a.stats.arrived == b.stats.arrived &&
+                       a.stats.completed == b.stats.completed &&
+                       a.stats.lat_sum == b.stats.lat_sum &&
+                       !memcmp(a.stats.failed, b.stats.failed, sizeof a.stats.failed) &&
+                       a.nseries == b.nseries && a.next_req_id == b.next_req_id;
+            for (int r = 0; same && r < a.nseries; r++)
+                same = a.series[r].failed == b.series[r].failed &&
+                       a.series[r].in_flight == b.series[r].in_flight;
+            CHECK(same && b.stats.failed[FAIL_REFUSED] > 100000,
+                  "%s, ramp-up %s: as trying every time: %" PRIu64 " and %" PRIu64
+                  " refused, %" PRIu64 " and %" PRIu64 " completed, in %" PRIu64 " and %" PRIu64
+                  " events",
+                  model_names[k], rampups[i], a.stats.failed[FAIL_REFUSED],
+                  b.stats.failed[FAIL_REFUSED], a.stats.completed, b.stats.completed,
+                  a.stats.events, b.stats.events);
+            model_free(&a);
+            model_free(&b);
+        }
+}
+
+/* A --validate row retries a refused user every millisecond (the load generator's users send
+ * again at once); with 100,000 users and a few thousand places that was a hundred million
+ * tries a simulated second, each an event. The row now costs about what the same scenario
+ * costs with one-second retries. Counted in events, not wall time; stopped at 20x so that the
+ * old cost fails quickly. And a row that runs long says so on stderr. */
+static void test_validate_row_cost(void)
+{
+    char path[] = "/tmp/loomlab-valcost-XXXXXX", err[512] = "";
+    put_file(path, "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                   "peak_rss_bytes,warmup_s,window_s\n"
+                   "100000,platform,off,3,50,1300,760,780,222,30000000,1,2\n");
+    struct val_point *p;
+    int n;
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1, "row parses: %s", err);
+    if (n != 1) {
+        unlink(path);
+        return;
+    }
+    static const char *const slow_retry[] = {"retry_after=1s"};
+    struct scenario row, direct;
+    CHECK(val_scenario(&row, &p[0], path, NULL, NULL, 0, err, sizeof err) == 0 &&
+              val_scenario(&direct, &p[0], path, NULL, slow_retry, 1, err, sizeof err) == 0,
+          "scenarios: %s", err);
+    CHECK(row.retry_after == MS && direct.retry_after == SEC, "the row retries every %g ms",
+          (double)row.retry_after / 1e6);
+    struct model m;
+    model_init(&m, &direct, p[0].mode);
+    model_run(&m, direct.duration);
+    uint64_t cost = m.stats.events;
+    model_free(&m);
+    model_init(&m, &row, p[0].mode);
+    int saved = dup(2);
+    fflush(stderr);
+    char log[] = "/tmp/loomlab-valcost-log-XXXXXX";
+    int fd = mkstemp(log);
+    dup2(fd, 2);
+    struct val_progress prog = {"row", wall_now(), wall_now(), 0};
+    simtime step = row.duration / 100;
+    for (simtime to = step; to <= row.duration && m.stats.events < 20 * cost; to += step)
+        val_run(&m, to, &prog);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECK(m.now == row.duration && m.stats.events < 3 * cost,
+          "a row of 100,000 users: %" PRIu64
+          " events to %.2f s, the same with 1 s retries %" PRIu64,
+          m.stats.events, (double)m.now / SEC, cost);
+    CHECK(m.stats.failed[FAIL_REFUSED] > 10000000, "it still counts its refused tries: %" PRIu64,
+          m.stats.failed[FAIL_REFUSED]);
+    model_free(&m);
+    FILE *in = fdopen(fd, "r");
+    rewind(in);
+    char line[256];
+    int lines = 0;
+    while (fgets(line, sizeof line, in))
+        lines += strstr(line, "sim: row: ") && strstr(line, "s of 3.00 s simulated") != NULL;
+    fclose(in);
+    unlink(log);
+    CHECK(lines >= 10, "progress lines on stderr: %d", lines);
+    free(p);
+    unlink(path);
+}
+
 /* The time series is kept only when asked (the window, --series, --live), and never beyond
  * SERIES_MAX rows; a run that would keep more is refused, naming the memory. */
 static void test_series_kept_when_used(void)
@@ -2794,6 +2904,8 @@ int main(void)
     test_pool_release_race();
     test_idle_retirement_exact();
     test_retry_storm_bounded();
+    test_refused_retries_exact();
+    test_validate_row_cost();
     test_series_kept_when_used();
     test_blog_thread_counts();
     test_scenario_claims();
