@@ -7346,9 +7346,28 @@ static int tl_unique(struct tl_place *p, size_t n, const struct scn_src *src)
     return 0;
 }
 
+/* A second's counts that contradict each other: more requests failed for want of a port than
+ * failed at all, more sockets in TIME_WAIT than the range has ports. The study's timelines
+ * were measured when bench counted failed_no_port per connect() (up to K a request) and
+ * TIME_WAIT over every port pair, and hold such rows: TL_STRICT_COUNTS turns the refusal on
+ * (1) once they are measured again by the definitions above (tl_read_checked: always). */
+#define TL_STRICT_COUNTS 0
+
+/* -1 after a message when row's counts v (enum tl_series) contradict each other or its ports
+ * lo..hi; an unknown count (NAN) contradicts nothing. */
+static int tl_counts_agree(const double *v, double lo, double hi, const struct scn_src *src)
+{
+    if (v[TL_NO_PORT] > v[TL_FAILED])
+        return scn_fail(src, "failed_no_port %g is above failed %g", v[TL_NO_PORT], v[TL_FAILED]);
+    if (v[TL_TIME_WAIT] > hi - lo + 1)
+        return scn_fail(src, "time_wait %g is above the %g ports of %g-%g", v[TL_TIME_WAIT],
+                        hi - lo + 1, lo, hi);
+    return 0;
+}
+
 /* One data row into its cell's sums; *place says where it was. */
 static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c, int *nc,
-                  struct tl_place *place, const struct scn_src *src)
+                  struct tl_place *place, int strict, const struct scn_src *src)
 {
     struct val_point pt;
     double run, t, v[TL_N];
@@ -7362,6 +7381,8 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
     for (int k = 0; k < TL_N; k++)
         if (tl_value(f, col, TLC_SERVED + k, &v[k], src) < 0)
             return -1;
+    if (strict && tl_counts_agree(v, pt.extra[VX_PORT_LOW], pt.extra[VX_PORT_HIGH], src) < 0)
+        return -1;
     struct tl_cell *x = tl_cell_of(c, nc, &pt, src);
     if (!x)
         return -1;
@@ -7389,8 +7410,10 @@ static void tl_find_wall(struct tl_cell *c, int t)
     }
 }
 
-/* Read a timeline CSV into cells (their sums made means). 0, or -1 after a message. */
-static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
+/* Read a timeline CSV into cells (their sums made means), its counts checked against each
+ * other when `strict` (tl_counts_agree). 0, or -1 after a message. */
+static int tl_read_checked(const char *path, struct tl_cell *c, int *nc, int strict, char *err,
+                           size_t errlen)
 {
     FILE *fp = io_open_in(path, err, errlen);
     if (!fp)
@@ -7414,7 +7437,7 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
             continue;
         if (nplace == cap)
             place = xrealloc(place, cap = cap ? 2 * cap : 256, sizeof *place);
-        if ((rc = tl_row(f, n, nhead, col, c, nc, &place[nplace++], &text.src)) < 0)
+        if ((rc = tl_row(f, n, nhead, col, c, nc, &place[nplace++], strict, &text.src)) < 0)
             break;
     }
     fclose(fp);
@@ -7435,6 +7458,11 @@ static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size
                 tl_find_wall(&c[i], t);
         }
     return rc;
+}
+
+static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
+{
+    return tl_read_checked(path, c, nc, TL_STRICT_COUNTS, err, errlen);
 }
 
 /* From the second of the predicted wall on, a request that finds no port fails at once and
