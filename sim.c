@@ -154,6 +154,23 @@ struct evq {
     uint64_t seq;
 };
 
+/* The policy of a par(...) whose call fails (on_failure): cancel the siblings and fail at
+ * once, as JDK 25's StructuredTaskScope.open() does with its default joiner (the scope's
+ * shutdown interrupts every unfinished subtask), or wait for every sibling (join all). */
+enum on_failure { ON_FAILURE_CANCEL, ON_FAILURE_WAIT };
+static const char *const on_failure_names[] = {"cancel", "wait", NULL};
+
+/* What a downstream call is doing, for a cancellation (svc_cancel_call, I.9). */
+enum call_where { CALL_WAIT_CONN, CALL_WAIT_SLOT, CALL_IN_SERVICE, CALL_CANCELLED };
+
+/* The fan-out's figures in the statistics window (I.9 counts them, IV.1 reports them): the
+ * failed requests' latency, the calls begun, the time calls held a connection. */
+struct scope_stats {
+    struct hist *failed_lat; /* ns, requests failed in the window; NULL until the first */
+    uint64_t failed, calls;  /* requests failed, calls begun, in the window */
+    double held_ns;          /* connections held by calls, released in the window */
+};
+
 /* ==== Part I. The two models ==== */
 
 /* ~~~~ The lesson begins: the types, the request interpreter, the two models, the engine ~~~~ */
@@ -210,6 +227,8 @@ struct service_cfg {
     int pool;             /* keep-alive connections in the caller's pool, 0 = new TCP per call */
     simtime connect_time; /* added to a call that opens a new connection */
     simtime timeout;      /* a call slower than this fails (504), 0 = never */
+    double fail_share;    /* calls that answer an error, 0..1, each drawn from the request */
+    simtime fail_after;   /* when such a call answers (its error), instead of `latency` */
     simtime wait;         /* longest a call waits for the limit's permit, then fails (503,
                              load shedding); SVC_WAIT_UNLIMITED = no bound */
     char wait_at[96];     /* where `wait` was set ("file:line"), "" if not */
@@ -269,6 +288,7 @@ struct scenario {
     /* network */
     int port_low, port_high, tw_reuse;
     int close_first; /* enum net_closer: whose side of a closed connection holds TIME_WAIT */
+    int on_failure;  /* enum on_failure: a par(...) whose call fails cancels or waits */
     simtime time_wait;
     simtime connect_cpu;      /* CPU a new TCP connection costs (connect, accept, close) */
     struct dist call_latency; /* added to every call: the network stack between the services */
@@ -288,7 +308,8 @@ struct scenario {
     X(FAIL_REJECTED, "rejected", "503: the executor's bounded queue was full")                     \
     X(FAIL_NO_PORT, "no_port", "connect failed: ephemeral ports exhausted (TIME_WAIT)")            \
     X(FAIL_TIMEOUT, "timeout", "504: a downstream call timed out")                                 \
-    X(FAIL_SHED, "shed", "503: no permit (service limit) within its wait: load shed")
+    X(FAIL_SHED, "shed", "503: no permit (service limit) within its wait: load shed")              \
+    X(FAIL_ERROR, "error", "502: a downstream call answered an error (service fail_share)")
 #define X_ENUM(e, name, doc) e,
 enum fail_reason { FAIL_NONE = -1, FAIL_REASONS(X_ENUM) FAIL_N };
 #define X_NAME(e, name, doc) name,
@@ -319,6 +340,7 @@ struct req {
     uint8_t parked;     /* virtual: unmounted and waiting for I/O */
     uint8_t pinned;     /* virtual: blocked while mounted (pinned or compensated) */
     uint8_t admitted;   /* holds one of the connector's maxConnections */
+    int32_t calls;      /* its calls in flight, linked by call.sib (a par's siblings) */
     uint64_t rng;       /* SplitMix64 state of the request's own stream */
     simtime arrived;    /* when it reached the server */
     simtime debt;       /* overhead CPU owed before the next step (creation, park, unpark) */
@@ -334,9 +356,12 @@ struct call {
     int32_t req;
     uint8_t svc;
     uint8_t timed_out;
-    uint8_t new_conn; /* opened a TCP connection (no pooling, or pool growing) */
-    simtime latency;  /* sampled when the step began, in program order (common random numbers) */
-    simtime shed_at;  /* waiting for the service's limit: when it gives up (service.wait) */
+    uint8_t new_conn;     /* opened a TCP connection (no pooling, or pool growing) */
+    uint8_t fails, where; /* it answers an error (fail_share); enum call_where */
+    int32_t sib;          /* the request's next call in flight (req.calls), -1 at the end */
+    simtime conn_at;      /* when it got its connection */
+    simtime latency; /* sampled when the step began, in program order (common random numbers) */
+    simtime shed_at; /* waiting for the service's limit: when it gives up (service.wait) */
 };
 
 enum thr_state { THR_IDLE, THR_READY, THR_RUNNING, THR_BLOCKED, THR_NSTATES };
@@ -530,6 +555,7 @@ struct stats {
     int32_t peak_ports_tw, peak_queued, peak_in_flight, peak_blocked;
     int64_t peak_thread_mem, peak_thread_reserved;
     int64_t peak_rss; /* mem.base + thread memory + in flight x mem.per_request */
+    struct scope_stats scope;
 };
 
 /* One execution model simulating the scenario. The two models share nothing mutable. */
@@ -616,7 +642,7 @@ static int wl_wait(struct model *m, int32_t user, simtime period);
 static void wl_wake(struct model *m);
 static void wl_woken_arrives(struct model *m, const struct event *e);
 static void wl_settle(struct model *m);
-static void wl_waiters_free(struct model *m);
+static void model_free_more(struct model *m);
 static void plat_thread_free(struct model *m, int32_t t);
 static void model_spawn_idle(struct model *m, int n);
 static void cpu_want(struct model *m, int32_t t, simtime ns);
@@ -629,6 +655,7 @@ static void thr_unidle(struct model *m, int32_t t);
 static void thr_idle_timer(struct model *m, int32_t t, simtime after);
 static void thr_idle_timer_fired(struct model *m, int32_t t);
 static int svc_call(struct model *m, int32_t r, int svc, simtime latency);
+static void svc_count_failed(struct model *m, const struct req *req);
 static void svc_done(struct model *m, const struct event *e);
 static void svc_shed(struct model *m, const struct event *e);
 static void svc_expire(struct model *m, struct svc_state *v);
@@ -816,6 +843,7 @@ static void req_count(struct model *m, int32_t r)
     m->in_flight--;
     if (req->fail != FAIL_NONE) {
         stats->failed[req->fail]++;
+        svc_count_failed(m, req); /* its latency, for the fan-out's report (I.9) */
     } else {
         stats->completed++;
         if (m->now >= m->s->warmup) {
@@ -1552,6 +1580,7 @@ static void wl_arrive(struct model *m, const struct event *e)
                              .fail = FAIL_NONE,
                              .rng = key,
                              .arrived = m->now,
+                             .calls = -1,
                              .id = ++m->next_req_id,
                              .home = -1};
     m->stats.arrived++;
@@ -1672,7 +1701,7 @@ static void model_free(struct model *m)
         m->ops->fini(m);
     free(m->core);
     free(m->user_iter);
-    wl_waiters_free(m);
+    model_free_more(m);
     free(m->series);
     free(m->stats.lat);
     free(m->stats.lat_interval);
@@ -1929,6 +1958,9 @@ static void thr_unidle(struct model *m, int32_t t)
 
 /* ---- I.9 Downstream services ---- */
 
+static void fifo_remove(struct fifo *q, void *base, size_t size, int32_t i); /* II.5 */
+static uint64_t rng_splitmix(uint64_t *state);                               /* II.1 */
+
 /* Ephemeral ports. Each closed connection's port sits in TIME_WAIT until its expiry, on the
  * side that closed first (net.close_first); expired ones are dropped lazily. */
 static void svc_tw_alloc(struct tw_ring *q, int32_t cap)
@@ -2010,6 +2042,37 @@ static void svc_port_close(struct model *m, struct svc_state *v)
     svc_tw_push(&v->tw, m->now + m->s->time_wait, &m->ports_tw);
 }
 
+/* The call is over for its request: out of the request's list of calls (req.calls), freed. */
+static void svc_call_free(struct model *m, int32_t c)
+{
+    int32_t *at = &m->req[m->call[c].req].calls;
+    while (*at != c)
+        at = &m->call[*at].sib;
+    *at = m->call[c].sib;
+    call_free(m, c);
+}
+
+/* The call's connection is released now: the time it held it, in the window. */
+static void svc_held(struct model *m, int32_t c)
+{
+    if (m->now >= m->s->warmup)
+        m->stats.scope.held_ns += (double)(m->now - m->call[c].conn_at);
+}
+
+/* Call c opens a new TCP connection (its port taken): counted, its connect CPU owed. */
+static void svc_new_conn(struct model *m, int32_t c)
+{
+    struct svc_state *v = &m->svc[m->call[c].svc];
+    v->opened++;
+    m->call[c].new_conn = 1;
+    m->req[m->call[c].req].debt +=
+        cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
+    if (m->s->svc[m->call[c].svc].pool > 0) {
+        v->conns_open++;
+        v->conns_busy++;
+    }
+}
+
 /* The call has a connection: now it needs a slot at the service, then it takes its latency. */
 static void svc_start(struct model *m, int32_t c)
 {
@@ -2021,6 +2084,7 @@ static void svc_start(struct model *m, int32_t c)
         k->timed_out = 1;
     }
     m->svc[k->svc].in_service++;
+    k->where = CALL_IN_SERVICE;
     evq_push_lane(&m->events, k->svc % EVQ_SERVICE_LANES, m->now + lat, EV_IO_DONE, (uint32_t)c,
                   (uint32_t)k->req);
 }
@@ -2034,12 +2098,14 @@ static int svc_connected(struct model *m, int32_t c, int may_refuse)
     struct call *k = &m->call[c];
     struct svc_state *v = &m->svc[k->svc];
     const struct service_cfg *cfg = &m->s->svc[k->svc];
+    k->conn_at = m->now;
     if (!cfg->limit || v->in_service < cfg->limit) {
         svc_start(m, c);
         return 0;
     }
     if (cfg->wait == 0 && may_refuse)
         return -1;
+    k->where = CALL_WAIT_SLOT;
     FIFO_PUSH(&v->wait_slot, m->call, c);
     if (cfg->wait != SVC_WAIT_UNLIMITED) {
         m->call[c].shed_at = m->now + cfg->wait;
@@ -2064,17 +2130,105 @@ static void svc_release_conn(struct model *m, int svc)
     }
 }
 
+/* STRUCTURED CONCURRENCY: a par(...) is a scope whose subtasks are its calls. When one fails
+ * (an error, a timeout, no permit, no port) and on_failure is cancel, the scope shuts down:
+ * JDK 25's StructuredTaskScope interrupts every unfinished subtask, and a virtual thread
+ * parked in a socket read is unparked, its socket closed ("Closed by interrupt"). The C
+ * server does the same (aggregator.c: agg_scope_run forks the calls, the first failure's
+ * agg_scope_failed calls vt_cancel on each sibling, whose parked ds_call wakes with ECANCELED
+ * and closes its connection). Here each sibling still in flight ends at once: its permit of
+ * `limit` goes to the next in line, its connection is closed, never pooled, and its answer,
+ * when it comes, is dropped; siblings not yet begun never begin (svc_call). The request then
+ * fails at once with the first failure's reason. With wait it fails when its last call is
+ * done, as a join of every subtask would. */
+
+/* A cancelled call's connection is closed, never pooled (its answer, half read, would be the
+ * next call's). The answer then comes to a socket already closed, which answers it with a
+ * reset: our port is free at once, without TIME_WAIT. A pooled one closed leaves room in the
+ * pool: a call waiting for a connection opens a new one. */
+static void svc_abort_conn(struct model *m, int svc)
+{
+    struct svc_state *v = &m->svc[svc];
+    v->ports_open--;
+    if (m->s->svc[svc].pool == 0)
+        return;
+    v->conns_open--;
+    v->conns_busy--;
+    int32_t next = v->wait_conn.head;
+    if (next >= 0 && svc_port_take(m, v) == 0) {
+        FIFO_POP(&v->wait_conn, m->call);
+        svc_new_conn(m, next);
+        svc_connected(m, next, 0);
+    }
+}
+
+/* Cancel call c, wherever it is: waiting for a connection, for a permit, or in service. */
+static void svc_cancel_call(struct model *m, int32_t c)
+{
+    struct call *k = &m->call[c];
+    struct svc_state *v = &m->svc[k->svc];
+    int svc = k->svc, where = k->where;
+    int32_t next;
+    v->inflight--;
+    if (where == CALL_WAIT_CONN) {
+        fifo_remove(&v->wait_conn, m->call, sizeof *m->call, c);
+        call_free(m, c);
+        return;
+    }
+    if (where == CALL_WAIT_SLOT) {
+        fifo_remove(&v->wait_slot, m->call, sizeof *m->call, c);
+    } else { /* in service: its permit is the next in line's */
+        v->in_service--;
+        if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0)
+            svc_start(m, next);
+    }
+    svc_held(m, c);
+    svc_abort_conn(m, svc);
+    if (where == CALL_WAIT_SLOT)
+        call_free(m, c);
+    else
+        m->call[c].where = CALL_CANCELLED; /* its EV_IO_DONE frees it */
+}
+
+/* A call of request r failed (and is out of r's list): with cancel, its siblings end now. */
+static void svc_scope_fail(struct model *m, int32_t r)
+{
+    if (m->s->on_failure != ON_FAILURE_CANCEL)
+        return;
+    for (int32_t c; (c = m->req[r].calls) >= 0;) {
+        m->req[r].calls = m->call[c].sib;
+        svc_cancel_call(m, c);
+        m->req[r].pending--;
+    }
+}
+
+/* req_count: a request failed; in the window its latency is kept for the report. */
+static void svc_count_failed(struct model *m, const struct req *req)
+{
+    struct scope_stats *sc = &m->stats.scope;
+    if (m->now < m->s->warmup)
+        return;
+    if (!sc->failed_lat)
+        sc->failed_lat = hist_new();
+    sc->failed++;
+    hist_add(sc->failed_lat, (uint64_t)(m->now - req->arrived));
+}
+
 /* A call that got no permit fails its request with a 503: the request goes on once its other
  * calls are answered, then fails (as a timeout does). */
+static void svc_scope_fail(struct model *m, int32_t r);
+
 static void svc_shed_call(struct model *m, int32_t c)
 {
     int svc = m->call[c].svc;
     int32_t r = m->call[c].req;
     m->svc[svc].inflight--;
-    call_free(m, c);
+    svc_held(m, c);
+    svc_call_free(m, c);
     svc_release_conn(m, svc);
     if (m->req[r].fail == FAIL_NONE)
         m->req[r].fail = FAIL_SHED;
+    svc_scope_fail(m, r);
 }
 
 /* The call at the head of service svc's line if it has waited its `wait` by t, else -1. */
@@ -2114,8 +2268,19 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
 {
     const struct service_cfg *cfg = &m->s->svc[svc];
     struct svc_state *v = &m->svc[svc];
+    if (m->s->on_failure == ON_FAILURE_CANCEL && m->req[r].fail != FAIL_NONE)
+        return m->req[r].fail; /* a sibling failed: the scope is shut down, this one never forks */
+    int fails = cfg->fail_share > 0 && rng_unit(rng_splitmix(&m->req[r].rng)) < cfg->fail_share;
     int32_t c = call_alloc(m);
-    m->call[c] = (struct call){.next = -1, .req = r, .svc = (uint8_t)svc, .latency = latency};
+    m->call[c] = (struct call){.next = -1,
+                               .req = r,
+                               .svc = (uint8_t)svc,
+                               .latency = fails ? cfg->fail_after : latency,
+                               .fails = (uint8_t)fails,
+                               .where = CALL_WAIT_CONN,
+                               .sib = m->req[r].calls};
+    m->req[r].calls = c;
+    m->stats.scope.calls += m->now >= m->s->warmup;
     v->calls++;
     v->inflight++;
     if (cfg->pool > 0) { /* keep-alive pool: reuse, grow up to the pool size, or wait */
@@ -2130,17 +2295,11 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
     }
     if (svc_port_take(m, v) < 0) {
         v->inflight--;
-        call_free(m, c);
+        svc_call_free(m, c);
+        svc_scope_fail(m, r);
         return FAIL_NO_PORT;
     }
-    v->opened++;
-    m->call[c].new_conn = 1;
-    m->req[r].debt +=
-        cpu_cost(m, m->s->connect_cpu); /* paid on the caller's thread when it runs again */
-    if (cfg->pool > 0) {
-        v->conns_open++;
-        v->conns_busy++;
-    }
+    svc_new_conn(m, c);
     return svc_admit(m, c);
 }
 
@@ -2150,17 +2309,25 @@ static void svc_done(struct model *m, const struct event *e)
 {
     int32_t c = (int32_t)e->a, next;
     struct call *k = &m->call[c];
+    if (k->where == CALL_CANCELLED) { /* its scope ended it (svc_cancel_call): nobody reads it */
+        call_free(m, c);
+        return;
+    }
     struct svc_state *v = &m->svc[k->svc];
     int32_t r = k->req;
     v->in_service--;
     v->inflight--;
     if ((next = FIFO_POP(&v->wait_slot, m->call)) >= 0)
         svc_start(m, next);
+    svc_held(m, c);
     svc_release_conn(m, k->svc);
     k = &m->call[c];
-    if (k->timed_out && m->req[r].fail == FAIL_NONE)
-        m->req[r].fail = FAIL_TIMEOUT;
-    call_free(m, c);
+    int failed = k->timed_out ? FAIL_TIMEOUT : k->fails ? FAIL_ERROR : FAIL_NONE;
+    if (failed != FAIL_NONE && m->req[r].fail == FAIL_NONE)
+        m->req[r].fail = (int8_t)failed;
+    svc_call_free(m, c);
+    if (failed != FAIL_NONE)
+        svc_scope_fail(m, r);
     req_wake_one(m, r);
 }
 
@@ -2633,8 +2800,9 @@ static void model_narrate(const struct model *m, const struct model_subject *u, 
  * woken user refused again keeps its place). As many are woken as places are free (`woken`
  * counts those on their way), so no try that would find a place is skipped.
  * Only with a constant think time (each try's time is then known without a draw). The same
- * run but for the event count, except where a skipped try falls on the same nanosecond as an
- * event queued after it one period before: that event then runs first. The counters are
+ * run but for the event count, except at an instant a try shares with other events: a woken
+ * try is queued when it is woken, not one period before, so it runs after the events queued
+ * in between (a grid of samples and ramp-up arrivals can line up so). The counters are
  * brought up to date (wl_count_to) where they are read: each series row, the end of model_run.
  * The waiting users are a treap keyed by (phase, rank) with subtree sizes: the next try after
  * a time, and the number of tries up to it, each in O(log n). */
@@ -2854,6 +3022,16 @@ static void wl_settle_sample(struct model *m)
 {
     if (m->waiters)
         wl_count_to(m, m->now - (m->s->sample_interval >= m->waiters->period));
+}
+
+static void wl_waiters_free(struct model *m);
+
+/* What model_free frees beyond the engine's own: the waiting users (I.12), the fan-out's
+ * histogram (I.9). */
+static void model_free_more(struct model *m)
+{
+    wl_waiters_free(m);
+    free(m->stats.scope.failed_lat);
 }
 
 static void wl_waiters_free(struct model *m)
@@ -3589,6 +3767,22 @@ static int32_t fifo_pop(struct fifo *q, void *base, size_t size)
     return i;
 }
 
+/* Take i out of q wherever it is (a walk from the head: for the rare cancellation). */
+static void fifo_remove(struct fifo *q, void *base, size_t size, int32_t i)
+{
+    int32_t prev = -1;
+    for (int32_t j = q->head; j >= 0 && j != i; j = *fifo_link(base, size, j))
+        prev = j;
+    int32_t after = *fifo_link(base, size, i);
+    if (prev < 0)
+        q->head = after;
+    else
+        *fifo_link(base, size, prev) = after;
+    if (q->tail == i)
+        q->tail = prev;
+    q->len--;
+}
+
 static int32_t req_alloc(struct model *m)
 {
     return slot_take((void **)&m->req, &m->nreq, &m->capreq, &m->free_req, sizeof *m->req);
@@ -3727,6 +3921,7 @@ static const struct {
 } scn_enums[] = {
     {offsetof(struct scenario, vt_sched), vt_policy_names},
     {offsetof(struct scenario, close_first), net_closer_names},
+    {offsetof(struct scenario, on_failure), on_failure_names},
 };
 
 #define SK(field) offsetof(struct scenario, field)
@@ -3834,6 +4029,10 @@ static const struct scn_key scn_keys[] = {
     {"net.close_first", K_ENUM, SK(close_first), "client", 0, 0,
      "who closes an unpooled connection first, so holds its TIME_WAIT: client (the aggregator: "
      "its port is held, the port wall) or server (the downstream: a new SYN takes it over)"},
+    {"on_failure", K_ENUM, SK(on_failure), "cancel", 0, 0,
+     "a par(...) whose call fails: cancel (its other calls end at once, their permits and "
+     "connections given back, and the request fails: StructuredTaskScope) or wait (the request "
+     "fails when its slowest call is done: join all)"},
 };
 #define SCN_NKEYS (sizeof scn_keys / sizeof scn_keys[0])
 _Static_assert(SCN_NKEYS <= SCN_MAX_KEYS, "struct scenario's key_at[] has a row per key");
@@ -3853,6 +4052,10 @@ static const struct scn_key svc_keys[] = {
     {"wait", K_TIME, SVK(wait), "unlimited", 0, 3600e9,
      "longest a call waits for a permit of `limit`; then its request fails with a 503, `shed` "
      "(Semaphore.tryAcquire(wait)); 0 = it never waits, unlimited = as long as it takes"},
+    {"fail_share", K_DOUBLE, SVK(fail_share), "0", 0, 1,
+     "share of the calls that answer an error (its request fails, 502), each drawn at random"},
+    {"fail_after", K_TIME, SVK(fail_after), "0", 0, 3600e9,
+     "when a failing call answers its error, instead of after `latency`"},
 };
 #define SVC_NKEYS (sizeof svc_keys / sizeof svc_keys[0])
 
@@ -4756,6 +4959,10 @@ struct result {
     double peak_queued, peak_ports_tw, peak_thread_mem, peak_thread_reserved, peak_rss;
     double ctx_switches, thread_creations, parks, conns_opened, events;
     double failed_by_reason[FAIL_N];
+    /* the fan-out's policy at work (on_failure, fail_share): the window's failed requests'
+     * latency (ms), downstream calls begun and connection time (ms) per request ended */
+    double failed_p50, failed_p99, calls_per_req, call_ms_per_req;
+    int scope;            /* 1: the scenario sets those keys, and reports show these rows */
     double window_s;      /* the statistics window, duration - warmup */
     struct bounds bounds; /* on throughput_rps */
     struct steady_run sr; /* this run's evidence for the verdict */
@@ -4765,6 +4972,27 @@ struct result {
 
 static void rep_bounds(const struct model *m, struct bounds *b);
 static void rep_steady(const struct model *m, struct result *r);
+
+/* Does the scenario set the fan-out's failure keys (on_failure, a service's fail_share)? */
+static int rep_scope_used(const struct scenario *s)
+{
+    int used = s->key_at[scn_key_index("on_failure")][0] != 0;
+    for (int i = 0; i < s->nsvc; i++)
+        used |= s->svc[i].fail_share > 0;
+    return used;
+}
+
+/* The fan-out's figures of one run's window (struct scope_stats). */
+static void rep_scope(const struct model *m, struct result *r)
+{
+    const struct scope_stats *sc = &m->stats.scope;
+    double ended = (double)m->stats.completed_window + (double)sc->failed;
+    r->scope = rep_scope_used(m->s);
+    r->failed_p50 = sc->failed_lat ? (double)hist_quantile(sc->failed_lat, 0.50) / 1e6 : 0;
+    r->failed_p99 = sc->failed_lat ? (double)hist_quantile(sc->failed_lat, 0.99) / 1e6 : 0;
+    r->calls_per_req = ended > 0 ? (double)sc->calls / ended : 0;
+    r->call_ms_per_req = ended > 0 ? sc->held_ns / 1e6 / ended : 0;
+}
 static void rep_verdict(struct result *out, const struct result *xs, int n);
 
 /* The latency rows (ms) of `done` requests whose latencies (ns) sum to lat_sum, in h. */
@@ -4793,6 +5021,7 @@ static void rep_result(const struct model *m, struct result *r)
     for (int k = 0; k < FAIL_N; k++)
         r->failed += (double)stats->failed[k], r->failed_by_reason[k] = (double)stats->failed[k];
     r->in_flight = m->in_flight;
+    rep_scope(m, r);
     r->peak_os_threads = stats->peak_os_threads;
     r->peak_blocked = stats->peak_blocked;
     r->peak_carriers_busy = stats->peak_carriers_busy;
@@ -4825,42 +5054,53 @@ struct rep_row {
     const char *key;   /* JSON / CSV name; a '.' puts it in a sub-object (latency_ms.p50) */
     size_t off;
     uint8_t fmt;
-    uint8_t ci;  /* a headline figure: it gets a 95% confidence interval (enum rep_ci) */
-    uint8_t sum; /* a count of requests: summed over replications, not averaged, so that
+    uint8_t ci;    /* a headline figure: it gets a 95% confidence interval (enum rep_ci) */
+    uint8_t sum;   /* a count of requests: summed over replications, not averaged, so that
                     arrived = completed + failed + in flight holds in whole numbers */
+    uint8_t scope; /* shown only where the scenario sets the fan-out's keys (result.scope) */
 };
 #define RR(field) offsetof(struct result, field)
 static const struct rep_row rep_rows[] = {
-    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, CI_MEAN, 0},
-    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, CI_MEAN, 0},
-    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, CI_PERCENTILE, 0},
-    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, CI_PERCENTILE, 0},
-    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, CI_PERCENTILE, 0},
-    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, CI_PERCENTILE, 0},
-    {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0, 0},
-    {"requests arrived", "arrived", RR(arrived), R_INT, 0, 1},
-    {"requests completed", "completed", RR(completed), R_INT, 0, 1},
-    {"requests failed", "failed", RR(failed), R_INT, 0, 1},
-    {"requests in flight at end", "in_flight", RR(in_flight), R_INT, 0, 1},
-    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT, 0, 0},
-    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT, 0, 0},
-    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT, 0, 0},
-    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT, 0, 0},
-    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT, 0, 0},
-    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT, 0, 0},
-    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT, 0, 0},
-    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB, 0, 0},
+    {"throughput (req/s)", "throughput_rps", RR(throughput_rps), R_RATE, CI_MEAN, 0, 0},
+    {"latency mean (ms)", "latency_ms.mean", RR(mean), R_MS, CI_MEAN, 0, 0},
+    {"latency p50 (ms)", "latency_ms.p50", RR(p50), R_MS, CI_PERCENTILE, 0, 0},
+    {"latency p90 (ms)", "latency_ms.p90", RR(p90), R_MS, CI_PERCENTILE, 0, 0},
+    {"latency p99 (ms)", "latency_ms.p99", RR(p99), R_MS, CI_PERCENTILE, 0, 0},
+    {"latency p99.9 (ms)", "latency_ms.p999", RR(p999), R_MS, CI_PERCENTILE, 0, 0},
+    {"latency max (ms)", "latency_ms.max", RR(max), R_MS, 0, 0, 0},
+    {"requests arrived", "arrived", RR(arrived), R_INT, 0, 1, 0},
+    {"requests completed", "completed", RR(completed), R_INT, 0, 1, 0},
+    {"requests failed", "failed", RR(failed), R_INT, 0, 1, 0},
+    {"requests in flight at end", "in_flight", RR(in_flight), R_INT, 0, 1, 0},
+    {"peak OS threads", "peak_os_threads", RR(peak_os_threads), R_INT, 0, 0, 0},
+    {"peak OS threads blocked", "peak_threads_blocked", RR(peak_blocked), R_INT, 0, 0, 0},
+    {"peak carriers busy", "peak_carriers_busy", RR(peak_carriers_busy), R_INT, 0, 0, 0},
+    {"peak virtual threads parked", "peak_vthreads_parked", RR(peak_vt_parked), R_INT, 0, 0, 0},
+    {"peak virtual threads pinned", "peak_vthreads_pinned", RR(peak_vt_pinned), R_INT, 0, 0, 0},
+    {"peak requests queued", "peak_queued", RR(peak_queued), R_INT, 0, 0, 0},
+    {"peak ports in TIME_WAIT", "peak_ports_time_wait", RR(peak_ports_tw), R_INT, 0, 0, 0},
+    {"peak thread memory (MiB)", "peak_thread_memory_bytes", RR(peak_thread_mem), R_MIB, 0, 0, 0},
     {"peak stack reserved (MiB)", "peak_thread_reserved_bytes", RR(peak_thread_reserved), R_MIB, 0,
-     0},
-    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0, 0},
-    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, CI_MEAN, 0},
-    {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0, 0},
-    {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0, 0},
-    {"virtual thread parks", "parks", RR(parks), R_INT, 0, 0},
-    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT, 0, 0},
-    {"events simulated", "events", RR(events), R_INT, 0, 0},
+     0, 0},
+    {"peak RSS, predicted (MiB)", "predicted_rss_bytes", RR(peak_rss), R_MIB, 0, 0, 0},
+    {"CPU utilisation (%)", "cpu_utilisation", RR(cpu_util), R_PCT, CI_MEAN, 0, 0},
+    {"context switches", "ctx_switches", RR(ctx_switches), R_INT, 0, 0, 0},
+    {"OS threads created", "thread_creations", RR(thread_creations), R_INT, 0, 0, 0},
+    {"virtual thread parks", "parks", RR(parks), R_INT, 0, 0, 0},
+    {"TCP connections opened", "connections_opened", RR(conns_opened), R_INT, 0, 0, 0},
+    {"events simulated", "events", RR(events), R_INT, 0, 0, 0},
+    {"failed latency p50 (ms)", "failed_p50_ms", RR(failed_p50), R_MS, 0, 0, 1},
+    {"failed latency p99 (ms)", "failed_p99_ms", RR(failed_p99), R_MS, 0, 0, 1},
+    {"downstream calls per request", "calls_per_req", RR(calls_per_req), R_RATE, 0, 0, 1},
+    {"connection held per request (ms)", "call_ms_per_req", RR(call_ms_per_req), R_MS, 0, 0, 1},
 };
 #define REP_NROWS (sizeof rep_rows / sizeof rep_rows[0])
+
+/* Is the row shown, in a report whose scenario sets the fan-out's keys or not? */
+static int rep_shown(const struct rep_row *row, int scope)
+{
+    return !row->scope || scope;
+}
 
 static double rep_get(const struct result *r, const struct rep_row *row)
 {
@@ -5756,6 +5996,8 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
     fprintf(out, "  %-30s %20s %20s %10s\n", "", "platform", "virtual", "v / p");
     for (size_t i = 0; i < REP_NROWS; i++) {
         const struct rep_row *row = &rep_rows[i];
+        if (!rep_shown(row, res[0].scope))
+            continue;
         double p = rep_get(&res[MODEL_PLATFORM], row), v = rep_get(&res[MODEL_VIRTUAL], row);
         int wa = rep_cell(a, sizeof a, p, rep_get(&rp->ci[MODEL_PLATFORM], row), row->fmt, 20);
         int wb = rep_cell(b, sizeof b, v, rep_get(&rp->ci[MODEL_VIRTUAL], row), row->fmt, 20);
@@ -5833,6 +6075,8 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
     const char *open = NULL;
     fputc('{', out);
     for (size_t i = 0; i < REP_NROWS; i++) {
+        if (!rep_shown(&rep_rows[i], r->scope))
+            continue;
         const char *key = rep_rows[i].key, *dot = strchr(key, '.');
         size_t plen = dot ? (size_t)(dot - key) : 0;
         int same = open && dot && strncmp(open, key, plen) == 0 && open[plen] == '.';
@@ -5857,7 +6101,8 @@ static void rep_json_model(FILE *out, const struct result *r, const struct resul
         fputc('}', out);
     fputs(", \"failed_by_reason\": {", out);
     for (int k = 0; k < FAIL_N; k++)
-        fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], r->failed_by_reason[k]);
+        if (k != FAIL_ERROR || r->scope)
+            fprintf(out, "%s\"%s\": %.0f", k ? ", " : "", fail_names[k], r->failed_by_reason[k]);
     fprintf(out, "}, \"steady\": %s", r->steady ? "true" : "false");
     rep_json_string(out, ", \"steady_why\": ", r->steady_why);
     fputs(", ", out);
@@ -5909,15 +6154,18 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
 
 /* CSV (the report's and the sweep's): the rows' columns, each headline column followed by
  * KEY_ci95, its half-width (empty without an interval); then one model's cells. */
-static void rep_csv_columns(FILE *out)
+static void rep_csv_columns(FILE *out, int scope)
 {
     for (size_t i = 0; i < REP_NROWS; i++)
-        fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
+        if (rep_shown(&rep_rows[i], scope))
+            fprintf(out, rep_rows[i].ci ? ",%s,%s_ci95" : ",%s", rep_rows[i].key, rep_rows[i].key);
 }
 
-static void rep_csv_cells(FILE *out, const struct report *rp, int mk)
+static void rep_csv_cells(FILE *out, const struct report *rp, int mk, int scope)
 {
     for (size_t i = 0; i < REP_NROWS; i++) {
+        if (!rep_shown(&rep_rows[i], scope))
+            continue;
         double half = rep_get(&rp->ci[mk], &rep_rows[i]);
         fputc(',', out);
         fprintf(out, rep_row_fmt(&rep_rows[i]), rep_get(&rp->r[mk], &rep_rows[i]));
@@ -5932,14 +6180,14 @@ static void rep_csv_cells(FILE *out, const struct report *rp, int mk)
 static void rep_csv(FILE *out, const struct scenario *s, const struct report *rp)
 {
     fputs("model,users,rate", out);
-    rep_csv_columns(out);
+    rep_csv_columns(out, rp->r[0].scope);
     for (int k = 0; k < BOUND_N; k++)
         fprintf(out, ",bound_%s_rps", bound_keys[k]);
     fputs(",binding,steady,intervals_n\n", out);
     for (int mk = 0; mk < MODEL_N; mk++) {
         const struct bounds *b = &rp->r[mk].bounds;
         fprintf(out, "%s,%ld,%g", model_names[mk], s->users, s->rate);
-        rep_csv_cells(out, rp, mk);
+        rep_csv_cells(out, rp, mk, rp->r[0].scope);
         for (int k = 0; k < BOUND_N; k++) /* a bound that does not apply: an empty field */
             isfinite(b->rps[k]) ? fprintf(out, ",%.6g", b->rps[k]) : fputc(',', out);
         fprintf(out, ",%s,%d,%d\n", b->binding >= 0 ? bound_keys[b->binding] : "none",
@@ -5997,7 +6245,10 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
     for (int k = 0; k < sw->nkey; k++)
         fprintf(out, "%s,", sw->key[k]);
     fputs("model", out);
-    rep_csv_columns(out);
+    int scope = 0; /* the fan-out's columns when any point has them */
+    for (int i = 0; i < sw->n; i++)
+        scope |= sw->rp[i].r[0].scope;
+    rep_csv_columns(out, scope);
     fputs(",bound_rps,binding,steady,intervals_n\n", out);
     for (int i = 0; i < sw->n; i++)
         for (int mk = 0; mk < MODEL_N; mk++) {
@@ -6006,7 +6257,7 @@ static void rep_sweep_csv(FILE *out, const struct sweep *sw)
             for (int k = 0; k < sw->nkey; k++)
                 fprintf(out, "%s,", sw->val[i][k]);
             fputs(model_names[mk], out);
-            rep_csv_cells(out, rp, mk);
+            rep_csv_cells(out, rp, mk, scope);
             fprintf(out, ",%.6g,%s,%d,%d\n", b->binding >= 0 ? b->rps[b->binding] : NAN,
                     b->binding >= 0 ? bound_keys[b->binding] : "none", rp->r[mk].steady, rp->n);
         }
@@ -6200,6 +6451,14 @@ static const int val_extra_cols[VX_N] = {RES_RUNS,   RES_CI_LOW,        RES_CI_H
                                          RES_MAX,    RES_PORT_LOW,      RES_PORT_HIGH, RES_TW_REUSE,
                                          RES_FAILED, RES_FAILED_NO_PORT}; /* enum res_col */
 
+/* A parallel fan-out under failures (bench --on-failure, its backend's --fail-share and
+ * --fail-after-ms): the row's share and time of failing calls, then what is measured of it
+ * (the failed requests' p50 and p99, calls begun and connection time per request). */
+enum { VF_SHARE, VF_AFTER_MS, VF_FAILED_P50, VF_FAILED_P99, VF_CALLS, VF_CALL_MS, VF_N };
+static const int val_fan_cols[VF_N] = {RES_FAIL_SHARE, RES_FAIL_AFTER_MS, RES_FAILED_P50,
+                                       RES_FAILED_P99, RES_CALLS,         RES_CALL_MS};
+#define VF_MEASURED VF_FAILED_P50 /* the first measured figure: the rest are conditions */
+
 /* What a prediction says beyond the metrics: the failures over the window, and the bound. */
 struct val_prediction {
     double fail_frac, no_port_frac; /* failed (no_port) / (completed + failed) in the window */
@@ -6219,7 +6478,11 @@ struct val_point {
     double extra[VX_N];               /* NAN where the CSV has no such column */
     double measured[VM_N], predicted[VM_N];
     struct val_prediction pred;
-    int rep; /* the replication predicted: its seed is rep_seed(seed, rep) (0: the seed) */
+    int rep;          /* the replication predicted: its seed is rep_seed(seed, rep) (0: the seed) */
+    int parallel;     /* 1: its calls ran in parallel, a scope (par(...)); 0: in turn */
+    int on_failure;   /* then its policy (enum on_failure) */
+    double fan[VF_N]; /* the fan-out's columns, NAN where absent (val_fan_cols) */
+    double fan_pred[VF_N]; /* their prediction (the measured figures' only) */
 };
 
 /* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
@@ -6271,6 +6534,22 @@ static int val_net_keys(struct scenario *s, const struct val_point *pt, const st
     return scn_set(s, "retry_after", "1ms", src);
 }
 
+/* A parallel fan-out's policy, and the share of calls that fail and when: bench's one backend
+ * serves every call of the row, so every call of the program fails the row's share. */
+static int val_fan_keys(struct scenario *s, const struct val_point *pt, const struct scn_src *src)
+{
+    char v[32];
+    if (pt->parallel && scn_set(s, "on_failure", on_failure_names[pt->on_failure], src) < 0)
+        return -1;
+    if (!(pt->fan[VF_SHARE] > 0))
+        return 0;
+    snprintf(v, sizeof v, "%.9g", pt->fan[VF_SHARE]);
+    if (scn_set(s, "service.backend.fail_share", v, src) < 0)
+        return -1;
+    snprintf(v, sizeof v, "%.9gms", isnan(pt->fan[VF_AFTER_MS]) ? 0 : pt->fan[VF_AFTER_MS]);
+    return scn_set(s, "service.backend.fail_after", v, src);
+}
+
 /* The window's failure fractions and the binding bound, from one simulated run. */
 static void val_predict_failures(struct val_point *pt, const struct result *r, double done,
                                  double failed, double no_port)
@@ -6314,20 +6593,35 @@ static int val_calibration_owns(const struct scenario *s, const char *const (*kv
     return 0;
 }
 
+/* The program of a point: K calls to the backend one after another, or, when the row names
+ * an on_failure policy, in parallel: par(backend, ..., backend), K <= MAX_PAR (val_fan). */
+static void val_program(char *buf, size_t len, const struct val_point *pt)
+{
+    if (!pt->parallel) {
+        snprintf(buf, len, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
+        return;
+    }
+    size_t o = (size_t)snprintf(buf, len, "par(backend");
+    for (int k = 1; k < pt->fanout && o < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, ", backend");
+    if (o < len)
+        snprintf(buf + o, len - o, ")");
+}
+
 /* The scenario of one point: the aggregator with K calls of D ms to one backend, think 0.
  * Errors are named by the point's line in `path`. */
 static int val_scenario(struct scenario *sp, const struct val_point *pt, const char *path,
                         const char *calibration, const char *const *sets, int nsets, char *err,
                         size_t errlen)
 {
-    char program[32], value[64], latency[64], where[256];
+    char program[16 * MAX_PAR], value[64], latency[64], where[256];
     struct scn_src src = {path, pt->line, err, errlen};
     snprintf(where, sizeof where, "%s:%d", path, pt->line);
     scn_defaults(sp);
     if (calibration &&
         scn_load_keys(sp, calibration, sp->calibrated, sizeof sp->calibrated, err, errlen) < 0)
         return -1;
-    snprintf(program, sizeof program, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
+    val_program(program, sizeof program, pt);
     snprintf(value, sizeof value, "%ld", pt->users);
     snprintf(latency, sizeof latency, "%.6gms", pt->delay_ms);
     char duration[32], warmup[32], rampup[32];
@@ -6348,7 +6642,7 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (scn_set(sp, kv[i][0], kv[i][1], &src) < 0)
             return -1;
-    if (val_net_keys(sp, pt, &src) < 0)
+    if (val_net_keys(sp, pt, &src) < 0 || val_fan_keys(sp, pt, &src) < 0)
         return -1;
     for (int i = 0; i < nsets; i++) {
         char buf[1024], *key, *val;
@@ -6414,6 +6708,9 @@ static int val_simulate(struct val_point *pt, const char *path, const char *cali
     model_free(&m);
     for (int k = 0; k < VM_N; k++)
         pt->predicted[k] = *(const double *)((const char *)&r + val_metrics[k].off);
+    const double fan[] = {r.failed_p50, r.failed_p99, r.calls_per_req, r.call_ms_per_req};
+    for (int k = VF_MEASURED; k < VF_N; k++)
+        pt->fan_pred[k] = fan[k - VF_MEASURED];
     val_predict_failures(pt, &r, (double)(r.completed - (double)done), r.failed - (double)failed,
                          r.failed_by_reason[FAIL_NO_PORT] - (double)no_port);
     return 0;
@@ -6567,6 +6864,34 @@ static int val_measured(char **field, const struct val_columns *c, struct val_po
     return 0;
 }
 
+/* The fan-out's columns of a row (`-` or absent: NAN; -1 unknown where the column says so):
+ * with an on_failure word the row's calls ran in parallel, a scope of K (par(...)). */
+static int val_fan(char **field, const struct val_columns *c, struct val_point *pt,
+                   const struct scn_src *src)
+{
+    const char *policy = val_field(field, c, RES_ON_FAILURE, "-");
+    for (int k = 0; on_failure_names[k]; k++)
+        if (!strcmp(policy, on_failure_names[k]))
+            pt->parallel = 1, pt->on_failure = k;
+    if (!pt->parallel && strcmp(policy, "-"))
+        return scn_fail(src, "on_failure '%s' is not cancel, wait or -", policy);
+    if (pt->parallel && pt->fanout > MAX_PAR)
+        return scn_fail(src, "fanout %d: the simulator's par(...) runs at most %d calls",
+                        pt->fanout, MAX_PAR);
+    for (int k = 0; k < VF_N; k++) {
+        const struct csv_col *col = &res_cols[val_fan_cols[k]];
+        const char *v = val_field(field, c, val_fan_cols[k], "-");
+        pt->fan[k] = pt->fan_pred[k] = NAN;
+        if (strcmp(v, "-") && val_value(col, v, &pt->fan[k]) < 0)
+            return scn_fail(src, "%s: '%s' is not a number from %g to %g%s", col->name, v, col->lo,
+                            col->hi, col->unknown ? " (or -1, unknown)" : "");
+    }
+    if (pt->fan[VF_FAILED_P50] > pt->fan[VF_FAILED_P99])
+        return scn_fail(src, "failed_p50_ms %g is above failed_p99_ms %g", pt->fan[VF_FAILED_P50],
+                        pt->fan[VF_FAILED_P99]);
+    return 0;
+}
+
 /* One data row into *pt, every field checked; -1 after a message naming the line. */
 static int val_row(char **field, int n, const struct val_columns *c, struct val_point *pt,
                    const struct scn_src *src)
@@ -6587,7 +6912,8 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
         return scn_fail(src, "server '%s' is not c or java", server);
     if (pt->pooled < 0)
         return scn_fail(src, "pool '%s' is not on or off", pool);
-    if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0)
+    if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0 ||
+        val_fan(field, c, pt, src) < 0)
         return -1;
     return val_measured(field, c, pt, src);
 }
@@ -6899,6 +7225,63 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
     }
 }
 
+/* Does any row carry the fan-out's columns? Only then are they reported (val_print_fan). */
+static int val_has_fan(const struct val_point *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (p[i].parallel)
+            return 1;
+        for (int k = 0; k < VF_N; k++)
+            if (!isnan(p[i].fan[k]))
+                return 1;
+    }
+    return 0;
+}
+
+static const char *val_fan_policy(const struct val_point *p)
+{
+    return p->parallel ? on_failure_names[p->on_failure] : "in turn";
+}
+
+/* The fan-out under failures, measured beside predicted. */
+static void val_print_fan(FILE *out, const struct val_point *p, int n)
+{
+    static const char *const label[] = {"failed p50", "failed p99", "calls/req", "conn ms/req"};
+    fputs("\nthe fan-out under failures (a share of the calls fail after a time): the failed "
+          "requests' latency (ms), and per request the calls begun and the time they held a "
+          "connection (ms)\n",
+          out);
+    fprintf(out, "%7s %-8s %2s %-8s %5s %8s", "users", "mode", "K", "policy", "share", "after ms");
+    for (int k = VF_MEASURED; k < VF_N; k++)
+        fprintf(out, " | %11s %9s", label[k - VF_MEASURED], "predicted");
+    fputc('\n', out);
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%7ld %-8s %2d %-8s", p[i].users, model_names[p[i].mode], p[i].fanout,
+                val_fan_policy(&p[i]));
+        val_print_num(out, " %5.2f", 5, p[i].fan[VF_SHARE]);
+        val_print_num(out, " %8.1f", 8, p[i].fan[VF_AFTER_MS]);
+        for (int k = VF_MEASURED; k < VF_N; k++) {
+            fputs(" |", out);
+            val_print_num(out, " %11.2f", 11, p[i].fan[k]);
+            val_print_num(out, " %9.2f", 9, p[i].fan_pred[k]);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void val_json_fan(FILE *out, const struct val_point *p)
+{
+    fprintf(out, ", \"on_failure\": \"%s\"", val_fan_policy(p));
+    rep_json_number(out, ", \"fail_share\": ", "%.6g", p->fan[VF_SHARE]);
+    rep_json_number(out, ", \"fail_after_ms\": ", "%.6g", p->fan[VF_AFTER_MS]);
+    for (int k = VF_MEASURED; k < VF_N; k++) {
+        fprintf(out, ", \"%s\": {", res_cols[val_fan_cols[k]].name);
+        rep_json_number(out, "\"measured\": ", "%.6g", p->fan[k]);
+        rep_json_number(out, ", \"predicted\": ", "%.6g", p->fan_pred[k]);
+        fputc('}', out);
+    }
+}
+
 static void val_json_extra(FILE *out, const struct val_point *p)
 {
     rep_json_number(out, ", \"runs\": ", "%g", p->extra[VX_RUNS]);
@@ -7133,6 +7516,8 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
         fprintf(out, "java: %s: those columns are measured only\n", VAL_JAVA_UNMODELLED);
     if (val_has_extra(p, n))
         val_print_extra(out, p, n);
+    if (val_has_fan(p, n))
+        val_print_fan(out, p, n);
 }
 
 static void val_print_json(FILE *out, const struct val_point *p, int n)
@@ -7159,6 +7544,8 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
             fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
         if (val_has_extra(p, n))
             val_json_extra(out, &p[i]);
+        if (val_has_fan(p, n))
+            val_json_fan(out, &p[i]);
         fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]", out);
