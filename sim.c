@@ -24,7 +24,7 @@
  *     I.6 Engine  model_: init, one event, run, samples and peaks
  *     I.7 OS scheduler  cpu_: C cores, one run queue, time slices
  *     I.8 Threads  thr_: OS threads' states, spawn and exit
- *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT
+ *     I.9 Downstream services  svc_: pools, ephemeral ports, TIME_WAIT, a par's cancellation
  *     I.10 Engine bookkeeping  model_: peaks, series rows, steady-state bins, batches, prefetch
  *     I.11 The window's view  model_: threads and requests read-only, an event's narration
  *     I.12 Refused users' retries  wl_: a user refused waits for a free place, its tries counted
@@ -642,6 +642,7 @@ static int wl_wait(struct model *m, int32_t user, simtime period);
 static void wl_wake(struct model *m);
 static void wl_woken_arrives(struct model *m, const struct event *e);
 static void wl_settle(struct model *m);
+static void wl_note(struct model *m, simtime t);
 static void model_free_more(struct model *m);
 static void plat_thread_free(struct model *m, int32_t t);
 static void model_spawn_idle(struct model *m, int n);
@@ -1735,6 +1736,7 @@ static int model_step(struct model *m, simtime until)
     if (e.t != m->last_t) {
         m->last_t = e.t;
         m->same_t_events = 0;
+        wl_note(m, e.t); /* for the refused users' tries (I.12) */
     } else if (++m->same_t_events > 1000000ull + 10ull * (uint64_t)m->s->users) {
         m->stuck = 1; /* a zero-time loop: far more events at one instant than users could cause */
         return -1;
@@ -2799,19 +2801,30 @@ static void model_narrate(const struct model *m, const struct model_subject *u, 
  * at the start, before those who try again; the others in the order they began to wait; a
  * woken user refused again keeps its place). As many are woken as places are free (`woken`
  * counts those on their way), so no try that would find a place is skipped.
- * Only with a constant think time (each try's time is then known without a draw). The same
- * run but for the event count, except at an instant a try shares with other events: a woken
- * try is queued when it is woken, not one period before, so it runs after the events queued
- * in between (a grid of samples and ramp-up arrivals can line up so). The counters are
+ * Only with a constant think time (each try's time is then known without a draw). A woken
+ * try takes the insertion order it would have had (II.4): its first, the order next when its
+ * user began to wait; a later one, the order next when the instant of the try before it began
+ * (wl_note keeps the instants of the last period). The same run but for the event count,
+ * except at an instant a try shares with another event that the try before it would have
+ * queued behind it (a try is taken to be the first handled at its instant). The counters are
  * brought up to date (wl_count_to) where they are read: each series row, the end of model_run.
  * The waiting users are a treap keyed by (phase, rank) with subtree sizes: the next try after
  * a time, and the number of tries up to it, each in O(log n). */
+/* An instant the engine handled, and the insertion order next to be taken when it began. */
+struct wl_instant {
+    simtime t;
+    uint64_t seq;
+};
+
 struct wl_waiters {
     simtime period;             /* P: think + retry_after, the same for every try */
     int32_t root, n, woken;     /* the treap (-1: empty), users in it, woken and on their way */
     int32_t *left, *right, *sz; /* per user: the treap's links and subtree sizes */
     simtime *entered;           /* per user: when it was refused; tries at entered + kP, k >= 1 */
     int64_t *rank;              /* per user: its place among those of the same phase */
+    uint64_t *order;            /* per user: the insertion order its next try has (II.4) */
+    struct wl_instant *seen;    /* the instants of the last period: a ring, oldest first */
+    uint32_t seen_head, seen_len, seen_cap;
     int64_t last_rank, first_rank; /* the last rank given after the others, before them */
     int64_t rounds;                /* the sum over waiting users of floor(entered / P) */
     uint64_t left_tries;           /* the tries of users who left the treap, up to their leaving */
@@ -2928,6 +2941,7 @@ static int wl_wait(struct model *m, int32_t user, simtime period)
         w->sz = xrealloc(NULL, n, sizeof *w->sz);
         w->entered = xrealloc(NULL, n, sizeof *w->entered);
         w->rank = xrealloc(NULL, n, sizeof *w->rank);
+        w->order = xrealloc(NULL, n, sizeof *w->order);
     }
     if (m->user_iter[user] == 1) /* a first arrival: its order was reserved at the start */
         w->rank[user] = --w->first_rank;
@@ -2935,6 +2949,7 @@ static int wl_wait(struct model *m, int32_t user, simtime period)
         w->rank[user] = ++w->last_rank; /* else a woken user refused again keeps its rank */
     w->returning = -1;
     w->entered[user] = m->now;
+    w->order[user] = evq_reserve(&m->events, 1); /* as if its try were queued now */
     w->last_entries = w->last_entry == m->now ? w->last_entries + 1 : 1;
     w->last_entry = m->now;
     w->left[user] = w->right[user] = -1;
@@ -2945,6 +2960,49 @@ static int wl_wait(struct model *m, int32_t user, simtime period)
     w->n++;
     w->rounds += m->now / period;
     return 1;
+}
+
+/* The engine begins instant t: kept while it is less than a period old, at most
+ * WL_SEEN_MAX of them (an older one is then forgotten and its successor answers for it). */
+#define WL_SEEN_MAX (1u << 20)
+static void wl_note(struct model *m, simtime t)
+{
+    struct wl_waiters *w = m->waiters;
+    if (!w)
+        return;
+    while (w->seen_len && w->seen[w->seen_head].t < t - w->period) {
+        w->seen_head = (w->seen_head + 1) % w->seen_cap;
+        w->seen_len--;
+    }
+    if (w->seen_len == w->seen_cap && w->seen_cap < WL_SEEN_MAX) {
+        uint32_t cap = w->seen_cap ? 2 * w->seen_cap : 1024;
+        struct wl_instant *x = xrealloc(NULL, cap, sizeof *x);
+        for (uint32_t i = 0; i < w->seen_len; i++)
+            x[i] = w->seen[(w->seen_head + i) % w->seen_cap];
+        free(w->seen);
+        w->seen = x, w->seen_cap = cap, w->seen_head = 0;
+    }
+    if (w->seen_len == w->seen_cap) { /* at WL_SEEN_MAX: the oldest goes */
+        w->seen_head = (w->seen_head + 1) % w->seen_cap;
+        w->seen_len--;
+    }
+    w->seen[(w->seen_head + w->seen_len++) % w->seen_cap] = (struct wl_instant){t, m->events.seq};
+}
+
+/* The insertion order a try handled at t would have queued its next one with: a try waiting
+ * for a period is among the first handled at its instant, so the order next to be taken when
+ * the first instant at or after t began. */
+static uint64_t wl_order_at(const struct wl_waiters *w, simtime t, uint64_t now_seq)
+{
+    uint32_t lo = 0, hi = w->seen_len; /* the first kept instant >= t */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (w->seen[(w->seen_head + mid) % w->seen_cap].t < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < w->seen_len ? w->seen[(w->seen_head + lo) % w->seen_cap].seq : now_seq;
 }
 
 /* Places free now: connections below maxConnections, then the backlog's. */
@@ -2977,7 +3035,10 @@ static void wl_wake(struct model *m)
         w->left_tries += tries;
         m->user_iter[u] += (uint32_t)tries;
         w->woken++;
-        evq_push(&m->events, e + (simtime)(tries + 1) * w->period, EV_ARRIVE, (uint32_t)u, 1);
+        uint64_t order = tries ? wl_order_at(w, e + (simtime)tries * w->period, m->events.seq)
+                               : w->order[u]; /* its first try: queued when it began to wait */
+        evq_push_keyed(&m->events, e + (simtime)(tries + 1) * w->period, order, EV_ARRIVE,
+                       (uint32_t)u, 1);
     }
 }
 
@@ -3044,6 +3105,8 @@ static void wl_waiters_free(struct model *m)
     free(w->sz);
     free(w->entered);
     free(w->rank);
+    free(w->order);
+    free(w->seen);
     free(w);
     m->waiters = NULL;
 }
