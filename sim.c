@@ -2188,8 +2188,8 @@ static void svc_cancel_call(struct model *m, int32_t c)
     svc_abort_conn(m, svc);
     if (where == CALL_WAIT_SLOT)
         call_free(m, c);
-    else
-        m->call[c].where = CALL_CANCELLED; /* its EV_IO_DONE frees it */
+    else /* its EV_IO_DONE frees it; till then it is nobody's (the window shows no request) */
+        m->call[c] = (struct call){.req = -1, .where = CALL_CANCELLED};
 }
 
 /* A call of request r failed (and is out of r's list): with cancel, its siblings end now. */
