@@ -638,7 +638,7 @@ static void req_finish(struct model *m, int32_t r);
 static void req_wake_one(struct model *m, int32_t r);
 static void conn_admit(struct model *m, int32_t r);
 static void wl_next(struct model *m, int32_t r);
-static int wl_wait(struct model *m, int32_t user, simtime period);
+static int wl_wait(struct model *m, int32_t user);
 static void wl_wake(struct model *m);
 static void wl_woken_arrives(struct model *m, const struct event *e);
 static void wl_settle(struct model *m);
@@ -1596,12 +1596,12 @@ static void wl_next(struct model *m, int32_t r)
     const struct req *req = &m->req[r];
     if (req->user < 0)
         return;
+    if (req->fail == FAIL_REFUSED && wl_wait(m, req->user))
+        return; /* it tries again when a connection is free: I.12 */
     uint64_t think_rng =
         rng_key(s->seed ^ 0x7468696e6bull, (uint64_t)req->user, m->user_iter[req->user] - 1);
     simtime delay =
         dist_sample(&s->think, &think_rng) + (req->fail != FAIL_NONE ? s->retry_after : 0);
-    if (req->fail == FAIL_REFUSED && wl_wait(m, req->user, delay))
-        return; /* it tries again when a connection is free: I.12 */
     evq_push_lane(&m->events, EVQ_ARRIVALS, m->now + delay, EV_ARRIVE, (uint32_t)req->user, 0);
 }
 
@@ -2923,10 +2923,13 @@ static int64_t wl_count_after(const struct wl_waiters *w, simtime phase)
 }
 
 /* A refused user (its try at m->now failed) waits for a place instead of trying every
- * `period`; 0 where the shortcut does not apply (a random think time): it tries as before. */
-static int wl_wait(struct model *m, int32_t user, simtime period)
+ * think + retry_after; 0 where the shortcut does not apply (a random think time): it tries as
+ * before (wl_next). */
+static int wl_wait(struct model *m, int32_t user)
 {
     const struct scenario *s = m->s;
+    uint64_t none = 0; /* a constant draws nothing */
+    simtime period = dist_sample(&s->think, &none) + s->retry_after;
     if (s->think.shape != DIST_CONST || period <= 0)
         return 0;
     struct wl_waiters *w = m->waiters;
