@@ -6359,7 +6359,8 @@ static void rep_sweep_json(FILE *out, const char *path, const struct sweep *sw)
  * message naming `name`. */
 static int rep_close(FILE *f, const char *name)
 {
-    errno = 0;
+    if (!ferror(f)) /* a stream that failed before keeps that write's errno to name */
+        errno = 0;
     int bad = fflush(f) != 0 || ferror(f), e = errno;
     if (f != stdout && fclose(f) != 0 && !bad) {
         bad = 1;
@@ -7800,11 +7801,8 @@ static int tl_unique(struct tl_place *p, size_t n, const struct scn_src *src)
 }
 
 /* A second's counts that contradict each other: more requests failed for want of a port than
- * failed at all, more sockets in TIME_WAIT than the range has ports. The study's timelines
- * were measured when bench counted failed_no_port per connect() (up to K a request) and
- * TIME_WAIT over every port pair, and hold such rows: TL_STRICT_COUNTS turns the refusal on
- * (1) once they are measured again by the definitions above (tl_read_checked: always). */
-#define TL_STRICT_COUNTS 0
+ * failed at all, more sockets in TIME_WAIT than the range has ports. bench counts no_port
+ * once a request and TIME_WAIT once a port, so a row that breaks either is not bench's. */
 
 /* -1 after a message when row's counts v (enum tl_series) contradict each other or its ports
  * lo..hi; an unknown count (NAN) contradicts nothing. */
@@ -7820,7 +7818,7 @@ static int tl_counts_agree(const double *v, double lo, double hi, const struct s
 
 /* One data row into its cell's sums; *place says where it was. */
 static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c, int *nc,
-                  struct tl_place *place, int strict, const struct scn_src *src)
+                  struct tl_place *place, const struct scn_src *src)
 {
     struct val_point pt;
     double run, t, v[TL_N];
@@ -7834,7 +7832,7 @@ static int tl_row(char **f, int n, int nhead, const int *col, struct tl_cell *c,
     for (int k = 0; k < TL_N; k++)
         if (tl_value(f, col, TLC_SERVED + k, &v[k], src) < 0)
             return -1;
-    if (strict && tl_counts_agree(v, pt.extra[VX_PORT_LOW], pt.extra[VX_PORT_HIGH], src) < 0)
+    if (tl_counts_agree(v, pt.extra[VX_PORT_LOW], pt.extra[VX_PORT_HIGH], src) < 0)
         return -1;
     struct tl_cell *x = tl_cell_of(c, nc, &pt, src);
     if (!x)
@@ -7864,9 +7862,8 @@ static void tl_find_wall(struct tl_cell *c, int t)
 }
 
 /* Read a timeline CSV into cells (their sums made means), its counts checked against each
- * other when `strict` (tl_counts_agree). 0, or -1 after a message. */
-static int tl_read_checked(const char *path, struct tl_cell *c, int *nc, int strict, char *err,
-                           size_t errlen)
+ * other (tl_counts_agree). 0, or -1 after a message. */
+static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
 {
     FILE *fp = io_open_in(path, err, errlen);
     if (!fp)
@@ -7890,7 +7887,7 @@ static int tl_read_checked(const char *path, struct tl_cell *c, int *nc, int str
             continue;
         if (nplace == cap)
             place = xrealloc(place, cap = cap ? 2 * cap : 256, sizeof *place);
-        if ((rc = tl_row(f, n, nhead, col, c, nc, &place[nplace++], strict, &text.src)) < 0)
+        if ((rc = tl_row(f, n, nhead, col, c, nc, &place[nplace++], &text.src)) < 0)
             break;
     }
     fclose(fp);
@@ -7911,11 +7908,6 @@ static int tl_read_checked(const char *path, struct tl_cell *c, int *nc, int str
                 tl_find_wall(&c[i], t);
         }
     return rc;
-}
-
-static int tl_read(const char *path, struct tl_cell *c, int *nc, char *err, size_t errlen)
-{
-    return tl_read_checked(path, c, nc, TL_STRICT_COUNTS, err, errlen);
 }
 
 /* From the second of the predicted wall on, a request that finds no port fails at once and

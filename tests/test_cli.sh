@@ -311,5 +311,19 @@ run_bounded 60 --validate "$tmp/v1000.csv" --calibration "$tmp/ok.ini"
 abs=$(grep -noE '(^|[[:space:]:=(`"'"'"'])/[A-Za-z0-9._-]+/[^[:space:]:;,)`"]*' assets/study/study.md)
 [ -z "$abs" ] && ok || bad "assets/study/study.md names this machine's paths: $(echo "$abs" | head -n 3 | tr '\n' ' ')"
 
+# portable itself, on the JVM's command lines bench prints: with the JVM's own options before
+# -cp (--enable-preview) and without, from a build and from the source file.
+eval "$(sed -n '/^portable() {/,/^}/p' tests/study)"
+for line in '/usr/lib/jvm/j/bin/java --enable-preview -cp /p/build/java:/u/a.jar Aggregator; x' \
+    '/usr/lib/jvm/j/bin/java -cp /p/build/java:/u/a.jar Aggregator; x' \
+    '/usr/lib/jvm/j/bin/java --enable-preview -cp /u/a.jar:/u/b.jar /p/java/Aggregator.java; x'; do
+    got_line=$(echo "java: $line" | portable)
+    case $got_line in
+    *' /'*) bad "portable leaves a machine's path in: $got_line" ;;
+    *--enable-preview*) ok ;;
+    *) case $line in *--enable-preview*) bad "portable drops the JVM's options: $got_line" ;; *) ok ;; esac ;;
+    esac
+done
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
