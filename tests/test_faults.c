@@ -2495,7 +2495,10 @@ static void test_bench_wall(void)
             CHECK(!strcmp(f[0], "client") && atoi(f[1]) == 40000 &&
                       atoi(f[2]) == 40000 + WALL_PORTS - 1 && atoi(f[3]) == 0,
                   "bench wall: close_first %s, ports %s..%s, tw_reuse %s", f[0], f[1], f[2], f[3]);
-            CHECK(no_port > 0 && failed == no_port,
+            /* failed counts calls, no_port requests: with K calls in turn a request fails at
+             * its first call without a port, so the two are equal but for the requests of the
+             * 5 users whose call and request the window's two scrapes split */
+            CHECK(no_port > 0 && (failed > no_port ? failed - no_port : no_port - failed) <= 2 * 5,
                   "bench wall: failed %g, of which no_port %g: want all no_port, some", failed,
                   no_port);
         }
