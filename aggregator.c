@@ -5805,6 +5805,42 @@ static void auth_free(struct auth *a)
     memset(a, 0, sizeof *a);
 }
 
+/* A new key of alg into a (zeroed first): an HS256 secret of AUTH_MIN_HMAC random bytes, or
+ * an RSA-2048 key pair (the signing side's; auth_public gives the checking side's). Returns
+ * 0, or -1 (a freed). */
+static int auth_make(struct auth *a, int alg)
+{
+    memset(a, 0, sizeof *a);
+    a->alg = alg;
+    if (alg == AUTH_RS256)
+        return (a->key = EVP_RSA_gen(2048)) ? 0 : -1;
+    a->secret = xmalloc(AUTH_MIN_HMAC);
+    a->secret_len = AUTH_MIN_HMAC;
+    if (RAND_bytes(a->secret, AUTH_MIN_HMAC) == 1)
+        return 0;
+    auth_free(a);
+    return -1;
+}
+
+/* The checking side of signing key a into pub (zeroed first): the same secret, or the RSA
+ * key's public half alone, through its PEM text as serve reads it. Returns 0, or -1. */
+static int auth_public(const struct auth *a, struct auth *pub)
+{
+    memset(pub, 0, sizeof *pub);
+    pub->alg = a->alg;
+    if (a->alg == AUTH_HS256) {
+        pub->secret = xmalloc(a->secret_len);
+        memcpy(pub->secret, a->secret, a->secret_len);
+        pub->secret_len = a->secret_len;
+        return 0;
+    }
+    BIO *b = BIO_new(BIO_s_mem());
+    if (b && PEM_write_bio_PUBKEY(b, a->key) == 1)
+        pub->key = PEM_read_bio_PUBKEY(b, NULL, NULL, NULL);
+    BIO_free(b);
+    return pub->key ? 0 : -1;
+}
+
 /* -- the signing side (load, bench): a token per user -- */
 
 /* A token for user `user`, valid from now_s for life_s seconds, into out. */
@@ -6021,7 +6057,8 @@ struct csv_col {
     X(RES_FAILED_P50, "failed_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
-    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)
+    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)                                \
+    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 
@@ -7143,18 +7180,12 @@ static int bench_auth_one(struct bench_auth *b, const char *word, size_t n, cons
     memset(b, 0, sizeof *b);
     snprintf(spec, sizeof spec, "%.*s", (int)n, word);
     snprintf(b->name, sizeof b->name, "%.5s", spec);
+    int alg;
     if (!strcmp(spec, "off"))
         return 0;
-    if (!strcmp(spec, "hs256")) {
-        a.alg = AUTH_HS256;
-        a.secret = xmalloc(AUTH_MIN_HMAC);
-        a.secret_len = AUTH_MIN_HMAC;
-        if (RAND_bytes(a.secret, AUTH_MIN_HMAC) != 1)
-            return auth_free(&a), snprintf(why, len, "no random bytes for a key"), -1;
-    } else if (!strcmp(spec, "rs256")) {
-        a.alg = AUTH_RS256;
-        if (!(a.key = EVP_RSA_gen(2048)))
-            return snprintf(why, len, "cannot make an RSA key"), -1;
+    if (names_find(auth_kinds, ARRAY_LEN(auth_kinds), spec, &alg) == 0) {
+        if (auth_make(&a, alg) < 0)
+            return snprintf(why, len, "cannot make an %s key", auth_algs[alg]), -1;
     } else if (auth_load(&a, spec, 1, why, len) < 0) {
         return -1;
     }
@@ -7798,7 +7829,8 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
             [RES_POOL] = pool,
             [RES_CLOSE_FIRST] = r->pool ? "-" : close_first_names[r->close_first],
             [RES_SERVER] = server_names[r->server],
-            [RES_ON_FAILURE] = bc->on_failure < 0 ? "-" : on_failure_names[bc->on_failure]};
+            [RES_ON_FAILURE] = bc->on_failure < 0 ? "-" : on_failure_names[bc->on_failure],
+            [RES_AUTH] = bc->auth ? bc->auth->name : "off"};
         csv_write_row(f, res_cols, RES_N, v, w);
         return;
     }
@@ -8784,12 +8816,101 @@ static void cal_write_latency(FILE *f, struct cal_latency l)
             l.p50, p99, CAL_LATENCY_D_MS, l.p50, l.p90, p99, l.p99);
 }
 
+/* The token check's CPU per request (serve --auth, II.9): auth_check, the code serve runs
+ * before /aggregate, on a request parsed as serve parses it, carrying a token as bench's load
+ * mints it (its issuer, audience and lifetime; a fresh key of each algorithm). It is CPU on
+ * one thread and nothing else, so it is measured here rather than under load (where the
+ * machine's CPU per request moves by more than an HMAC costs): each batch of
+ * CAL_AUTH_CHECKS checks on the thread's CPU clock (time the thread did not run is not
+ * counted), the median of CAL_AUTH_BATCHES batches (a batch an interrupt or a cold cache
+ * slowed is an outlier, not the figure). The simulator charges it to every request as the
+ * first step of its program (sim's keys auth and auth.ALG_cpu): Spring Security's
+ * BearerTokenAuthenticationFilter, before the controller. */
+enum { CAL_AUTH_CHECKS = 500, CAL_AUTH_BATCHES = 21 };
+
+struct cal_auth {
+    double med[2], lo[2], hi[2]; /* µs per check, by AUTH_HS256, AUTH_RS256; 0: not measured */
+};
+
+static int64_t cal_thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The check of alg into *med (and the batches' least and greatest), µs per check. Returns
+ * 0, or -1 when a key could not be made or the check refused the token (then a figure
+ * would time the early refusal, not the check). */
+static int cal_auth_one(int alg, double *med, double *lo, double *hi)
+{
+    struct auth sign = {0}, check = {0};
+    struct sbuf rq = {0};
+    struct http_request req;
+    double us[CAL_AUTH_BATCHES];
+    int ok = auth_make(&sign, alg) == 0 && auth_public(&sign, &check) == 0;
+    sign.issuer = check.issuer = BENCH_ISSUER;
+    sign.audience = check.audience = BENCH_AUDIENCE;
+    if (ok) {
+        sbuf_add_str(&rq, "GET /aggregate HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ");
+        auth_mint(&sign, 1, (int64_t)time(NULL), LOAD_TOKEN_LIFE_S, &rq);
+        sbuf_add_str(&rq, "\r\n\r\n");
+        ok = http_parse_request(rq.p, rq.len, &req) > 0 && auth_check(&check, &req) == 200;
+    }
+    for (int b = 0; ok && b < CAL_AUTH_BATCHES; b++) {
+        int64_t t0 = cal_thread_cpu_ns();
+        for (int i = 0; i < CAL_AUTH_CHECKS; i++)
+            ok &= auth_check(&check, &req) == 200;
+        us[b] = (double)(cal_thread_cpu_ns() - t0) / 1e3 / CAL_AUTH_CHECKS;
+    }
+    if (ok) {
+        qsort(us, CAL_AUTH_BATCHES, sizeof us[0], mb_cmp);
+        *med = us[CAL_AUTH_BATCHES / 2], *lo = us[0], *hi = us[CAL_AUTH_BATCHES - 1];
+    }
+    sbuf_free(&rq);
+    auth_free(&sign);
+    auth_free(&check);
+    return ok ? 0 : -1;
+}
+
+static void cal_auth_measure(struct cal_auth *a)
+{
+    fprintf(stderr, "calibrate: the token check, HS256 and RS256 (median of %d batches of %d)...\n",
+            CAL_AUTH_BATCHES, CAL_AUTH_CHECKS);
+    for (int alg = 0; alg < 2; alg++)
+        if (cal_auth_one(alg, &a->med[alg], &a->lo[alg], &a->hi[alg]) < 0)
+            a->med[alg] = 0;
+}
+
+/* auth.hs256_cpu and auth.rs256_cpu: the C server's check. The JVM's is other code
+ * (java/Aggregator.java's BearerAuth on the JDK's crypto), not timed here. */
+static void cal_write_auth(FILE *f, int server, const struct cal_auth *a)
+{
+    static const char *const how[2] = {"HMAC-SHA256", "EVP_DigestVerify of an RSA-2048 signature"};
+    if (server == SERVER_JAVA) {
+        fprintf(f, "# auth.hs256_cpu, auth.rs256_cpu: the JVM's token check is not timed here "
+                   "(bench --auth measures its CPU per request beside auth off)\n");
+        return;
+    }
+    for (int alg = 0; alg < 2; alg++)
+        if (a->med[alg] > 0)
+            fprintf(f,
+                    "auth.%s_cpu = %.2fus  # serve --auth %s: auth_check (%s, base64url, the "
+                    "claims) on the thread's CPU clock, median of %d batches of %d (%.2f..%.2f)\n",
+                    auth_kinds[alg], a->med[alg], auth_kinds[alg], how[alg], CAL_AUTH_BATCHES,
+                    CAL_AUTH_CHECKS, a->lo[alg], a->hi[alg]);
+        else
+            fprintf(f, "# auth.%s_cpu: not measured (no key, or the check refused its token)\n",
+                    auth_kinds[alg]);
+}
+
 /* What calibrate measures: the load runs of cal_runs, the backend's latency, the microbench. */
 struct cal_runs {
     struct cal_result served, threaded, queued;     /* light: memory, and the JVM's thread costs */
     struct cal_result saturated[2][2], big, nopool; /* CPU: [mode][fan-out 1 or 3], as cal_fit */
     struct cal_latency lat;
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
+    struct cal_auth auth; /* the token check's CPU, in this process */
 };
 
 /* The CPU figures, from saturated runs (D = cpu-delay-ms, so that the CPU is the limit):
@@ -9188,6 +9309,7 @@ static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *
     cal_write_micro(f, server, m->mb, m->mb_lo, m->mb_hi);
     cal_write_cpu(f, fit, m, cc->cpu_delay_ms);
     cal_write_noise(f, m);
+    cal_write_auth(f, server, &m->auth);
     double stack_rss =
         server == SERVER_JAVA ? cal_jvm_stack_rss(&m->threaded.row, &m->served.row) : 0;
     if (!(stack_rss > 0))
@@ -9229,6 +9351,7 @@ static int cal_measure(struct cal_cfg *cc)
     struct cal_runs m = {0};
     fprintf(stderr, "calibrate: microbench (median of 3)...\n");
     mb_measure(1000000, 3, m.mb, m.mb_lo, m.mb_hi);
+    cal_auth_measure(&m.auth);
     raise_fd_limit();
     signals_block();
     int rc = cal_runs(cc, &m);

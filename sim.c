@@ -271,6 +271,8 @@ struct scenario {
     /* per-model costs of one implementation (set by calibration; 0 in teaching scenarios) */
     simtime cpu_per_request[2]; /* CPU to accept, parse and answer one request */
     simtime cpu_per_call[2];    /* CPU per downstream call: its syscalls, on the caller's thread */
+    int auth;                   /* enum auth_alg: a bearer token checked per request, or off */
+    simtime auth_cpu[3];        /* its CPU by `auth` ([0], off: 0), the program's first step */
     /* these costs (and connect_cpu) grow by this fraction per request in service */
     double cache_pressure;
     long mem_base;           /* process RSS with no load, bytes */
@@ -3431,7 +3433,8 @@ struct csv_col {
     X(RES_FAILED_P50, "failed_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
-    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)
+    X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)                                \
+    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 
@@ -3980,6 +3983,11 @@ struct scn_key {
     const char *doc;
 };
 
+/* `auth`: the bearer token checked on every request, by its signature's algorithm (the
+ * aggregator's serve --auth, Spring Security's resource server). Its CPU is auth_cpu[auth]. */
+enum auth_alg { AUTH_OFF, AUTH_HS256, AUTH_RS256, AUTH_N };
+static const char *const auth_names[] = {"off", "hs256", "rs256", NULL};
+
 /* K_ENUM keys' words, by the key's field (NULL-terminated lists). */
 static const struct {
     size_t off;
@@ -3988,6 +3996,7 @@ static const struct {
     {offsetof(struct scenario, vt_sched), vt_policy_names},
     {offsetof(struct scenario, close_first), net_closer_names},
     {offsetof(struct scenario, on_failure), on_failure_names},
+    {offsetof(struct scenario, auth), auth_names},
 };
 
 #define SK(field) offsetof(struct scenario, field)
@@ -4042,6 +4051,16 @@ static const struct scn_key scn_keys[] = {
      "virtual: CPU per request beyond its program"},
     {"virtual.cpu_per_call", K_TIME, SK(cpu_per_call[1]), "0", 0, 1e9,
      "virtual: CPU per downstream call beyond its program (syscalls, epoll)"},
+    {"auth", K_ENUM, SK(auth), "off", 0, 0,
+     "a bearer token (JWT) checked on every request before its program, as Spring Security's "
+     "BearerTokenAuthenticationFilter does before the controller: off, hs256 (an HMAC) or rs256 "
+     "(an RSA signature, the resource server's default); it costs auth.hs256_cpu or "
+     "auth.rs256_cpu"},
+    {"auth.hs256_cpu", K_TIME, SK(auth_cpu[AUTH_HS256]), "5us", 0, 1e9,
+     "CPU of one HS256 token check: HMAC-SHA256, base64url, the claims (set by calibration)"},
+    {"auth.rs256_cpu", K_TIME, SK(auth_cpu[AUTH_RS256]), "50us", 0, 1e9,
+     "CPU of one RS256 token check: an RSA-2048 signature verified, base64url, the claims (set "
+     "by calibration)"},
     {"cpu.cache_pressure", K_DOUBLE, SK(cache_pressure), "0", 0, 1,
      "the per-request, per-call and connect CPU grow by this fraction per request in service "
      "(their state competes for the caches)"},
@@ -4917,6 +4936,26 @@ static int scn_clash(const struct scenario *s, const char *a, const char *b, con
     return scn_fail(&src, "%s (%s set at %s)", what, scn_keys[other].name, s->key_at[other]);
 }
 
+/* auth: the token check becomes the program's first step, cpu(auth_cpu), so that both
+ * models charge it on the request's own thread as it starts, before the steps the program
+ * names (a servlet filter before the controller), unscaled by the cache pressure (the check
+ * reads only the token and the key). Once per scenario, after its last key is set. */
+static int scn_auth_step(struct scenario *s, const char *where, char *err, size_t errlen)
+{
+    simtime cost = s->auth_cpu[s->auth];
+    if (s->auth == AUTH_OFF || cost == 0)
+        return 0; /* no step, no draw: the requests' random streams as without */
+    char what[96];
+    snprintf(what, sizeof what, "program: no room for the token check's step (at most %d)",
+             MAX_STEPS);
+    if (s->nsteps == MAX_STEPS)
+        return scn_clash(s, "auth", "program", where, err, errlen, what);
+    memmove(s->prog + 1, s->prog, (size_t)s->nsteps * sizeof s->prog[0]);
+    s->prog[0] = (struct step){.op = OP_CPU, .d = {DIST_CONST, (double)cost, 0}};
+    s->nsteps++;
+    return 0;
+}
+
 /* Cross-key checks and derived values, after every file and --set has been applied. */
 static int scn_finish(struct scenario *s, const char *where, char *err, size_t errlen)
 {
@@ -4949,9 +4988,9 @@ static int scn_finish(struct scenario *s, const char *where, char *err, size_t e
         depth += s->prog[i].op == OP_SYNC_BEGIN ? 1 : s->prog[i].op == OP_SYNC_END ? -1 : 0;
     if (depth)
         return scn_clash(s, "program", NULL, where, err, errlen, "program: unbalanced sync { }");
-    if (scn_check_called(s, err, errlen) < 0)
+    if (scn_check_called(s, err, errlen) < 0 || scn_check_wait(s, err, errlen) < 0)
         return -1;
-    return scn_check_wait(s, err, errlen);
+    return scn_auth_step(s, where, err, errlen);
 }
 
 /* Print every key with its default, range and meaning: the one place keys are documented. */
@@ -6053,6 +6092,9 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
             (double)s->duration / SEC, (double)s->warmup / SEC,
             s->warmup_auto == 2 ? ", the warm-up MSER-5 found" : "");
     fprintf(out, "  program: %s\n", s->program_text);
+    if (s->auth)
+        fprintf(out, "  auth: %s, a bearer token checked first, %.1f us of CPU per request\n",
+                auth_names[s->auth], (double)s->auth_cpu[s->auth] / US);
     fprintf(out, "  platform: maxThreads %d, minSpare %d;  virtual: parallelism %d carriers\n",
             s->max_threads, s->min_spare, s->parallelism);
     if (s->calibrated[0])
@@ -6205,6 +6247,9 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     if (!isfinite(ideal))
         fputs(",\n  \"ideal_rps_why_null\": \"requests take no time and users do not think\"", out);
     rep_json_string(out, ",\n  \"calibrated_keys\": ", s->calibrated);
+    if (s->auth) /* the token check, charged as the program's first step (scn_auth_step) */
+        fprintf(out, ",\n  \"auth\": {\"alg\": \"%s\", \"cpu_us_per_req\": %.6g}",
+                auth_names[s->auth], (double)s->auth_cpu[s->auth] / US);
     fprintf(out, ",\n  \"intervals\": {\"level\": 0.95, \"method\": \"%s\", \"n\": %d},\n",
             rp->n < 2     ? "none"
             : rp->batches ? "batch_means"
@@ -6550,6 +6595,7 @@ struct val_point {
     int on_failure;   /* then its policy (enum on_failure) */
     double fan[VF_N]; /* the fan-out's columns, NAN where absent (val_fan_cols) */
     double fan_pred[VF_N]; /* their prediction (the measured figures' only) */
+    int auth;              /* enum auth_alg: the bearer token its server checked (bench --auth) */
 };
 
 /* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
@@ -6703,7 +6749,8 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
                            {"rampup", rampup},
                            {"program", program},
                            {"service.backend.pool", pt->pooled ? "100000" : "0"},
-                           {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"}};
+                           {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"},
+                           {"auth", auth_names[pt->auth]}};
     if (val_calibration_owns(sp, kv, sizeof kv / sizeof kv[0], err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -6721,6 +6768,28 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
         return -1;
     sp->seed = rep_seed(sp->seed, pt->rep);
     return 0;
+}
+
+/* Rows that checked a token, predicted without a cost measured for the check: said once per
+ * algorithm, on stderr (the key's default is a typical figure, not this machine's). */
+static void val_auth_note(const struct val_point *p, int n, const char *path,
+                          const char *calibration, const char *const *sets, int nsets)
+{
+    int said[AUTH_N] = {0};
+    for (int i = 0; i < n; i++) {
+        struct scenario s;
+        char err[512], key[32];
+        if (p[i].auth == AUTH_OFF || said[p[i].auth]++)
+            continue;
+        snprintf(key, sizeof key, "auth.%s_cpu", auth_names[p[i].auth]);
+        size_t k = scn_key_index(key);
+        if (val_scenario(&s, &p[i], path, calibration, sets, nsets, err, sizeof err) == 0 &&
+            !s.key_at[k][0])
+            fprintf(stderr,
+                    "sim: %s: rows checked %s tokens, and neither the calibration nor --set "
+                    "gives %s: predicted with its default, %s\n",
+                    path, auth_names[p[i].auth], key, scn_keys[k].def);
+    }
 }
 
 static double wall_now(void);
@@ -6959,6 +7028,19 @@ static int val_fan(char **field, const struct val_columns *c, struct val_point *
     return 0;
 }
 
+/* The row's bearer token (its `auth` column; a CSV without one measured none): the point is
+ * predicted with the calibration's CPU for that check (auth.ALG_cpu), first in every request. */
+static int val_auth(char **field, const struct val_columns *c, struct val_point *pt,
+                    const struct scn_src *src)
+{
+    const char *alg = val_field(field, c, RES_AUTH, "off");
+    for (pt->auth = 0; auth_names[pt->auth] && strcmp(alg, auth_names[pt->auth]); pt->auth++)
+        ;
+    if (!auth_names[pt->auth])
+        return scn_fail(src, "auth '%s' is not off, hs256 or rs256", alg);
+    return 0;
+}
+
 /* One data row into *pt, every field checked; -1 after a message naming the line. */
 static int val_row(char **field, int n, const struct val_columns *c, struct val_point *pt,
                    const struct scn_src *src)
@@ -6980,7 +7062,7 @@ static int val_row(char **field, int n, const struct val_columns *c, struct val_
     if (pt->pooled < 0)
         return scn_fail(src, "pool '%s' is not on or off", pool);
     if (val_shape(field, c, pt, src) < 0 || val_extra(field, c, pt, src) < 0 ||
-        val_fan(field, c, pt, src) < 0)
+        val_fan(field, c, pt, src) < 0 || val_auth(field, c, pt, src) < 0)
         return -1;
     return val_measured(field, c, pt, src);
 }
@@ -7171,11 +7253,28 @@ static double val_ratio(const struct val_point *v, const struct val_point *pl, d
     return r;
 }
 
-/* The same configuration (pool, closer, K, D), whatever the mode. */
+/* The same configuration (pool, closer, K, D, auth), whatever the mode. */
 static int val_same_config(const struct val_point *a, const struct val_point *b)
 {
     return a->pooled == b->pooled && a->close_first == b->close_first && a->fanout == b->fanout &&
-           a->delay_ms == b->delay_ms;
+           a->delay_ms == b->delay_ms && a->auth == b->auth;
+}
+
+/* Does a row check a bearer token? Only then do the tables have an auth column (a CSV
+ * without, or with auth off throughout, keeps its report as it was). */
+static int val_has_auth(const struct val_point *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i].auth != AUTH_OFF)
+            return 1;
+    return 0;
+}
+
+/* The auth column of a table, when val_has_auth: its header (p NULL) or the row's word. */
+static void val_print_auth(FILE *out, const struct val_point *p, int shown)
+{
+    if (shown)
+        fprintf(out, " %-5s", p ? auth_names[p->auth] : "auth");
 }
 
 static int val_same_series(const struct val_point *a, const struct val_point *b)
@@ -7221,14 +7320,16 @@ static void val_print_num(FILE *out, const char *fmt, int width, double v)
         fprintf(out, " %*s", width, "-");
 }
 
-static void val_print_extra_row(FILE *out, const struct val_point *p)
+static void val_print_extra_row(FILE *out, const struct val_point *p, int shown)
 {
     char ports[24] = "-";
     if (!isnan(p->extra[VX_PORT_LOW]))
         snprintf(ports, sizeof ports, "%.0f-%.0f", p->extra[VX_PORT_LOW], p->extra[VX_PORT_HIGH]);
-    fprintf(out, "%7ld %-8s %-4s %-6s %-11s %4.0f | %9.1f", p->users, model_names[p->mode],
+    fprintf(out, "%7ld %-8s %-4s %-6s %-11s %4.0f", p->users, model_names[p->mode],
             p->pooled ? "on" : "off", val_closer_name(p), ports,
-            isnan(p->extra[VX_RUNS]) ? 1 : p->extra[VX_RUNS], p->measured[VM_RPS]);
+            isnan(p->extra[VX_RUNS]) ? 1 : p->extra[VX_RUNS]);
+    val_print_auth(out, p, shown);
+    fprintf(out, " | %9.1f", p->measured[VM_RPS]);
     if (val_has_ci(p))
         fprintf(out, " [%9.1f, %9.1f]", p->extra[VX_CI_LOW], p->extra[VX_CI_HIGH]);
     else
@@ -7257,29 +7358,35 @@ static void val_print_extra(FILE *out, const struct val_point *p, int n)
           "prediction is in it. failed: the share of the window's requests, measured and "
           "predicted\n",
           out);
-    fprintf(out, "%7s %-8s %-4s %-6s %-11s %4s | %9s %23s %9s %-6s | %6s %6s | %6s %6s | %s\n",
-            "users", "mode", "pool", "close", "ports", "runs", "req/s", "95% interval", "predicted",
-            "inside", "failed", "noport", "pred.", "noport", "binding bound");
+    int shown = val_has_auth(p, n);
+    fprintf(out, "%7s %-8s %-4s %-6s %-11s %4s", "users", "mode", "pool", "close", "ports", "runs");
+    val_print_auth(out, NULL, shown);
+    fprintf(out, " | %9s %23s %9s %-6s | %6s %6s | %6s %6s | %s\n", "req/s", "95% interval",
+            "predicted", "inside", "failed", "noport", "pred.", "noport", "binding bound");
     for (int i = 0; i < n; i++)
-        val_print_extra_row(out, &p[i]);
+        val_print_extra_row(out, &p[i], shown);
     int header = 0;
     for (int i = 0; i < n; i++) {
         int j = val_ratio_pair(p, n, i);
         if (j < 0)
             continue;
-        if (!header++)
+        if (!header++) {
             fprintf(out,
                     "\nvirtual / platform throughput (95%% interval: delta method on the log "
                     "ratio, Welch-Satterthwaite degrees of freedom; inside: the predicted ratio "
-                    "is in it)\n%-6s %7s %-4s %-6s %3s %7s | %8s %21s | %9s %7s %-6s\n",
-                    "server", "users", "pool", "close", "K", "D ms", "measured", "95% interval",
-                    "predicted", "error", "inside");
+                    "is in it)\n%-6s %7s %-4s %-6s %3s %7s",
+                    "server", "users", "pool", "close", "K", "D ms");
+            val_print_auth(out, NULL, shown);
+            fprintf(out, " | %8s %21s | %9s %7s %-6s\n", "measured", "95% interval", "predicted",
+                    "error", "inside");
+        }
         double lo, hi, r = val_ratio(&p[i], &p[j], &lo, &hi);
         double pr =
             p[j].predicted[VM_RPS] > 0 ? p[i].predicted[VM_RPS] / p[j].predicted[VM_RPS] : NAN;
-        fprintf(out, "%-6s %7ld %-4s %-6s %3d %7.1f | %8.2f", val_server_names[p[i].server],
-                p[i].users, p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout,
-                p[i].delay_ms, r);
+        fprintf(out, "%-6s %7ld %-4s %-6s %3d %7.1f", val_server_names[p[i].server], p[i].users,
+                p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout, p[i].delay_ms);
+        val_print_auth(out, &p[i], shown);
+        fprintf(out, " | %8.2f", r);
         if (isnan(lo))
             fprintf(out, " %21s", "(a single run)");
         else
@@ -7390,6 +7497,8 @@ static void val_json_ratios(FILE *out, const struct val_point *p, int n)
                 k++ ? "," : "", val_server_names[p[i].server], p[i].users,
                 p[i].pooled ? "on" : "off", val_closer_name(&p[i]), p[i].fanout, p[i].delay_ms);
         rep_json_number(out, "", "%.6g", r);
+        if (val_has_auth(p, n))
+            fprintf(out, ", \"auth\": \"%s\"", auth_names[p[i].auth]);
         fputs(", \"ci95\": ", out);
         if (isnan(lo))
             fputs("null", out);
@@ -7536,20 +7645,24 @@ static void val_series_name(char *buf, size_t len, const struct val_point *p, in
     if (!detail)
         snprintf(buf, len, "%s", model_names[p->mode]);
     else
-        snprintf(buf, len, "%s, pool %s%s%s, %d x %g ms", model_names[p->mode],
+        snprintf(buf, len, "%s, pool %s%s%s, %d x %g ms%s%s", model_names[p->mode],
                  p->pooled ? "on" : "off", p->pooled ? "" : ", closer ",
-                 p->pooled ? "" : val_closer_name(p), p->fanout, p->delay_ms);
+                 p->pooled ? "" : val_closer_name(p), p->fanout, p->delay_ms,
+                 p->auth ? ", auth " : "", p->auth ? auth_names[p->auth] : "");
 }
 
 static void val_print_text(FILE *out, const struct val_point *p, int n)
 {
+    int shown = val_has_auth(p, n);
     fprintf(out, "%7s %-8s %-4s %2s %6s", "users", "mode", "pool", "K", "D ms");
+    val_print_auth(out, NULL, shown);
     for (int k = 0; k < VM_N; k++)
         fprintf(out, " | %9s %9s %6s", val_metrics[k].label, "predicted", "error");
     fputs(" | steal\n", out);
     for (int i = 0; i < n; i++) {
         fprintf(out, "%7ld %-8s %-4s %2d %6.1f", p[i].users, model_names[p[i].mode],
                 p[i].pooled ? "on" : "off", p[i].fanout, p[i].delay_ms);
+        val_print_auth(out, &p[i], shown);
         for (int k = 0; k < VM_N; k++) {
             double scale = k == VM_RSS ? 1.0 / 1048576 : 1;
             if (val_unmodelled(&p[i], k))
@@ -7607,6 +7720,8 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
             fputs(un ? ", \"not_modelled\": true}" : "}", out);
         }
         fprintf(out, ", \"server\": \"%s\"", val_server_names[p[i].server]);
+        if (val_has_auth(p, n))
+            fprintf(out, ", \"auth\": \"%s\"", auth_names[p[i].auth]);
         if (p[i].conditions[VC_STEAL] >= 0)
             fprintf(out, ", \"steal_pct\": %g", p[i].conditions[VC_STEAL]);
         if (val_has_extra(p, n))
@@ -12605,6 +12720,7 @@ static int sim_validate(const struct options *o)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    val_auth_note(points, n, o->validate, o->calibration, o->sets, o->nsets);
     for (int i = 0; i < n; i++)
         if (val_simulate(&points[i], o->validate, o->calibration, o->sets, o->nsets, err,
                          sizeof err) < 0) {
