@@ -1188,6 +1188,148 @@ static void test_cal_trust(void)
           "a zero cost refused: %s", why);
 }
 
+/* results.csv's auth column: the last, as bench_headers names it, holding the --auth word
+ * of the grid the row was measured in ("off" without --auth). */
+static void test_bench_auth_column(void)
+{
+    struct bench_cfg bc = {.fanout = 1, .delay_ms = 2, .on_failure = -1, .duration_s = 1};
+    struct bench_row row = {.users = 10, .runs = 1};
+    struct bench_auth rs = {.name = "rs256"};
+    const char *want[2] = {",off\n", ",rs256\n"};
+    for (int k = 0; k < 2; k++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        bc.auth = k ? &rs : NULL;
+        csv_write_header(f, res_cols, RES_N);
+        bench_print_row(f, &bc, &row, BENCH_ROW_CSV);
+        fclose(f);
+        char *nl = strchr(text, '\n');
+        size_t wl = strlen(want[k]);
+        CHECK(nl && !strncmp(nl - 5, ",auth", 5) && len > wl && !strcmp(text + len - wl, want[k]),
+              "results.csv ends with its auth column, %s: %s", k ? "rs256" : "off", text);
+        free(text);
+    }
+}
+
+/* The thread's CPU time of n RSA-2048 signature checks (EVP_DigestVerify of a fixed input,
+ * the public operation alone), µs each: the least of 5 batches. */
+static double bare_rsa_verify_us(int n)
+{
+    EVP_PKEY *key = EVP_RSA_gen(2048);
+    unsigned char sig[512], in[300];
+    size_t sig_len = sizeof sig;
+    memset(in, 'x', sizeof in);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    double best = INFINITY;
+    if (key && ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) == 1 &&
+        EVP_DigestSign(ctx, sig, &sig_len, in, sizeof in) == 1)
+        for (int b = 0; b < 5; b++) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+            for (int i = 0; i < n; i++) {
+                EVP_MD_CTX *v = EVP_MD_CTX_new();
+                EVP_DigestVerifyInit(v, NULL, EVP_sha256(), NULL, key);
+                EVP_DigestVerify(v, sig, sig_len, in, sizeof in);
+                EVP_MD_CTX_free(v);
+            }
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+            double us =
+                ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 /
+                n;
+            best = fmin(best, us);
+        }
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    return best;
+}
+
+/* The sim beside this test binary ($O/sim for $O/tests/test_aggregator), or "" if none. */
+static void sim_beside(char *path, size_t len)
+{
+    char self[PATH_MAX / 2];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(path, len, "%s/sim", self);
+    if (access(path, X_OK) != 0)
+        path[0] = 0;
+}
+
+/* calibrate's token check (cal_auth_measure): an RS256 check is an RSA public operation and
+ * some parsing, so it costs at least a bare EVP_DigestVerify timed here on its own, and far
+ * less than a signature (which would be 20x more): within [0.8, 2] x the bare figure, plus
+ * 20 us of parsing; an HS256 check (two SHA-256 passes over a few hundred bytes) costs less
+ * than half of it. The figures written are the ones measured, and sim reads them back. */
+static void test_cal_auth(void)
+{
+    struct cal_auth a = {0};
+    cal_auth_measure(&a);
+    double bare = bare_rsa_verify_us(200), hs = a.med[AUTH_HS256], rs = a.med[AUTH_RS256];
+    CHECK(hs > 0 && rs > 0 && a.lo[0] <= hs && hs <= a.hi[0] && a.lo[1] <= rs && rs <= a.hi[1],
+          "both checks measured: hs256 %.2f us (%.2f..%.2f), rs256 %.2f us (%.2f..%.2f)", hs,
+          a.lo[0], a.hi[0], rs, a.lo[1], a.hi[1]);
+    CHECK(rs >= 0.8 * bare && rs <= 2 * bare + 20,
+          "rs256's check %.2f us against a bare RSA-2048 verify %.2f us", rs, bare);
+    CHECK(hs < rs / 2, "hs256's check %.2f us is far below rs256's %.2f us", hs, rs);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cal_write_auth(f, SERVER_C, &a);
+    fclose(f);
+    double got[2] = {-1, -1};
+    for (int alg = 0; alg < 2; alg++) {
+        char key[32];
+        snprintf(key, sizeof key, "auth.%s_cpu = ", auth_kinds[alg]);
+        const char *at = strstr(text, key);
+        if (at)
+            got[alg] = strtod(at + strlen(key), NULL);
+    }
+    CHECK(fabs(got[0] - hs) < 0.006 && fabs(got[1] - rs) < 0.006,
+          "the file says what was measured: %g and %g us (measured %.3f, %.3f)", got[0], got[1], hs,
+          rs);
+    char *java = NULL;
+    f = open_memstream(&java, &len);
+    cal_write_auth(f, SERVER_JAVA, &a);
+    fclose(f);
+    CHECK(java[0] == '#' && !strstr(java, "\nauth."),
+          "for the JVM, a comment and no key (its check is not this code): %s", java);
+    free(java);
+    char sim[PATH_MAX], cal[] = "/tmp/test_cal_auth-XXXXXX", cmd[PATH_MAX * 2 + 256],
+                        out[4096] = "";
+    sim_beside(sim, sizeof sim);
+    int fd = mkstemp(cal);
+    if (!sim[0] || fd < 0) {
+        SKIP(2, "calibrate's auth keys read by sim: no sim beside this test");
+    } else {
+        CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text), "the calibration written");
+        snprintf(cmd, sizeof cmd,
+                 "'%s' --headless scenarios/default.scn --calibration %s --set auth=rs256 --set "
+                 "warmup=1s --set duration=2s 2>&1",
+                 sim, cal);
+        FILE *p = popen(cmd, "r");
+        size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        int st = p ? pclose(p) : -1;
+        const char *line = strstr(out, "  auth: rs256, a bearer token checked first, ");
+        double said = line ? strtod(line + 45, NULL) : -1;
+        CHECK(st == 0 && strstr(out, "from calibration: auth.hs256_cpu, auth.rs256_cpu"),
+              "sim takes calibrate's auth keys: %.300s", out);
+        CHECK(fabs(said - rs) < 0.051,
+              "sim charges the rs256 check calibrate measured: %g us (%.2f)", said, rs);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(cal);
+    }
+    free(text);
+}
+
 static void test_ci95(void)
 {
     double one[] = {5}, three[] = {100, 110, 120}, ten[10];
@@ -2046,6 +2188,8 @@ int main(void)
     test_load_interval();
     test_alloc();
     test_cal_trust();
+    test_cal_auth();
+    test_bench_auth_column();
     test_time_wait_ranges();
     test_no_port_requests();
     int fds0 = proc_count_dir("/proc/self/fd"), tasks0 = proc_count_dir("/proc/self/task");

@@ -953,6 +953,58 @@ static void test_virtual_littles_bound(void)
     CHECK_NEAR(r.throughput_rps, 2 / 101e-6, 0.02, "no cache pressure: cores / c");
 }
 
+/* A bearer token's check (auth) is CPU per request: at the CPU bound the cores finish
+ * cores / (CPU per request + the check's cost) requests a second (the utilisation law, U = 1),
+ * and the cost charged is the one of the algorithm named (hs256 and rs256 priced apart, so
+ * that charging the other fails). Overheads are zeroed but a 1 us unpark (virtual), so the
+ * demand is the program's cpu(), the check and that unpark. A check that costs nothing adds
+ * no step, so the requests' random draws and every count are as with auth off. */
+static void test_auth_cpu_bound(void)
+{
+    static const struct {
+        const char *auth;
+        double cost_s; /* of the check the scenario names */
+    } cells[] = {{"off", 0}, {"hs256", 100e-6}, {"rs256", 400e-6}};
+    const char *base = "users = 1000\nduration = 20s\nwarmup = 5s\nprogram = cpu(1ms) call(A)\n"
+                       "service.A.latency = 20ms\nos.ctx_switch = 0\nos.wakeup = 0\n"
+                       "os.thread_create = 0\nplatform.min_spare = 200\nvirtual.create = 0\n"
+                       "virtual.park = 0\nvirtual.unpark = 1us\n"
+                       "auth.hs256_cpu = 100us\nauth.rs256_cpu = 400us\n";
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        char text[1024];
+        struct scenario s;
+        snprintf(text, sizeof text, "%sauth = %s\n", base, cells[i].auth);
+        must_load(&s, text);
+        for (int k = 0; k < MODEL_N; k++) {
+            struct result r;
+            run_one(&s, k, &r);
+            double demand = 1e-3 + cells[i].cost_s + (k == MODEL_VIRTUAL ? 1e-6 : 0);
+            char what[96];
+            snprintf(what, sizeof what, "%s, auth %s: throughput = cores / (cpu + check)",
+                     model_names[k], cells[i].auth);
+            CHECK_NEAR(r.throughput_rps, 2 / demand, 0.02, what);
+            CHECK(r.cpu_util > 0.99, "%s, auth %s: the cores are saturated (%.4f)", model_names[k],
+                  cells[i].auth, r.cpu_util);
+        }
+    }
+    struct scenario off, free_check;
+    must_load(&off, "users = 50\nduration = 3s\nprogram = cpu(exp(1ms)) call(A)\n");
+    must_load(&free_check, "users = 50\nduration = 3s\nprogram = cpu(exp(1ms)) call(A)\n"
+                           "auth = rs256\nauth.rs256_cpu = 0\n");
+    for (int k = 0; k < MODEL_N; k++) {
+        struct result a, b;
+        run_one(&off, k, &a);
+        run_one(&free_check, k, &b);
+        CHECK(free_check.nsteps == off.nsteps && a.completed == b.completed && a.mean == b.mean,
+              "%s: a check of 0 us runs as auth off (%d and %d steps, %g and %g requests)",
+              model_names[k], free_check.nsteps, off.nsteps, a.completed, b.completed);
+    }
+    char err[512] = "";
+    CHECK(load_text(&off, "program = call(A)*64\nauth = hs256\n", err, sizeof err) < 0 &&
+              strstr(err, ":2: program: no room for the token check's step"),
+          "a program of 64 steps has no room for the check, said at auth's line: %s", err);
+}
+
 static void test_pinning(void)
 {
     /* every call pins its carrier: at most parallelism requests progress, each K·D long */
@@ -2336,6 +2388,15 @@ static void test_calibration_file(void)
           s.cpu_per_call[1], s.mem_base);
     CHECK(!strcmp(s.calibrated, "os.ctx_switch, virtual.park, virtual.cpu_per_call, mem.base"),
           "keys listed: %s", s.calibrated);
+    /* the token check's keys as calibrate writes them (cal_write_auth) */
+    put_file(path, "auth.hs256_cpu = 6.27us  # serve --auth hs256: auth_check (HMAC-SHA256)\n"
+                   "auth.rs256_cpu = 47.05us  # serve --auth rs256: (46.78..48.01)\n");
+    scn_defaults(&s);
+    CHECK(scn_load_keys(&s, path, s.calibrated, sizeof s.calibrated, err, sizeof err) == 0 &&
+              s.auth_cpu[AUTH_HS256] == 6270 && s.auth_cpu[AUTH_RS256] == 47050 &&
+              s.auth == AUTH_OFF,
+          "the check's costs read back, auth still off (%" PRId64 " %" PRId64 " ns): %s",
+          s.auth_cpu[AUTH_HS256], s.auth_cpu[AUTH_RS256], err);
     put_file(path, "os.ctx_switch = 953ns\nvirtual.parc = 1us\n");
     char want[128];
     snprintf(want, sizeof want, "%s:2: unknown key 'virtual.parc'", path);
@@ -2433,6 +2494,81 @@ static void test_validate(void)
           "bad row named by line: %s", err);
     free(p);
     unlink(path);
+}
+
+/* --validate of rows with an auth column: each row predicted with its own check. 10 users,
+ * one call of 10 ms, no calibration, the checks priced by --set: off, the Little's-law bound
+ * N / (D + the virtual thread's 3 us) = 1000 req/s; rs256 at 10 ms, the CPU bound 2 cores /
+ * (10 ms + 3 us) = 200 req/s (Little's law would allow 500). A CSV without the column is auth
+ * off; a word not an algorithm is refused by its line; a calibration may not set auth. */
+static void test_validate_auth(void)
+{
+    char path[] = "/tmp/loomlab-valauth-XXXXXX", cal[] = "/tmp/loomlab-valauth-cal-XXXXXX",
+         err[512] = "", want[160];
+    const char *head = "users,mode,pool,fanout,delay_ms,throughput_rps,p50_ms,p99_ms,peak_threads,"
+                       "peak_rss_bytes,warmup_s,window_s";
+    char text[1024];
+    snprintf(text, sizeof text,
+             "%s,auth\n10,virtual,on,1,10,990,10,11,3,1000000,1,4,off\n"
+             "10,virtual,on,1,10,199,50,60,3,1000000,1,4,rs256\n",
+             head);
+    put_file(path, text);
+    static const char *const sets[] = {"auth.rs256_cpu=10ms", "auth.hs256_cpu=1ms"};
+    struct val_point *p;
+    int n;
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 2 &&
+              p[0].auth == AUTH_OFF && p[1].auth == AUTH_RS256,
+          "rows with auth parse: %s", err);
+    if (n == 2) {
+        for (int i = 0; i < 2; i++)
+            CHECK(val_simulate(&p[i], path, NULL, sets, 2, err, sizeof err) == 0, "row %d: %s",
+                  i + 2, err);
+        CHECK_NEAR(p[0].predicted[VM_RPS], 10 / (10e-3 + 3e-6), 0.02, "auth off: N / (D + 3 us)");
+        CHECK_NEAR(p[1].predicted[VM_RPS], 2 / (10e-3 + 3e-6), 0.02,
+                   "auth rs256: cores / (check + 3 us)");
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        val_print_text(f, p, n);
+        fclose(f);
+        CHECK(strstr(out, " D ms auth  |") && strstr(out, " 10.0 rs256 |"),
+              "the table names each row's check: %.200s", out);
+        free(out);
+    }
+    free(p);
+    snprintf(text, sizeof text, "%s\n10,virtual,on,1,10,990,10,11,3,1000000,1,4\n", head);
+    put_file(path, text);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1 &&
+              p[0].auth == AUTH_OFF,
+          "a CSV without the auth column is auth off: %s", err);
+    if (n == 1) {
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        val_print_text(f, p, n);
+        fclose(f);
+        CHECK(!strstr(out, "auth"), "and its table has no auth column: %.200s", out);
+        free(out);
+    }
+    free(p);
+    snprintf(text, sizeof text, "%s,auth\n10,virtual,on,1,10,990,10,11,3,1000000,1,4,rs512\n",
+             head);
+    put_file(path, text);
+    snprintf(want, sizeof want, "%s:2: auth 'rs512' is not off, hs256 or rs256", path);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) < 0 && strstr(err, want),
+          "a bad auth named by its line: %s", err);
+    free(p);
+    snprintf(text, sizeof text, "%s,auth\n10,virtual,on,1,10,990,10,11,3,1000000,1,4,rs256\n",
+             head);
+    put_file(path, text);
+    put_file(cal, "auth.rs256_cpu = 40us\nauth = rs256\n");
+    snprintf(want, sizeof want, "%s:2: auth is set by each --validate point", cal);
+    CHECK(val_read_server(path, -1, &p, &n, err, sizeof err) == 0 && n == 1 &&
+              val_simulate(&p[0], path, cal, NULL, 0, err, sizeof err) < 0 && strstr(err, want),
+          "a calibration that sets auth is refused: %s", err);
+    free(p);
+    unlink(path);
+    unlink(cal);
 }
 
 /* A normal deviate (Box-Muller) from a test's own stream, for the coverage checks. */
@@ -2738,8 +2874,8 @@ static void test_timeline(void)
                  bad[i].rows);
         put_file(path, text);
         n = 0;
-        CHECK(tl_read(path, c, &n, err, sizeof err) < 0 &&
-                  strstr(err, bad[i].want) && !strncmp(err, path, strlen(path)),
+        CHECK(tl_read(path, c, &n, err, sizeof err) < 0 && strstr(err, bad[i].want) &&
+                  !strncmp(err, path, strlen(path)),
               "bad timeline: %s", err);
         tl_free(c, n);
         n = 0;
@@ -3086,6 +3222,7 @@ int main(void)
     test_shedding();
     test_platform_saturates();
     test_virtual_littles_bound();
+    test_auth_cpu_bound();
     test_pinning();
     test_compensation();
     test_port_exhaustion();
@@ -3113,6 +3250,7 @@ int main(void)
     test_command_line();
     test_calibration_file();
     test_validate();
+    test_validate_auth();
     test_validate_c1();
     test_validate_ratio_inside();
     test_timeline();
