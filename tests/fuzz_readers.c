@@ -37,7 +37,7 @@ static void fuzz_one(FILE *f)
     }
     for (int i = 0; i < n; i++)
         if (p[i].users < 1 || p[i].users > 10000000 || p[i].fanout < 1 || p[i].fanout > MAX_STEPS ||
-            p[i].delay_ms < 0 || p[i].line < 2)
+            p[i].delay_ms < 0 || p[i].line < 2 || p[i].auth < AUTH_OFF || p[i].auth >= AUTH_N)
             abort(); /* val_row let a point through out of range */
     /* the first point, small and short enough to keep each input fast */
     if (p[0].users > 500)
