@@ -264,7 +264,9 @@ fuzz-run-%: build/fuzz/fuzz_%
 	if [ $$rc -ne 0 ] || ls build/fuzz/$*-* >/dev/null 2>&1; then echo "fuzz: $* found a crash (build/fuzz/$*.log)"; exit 1; fi
 
 # The calibration loop on this machine (a few minutes, loopback only): measure the costs,
-# run the real aggregator over a grid, and have the simulator predict every point.
+# run the real aggregator over a grid, and have the simulator predict every point; the
+# grid's last points check an RS256 bearer token (bench --auth), I/O-bound at D = 50 ms and
+# CPU-bound at 5 ms, predicted with the token check's CPU calibrate measured.
 # Writes out/calibration.ini, out/results.csv, out/validation.txt and out/validation.json.
 CAL_SECONDS ?= 3
 CAL_RUNS    ?= 3
@@ -274,7 +276,9 @@ calibrate: $(O)/sim $(O)/aggregator
 	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d50.csv
 	$(O)/aggregator bench --users 1000 --pool off --delay-ms 50 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/nopool.csv
 	$(O)/aggregator bench --users 10,100,1000,5000 --pool on --delay-ms 5 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/d5.csv
-	@{ cat out/d50.csv; tail -n +2 out/nopool.csv; tail -n +2 out/d5.csv; } > out/results.csv
+	$(O)/aggregator bench --users 100 --pool on --delay-ms 50 --auth rs256 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/auth50.csv
+	$(O)/aggregator bench --users 1000 --pool on --delay-ms 5 --auth rs256 --duration $(CAL_SECONDS) --runs $(CAL_RUNS) --out out/auth5.csv
+	@{ cat out/d50.csv; for f in nopool d5 auth50 auth5; do tail -n +2 out/$$f.csv; done; } > out/results.csv
 	$(O)/sim --validate out/results.csv --calibration out/calibration.ini | tee out/validation.txt
 	@$(O)/sim --validate out/results.csv --calibration out/calibration.ini --json > out/validation.json
 
