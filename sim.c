@@ -3987,6 +3987,8 @@ struct scn_key {
  * aggregator's serve --auth, Spring Security's resource server). Its CPU is auth_cpu[auth]. */
 enum auth_alg { AUTH_OFF, AUTH_HS256, AUTH_RS256, AUTH_N };
 static const char *const auth_names[] = {"off", "hs256", "rs256", NULL};
+_Static_assert(sizeof((struct scenario *)0)->auth_cpu / sizeof(simtime) == AUTH_N,
+               "struct scenario's auth_cpu[] has a cost per enum auth_alg");
 
 /* K_ENUM keys' words, by the key's field (NULL-terminated lists). */
 static const struct {
