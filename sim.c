@@ -488,6 +488,7 @@ struct model_ops {
     /* thread t's own run queue, NULL: none; the thread whose own run queue r waits in, -1 */
     const struct fifo *(*thread_runq)(const struct model *, int32_t t);
     int32_t (*queued_at)(const struct model *, int32_t r);
+    int interruptible; /* 1: an interrupt ends its request's wait on a call (a parked VT) */
 };
 
 /* What the window and the plots show of a model, fixed: its words and how it is drawn. Each
@@ -1147,6 +1148,7 @@ static const struct model_ops plat_ops = {
     .view = plat_view,
     .thread_runq = plat_thread_runq,
     .queued_at = plat_queued_at,
+    .interruptible = 0,
 };
 
 /* ---- I.4 Virtual model ---- */
@@ -1521,6 +1523,7 @@ static const struct model_ops vt_ops = {
     .view = vt_view,
     .thread_runq = vt_thread_runq,
     .queued_at = vt_queued_at,
+    .interruptible = 1,
 };
 
 /* ---- I.5 Workload ---- */
@@ -2144,7 +2147,8 @@ static void svc_release_conn(struct model *m, int svc)
  * `limit` goes to the next in line, its connection is closed, never pooled, and its answer,
  * when it comes, is dropped; siblings not yet begun never begin (svc_call). The request then
  * fails at once with the first failure's reason. With wait it fails when its last call is
- * done, as a join of every subtask would. */
+ * done, as a join of every subtask would; so does the platform model's, whatever the policy,
+ * since an interrupt does not end a thread's blocking read (svc_scope_cancels). */
 
 /* A cancelled call's connection is closed, never pooled (its answer, half read, would be the
  * next call's). The answer then comes to a socket already closed, which answers it with a
@@ -2194,10 +2198,19 @@ static void svc_cancel_call(struct model *m, int32_t c)
         m->call[c] = (struct call){.req = -1, .where = CALL_CANCELLED};
 }
 
+/* Does a failed call shut its scope down? Where on_failure is cancel and an interrupt ends a
+ * waiting call: a parked virtual thread's. A platform thread blocked in read(2) reads on, as
+ * with Future.cancel(true) on a pool thread (aggregator.c's platform mode joins all whatever
+ * the flag), so there the scope joins every call. */
+static int svc_scope_cancels(const struct model *m)
+{
+    return m->s->on_failure == ON_FAILURE_CANCEL && m->ops->interruptible;
+}
+
 /* A call of request r failed (and is out of r's list): with cancel, its siblings end now. */
 static void svc_scope_fail(struct model *m, int32_t r)
 {
-    if (m->s->on_failure != ON_FAILURE_CANCEL)
+    if (!svc_scope_cancels(m))
         return;
     for (int32_t c; (c = m->req[r].calls) >= 0;) {
         m->req[r].calls = m->call[c].sib;
@@ -2220,8 +2233,6 @@ static void svc_count_failed(struct model *m, const struct req *req)
 
 /* A call that got no permit fails its request with a 503: the request goes on once its other
  * calls are answered, then fails (as a timeout does). */
-static void svc_scope_fail(struct model *m, int32_t r);
-
 static void svc_shed_call(struct model *m, int32_t c)
 {
     int svc = m->call[c].svc;
@@ -2272,7 +2283,7 @@ static int svc_call(struct model *m, int32_t r, int svc, simtime latency)
 {
     const struct service_cfg *cfg = &m->s->svc[svc];
     struct svc_state *v = &m->svc[svc];
-    if (m->s->on_failure == ON_FAILURE_CANCEL && m->req[r].fail != FAIL_NONE)
+    if (svc_scope_cancels(m) && m->req[r].fail != FAIL_NONE)
         return m->req[r].fail; /* a sibling failed: the scope is shut down, this one never forks */
     int fails = cfg->fail_share > 0 && rng_unit(rng_splitmix(&m->req[r].rng)) < cfg->fail_share;
     int32_t c = call_alloc(m);
