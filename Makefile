@@ -169,7 +169,7 @@ STUDY_FILES = c.ini java.ini massive-c.csv massive-java.csv wall-c-timeline.csv 
               wall-java-timeline.csv wall-c-pooled-timeline.csv wall-java-pooled-timeline.csv \
               wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md \
               machine.txt massive-c.txt massive-java.txt wall-c.txt wall-java.txt wall-c-pooled.txt \
-              wall-java-pooled.txt blog-jvm.txt
+              wall-java-pooled.txt blog-jvm.txt fail-c.csv fail-java.csv fail-c.txt fail-java.txt
 study-assets:
 	@mkdir -p assets/study && for f in $(STUDY_FILES); do \
 	    [ -f out/study/$$f ] && cp out/study/$$f assets/study/$$f; done; ls assets/study

@@ -325,5 +325,55 @@ for line in '/usr/lib/jvm/j/bin/java --enable-preview -cp /p/build/java:/u/a.jar
     esac
 done
 
+# The structured fan-out under failures (tests/study's step 4), as committed: each row of
+# assets/study/fail-SERVER.csv, read here by column name, against the topology's own truth
+# (the first call's backend fails a share F of its calls after M ms, the K - 1 others answer
+# after D): cancel's failed requests answer within 1.2 M, wait's after the slowest sibling
+# (D to 1.2 D); every policy begins K calls a request (all are forked at once); and the
+# connection time per request is K D less, on the failed share F, what the policy saves of
+# the siblings (cancel: K (D - M), all of the scope; wait: D - M, the failing call's own),
+# within 10%. Then the simulator's prediction of the same rows (tests/study's costs), whose
+# calls per request and failed p50 must be within 10% of the measured.
+eval "$(sed -n '/^costs() {/,/^}/p' tests/study)"
+fan_skipped=0
+for srv in c java; do
+    csv=assets/study/fail-$srv.csv
+    if [ ! -s "$csv" ]; then
+        fan_skipped=$((fan_skipped + 1))
+        continue
+    fi
+    # one line a row: policy M D K F failed_p50 calls_per_req call_ms_per_req
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { print $c["on_failure"], $c["fail_after_ms"], $c["delay_ms"], $c["fanout"],
+                $c["fail_share"], $c["failed_p50_ms"], $c["calls_per_req"], $c["call_ms_per_req"] }' \
+        "$csv" > "$tmp/fan-measured"
+    err=$(awk '{ p = $1; m = $2; d = $3; k = $4; f = $5; p50 = $6; calls = $7; held = $8
+        if (p == "cancel" && !(p50 <= 1.2 * m))
+            printf "cancel: failed p50 %g ms above 1.2 x %g ms; ", p50, m
+        if (p == "wait" && !(p50 >= 0.95 * d && p50 <= 1.2 * d))
+            printf "wait: failed p50 %g ms, not the slowest sibling %g ms; ", p50, d
+        if (p != "cancel" && p != "wait") printf "policy %s; ", p
+        if (!(calls >= 0.98 * k && calls <= 1.02 * k)) printf "%s: %g calls a request, not %d; ", p, calls, k
+        saved = p == "cancel" ? k * (d - m) : d - m
+        want = k * d - f * saved
+        if (!(held >= 0.9 * want && held <= 1.1 * want))
+            printf "%s: %g ms of connection a request, want %g within 10%%; ", p, held, want
+    } END { if (NR < 2) printf "want a cancel and a wait row, got %d rows", NR }' "$tmp/fan-measured")
+    [ -z "$err" ] && ok || bad "$csv: $err"
+    # shellcheck disable=SC2046 # costs prints the options, split as tests/study splits them
+    "$sim" --validate "$csv" --server "$srv" --json $(out=assets/study costs "$srv") \
+        > "$tmp/fan.json" 2> "$tmp/err" || { bad "sim --validate $csv: $(head -c 300 "$tmp/err")"; continue; }
+    sed -n 's/.*"failed_p50_ms": {[^}]*"predicted": \([-0-9.e+]*\)}.*"calls_per_req": {[^}]*"predicted": \([-0-9.e+]*\)}.*/\1 \2/p' \
+        "$tmp/fan.json" > "$tmp/fan-predicted"
+    err=$(paste -d' ' "$tmp/fan-measured" "$tmp/fan-predicted" | awk '
+        { if (NF != 10) { printf "row %d: no prediction; ", NR; next }
+          if (!($9 >= 0.9 * $6 && $9 <= 1.1 * $6))
+              printf "%s: failed p50 predicted %g ms, measured %g; ", $1, $9, $6
+          if (!($10 >= 0.9 * $7 && $10 <= 1.1 * $7))
+              printf "%s: calls a request predicted %g, measured %g; ", $1, $10, $7 }')
+    [ -z "$err" ] && ok || bad "sim --validate $csv: $err"
+done
+[ $fan_skipped -eq 0 ] || echo "test_cli: skipped $fan_skipped fan-out check(s): no assets/study/fail-*.csv (make study)"
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
