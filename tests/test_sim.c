@@ -1385,7 +1385,9 @@ static int run_scope(const char *text, int kind, struct result *r, uint64_t *fai
 /* par(A, B, C) where A fails every call after 20 ms and B, C answer after 200 ms. cancel:
  * the request fails when A does (20 ms and the program's CPU), its siblings ended then, each
  * of the three connections held 20 ms; wait: when the slowest is done (200 ms), the
- * connections held 20 + 200 + 200 ms. Three calls begun a request either way (a par forks
+ * connections held 20 + 200 + 200 ms. The platform model waits whatever the policy: an
+ * interrupt does not end an OS thread's blocking read (Future.cancel(true) on a pool thread,
+ * and both servers' platform modes). Three calls begun a request either way (a par forks
  * all at once). A sibling of B limited to one permit: with cancel it is given back at once. */
 static void test_scope_policy(void)
 {
@@ -1404,17 +1406,18 @@ static void test_scope_policy(void)
             struct result r;
             uint64_t failed;
             int counts = run_scope(text, k, &r, &failed);
-            CHECK(r.failed_p50 >= want_ms[pol] && r.failed_p50 <= want_ms[pol] * 1.02 + 0.5 &&
-                      r.failed_p99 <= want_ms[pol] * 1.02 + 0.5 && r.completed == 0,
+            int as = k == MODEL_PLATFORM ? 1 : pol; /* the policy the model can follow */
+            CHECK(r.failed_p50 >= want_ms[as] && r.failed_p50 <= want_ms[as] * 1.02 + 0.5 &&
+                      r.failed_p99 <= want_ms[as] * 1.02 + 0.5 && r.completed == 0,
                   "%s, %s: failed p50 %.3f ms, p99 %.3f ms, want %g ms and the program's CPU",
-                  model_names[k], policy[pol], r.failed_p50, r.failed_p99, want_ms[pol]);
+                  model_names[k], policy[pol], r.failed_p50, r.failed_p99, want_ms[as]);
             /* rates over the window: calls begun in it over requests ended in it (those that
              * straddle its start: a fraction of a per cent) */
             CHECK(fabs(r.calls_per_req - 3) < 0.03 &&
-                      fabs(r.call_ms_per_req - held_ms[pol]) < 0.5 && r.scope && counts,
+                      fabs(r.call_ms_per_req - held_ms[as]) < 0.5 && r.scope && counts,
                   "%s, %s: %.3f calls and %.3f ms of connections a request (want 3 and %g), "
                   "the counts hold: %d",
-                  model_names[k], policy[pol], r.calls_per_req, r.call_ms_per_req, held_ms[pol],
+                  model_names[k], policy[pol], r.calls_per_req, r.call_ms_per_req, held_ms[as],
                   counts);
         }
     /* B with one permit: cancel gives it back at each failure of A (20 ms), so requests
