@@ -6660,20 +6660,13 @@ static int val_net_keys(struct scenario *s, const struct val_point *pt, const st
     return scn_set(s, "retry_after", "1ms", src);
 }
 
-/* A parallel fan-out's policy, and the share of calls that fail and when: bench's one backend
- * serves every call of the row, so every call of the program fails the row's share. */
+/* A parallel fan-out's policy (the share of calls that fail is val_scenario's: the failing
+ * backend's keys). */
 static int val_fan_keys(struct scenario *s, const struct val_point *pt, const struct scn_src *src)
 {
-    char v[32];
     if (pt->parallel && scn_set(s, "on_failure", on_failure_names[pt->on_failure], src) < 0)
         return -1;
-    if (!(pt->fan[VF_SHARE] > 0))
-        return 0;
-    snprintf(v, sizeof v, "%.9g", pt->fan[VF_SHARE]);
-    if (scn_set(s, "service.backend.fail_share", v, src) < 0)
-        return -1;
-    snprintf(v, sizeof v, "%.9gms", isnan(pt->fan[VF_AFTER_MS]) ? 0 : pt->fan[VF_AFTER_MS]);
-    return scn_set(s, "service.backend.fail_after", v, src);
+    return 0;
 }
 
 /* The window's failure fractions and the binding bound, from one simulated run. */
@@ -6719,15 +6712,28 @@ static int val_calibration_owns(const struct scenario *s, const char *const (*kv
     return 0;
 }
 
+/* Does the row's first call go to bench's failing backend (--fail-share: a second backend
+ * that answers a share of its calls 500, the first call's; the other K - 1 are healthy)? */
+static int val_failing(const struct val_point *pt)
+{
+    return pt->fan[VF_SHARE] > 0;
+}
+
 /* The program of a point: K calls to the backend one after another, or, when the row names
- * an on_failure policy, in parallel: par(backend, ..., backend), K <= MAX_PAR (val_fan). */
+ * an on_failure policy, in parallel: par(backend, ..., backend), K <= MAX_PAR (val_fan). With
+ * a failing backend the first call is to it: call(failing) call(backend)*(K-1), par(failing,
+ * backend, ...). */
 static void val_program(char *buf, size_t len, const struct val_point *pt)
 {
+    const char *first = val_failing(pt) ? "failing" : "backend";
     if (!pt->parallel) {
-        snprintf(buf, len, "call(backend)*%d", pt->fanout); /* fanout <= MAX_STEPS */
+        if (!val_failing(pt) || pt->fanout == 1)
+            snprintf(buf, len, "call(%s)*%d", first, pt->fanout); /* fanout <= MAX_STEPS */
+        else
+            snprintf(buf, len, "call(failing) call(backend)*%d", pt->fanout - 1);
         return;
     }
-    size_t o = (size_t)snprintf(buf, len, "par(backend");
+    size_t o = (size_t)snprintf(buf, len, "par(%s", first);
     for (int k = 1; k < pt->fanout && o < len; k++)
         o += (size_t)snprintf(buf + o, len - o, ", backend");
     if (o < len)
@@ -6750,7 +6756,9 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
     val_program(program, sizeof program, pt);
     snprintf(value, sizeof value, "%ld", pt->users);
     snprintf(latency, sizeof latency, "%.6gms", pt->delay_ms);
-    char duration[32], warmup[32], rampup[32];
+    char duration[32], warmup[32], rampup[32], share[32], after[32];
+    snprintf(share, sizeof share, "%.9g", pt->fan[VF_SHARE]);
+    snprintf(after, sizeof after, "%.9gms", isnan(pt->fan[VF_AFTER_MS]) ? 0 : pt->fan[VF_AFTER_MS]);
     snprintf(duration, sizeof duration, "%.6gs",
              pt->conditions[VC_WARMUP] + pt->conditions[VC_WINDOW]);
     snprintf(warmup, sizeof warmup, "%.6gs", pt->conditions[VC_WARMUP]);
@@ -6763,10 +6771,16 @@ static int val_scenario(struct scenario *sp, const struct val_point *pt, const c
                            {"program", program},
                            {"service.backend.pool", pt->pooled ? "100000" : "0"},
                            {"service.backend.latency", pt->delay_ms > 0 ? latency : "0"},
-                           {"auth", auth_names[pt->auth]}};
-    if (val_calibration_owns(sp, kv, sizeof kv / sizeof kv[0], err, errlen) < 0)
+                           {"auth", auth_names[pt->auth]},
+                           /* the failing backend, last: left out where the row has none */
+                           {"service.failing.pool", pt->pooled ? "100000" : "0"},
+                           {"service.failing.latency", pt->delay_ms > 0 ? latency : "0"},
+                           {"service.failing.fail_share", share},
+                           {"service.failing.fail_after", after}};
+    size_t nkv = sizeof kv / sizeof kv[0] - (val_failing(pt) ? 0 : 4);
+    if (val_calibration_owns(sp, kv, nkv, err, errlen) < 0)
         return -1;
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    for (size_t i = 0; i < nkv; i++)
         if (scn_set(sp, kv[i][0], kv[i][1], &src) < 0)
             return -1;
     if (val_net_keys(sp, pt, &src) < 0 || val_fan_keys(sp, pt, &src) < 0)
@@ -7267,10 +7281,18 @@ static double val_ratio(const struct val_point *v, const struct val_point *pl, d
 }
 
 /* The same configuration (pool, closer, K, D, auth), whatever the mode. */
+static int val_same_num(double x, double y)
+{
+    return x == y || (isnan(x) && isnan(y));
+}
+
 static int val_same_config(const struct val_point *a, const struct val_point *b)
 {
     return a->pooled == b->pooled && a->close_first == b->close_first && a->fanout == b->fanout &&
-           a->delay_ms == b->delay_ms && a->auth == b->auth;
+           a->delay_ms == b->delay_ms && a->auth == b->auth && a->parallel == b->parallel &&
+           (!a->parallel || a->on_failure == b->on_failure) &&
+           val_same_num(a->fan[VF_SHARE], b->fan[VF_SHARE]) &&
+           val_same_num(a->fan[VF_AFTER_MS], b->fan[VF_AFTER_MS]);
 }
 
 /* Does a row check a bearer token? Only then do the tables have an auth column (a CSV
