@@ -7780,11 +7780,18 @@ enum { BENCH_ROW_TEXT = 0, BENCH_ROW_CSV = 1 }; /* bench_print_row: the format *
 /* printf's width counts bytes: the "±" of a column is 2 bytes for 1 column on the screen. */
 #define BENCH_RPS_W 26
 
+/* The time a request's calls take with nothing queued, ms: K * D one after another, D when
+ * the K go at once (--on-failure: ?parallel=1). The ideal throughput is N / (that + Z). */
+static double bench_calls_ms(const struct bench_cfg *bc)
+{
+    return bc->on_failure >= 0 ? bc->delay_ms : (double)bc->fanout * bc->delay_ms;
+}
+
 static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct bench_row *r, int csv)
 {
     const char *mode = mode_names[r->mode], *pool = r->pool ? "on" : "off";
     double jit = r->server == SERVER_JAVA ? bc->jit_warmup_s : 0,
-           ideal = r->users / ((bc->fanout * bc->delay_ms + bc->think_ms) / 1e3); /* N/(K*D+Z) */
+           ideal = r->users / ((bench_calls_ms(bc) + bc->think_ms) / 1e3);
     if (csv) {
         double v[RES_N] = {
             [RES_USERS] = r->users,
@@ -7857,11 +7864,11 @@ static void bench_headers(const struct bench_cfg *bc, FILE *csv)
 {
     csv_write_header(csv, res_cols, RES_N);
     printf("K=%d calls of D=%d ms, think %d ms, %g s per cell, %d run%s per point; ideal = "
-           "N/(K*D+Z)\n"
+           "N/(%s+Z)\n"
            "req/s: the mean of the runs ± the half-width of its Student-t 95%% interval "
            "(min-max of the runs); the other figures are the median run's\n",
            bc->fanout, bc->delay_ms, bc->think_ms, bc->duration_s, bc->runs,
-           bc->runs == 1 ? "" : "s");
+           bc->runs == 1 ? "" : "s", bc->on_failure >= 0 ? "D, the K at once" : "K*D");
     if (bc->jvm)
         printf("java: %s %s%s-cp %s %s; %g s of load before each window for the JIT (not "
                "counted)\n",
