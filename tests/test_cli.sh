@@ -369,22 +369,25 @@ for srv in c java; do
     # shellcheck disable=SC2046 # costs prints the options, split as tests/study splits them
     "$sim" --validate "$csv" --server "$srv" --json $(out=assets/study costs "$srv") \
         > "$tmp/fan.json" 2> "$tmp/err" || { bad "sim --validate $csv: $(head -c 300 "$tmp/err")"; continue; }
-    sed -n 's/.*"failed_p50_ms": {[^}]*"predicted": \([-0-9.e+]*\)}.*"calls_per_req": {[^}]*"predicted": \([-0-9.e+]*\)}.*/\1 \2/p' \
+    sed -n 's/.*"failed_p50_ms": {[^}]*"predicted": \([-0-9.e+]*\)}.*"calls_per_req": {[^}]*"predicted": \([-0-9.e+]*\)}.*"call_ms_per_req": {[^}]*"predicted": \([-0-9.e+]*\)}.*/\1 \2 \3/p' \
         "$tmp/fan.json" > "$tmp/fan-predicted"
     cal=0
     [ -f "assets/study/$srv.ini" ] && cal=1
     [ $cal -eq 1 ] || fan_uncal="$fan_uncal $srv"
     err=$(paste -d' ' "$tmp/fan-measured" "$tmp/fan-predicted" | awk -v cal=$cal '
-        { if (NF != 10) { printf "row %d: no prediction; ", NR; next }
+        { if (NF != 11) { printf "row %d: no prediction; ", NR; next }
           if (cal && !($9 >= 0.9 * $6 && $9 <= 1.1 * $6))
               printf "%s: failed p50 predicted %g ms, measured %g; ", $1, $9, $6
           if (!($10 >= 0.9 * $7 && $10 <= 1.1 * $7))
-              printf "%s: calls a request predicted %g, measured %g; ", $1, $10, $7 }')
+              printf "%s: calls a request predicted %g, measured %g; ", $1, $10, $7
+          if (!($11 >= 0.9 * $8 && $11 <= 1.1 * $8))
+              printf "%s: connection ms a request predicted %g, measured %g; ", $1, $11, $8 }')
     [ -z "$err" ] && ok || bad "sim --validate $csv: $err"
 done
 [ $fan_skipped -eq 0 ] || echo "test_cli: skipped $fan_skipped fan-out check(s): no assets/study/fail-*.csv (make study)"
 [ -z "$fan_uncal" ] ||
     echo "test_cli: skipped the predicted failed p50 of$fan_uncal: no calibration in assets/study/"
+skipped=$((fan_skipped + $(echo $fan_uncal | wc -w)))
 
-echo "test_cli: $pass passed, $fail failed"
+echo "test_cli: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]
