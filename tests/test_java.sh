@@ -576,8 +576,8 @@ check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && 
     --port $BENCH --out "$tmp/bench.csv" >"$tmp/bench.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || cat "$tmp/bench.out" >&2
 check "bench --server java: exit 0 (got $rc)" [ $rc -eq 0 ]
-check "bench --server java: the header ends with jit_warmup_s,server and the fan-out's columns" \
-    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server,on_failure,fail_share,fail_after_ms,failed_p50_ms,failed_p99_ms,calls_per_req,call_ms_per_req\$'"
+check "bench --server java: the header ends with jit_warmup_s,server, the fan-out's columns and auth" \
+    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server,on_failure,fail_share,fail_after_ms,failed_p50_ms,failed_p99_ms,calls_per_req,call_ms_per_req,auth\$'"
 # by name: req/s, OS threads, RSS, the JIT's warm-up, and the calls and the connections'
 # time per request (/metrics' agg_downstream_calls_total and agg_downstream_held_us_total)
 check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS, a 1 s warm-up, calls and connection time" \
