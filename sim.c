@@ -11208,18 +11208,29 @@ static void ui_chart_band(struct ui_gfx *g, const struct ui_chart_frame *f, cons
     }
 }
 
+/* A bar from pixel y0 to y1 at X, capped at each end by a line 2 half wide: a spread. */
+static void ui_whisker(struct ui_gfx *g, float X, float y0, float y1, float half, SDL_Color c)
+{
+    float S = g->scale;
+    ui_line(g, X, y0, X, y1, 1.6f * S, c);
+    ui_line(g, X - half, y0, X + half, y0, 1.6f * S, c);
+    ui_line(g, X - half, y1, X + half, y1, 1.6f * S, c);
+}
+
+/* A prediction's tick at (X, Y), 2 half wide in the text ink: one alone is seen too. */
+static void ui_predicted_tick(struct ui_gfx *g, float X, float Y, float half)
+{
+    ui_line(g, X - half, Y, X + half, Y, 1.6f * g->scale, ui_color(g, UI_TEXT, 255));
+}
+
 /* A point with its bar from lo to hi (NAN: no bar). */
 static void ui_chart_point(struct ui_gfx *g, const struct ui_chart_frame *f, double x, double y,
                            double lo, double hi, int ink)
 {
     SDL_Color c = ui_color(g, ink, 255);
     float S = g->scale, X = ui_axis_at(&f->x, x), Y = ui_axis_at(&f->y, y);
-    if (isfinite(lo) && isfinite(hi)) {
-        float y0 = ui_axis_at(&f->y, lo), y1 = ui_axis_at(&f->y, hi);
-        ui_line(g, X, y0, X, y1, 1.6f * S, c);
-        ui_line(g, X - 3 * S, y0, X + 3 * S, y0, 1.6f * S, c);
-        ui_line(g, X - 3 * S, y1, X + 3 * S, y1, 1.6f * S, c);
-    }
+    if (isfinite(lo) && isfinite(hi))
+        ui_whisker(g, X, ui_axis_at(&f->y, lo), ui_axis_at(&f->y, hi), 3 * S, c);
     ui_line(g, X - 4.5f * S, Y, X + 4.5f * S, Y, 9 * S, ui_color(g, UI_TEXT, 255)); /* an edge */
     ui_line(g, X - 3 * S, Y, X + 3 * S, Y, 6 * S, c);
 }
@@ -11414,11 +11425,9 @@ static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const c
         ui_chart_band(g, &f, sr[k].users, l, h, sr[k].n, UI_TEXT);
         ui_chart_line(g, &f, sr[k].users, y, sr[k].n, UI_TEXT,
                       model_words_of(p[sr[k].first].mode)->dashed);
-        for (int j = 0; j < sr[k].n; j++) { /* each prediction a tick: one alone is seen too */
-            float X = ui_axis_at(&f.x, sr[k].users[j]), Y = ui_axis_at(&f.y, y[j]);
-            ui_line(g, X - 5 * g->scale, Y, X + 5 * g->scale, Y, 1.6f * g->scale,
-                    ui_color(g, UI_TEXT, 255));
-        }
+        for (int j = 0; j < sr[k].n; j++)
+            ui_predicted_tick(g, ui_axis_at(&f.x, sr[k].users[j]), ui_axis_at(&f.y, y[j]),
+                              5 * g->scale);
     }
     for (int k = 0; k < ns; k++) {
         int ink = ui_validate_ink(p, sr, k), hollow = model_words_of(p[sr[k].first].mode)->dashed;
@@ -11429,15 +11438,117 @@ static void ui_validate_chart(struct ui_gfx *g, SDL_FRect r, int metric, const c
             if (metric != VM_RPS || !val_spread(&p[i], &lo, &hi))
                 lo = hi = NAN;
             float X = ui_axis_at(&f.x, (double)p[i].users);
-            if (isfinite(lo) && isfinite(hi)) {
-                float y0 = ui_axis_at(&f.y, lo * scale), y1 = ui_axis_at(&f.y, hi * scale);
-                ui_line(g, X, y0, X, y1, 1.6f * g->scale, c);
-                ui_line(g, X - 4 * g->scale, y0, X + 4 * g->scale, y0, 1.6f * g->scale, c);
-                ui_line(g, X - 4 * g->scale, y1, X + 4 * g->scale, y1, 1.6f * g->scale, c);
-            }
+            if (isfinite(lo) && isfinite(hi))
+                ui_whisker(g, X, ui_axis_at(&f.y, lo * scale), ui_axis_at(&f.y, hi * scale),
+                           4 * g->scale, c);
             ui_marker(g, X, ui_axis_at(&f.y, p[i].measured[metric] * scale), ink, hollow);
         }
     }
+}
+
+/* --validate --plot of a parallel fan-out under failures (rows with a fail_share): what the
+ * policy changes, a category per row on x (its policy: cancel ends the scope at the first
+ * failure, wait joins the slowest sibling). Two charts: the failed requests' latency and the
+ * time the calls held a connection per request. The prediction is a tick in the text ink;
+ * each measured figure a marker in its series' measured ink (hollow: virtual), the failed
+ * requests' p50 with a bar up to their p99. */
+struct ui_fan_chart {
+    const char *title;
+    int fig, whisker; /* the row's fan[] figure, and the one its bar reaches (-1: none) */
+};
+static const struct ui_fan_chart ui_fan_charts[] = {
+    {"failed requests' latency (ms): p50, bar to p99", VF_FAILED_P50, VF_FAILED_P99},
+    {"time a connection was held per request (ms)", VF_CALL_MS, -1},
+};
+
+/* Does a row fail a share of its calls (its figure is then ui_fan_draw's)? */
+static int ui_fan_wanted(const struct val_point *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (val_failing(&p[i]))
+            return 1;
+    return 0;
+}
+
+/* The series of row i (its measured ink and marker follow it). */
+static int ui_fan_series(const struct val_point *p, int i, const struct val_series *sr, int ns)
+{
+    int k = 0;
+    while (k + 1 < ns && !val_same_series(&p[sr[k].first], &p[i]))
+        k++;
+    return k;
+}
+
+static void ui_fan_chart(struct ui_gfx *g, SDL_FRect r, const struct ui_fan_chart *ch,
+                         const struct val_point *p, int n, const struct val_series *sr, int ns,
+                         const char *const *xnames)
+{
+    double yhi = 0;
+    for (int i = 0; i < n; i++) {
+        const double v[] = {p[i].fan[ch->fig], p[i].fan_pred[ch->fig],
+                            ch->whisker >= 0 ? p[i].fan[ch->whisker] : NAN};
+        for (int j = 0; j < 3; j++)
+            yhi = isfinite(v[j]) ? fmax(yhi, v[j]) : yhi;
+    }
+    struct ui_chart_frame f = ui_chart_make(g, r, 0, 0, 0, yhi, xnames, n);
+    float S = g->scale;
+    ui_chart_draw_axes(g, &f, ch->title, "on_failure: the fan-out's policy");
+    for (int i = 0; i < n; i++) /* the predictions first, under every measured point */
+        if (isfinite(p[i].fan_pred[ch->fig]))
+            ui_predicted_tick(g, ui_axis_at(&f.x, i), ui_axis_at(&f.y, p[i].fan_pred[ch->fig]),
+                              10 * S);
+    for (int i = 0; i < n; i++) {
+        int k = ui_fan_series(p, i, sr, ns), ink = ui_validate_ink(p, sr, k);
+        double y = p[i].fan[ch->fig], top = ch->whisker >= 0 ? p[i].fan[ch->whisker] : NAN;
+        float X = ui_axis_at(&f.x, i);
+        if (!isfinite(y))
+            continue;
+        if (isfinite(top))
+            ui_whisker(g, X, ui_axis_at(&f.y, y), ui_axis_at(&f.y, top), 4 * S,
+                       ui_color(g, ink, 255));
+        ui_marker(g, X, ui_axis_at(&f.y, y), ink, model_words_of(p[i].mode)->dashed);
+    }
+}
+
+/* The fan-out's figure: its legend (a series per policy, then what the marks mean), title and
+ * the two charts side by side. */
+static void ui_fan_draw(struct ui_canvas *c, const struct val_point *p, int n,
+                        const struct val_series *sr, int ns, const char *csv)
+{
+    struct ui_gfx *g = &c->g;
+    struct ui_series_key keys[VAL_SERIES_MAX + 2];
+    char names[VAL_SERIES_MAX][64], title[256], (*cat)[64] = xcalloc((size_t)n, sizeof *cat);
+    const char **xn = xcalloc((size_t)n, sizeof *xn);
+    int nk = 0;
+    for (int k = 0; k < ns; k++) {
+        const struct val_point *q = &p[sr[k].first];
+        int hollow = model_words_of(q->mode)->dashed;
+        snprintf(names[k], sizeof names[k], "%s, %s", val_fan_policy(q), model_names[q->mode]);
+        keys[nk++] = (struct ui_series_key){names[k], ui_validate_ink(p, sr, k), UI_KEY_POINT,
+                                            hollow ? UI_MARK_HOLLOW : UI_MARK_FILLED,
+                                            ui_validate_ink(p, sr, k)};
+    }
+    keys[nk++] = (struct ui_series_key){"line: predicted", UI_TEXT, UI_KEY_LINE, 0, 0};
+    keys[nk++] = (struct ui_series_key){"square: measured, bar: p50 to p99", UI_MEASURED,
+                                        UI_KEY_POINT, 0, 0};
+    for (int i = 0; i < n; i++) {
+        snprintf(cat[i], sizeof cat[i], "%s, %s, %ld users", val_fan_policy(&p[i]),
+                 model_names[p[i].mode], p[i].users);
+        xn[i] = cat[i];
+    }
+    const struct val_point *q = &p[sr[0].first];
+    snprintf(title, sizeof title,
+             "Predicted against measured: the %s aggregator's fan-out of %d calls of %g ms, "
+             "a share %g of the first failing after %g ms (%s)",
+             q->server == VS_JAVA ? "JVM (Tomcat)" : "C", q->fanout, q->delay_ms, q->fan[VF_SHARE],
+             q->fan[VF_AFTER_MS], csv);
+    float S = g->scale, m = 12 * S, top = ui_figure_open(c, title, keys, nk, NULL);
+    float w = ((float)c->w - 3 * m) / 2;
+    for (int i = 0; i < 2; i++)
+        ui_fan_chart(g, (SDL_FRect){m + i * (w + m), top, w, (float)c->h - top - m},
+                     &ui_fan_charts[i], p, n, sr, ns, xn);
+    free(xn);
+    free(cat);
 }
 
 /* The validation's figure on an open canvas (its texts are then the canvas's). */
@@ -11448,6 +11559,10 @@ static void ui_validate_draw(struct ui_canvas *c, const struct val_point *p, int
     struct ui_series_key keys[VAL_SERIES_MAX + 3];
     char names[VAL_SERIES_MAX][96], title[256], note[160];
     int detail = 0, nk = 0;
+    if (ui_fan_wanted(p, n)) {
+        ui_fan_draw(c, p, n, sr, ns, csv);
+        return;
+    }
     for (int k = 1; k < ns; k++)
         detail |= !val_same_series(&p[sr[k].first], &p[sr[0].first]) &&
                   p[sr[k].first].mode == p[sr[0].first].mode;
