@@ -200,11 +200,13 @@ tutorial-images: $(O)/sim
 	$(MAKE) -s study-images O=$(O)
 
 # The study's pictures, from the measurement files make study wrote and make study-assets
-# committed: measured points on the predicted curves (C, JVM) and the port wall over time;
+# committed: measured points on the predicted curves (C, JVM), the port wall over time and the
+# fan-out under failures (cancel against wait);
 # then its report, study.md, with the simulator's predictions of today (tests/study --report).
 # Without a calibration of the JVM (calibrate refuses the JVM's run-to-run spread of CPU),
 # its runtime threads as counted at idle (JVM_THREADS), as tests/study does.
-STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java
+STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java \
+	fail-c:c fail-java:java
 study-images: $(O)/sim
 	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; s=$${p#*:}; \
 	    [ -f assets/study/$$f.csv ] || { echo "study-images: no assets/study/$$f.csv (make study)"; continue; }; \
