@@ -11517,7 +11517,7 @@ static void ui_fan_draw(struct ui_canvas *c, const struct val_point *p, int n,
 {
     struct ui_gfx *g = &c->g;
     struct ui_series_key keys[VAL_SERIES_MAX + 2];
-    char names[VAL_SERIES_MAX][64], title[256], (*cat)[64] = xcalloc((size_t)n, sizeof *cat);
+    char names[VAL_SERIES_MAX][64], title[320], (*cat)[64] = xcalloc((size_t)n, sizeof *cat);
     const char **xn = xcalloc((size_t)n, sizeof *xn);
     int nk = 0;
     for (int k = 0; k < ns; k++) {

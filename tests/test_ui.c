@@ -1015,6 +1015,9 @@ static int tu_study_draw(struct ui_canvas *c, const char *name, const char *srv,
         rc = val_series_predict(&sr[k], p, n, ui_axis_wants_log((double)ulo, (double)uhi), csv,
                                 calibration, sets, nsets, err, sizeof err);
     CHECK(rc == 0, "%s: its %d series predicted (%s)", csv, ns, rc ? err : "");
+    for (int i = 0; i < n && rc == 0 && ui_fan_wanted(p, n); i++) /* a fan-out's own figures */
+        rc = val_simulate(&p[i], csv, calibration, sets, nsets, err, sizeof err);
+    CHECK(rc == 0, "%s: its rows predicted (%s)", csv, rc ? err : "");
     if (rc == 0)
         ui_validate_draw(c, p, n, sr, ns, file);
     free(p);
@@ -1041,6 +1044,13 @@ static void tu_study_colours(struct ui_canvas *c, const char *name)
     if (strstr(name, "timeline"))
         return;
     int named = 0;
+    if (!strncmp(name, "fail-", 5)) { /* a series per policy, named in the legend */
+        for (int i = 0; i < c->g.ntext; i++)
+            named += !strcmp(c->g.text[i].s, "cancel, virtual") +
+                     !strcmp(c->g.text[i].s, "wait, virtual");
+        CHECK(named == 2, "%s: the legend names the cancel and the wait series (%d)", name, named);
+        return;
+    }
     for (int i = 0; i < c->g.ntext; i++)
         named += !strcmp(c->g.text[i].s, "platform") + !strcmp(c->g.text[i].s, "virtual");
     CHECK(named == 2, "%s: the legend names the platform and the virtual series (%d)", name, named);
@@ -1088,6 +1098,96 @@ static void test_study_plots_text(void)
     CHECK(n >= 4, "the Makefile's STUDY_PLOTS read (%d pictures)", n);
 }
 
+/* Column col of data row `row` (0: the first) of a results CSV, read by its header here. */
+static double tu_csv_value(const char *path, int row, const char *col)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int at = -1, r = -1;
+    double v = NAN;
+    while (f && fgets(line, sizeof line, f) && isnan(v)) {
+        int k = 0;
+        for (char *save = NULL, *t = strtok_r(line, ",\n", &save); t;
+             t = strtok_r(NULL, ",\n", &save), k++)
+            if (r < 0 && !strcmp(t, col))
+                at = k;
+            else if (r == row && k == at)
+                v = strtod(t, NULL);
+        r++;
+    }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* The centre of the drawn text s in the left (right = 0) or right half of the canvas, by its
+ * prefix (its tick label or category); 0 when there is none. */
+static SDL_FPoint tu_text_at(const struct ui_canvas *c, const char *s, int right)
+{
+    for (int i = 0; i < c->g.ntext; i++) {
+        const SDL_FRect *r = &c->g.text[i].r;
+        if (!strncmp(c->g.text[i].s, s, strlen(s)) && (r->x > (float)c->w / 2) == right &&
+            r->y > 60)
+            return (SDL_FPoint){r->x + r->w / 2, r->y + r->h / 2};
+    }
+    return (SDL_FPoint){0, 0};
+}
+
+/* The fan-out under failures' picture (fail-c.csv, as make study-images draws it): in each
+ * chart, each row's measured figure (the failed requests' p50, the connection ms per request)
+ * as read here from the CSV is a marker of its series' ink (cancel the measured blue, wait the
+ * second configuration's vermillion) where the chart's own tick labels 0 and 100 put that
+ * value, above the row's category label; not at the other row's value. A grid without
+ * failures draws its charts over users as before. */
+static void test_fan_plot(void)
+{
+    static const char *const figs[] = {"failed_p50_ms", "call_ms_per_req"};
+    static const char *const rows[] = {"cancel, virtual", "wait, virtual"};
+    const uint32_t inks[] = {ui_inks[UI_MEASURED].dark, ui_inks[UI_MEASURED2].dark};
+    struct ui_canvas c;
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
+    if (tu_study_draw(&c, "fail-c", "c", "assets/study/c.ini", NULL, 0) == 0) {
+        ui_flush(&c.g);
+        SDL_RenderFlush(c.r);
+        for (int ch = 0; ch < 2; ch++) {
+            SDL_FPoint y0 = tu_text_at(&c, "0", ch), y100 = tu_text_at(&c, "100", ch);
+            CHECK(y0.y > y100.y && y100.y > 0, "chart %d: its y labels 0 and 100 drawn", ch);
+            for (int i = 0; i < 2; i++) {
+                SDL_FPoint x = tu_text_at(&c, rows[i], ch);
+                double v = tu_csv_value("assets/study/fail-c.csv", i, figs[ch]),
+                       other = tu_csv_value("assets/study/fail-c.csv", 1 - i, figs[ch]);
+                float Y = y0.y + (y100.y - y0.y) * (float)(v / 100),
+                      Yo = y0.y + (y100.y - y0.y) * (float)(other / 100);
+                long at = tu_count(&c, (SDL_FRect){x.x - 6, Y - 6, 12, 12}, inks[i], 1),
+                     off = tu_count(&c, (SDL_FRect){x.x - 6, Yo - 6, 12, 12}, inks[i], 1);
+                CHECK(x.x > 0 && at >= 12 && off == 0,
+                      "%s: %s's measured %g drawn in its ink at (%.0f, %.0f): %ld px, at the "
+                      "other row's %g: %ld px",
+                      figs[ch], rows[i], v, x.x, Y, at, other, off);
+            }
+        }
+    }
+    ui_canvas_close(&c);
+    if (ui_canvas_open(&c, &tu_opts) < 0) {
+        CHECK(0, "canvas");
+        return;
+    }
+    if (tu_study_draw(&c, "massive-c", "c", "assets/study/c.ini", NULL, 0) == 0) {
+        int over_users = 0, by_policy = 0;
+        for (int i = 0; i < c.g.ntext; i++) {
+            over_users += !strcmp(c.g.text[i].s, "throughput (req/s) against users");
+            by_policy += !strcmp(c.g.text[i].s, "on_failure: the fan-out's policy");
+        }
+        CHECK(over_users == 1 && by_policy == 0,
+              "massive-c.csv (no failures): throughput over users (%d), no policy axis (%d)",
+              over_users, by_policy);
+    }
+    ui_canvas_close(&c);
+}
+
 int main(void)
 {
     test_carrier_queues();
@@ -1107,6 +1207,7 @@ int main(void)
     test_plot_axes();
     test_shots_text();
     test_study_plots_text();
+    test_fan_plot();
     test_window_words();
     test_chart_span();
     test_bound_line();
