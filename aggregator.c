@@ -9965,7 +9965,8 @@ static int cmd_calibrate(int argc, char **argv)
                   .runs = 3,
                   .threads = 200,
                   .port = -1, /* not given: opt_port_pair_default */
-                  .jit_warmup_s = BENCH_JIT_WARMUP_S},
+                  .jit_warmup_s = BENCH_JIT_WARMUP_S,
+                  .on_failure = -1}, /* the K calls in turn: cpu_per_call's fit assumes it */
     };
     const struct opt o[] = {
         {"--out", OPT_STR, &cfg.out, "file to write; default calibration.ini"},
