@@ -1527,10 +1527,10 @@ static int no_port_child(void)
           "no_port: %d answered 200 and %d 502 of %d; requests failed no_port %ld (want %d), "
           "calls %ld (want about 3 each)",
           f.ok, f.bad, f.n, reqs, f.bad, calls);
-    server_stop(&sv); /* all given back, so that valgrind's child leaks nothing */
-    server_stop(&be);
-    rt_shutdown();
+    rt_shutdown(); /* every virtual thread ended first: a connection's frees its lock's user */
     rt_join();
+    server_stop(&sv); /* then all given back, so that valgrind's child leaks nothing */
+    server_stop(&be);
     free(vc.backends);
     return check_failed > failed0;
 }
