@@ -393,11 +393,16 @@ public final class Aggregator {
                         + " (no ephemeral port left; counted as reason=\"no_port\" from now on)");
         }
 
-        /** Wrap a task so that it counts as a virtual thread while it runs. */
+        /**
+         * Wrap a task so that it counts as a virtual thread while it runs. The counts move
+         * inside the run, not at the wrap: StructuredTaskScope.fork makes its thread through
+         * the factory and then may find the scope cancelled by a failed sibling, and that
+         * thread never starts (its finally would never run).
+         */
         Runnable countedVirtual(Runnable task) {
-            vthreadsStarted.increment();
-            vthreadsAlive.incrementAndGet();
             return () -> {
+                vthreadsStarted.increment();
+                vthreadsAlive.incrementAndGet();
                 try {
                     task.run();
                 } finally {
