@@ -169,7 +169,8 @@ STUDY_FILES = c.ini java.ini massive-c.csv massive-java.csv wall-c-timeline.csv 
               wall-java-timeline.csv wall-c-pooled-timeline.csv wall-java-pooled-timeline.csv \
               wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md \
               machine.txt massive-c.txt massive-java.txt wall-c.txt wall-java.txt wall-c-pooled.txt \
-              wall-java-pooled.txt blog-jvm.txt fail-c.csv fail-java.csv fail-c.txt fail-java.txt
+              wall-java-pooled.txt blog-jvm.txt fail-c.csv fail-java.csv fail-c.txt fail-java.txt \
+              auth-c.ini auth-c-massive.csv auth-c-massive.txt auth-c-cpu.csv auth-c-cpu.txt
 study-assets:
 	@mkdir -p assets/study && for f in $(STUDY_FILES); do \
 	    [ -f out/study/$$f ] && cp out/study/$$f assets/study/$$f; done; ls assets/study
@@ -201,17 +202,18 @@ tutorial-images: $(O)/sim
 
 # The study's pictures, from the measurement files make study wrote and make study-assets
 # committed: measured points on the predicted curves (C, JVM), the port wall over time and the
-# fan-out under failures (cancel against wait);
+# fan-out under failures (cancel against wait), the secured endpoint's throughput;
 # then its report, study.md, with the simulator's predictions of today (tests/study --report).
 # Without a calibration of the JVM (calibrate refuses the JVM's run-to-run spread of CPU),
 # its runtime threads as counted at idle (JVM_THREADS), as tests/study does.
+# NAME:SERVER[:CAL]: CAL.ini, where a step has a calibration of its own, else SERVER.ini.
 STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java \
-	fail-c:c fail-java:java
+	fail-c:c fail-java:java auth-c-cpu:c:auth-c
 study-images: $(O)/sim
-	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; s=$${p#*:}; \
+	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; r=$${p#*:}; s=$${r%%:*}; i=$${r#*:}; \
 	    [ -f assets/study/$$f.csv ] || { echo "study-images: no assets/study/$$f.csv (make study)"; continue; }; \
 	    cal=""; [ $$s = java ] && cal="$(JVM_THREADS)"; \
-	    [ -f assets/study/$$s.ini ] && cal="--calibration assets/study/$$s.ini"; \
+	    [ -f assets/study/$$i.ini ] && cal="--calibration assets/study/$$i.ini"; \
 	    $(O)/sim --validate assets/study/$$f.csv $$cal --server $$s --plot assets/study/$$f.png > /dev/null || exit 1; \
 	done; sh tests/study $(O) assets/study --report && \
 	echo "study-images: drew the study's pictures in assets/study/ and wrote its study.md again"

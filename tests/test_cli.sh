@@ -324,6 +324,9 @@ for line in '/usr/lib/jvm/j/bin/java --enable-preview -cp /p/build/java:/u/a.jar
     *) case $line in *--enable-preview*) bad "portable drops the JVM's options: $got_line" ;; *) ok ;; esac ;;
     esac
 done
+got_line=$(echo 'auth rs256: serve --auth rs256:/tmp/aggregator-bench.x1/rs256.pub' | portable)
+[ "$got_line" = 'auth rs256: serve --auth rs256:rs256.pub' ] && ok ||
+    bad "portable leaves bench's temporary key path in: $got_line"
 
 # The structured fan-out under failures (tests/study's step 4), as committed: each row of
 # assets/study/fail-SERVER.csv, read here by column name, against the topology's own truth (the
@@ -388,6 +391,59 @@ done
 [ -z "$fan_uncal" ] ||
     echo "test_cli: skipped the predicted failed p50 of$fan_uncal: no calibration in assets/study/"
 skipped=$((fan_skipped + $(echo $fan_uncal | wc -w)))
+
+# What a secured endpoint costs (tests/study's step 5), as committed: the RS256 check off and on,
+# side by side, read by column name, against truths that are not the simulator's. Under massive
+# I/O (auth-c-massive.csv) the check is CPU, not waiting: each side still serves within 15% of
+# its Little's-law bound (the pool's 200 / K D, the users' N / K D), and the machine's CPU a
+# request grows by at least 0.8 of the check's own cost, timed alone in-process (auth-c.ini's
+# auth.rs256_cpu: a second measurement). With short calls (auth-c-cpu.csv) the CPU bound binds
+# the virtual side at the most users (under 0.8 N / D) and the check lowers it (fewer req/s than
+# without). Then the simulator's prediction of every row, from auth-c.ini: within 5% of the
+# measured throughput under massive I/O and 10% at the CPU bound. Without the calibration (a busy
+# machine) the cost and prediction checks are skipped and counted.
+auth_col='NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }'
+auth_ini=assets/study/auth-c.ini
+for part in massive cpu; do
+    csv=assets/study/auth-c-$part.csv
+    if [ ! -s "$csv" ]; then
+        skipped=$((skipped + 1))
+        echo "test_cli: skipped the secured endpoint's $part check: no $csv (make study)"
+        continue
+    fi
+    check=$(awk -F, -v cpu=$([ -f $auth_ini ] && sed -n 's/^auth.rs256_cpu = \([0-9.]*\)us.*/\1/p' $auth_ini) \
+        -v part=$part "$auth_col"'
+        { key = $c["auth"] " " $c["mode"]; n = $c["users"]; kd = $c["fanout"] * $c["delay_ms"] / 1000
+          bound = ($c["mode"] == "platform" && n > 200 ? 200 : n) / kd
+          if (part == "massive" && !($c["throughput_rps"] >= 0.85 * bound))
+              printf "%s: %g req/s at %d users, under 0.85 of its bound %g; ", key, $c["throughput_rps"], n, bound
+          if (n >= top[key]) { top[key] = n; rps[key] = $c["throughput_rps"]; us[key] = $c["cpu_us_per_req"] } }
+        END { for (m = 0; m < 2; m++) { mode = m ? "virtual" : "platform"
+                  if (!(("off " mode) in rps) || !(("rs256 " mode) in rps)) { printf "no off and rs256 rows of %s; ", mode; continue }
+                  grow = us["rs256 " mode] - us["off " mode]
+                  if (part == "massive" && cpu != "" && !(grow >= 0.8 * cpu))
+                      printf "%s: CPU a request grew by %g us with the check, under 0.8 of its %g us; ", mode, grow, cpu }
+              v = "virtual"; n = top["rs256 " v]
+              if (part == "cpu" && !(rps["rs256 " v] < 0.8 * n / kd))
+                  printf "rs256 virtual at %d users: %g req/s, not CPU-bound (N / D %g); ", n, rps["rs256 " v], n / kd
+              if (part == "cpu" && !(rps["rs256 " v] < rps["off " v]))
+                  printf "rs256 virtual at %d users: %g req/s, not under the %g without the check; ", n, rps["rs256 " v], rps["off " v] }' "$csv")
+    [ -z "$check" ] && ok || bad "$csv: $check"
+    if [ ! -f $auth_ini ]; then
+        skipped=$((skipped + 2))
+        echo "test_cli: skipped the secured endpoint's $part cost and prediction checks: no $auth_ini"
+        continue
+    fi
+    "$sim" --validate "$csv" --server c --calibration $auth_ini --json > "$tmp/auth.json" 2> "$tmp/err" ||
+        { bad "sim --validate $csv: $(head -c 300 "$tmp/err")"; continue; }
+    tol=0.05
+    [ $part = cpu ] && tol=0.10
+    err=$(sed -n 's/.*"users": \([0-9]*\), "mode": "\([a-z]*\)".*"throughput_rps": {[^}]*"rel_error": \([-0-9.e+]*\)}.*"auth": "\([a-z0-9]*\)".*/\1 \2 \3 \4/p' \
+        "$tmp/auth.json" | awk -v tol=$tol -v part=$part '{ n++; e = $3 < 0 ? -$3 : $3
+            if (part == "massive" || $1 >= 1600) { if (e > tol) printf "%s %s %s: predicted %+.1f%%; ", $4, $2, $1, 100 * $3 } }
+        END { if (n < 4) printf "%d predictions, want a row each", n }')
+    [ -z "$err" ] && ok || bad "sim --validate $csv --calibration $auth_ini: $err"
+done
 
 echo "test_cli: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]
