@@ -6382,18 +6382,28 @@ static void load_start(struct load *L, const struct load_cfg *cfg)
     L->per_carrier = xcalloc((size_t)rt_carriers(), sizeof *L->per_carrier);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
+    /* With --auth each user's first token is minted here, before the clock starts: a client
+     * population holds its tokens already, and signing one (an RSA signature takes about a
+     * millisecond of CPU) is the client's cost, which a user's first request must not wait
+     * behind on the generator's carriers. */
+    struct load_user **users = xcalloc((size_t)cfg->users, sizeof *users);
+    for (int i = 0; i < cfg->users; i++) {
+        users[i] = xcalloc(1, sizeof *users[i]);
+        users[i]->L = L;
+        users[i]->idx = i;
+        const char *req;
+        size_t len;
+        load_user_request(users[i], &req, &len);
+    }
     L->t_begin = now_ns();
     L->t0 = L->t_begin + (int64_t)(cfg->warmup_s * NS_PER_S);
     L->t_end = L->t0 + (int64_t)(cfg->duration_s * NS_PER_S);
     L->nsec = (int)((L->t_end - L->t_begin + NS_PER_S - 1) / NS_PER_S);
     for (int i = 0; i < rt_carriers(); i++)
         L->per_carrier[i].sec = xcalloc((size_t)L->nsec, sizeof *L->per_carrier[i].sec);
-    for (int i = 0; i < cfg->users; i++) {
-        struct load_user *u = xcalloc(1, sizeof *u);
-        u->L = L;
-        u->idx = i;
-        vt_spawn_spread(load_user_main, u);
-    }
+    for (int i = 0; i < cfg->users; i++)
+        vt_spawn_spread(load_user_main, users[i]);
+    free(users);
 }
 
 /* Wait (on an OS thread) until every user is done; the users stop at the window's end or
