@@ -5274,7 +5274,9 @@ static const char *rep_row_fmt(const struct rep_row *row)
  *                   are nearly independent; short ones are correlated and the interval is
  *                   too narrow: keep a batch many response times long.
  *   A percentile is known only to its histogram bucket (< 0.8% wide): its half-width is at
- *   least the bucket's width, however closely the samples agree.
+ *   least the bucket's width, however closely the samples agree. Near a bound the mean
+ *   latency's is at least what heavy-traffic theory gives a window of its relaxation times
+ *   (rep_ci_floor): a queue's mean is skewed, and a run that reads low agrees with itself.
  *   The request counts (rep_row.sum) are sums over the replications: whole numbers, for
  *   which arrived = completed + failed + in flight holds in every format; the other rows
  *   are means over the replications (or the one run's). */
@@ -5329,6 +5331,21 @@ static void rep_ci_rows(const struct result *xs, int n, struct result *half)
     }
 }
 
+/* A floor under the mean latency's half-width near a bound (an open loop's relaxation time,
+ * r->sr.relax): in heavy traffic the mean of a queue's response times over T s has a
+ * relative variance of about relax / T (M/M/1's number in system: 2 (1 + rho) / (rho mu
+ * (1 - rho)^2) / T, Whitt, which is Abate and Whitt's relaxation time over T as rho nears
+ * 1), whatever one run's batches or a few replications show: a run that met none of the
+ * queue's long excursions has batch means that agree too well, and a mean that reads low.
+ * n samples of `secs` s of window in all. */
+static void rep_ci_floor(const struct result *r, struct result *half, int n, double secs)
+{
+    double relax = r->sr.relax;
+    if (n < 2 || !(relax > 0) || !isfinite(relax) || !isfinite(half->mean) || !(secs > 0))
+        return;
+    half->mean = fmax(half->mean, stat_t975(n - 1) * r->mean * sqrt(relax / secs));
+}
+
 /* The report of n replications: runs[i * MODEL_N + model]. */
 static void rep_replicated(struct report *rp, const struct result *runs, int n)
 {
@@ -5352,6 +5369,7 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
                 r->failed_by_reason[f] += xs[i].failed_by_reason[f]; /* they sum to failed */
         }
         rep_ci_rows(xs, n, &rp->ci[mk]);
+        rep_ci_floor(r, &rp->ci[mk], n, n * r->window_s);
         free(xs);
     }
 }
@@ -6220,6 +6238,7 @@ static void rep_batched(struct report *rp, const struct model ms[MODEL_N])
         for (int i = 0; i < g; i++)
             xs[i] = rep_batch_result(&ms[mk], i * k / g, (i + 1) * k / g);
         rep_ci_rows(xs, g, &rp->ci[mk]);
+        rep_ci_floor(&rp->r[mk], &rp->ci[mk], g, rp->r[mk].window_s);
     }
     rp->n = g;
     free(xs);
