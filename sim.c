@@ -5089,6 +5089,7 @@ struct steady_run {
     int tail_little;   /* 1: the tail is Little's law's, not the p99 */
     double rho, relax; /* open loop: rate / least bound, relaxation time in s; else 0 */
     double cs2;        /* the squared coefficient of variation of a request's time on it */
+    double service;    /* s: 1 / that bound, a request's time on it */
     int bound;         /* that bound (bound_id), -1 closed loop */
     double ndone;      /* requests completed in the window */
     double skew;       /* the skewness of a request's time alone, from the program */
@@ -5275,7 +5276,7 @@ static const char *rep_row_fmt(const struct rep_row *row)
  *                   too narrow: keep a batch many response times long.
  *   A percentile is known only to its histogram bucket (< 0.8% wide): its half-width is at
  *   least the bucket's width, however closely the samples agree. Near a bound the mean
- *   latency's is at least what heavy-traffic theory gives a window of its relaxation times
+ *   latency's from batch means is at least what heavy-traffic theory gives the window
  *   (rep_ci_floor): a queue's mean is skewed, and a run that reads low agrees with itself.
  *   The request counts (rep_row.sum) are sums over the replications: whole numbers, for
  *   which arrived = completed + failed + in flight holds in every format; the other rows
@@ -5331,19 +5332,26 @@ static void rep_ci_rows(const struct result *xs, int n, struct result *half)
     }
 }
 
-/* A floor under the mean latency's half-width near a bound (an open loop's relaxation time,
- * r->sr.relax): in heavy traffic the mean of a queue's response times over T s has a
- * relative variance of about relax / T (M/M/1's number in system: 2 (1 + rho) / (rho mu
- * (1 - rho)^2) / T, Whitt, which is Abate and Whitt's relaxation time over T as rho nears
- * 1), whatever one run's batches or a few replications show: a run that met none of the
- * queue's long excursions has batch means that agree too well, and a mean that reads low.
- * n samples of `secs` s of window in all. */
+/* A floor under the mean latency's half-width from one run's batch means near a bound (an
+ * open loop's rho and cs^2, struct steady_run): in heavy traffic the mean of a queue's
+ * response times over T s has a relative variance of about 2 (1 + rho) / (rho mu
+ * (1 - rho)^2) / T, mu the bound (M/M/1's number in system, Whitt), times (1 + cs^2) / 2 for
+ * the service's variability (as it scales Pollaczek-Khinchine's mean), whatever the batches
+ * show: a run that met none of the queue's long excursions has batch means that agree too
+ * well, and a mean that reads low. The variance is theory's, not estimated: the normal's
+ * 1.96, not Student's t. Only where the batches were merged (rep_batch_groups): a window
+ * long against the queue's memory sees its excursions, and theory's M/M/1 variance
+ * overstates a lightly loaded pool of servers; independent replications see them between
+ * them. n batches of `secs` s of window in all. */
 static void rep_ci_floor(const struct result *r, struct result *half, int n, double secs)
 {
-    double relax = r->sr.relax;
-    if (n < 2 || !(relax > 0) || !isfinite(relax) || !isfinite(half->mean) || !(secs > 0))
+    const struct steady_run *sr = &r->sr;
+    if (n < 2 || sr->bound < 0 || !(sr->rho > 0 && sr->rho < 1) || !isfinite(half->mean) ||
+        !(secs > 0))
         return;
-    half->mean = fmax(half->mean, stat_t975(n - 1) * r->mean * sqrt(relax / secs));
+    double relvar = 2 * (1 + sr->rho) / (sr->rho * (1 - sr->rho) * (1 - sr->rho)) * (1 + sr->cs2) /
+                    2 * sr->service / secs;
+    half->mean = fmax(half->mean, 1.959964 * r->mean * sqrt(relvar));
 }
 
 /* The report of n replications: runs[i * MODEL_N + model]. */
@@ -5369,7 +5377,6 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
                 r->failed_by_reason[f] += xs[i].failed_by_reason[f]; /* they sum to failed */
         }
         rep_ci_rows(xs, n, &rp->ci[mk]);
-        rep_ci_floor(r, &rp->ci[mk], n, n * r->window_s);
         free(xs);
     }
 }
@@ -5893,7 +5900,7 @@ static void rep_steady(const struct model *m, struct result *r)
     sr->cs2_all = d.r0 > 0 ? all.var / (d.r0 * d.r0) : 0;
     sr->mass99 = all.mass99 / SEC;
     sr->bound = -1;
-    sr->rho = sr->relax = sr->cs2 = 0; /* closed loop: a queue is bounded by the users */
+    sr->rho = sr->relax = sr->cs2 = sr->service = 0; /* closed loop: the users bound a queue */
     for (int k = BOUND_CPU; k < BOUND_N && !s->users; k++) {
         /* a limit that sheds (service.wait) bounds throughput, not the queue: a loss system */
         double x = k == BOUND_POOL ? r->bounds.pool_queues : r->bounds.rps[k];
@@ -5905,6 +5912,7 @@ static void rep_steady(const struct model *m, struct result *r)
     if (sr->bound >= 0) { /* the CPU serves cpu() steps; a pool or a port is held throughout */
         double mean = sr->bound == BOUND_CPU ? d.cpu : d.r0;
         sr->rho = s->rate / least;
+        sr->service = 1 / least;
         sr->cs2 = mean > 0 ? rep_moments(s, sr->bound == BOUND_CPU).var / (mean * mean) : 0;
         sr->relax = rep_relax(least, sr->rho, sr->cs2);
     }
@@ -6238,7 +6246,8 @@ static void rep_batched(struct report *rp, const struct model ms[MODEL_N])
         for (int i = 0; i < g; i++)
             xs[i] = rep_batch_result(&ms[mk], i * k / g, (i + 1) * k / g);
         rep_ci_rows(xs, g, &rp->ci[mk]);
-        rep_ci_floor(&rp->r[mk], &rp->ci[mk], g, rp->r[mk].window_s);
+        if (g < k) /* a window short against the queue's memory: heavy traffic's floor */
+            rep_ci_floor(&rp->r[mk], &rp->ci[mk], g, rp->r[mk].window_s);
     }
     rp->n = g;
     free(xs);

@@ -18,8 +18,9 @@
  *               at rho 0.7 over 56 relaxation times is stationary (<= 5% "not steady");
  *   near        an M/M/1 at rho 0.95 on 1 ms jobs (25 relaxation times, 5 replications), in
  *               --full at rho 0.99 on 10 us jobs (22.6 relaxation times, 5 replications),
- *               and in --near, at the default settings (one run in 10 batches: the run is
- *               over REP_CHEAP requests), an M/M/2, an M/D/1 and an M/G/1 of cs^2 4.25 at 0.99
+ *               and at the default settings (one run in 10 batches: the run is over
+ *               REP_CHEAP requests) an M/M/2 and an M/D/1 (--full) and an M/G/1 of cs^2
+ *               4.25 (--near: 5.7 M requests a seed, too dear for CI) at rho 0.99
  *               on windows of 50 relaxation times (M/M/1's, 1 / (mu (1 - sqrt(rho))^2),
  *               Abate and Whitt, times max(1, (1 + cs^2) / 2)), over VERDICT_NEAR_SEEDS seeds.
  *               Such a window has forgotten its empty start, so it is called steady in at
@@ -31,8 +32,8 @@
  *               steady" in at least 95% of seeds (as transient).
  * Without arguments (make test) VERDICT_SEEDS seeds of the virtual model run; `test_verdict
  * --full` (make check-verdict, run by CI) runs VERDICT_FULL_SEEDS of both models and the
- * expensive near-saturation system; `test_verdict --near` only the three systems at rho 0.99
- * on 50 relaxation times (about 4 minutes: not in CI). Exit 1 when a rate misses its target. */
+ * expensive near-saturation systems; `test_verdict --near` only the M/G/1 at rho 0.99 (half
+ * a minute of CPU: not in CI). Exit 1 when a rate misses its target. */
 #define SIM_NO_MAIN
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function" /* the command line is not tested here */
@@ -67,12 +68,15 @@
     "virtual.unpark = 0\n"
 
 enum { STATIONARY, TRANSIENT, NEAR, HEAVY };
+/* Where a dear system runs: --full with --replications 5, --full at the default settings
+ * (one run in batches), or only in --near (not in CI: about half a minute of CPU). */
+enum dear { EVERY, FULL_REPS, FULL, NEAR_ONLY };
 
 struct system {
     const char *name, *text;
     int kind;
     double exact_ms; /* the exact mean response time (all but TRANSIENT) */
-    int full_only;   /* too many events for make test: 1 --full, 2 --near (not in CI) */
+    int full_only;   /* too many events for make test (enum dear) */
     int min_steady;  /* NEAR: the least percentage of seeds called steady */
 };
 
@@ -161,7 +165,7 @@ static void test_system(const struct system *sys, int seeds, int mk)
     load(&s, sys->text);
     for (int i = 0; i < seeds; i++) {
         struct report rp;
-        report(&s, 1000 + (uint64_t)i, mk, sys->full_only == 1, &rp);
+        report(&s, 1000 + (uint64_t)i, mk, sys->full_only == FULL_REPS, &rp);
         const struct result *r = &rp.r[mk];
         notst += !r->steady;
         steady += r->steady;
@@ -264,10 +268,10 @@ int main(int argc, char **argv)
          "duration = 43s\nwarmup = 4s\n" PURE,
          NEAR, 1e3 / (1000 - 950), 0, MIN_STEADY_95},
         /* lognormal service of cs^2 4.25 (p99/p50 20) from empty at rho 0.97: its
-         * relaxation time is 4.4 s x 2.6, the window 8 s */
+         * relaxation time is 4.4 s x 2.6, the window 2.5 s */
         {"skewed",
          "rate = 970\nusers = 0\ncores = 1\nprogram = cpu(lognormal(0.43644ms,8.7287ms))\n"
-         "duration = 9s\nwarmup = 1s\n" PURE,
+         "duration = 3s\nwarmup = 0.5s\n" PURE,
          TRANSIENT, 0, 0, 0},
         /* the same service at rho 0.7 over 56 of its relaxation times */
         {"skewed 0.7",
@@ -289,25 +293,25 @@ int main(int argc, char **argv)
         {"rho=0.99f",
          "rate = 99000\nusers = 0\ncores = 1\nprogram = cpu(exp(10us))\n"
          "duration = 10s\nwarmup = 1s\n" PURE,
-         NEAR, 1e3 / (100000 - 99000), 1, MIN_STEADY_99F},
-        /* --near: rho 0.99 on 50 relaxation times (0.40 s; 2.1 s for cs^2 4.25) after 5 of
-         * warm-up, at the default settings (one run in 10 batches) */
+         NEAR, 1e3 / (100000 - 99000), FULL_REPS, MIN_STEADY_99F},
+        /* rho 0.99 on 50 relaxation times (0.40 s; 2.1 s for cs^2 4.25) after 5 of warm-up,
+         * at the default settings (one run in 10 batches); the M/G/1 only in --near */
         {"M/M/2 .99",
          "rate = 99000\nusers = 0\ncores = 2\nprogram = cpu(exp(20us))\n"
          "duration = 22s\nwarmup = 2s\n" PURE,
-         NEAR, mmc_w(2, 99000, 20e-6), 2, MIN_STEADY_99},
+         NEAR, mmc_w(2, 99000, 20e-6), FULL, MIN_STEADY_99},
         {"M/D/1 .99",
          "rate = 99000\nusers = 0\ncores = 1\nprogram = cpu(10us)\n"
          "duration = 22s\nwarmup = 2s\n" PURE,
-         NEAR, mg1_w(99000, 10e-6, 1e-10), 2, MIN_STEADY_99},
+         NEAR, mg1_w(99000, 10e-6, 1e-10), FULL, MIN_STEADY_99},
         {"M/G/1 .99",
          "rate = 49500\nusers = 0\ncores = 1\nprogram = cpu(lognormal(8.7287us,174.567us))\n"
          "duration = 115s\nwarmup = 10s\n" PURE,
-         NEAR, mg1_w(49500, 20e-6, 5.25 * 20e-6 * 20e-6), 2, MIN_STEADY_99},
+         NEAR, mg1_w(49500, 20e-6, 5.25 * 20e-6 * 20e-6), NEAR_ONLY, MIN_STEADY_99},
     };
     printf("test_verdict: %s, %d replications each, seeds from 1000\n",
            full   ? "every system, both models"
-           : near ? "rho 0.99 on 50 relaxation times, at the default settings"
+           : near ? "the M/G/1 at rho 0.99 on 50 relaxation times, at the default settings"
                   : "a subset (--full: all, both models)",
            VERDICT_REPS);
     test_t_pvalue();
@@ -323,7 +327,7 @@ int main(int argc, char **argv)
             continue;
         }
 #endif
-        if (near != (sys->full_only == 2)) /* --near: only those, too dear for CI */
+        if (near != (sys->full_only == NEAR_ONLY)) /* --near: only those, too dear for CI */
             continue;
         if (sys->full_only && (full || near)) /* 1-6 M requests a seed: fewer seeds */
             test_system(sys, VERDICT_NEAR_SEEDS, MODEL_VIRTUAL);
