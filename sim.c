@@ -3268,6 +3268,30 @@ static double dist_cdf(const struct dist *d, double x)
     }
 }
 
+/* The variance (ns^2) and third central moment (ns^3) of d: how spread and how skewed a time
+ * is, what the steady-state verdict reads of a program (rep_moments). */
+static void dist_moments(const struct dist *d, double *var, double *k3)
+{
+    double m = dist_mean(d), w = exp(d->b * d->b); /* lognormal: e^(sigma^2) */
+    *var = d->shape == DIST_UNIFORM     ? (d->b - d->a) * (d->b - d->a) / 12
+           : d->shape == DIST_EXP       ? m * m
+           : d->shape == DIST_LOGNORMAL ? (w - 1) * m * m
+                                        : 0;
+    *k3 = d->shape == DIST_EXP         ? 2 * m * m * m
+          : d->shape == DIST_LOGNORMAL ? (w + 2) * (w - 1) * (w - 1) * m * m * m
+                                       : 0;
+}
+
+/* The time below which 99% of d's mean lies: the longest requests it must see to estimate
+ * the mean (the p99 of the length-biased distribution: exp's is Gamma(2)'s, 6.638 means). */
+static double dist_mass99(const struct dist *d)
+{
+    return d->shape == DIST_LOGNORMAL ? exp(d->a + d->b * (d->b + Z99))
+           : d->shape == DIST_EXP     ? 6.638352 * d->a
+           : d->shape == DIST_UNIFORM ? sqrt(d->a * d->a + 0.99 * (d->b * d->b - d->a * d->a))
+                                      : d->a;
+}
+
 static double dist_end(const struct dist *d)
 {
     return d->shape == DIST_LOGNORMAL ? exp(d->a + 7.1 * d->b)
@@ -5064,7 +5088,14 @@ struct steady_run {
     double tail;       /* s: the response-time tail, max(p99, in flight / throughput) */
     int tail_little;   /* 1: the tail is Little's law's, not the p99 */
     double rho, relax; /* open loop: rate / least bound, relaxation time in s; else 0 */
+    double cs2;        /* the squared coefficient of variation of a request's time on it */
+    double service;    /* s: 1 / that bound, a request's time on it */
     int bound;         /* that bound (bound_id), -1 closed loop */
+    double ndone;      /* requests completed in the window */
+    double skew;       /* the skewness of a request's time alone, from the program */
+    double cs2_all;    /* its squared coefficient of variation */
+    double mass99;     /* s: the program's longest time below which 99% of its mean lies */
+    double little;     /* s: in flight at the end / throughput (Little's law); 0 if none */
     int swings;        /* 1: throughput swings (rep_swings), why in swings_why */
     char swings_why[200];
 };
@@ -5244,7 +5275,9 @@ static const char *rep_row_fmt(const struct rep_row *row)
  *                   are nearly independent; short ones are correlated and the interval is
  *                   too narrow: keep a batch many response times long.
  *   A percentile is known only to its histogram bucket (< 0.8% wide): its half-width is at
- *   least the bucket's width, however closely the samples agree.
+ *   least the bucket's width, however closely the samples agree. Near a bound the mean
+ *   latency's from batch means is at least what heavy-traffic theory gives the window
+ *   (rep_ci_floor): a queue's mean is skewed, and a run that reads low agrees with itself.
  *   The request counts (rep_row.sum) are sums over the replications: whole numbers, for
  *   which arrived = completed + failed + in flight holds in every format; the other rows
  *   are means over the replications (or the one run's). */
@@ -5299,6 +5332,28 @@ static void rep_ci_rows(const struct result *xs, int n, struct result *half)
     }
 }
 
+/* A floor under the mean latency's half-width from one run's batch means near a bound (an
+ * open loop's rho and cs^2, struct steady_run): in heavy traffic the mean of a queue's
+ * response times over T s has a relative variance of about 2 (1 + rho) / (rho mu
+ * (1 - rho)^2) / T, mu the bound (M/M/1's number in system, Whitt), times (1 + cs^2) / 2 for
+ * the service's variability (as it scales Pollaczek-Khinchine's mean), whatever the batches
+ * show: a run that met none of the queue's long excursions has batch means that agree too
+ * well, and a mean that reads low. The variance is theory's, not estimated: the normal's
+ * 1.96, not Student's t. Only where the batches were merged (rep_batch_groups): a window
+ * long against the queue's memory sees its excursions, and theory's M/M/1 variance
+ * overstates a lightly loaded pool of servers; independent replications see them between
+ * them. n batches of `secs` s of window in all. */
+static void rep_ci_floor(const struct result *r, struct result *half, int n, double secs)
+{
+    const struct steady_run *sr = &r->sr;
+    if (n < 2 || sr->bound < 0 || !(sr->rho > 0 && sr->rho < 1) || !isfinite(half->mean) ||
+        !(secs > 0))
+        return;
+    double relvar = 2 * (1 + sr->rho) / (sr->rho * (1 - sr->rho) * (1 - sr->rho)) * (1 + sr->cs2) /
+                    2 * sr->service / secs;
+    half->mean = fmax(half->mean, 1.959964 * r->mean * sqrt(relvar));
+}
+
 /* The report of n replications: runs[i * MODEL_N + model]. */
 static void rep_replicated(struct report *rp, const struct result *runs, int n)
 {
@@ -5324,36 +5379,6 @@ static void rep_replicated(struct report *rp, const struct result *runs, int n)
         rep_ci_rows(xs, n, &rp->ci[mk]);
         free(xs);
     }
-}
-
-/* Batch i of a model's window as a result: its headline figures only. */
-static struct result rep_batch_result(const struct model *m, int i)
-{
-    const struct stats *st = &m->stats;
-    const struct batch *b = &st->batch[i];
-    double len = (double)(m->s->duration - m->s->warmup) / st->nbatch; /* ns */
-    simtime busy_to = i + 1 < st->nbatch ? st->batch[i + 1].busy_from : cpu_busy_now(m);
-    struct result x = {0};
-    x.throughput_rps = (double)b->done / (len / SEC);
-    rep_latency(&x, b->lat, b->lat_sum, (double)b->done);
-    x.cpu_util = (double)(busy_to - b->busy_from) / ((double)m->s->cores * len);
-    return x;
-}
-
-/* The report of one run cut into batches (model_batches): intervals from batch means. */
-static void rep_batched(struct report *rp, const struct model ms[MODEL_N])
-{
-    int n = ms[0].stats.nbatch;
-    struct result *xs = xrealloc(NULL, (size_t)n, sizeof *xs);
-    rp->n = n;
-    rp->batches = 1;
-    for (int mk = 0; mk < MODEL_N; mk++) {
-        rep_result(&ms[mk], &rp->r[mk]);
-        for (int i = 0; i < n; i++)
-            xs[i] = rep_batch_result(&ms[mk], i);
-        rep_ci_rows(xs, n, &rp->ci[mk]);
-    }
-    free(xs);
 }
 
 /* A number for people: thousands separated, fixed decimals per format. */
@@ -5664,12 +5689,18 @@ static int rep_at_bound(const struct result *r, double half)
  *                 (rho = rate / bound >= 1): queues grow without end, no steady state exists.
  *     no answer   no request completed in the window.
  *     relaxation  open loop below it: a queue forgets how it started in about its relaxation
- *                 time, (1 / bound) / (1 - sqrt(rho))^2 (M/M/1's, Abate and Whitt), which has
- *                 no limit as rho nears 1; the window must hold STEADY_RELAX of them.
+ *                 time, (1 / bound) / (1 - sqrt(rho))^2 (M/M/1's, Abate and Whitt) times
+ *                 max(1, (1 + cs^2) / 2) for the service's variability (rep_relax), which has
+ *                 no limit as rho nears 1; the window must hold STEADY_RELAX of them, and
+ *                 with batch means STEADY_MIN_BATCHES batches of STEADY_BATCH_RELAX each
+ *                 (rep_batched merges shorter batches into fewer, longer ones).
  *     tail        the window must hold STEADY_RESPONSES response-time tails: the larger of
  *                 the p99 and in flight / throughput at the end (Little's law, which counts
  *                 the slow requests still out that the completed latencies cannot see; a
  *                 mean of those is biased low). Never negative.
+ *     heavy tail  the window holds STEADY_RESPONSES of the time under which 99% of the
+ *                 program's mean lies, a run's mean is nearly normal, and the requests in
+ *                 flight at the end agree with Little's law (HEAVY TAILS, rep_tails).
  *     swings      throughput per bin varies far more than counting noise in over half of
  *                 the runs (rep_swings): waves, bursts, a sawtooth.
  *     memory      the batch means of the window stay correlated (lag-1 autocorrelation of
@@ -5694,6 +5725,12 @@ static int rep_at_bound(const struct result *r, double half)
 /* a warm-up or trend smaller than this moves no printed figure much */
 #define STEADY_CHANGE 0.02
 #define STEADY_LAG1_Z 2.326 /* one-sided 1% of the standard normal */
+/* HEAVY TAILS (rep_tails): the most skewness a run's mean may keep, the fewest requests a
+ * run in flight above Little's law's count that say the window missed its slow ones */
+#define STEADY_SKEW       0.5
+#define STEADY_LITTLE_MIN 10
+/* batch means (rep_batched): the relaxation times a batch must span to be independent */
+#define STEADY_BATCH_RELAX 8
 
 struct steady_series {
     double x[STEADY_BINS], t[STEADY_BINS]; /* values and bin centres, s */
@@ -5794,6 +5831,48 @@ static int rep_swings(const struct model *m, const struct steady_series *ser, ch
     return 1;
 }
 
+/* A request's times as the verdict reads them: the sum of its steps' times (a call's the
+ * service's latency and the network's; a par()'s calls counted as if in turn, which
+ * overstates its spread: the verdict errs on the side of "not steady"), all of them or only
+ * its cpu() steps; and the longest mass99 of any of its random times. */
+struct rep_moments {
+    double var, k3, mass99; /* ns^2, ns^3, ns */
+};
+
+static void rep_moment_add(struct rep_moments *mo, const struct dist *d)
+{
+    double var, k3;
+    dist_moments(d, &var, &k3);
+    mo->var += var;
+    mo->k3 += k3;
+    if (d->shape != DIST_CONST)
+        mo->mass99 = fmax(mo->mass99, dist_mass99(d));
+}
+
+static struct rep_moments rep_moments(const struct scenario *s, int cpu_only)
+{
+    struct rep_moments mo = {0, 0, 0};
+    for (int i = 0; i < s->nsteps; i++) {
+        const struct step *st = &s->prog[i];
+        if (st->op == OP_CPU || (st->op == OP_IO && !cpu_only))
+            rep_moment_add(&mo, &st->d);
+        for (int k = 0; k < st->nsvc && !cpu_only; k++) {
+            rep_moment_add(&mo, &s->svc[st->svc[k]].latency);
+            rep_moment_add(&mo, &s->call_latency);
+        }
+    }
+    return mo;
+}
+
+/* An open loop's relaxation time (s) below its least bound `least`: M/M/1's (Abate and
+ * Whitt), (1 / bound) / (1 - sqrt(rho))^2, stretched by the time's variability: a queue's
+ * memory grows about as (1 + cs^2) / 2 (Pollaczek-Khinchine's factor), which exponential
+ * service (cs^2 = 1) leaves as it is. */
+static double rep_relax(double least, double rho, double cs2)
+{
+    return rho < 1 ? 1 / least / pow(1 - sqrt(rho), 2) * fmax(1, (1 + cs2) / 2) : INFINITY;
+}
+
 /* What the verdict needs of one run (r's figures and bounds already made), into r->sr. */
 static void rep_steady(const struct model *m, struct result *r)
 {
@@ -5811,10 +5890,17 @@ static void rep_steady(const struct model *m, struct result *r)
         }
     double p99 = r->p99 / 1e3,
            little = r->throughput_rps > 0 ? r->in_flight / r->throughput_rps : 0;
+    struct rep_moments all = rep_moments(s, 0);
+    struct rep_demand d = rep_demand(m);
     sr->tail = fmax(p99, little);
     sr->tail_little = little > p99;
+    sr->little = little;
+    sr->ndone = (double)st->completed_window;
+    sr->skew = all.var > 0 ? all.k3 / pow(all.var, 1.5) : 0;
+    sr->cs2_all = d.r0 > 0 ? all.var / (d.r0 * d.r0) : 0;
+    sr->mass99 = all.mass99 / SEC;
     sr->bound = -1;
-    sr->rho = sr->relax = 0; /* closed loop: a queue is bounded by the users */
+    sr->rho = sr->relax = sr->cs2 = sr->service = 0; /* closed loop: the users bound a queue */
     for (int k = BOUND_CPU; k < BOUND_N && !s->users; k++) {
         /* a limit that sheds (service.wait) bounds throughput, not the queue: a loss system */
         double x = k == BOUND_POOL ? r->bounds.pool_queues : r->bounds.rps[k];
@@ -5823,9 +5909,12 @@ static void rep_steady(const struct model *m, struct result *r)
             sr->bound = k;
         }
     }
-    if (sr->bound >= 0) {
+    if (sr->bound >= 0) { /* the CPU serves cpu() steps; a pool or a port is held throughout */
+        double mean = sr->bound == BOUND_CPU ? d.cpu : d.r0;
         sr->rho = s->rate / least;
-        sr->relax = sr->rho < 1 ? 1 / least / pow(1 - sqrt(sr->rho), 2) : INFINITY;
+        sr->service = 1 / least;
+        sr->cs2 = mean > 0 ? rep_moments(s, sr->bound == BOUND_CPU).var / (mean * mean) : 0;
+        sr->relax = rep_relax(least, sr->rho, sr->cs2);
     }
     struct steady_series win = rep_bins(m, from, 0);
     sr->swings = rep_swings(m, &win, sr->swings_why, sizeof sr->swings_why);
@@ -5980,6 +6069,68 @@ static int rep_batch_verdict(const struct result *xs, int n, char *why, size_t l
     return w != NULL;
 }
 
+/* "Not steady" for a window of w s that holds fewer than `need` relaxation times. */
+static void rep_why_relax(char *why, size_t len, const struct steady_run *sr, double w, int need)
+{
+    snprintf(why, len,
+             "not steady: the window is %.2g relaxation times; need %d (at %.1f%% of the %s "
+             "bound, service cs^2 %.2g, a queue forgets its start in about %.3g s: (1/bound) / "
+             "(1 - sqrt(rho))^2 x max(1, (1 + cs^2)/2))",
+             w / sr->relax, need, 100 * sr->rho, bound_keys[sr->bound], sr->cs2, sr->relax);
+}
+
+/* The 99.5% point of the mean of n exponentials of mean 1 (Gamma(n)/n, Wilson and
+ * Hilferty): how far a pooled count of requests in flight strays above its mean by chance,
+ * when the count is no more variable than an M/M/1 queue's (geometric). */
+static double rep_gamma995(int n)
+{
+    double c = 1 - 1 / (9.0 * n) + 2.5758 / (3 * sqrt(n));
+    return c * c * c;
+}
+
+/* HEAVY TAILS  A mean response time is carried by its longest requests. The window must hold
+ * STEADY_RESPONSES of the time below which 99% of the program's mean lies (dist_mass99: a
+ * lognormal of p99/p50 300 makes 1% of its mean above 122,000 p50), and a run must complete
+ * enough requests that their mean is nearly normal: the skewness of a mean of N is the
+ * skewness of one over sqrt(N), and Student's t assumes it near 0 (at most STEADY_SKEW).
+ * Little's law checks what the window missed: in flight at the end over throughput is the
+ * mean response time of a steady state; pooled over the runs, above the mean it reports by
+ * more than chance (rep_gamma995, widened by (1 + cs^2) / 2 as the number in an M/G/1 is, and
+ * STEADY_LITTLE_MIN requests a run) means the requests still out are slower than those
+ * counted. Returns 1 with the sentence in why. */
+static int rep_tails(const struct result *xs, int n, char *why, size_t len)
+{
+    const struct steady_run *s0 = &xs[0].sr;
+    double w = xs[0].window_s, done = 0, out = 0, little = 0;
+    for (int i = 0; i < n; i++) {
+        done += xs[i].sr.ndone / n;
+        out += xs[i].in_flight;
+        little += xs[i].throughput_rps * xs[i].mean / 1e3; /* X W: the in flight expected */
+    }
+    if (w < STEADY_RESPONSES * s0->mass99)
+        snprintf(why, len,
+                 "not steady: 1%% of the mean response time is made by requests over %.3g s (the "
+                 "program's heaviest time), and the %.3g s window holds %.2g of them, not %d: "
+                 "latency reads low",
+                 s0->mass99, w, w / s0->mass99, STEADY_RESPONSES);
+    else if (s0->skew / sqrt(fmax(done, 1)) > STEADY_SKEW)
+        snprintf(why, len,
+                 "not steady: a request's time is skewed (skewness %.3g), so a mean of the %.0f "
+                 "requests a run completes is still skewed (%.2g): its interval misses high; "
+                 "need about %.2g requests a run",
+                 s0->skew, done, s0->skew / sqrt(fmax(done, 1)), pow(s0->skew / STEADY_SKEW, 2));
+    else if (out > little * rep_gamma995(n) * fmax(1, (1 + s0->cs2_all) / 2) &&
+             out - little >= STEADY_LITTLE_MIN * n)
+        snprintf(why, len,
+                 "not steady: %.0f requests in flight at the end, where Little's law expects "
+                 "%.0f from the mean response time: those still out are slower than those "
+                 "counted, so latency reads low",
+                 out / n, little / n);
+    else
+        return 0;
+    return 1;
+}
+
 /* The verdict on a window from its n runs' evidence (xs[i].sr), into out (which may be
  * xs[0]): steady, and why or why not in one sentence. */
 static void rep_verdict(struct result *out, const struct result *xs, int n)
@@ -6008,16 +6159,14 @@ static void rep_verdict(struct result *out, const struct result *xs, int n)
     else if (!(x > 0))
         snprintf(why, len, "not steady: no request completed in the window");
     else if (w < STEADY_RELAX * s0->relax)
-        snprintf(why, len,
-                 "not steady: at %.1f%% of the %s bound a queue takes about %.3g s to forget its "
-                 "start ((1/bound) / (1 - sqrt(rho))^2); the %.3g s window holds %.2g of them, "
-                 "not %d",
-                 100 * s0->rho, bound_keys[s0->bound], s0->relax, w, w / s0->relax, STEADY_RELAX);
+        rep_why_relax(why, len, s0, w, STEADY_RELAX);
     else if (w < STEADY_RESPONSES * tail)
         snprintf(why, len,
                  "not steady: the %.3g s window is %.2g response-time tails (%s), not %d: slower "
                  "requests are still out, so latency reads low",
                  w, w / tail, tail_s, STEADY_RESPONSES);
+    else if (rep_tails(xs, n, why, len))
+        ; /* a heavy tail the window or the runs cannot hold, or Little's law disagrees */
     else if ((tested = rep_batch_verdict(xs, n, why, len)) == 1)
         ; /* a warm-up or a trend */
     else if (2 * swings > n)
@@ -6029,6 +6178,79 @@ static void rep_verdict(struct result *out, const struct result *xs, int n)
                  "warm-up or swing",
                  w, w / tail, tail_s);
     }
+}
+
+/* Batches [from, to) of a model's window as one batch's result: its headline figures. */
+static struct result rep_batch_result(const struct model *m, int from, int to)
+{
+    const struct stats *st = &m->stats;
+    double len = (double)(m->s->duration - m->s->warmup) / st->nbatch * (to - from); /* ns */
+    simtime busy_to = to < st->nbatch ? st->batch[to].busy_from : cpu_busy_now(m);
+    struct hist *lat = hist_new();
+    double done = 0, lat_sum = 0;
+    for (int i = from; i < to; i++) {
+        done += (double)st->batch[i].done;
+        lat_sum += st->batch[i].lat_sum;
+        hist_merge(lat, st->batch[i].lat);
+    }
+    struct result x = {0};
+    x.throughput_rps = done / (len / SEC);
+    rep_latency(&x, lat, lat_sum, done);
+    x.cpu_util = (double)(busy_to - st->batch[from].busy_from) / ((double)m->s->cores * len);
+    free(lat);
+    return x;
+}
+
+/* How many batch means a window of k batches gives: batches of an open loop near its bound
+ * are merged, neighbours into equal groups where k allows, until each spans
+ * STEADY_BATCH_RELAX relaxation times (its queue's memory: shorter ones are correlated, and
+ * their interval too narrow). Fewer than STEADY_MIN_BATCHES such batches give no honest
+ * interval: the window is then not steady (rep_batch_short). */
+static int rep_batch_groups(const struct result *r, int k)
+{
+    double fit = r->window_s / (STEADY_BATCH_RELAX * r->sr.relax);
+    if (!(r->sr.relax > 0) || fit >= k || k <= STEADY_MIN_BATCHES)
+        return k;
+    for (int g = (int)fmin(fit, k); g >= STEADY_MIN_BATCHES; g--)
+        if (k % g == 0)
+            return g;
+    return fit > STEADY_MIN_BATCHES ? (int)fit : STEADY_MIN_BATCHES;
+}
+
+/* A window too short for STEADY_MIN_BATCHES batches of STEADY_BATCH_RELAX relaxation times
+ * is not steady, with the relaxation times it needs. */
+static void rep_batch_short(struct result *r, int k)
+{
+    const int need = STEADY_MIN_BATCHES * STEADY_BATCH_RELAX;
+    if (r->steady && r->sr.relax > 0 && k >= STEADY_MIN_BATCHES &&
+        r->window_s < need * r->sr.relax) {
+        r->steady = 0;
+        rep_why_relax(r->steady_why, sizeof r->steady_why, &r->sr, r->window_s, need);
+    }
+}
+
+/* The report of one run cut into batches (model_batches): intervals from batch means, the
+ * same number for both models (the report prints one). */
+static void rep_batched(struct report *rp, const struct model ms[MODEL_N])
+{
+    int k = ms[0].stats.nbatch, g = k;
+    struct result *xs = xrealloc(NULL, (size_t)k, sizeof *xs);
+    rp->batches = 1;
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        rep_result(&ms[mk], &rp->r[mk]);
+        rep_batch_short(&rp->r[mk], k);
+        int gk = rep_batch_groups(&rp->r[mk], k);
+        g = gk < g ? gk : g;
+    }
+    for (int mk = 0; mk < MODEL_N; mk++) {
+        for (int i = 0; i < g; i++)
+            xs[i] = rep_batch_result(&ms[mk], i * k / g, (i + 1) * k / g);
+        rep_ci_rows(xs, g, &rp->ci[mk]);
+        if (g < k) /* a window short against the queue's memory: heavy traffic's floor */
+            rep_ci_floor(&rp->r[mk], &rp->ci[mk], g, rp->r[mk].window_s);
+    }
+    rp->n = g;
+    free(xs);
 }
 
 /* The bounds of both models, which binds, and the share of it each achieved. */

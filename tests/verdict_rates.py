@@ -20,6 +20,11 @@ def mva(n, s, z):  # one exponential queue and a delay station
         r = s * (1 + q); x = k / (r + z); q = x * r
     return r
 
+def lognormal_moment(p50, p99, k):
+    sigma = math.log(p99 / p50) / 2.3263478740408408
+    return p50 ** k * math.exp(k * k * sigma * sigma / 2)
+
+LGN_MEAN, LGN_ES2 = lognormal_moment(0.2e-3, 67e-3, 1), lognormal_moment(0.2e-3, 67e-3, 2)
 MMC = ["scenarios/mmc.scn"]
 SYSTEMS = {
     # name: (args, exact mean response time in ms or None, expected verdict)
@@ -47,6 +52,28 @@ SYSTEMS = {
     "ramp": (MMC + ["--set", "rate=0", "--set", "cores=1", "--set", "users=40", "--set", "think=exp(40ms)", "--set",
                     "rampup=30s", "--set", "program=cpu(exp(1ms))", "--set", "duration=40s",
                     "--set", "warmup=5s"], None, "not"),
+    # lognormal service of cs^2 4.25 (p99/p50 20), mean 1 ms: from empty at rho 0.97 in a
+    # window under one relaxation time (4.4 s x 2.6), and at rho 0.7 over 56 of them
+    "skewed": (MMC + ["--set", "cores=1", "--set", "rate=970", "--set",
+                      "program=cpu(lognormal(0.43644ms,8.7287ms))", "--set", "duration=9s",
+                      "--set", "warmup=1s"], None, "not"),
+    "skewed70": (MMC + ["--set", "cores=1", "--set", "rate=700", "--set",
+                        "program=cpu(lognormal(0.43644ms,8.7287ms))", "--set", "duration=60s",
+                        "--set", "warmup=5s"], pk_w(700, 1e-3, 5.25e-6) * 1e3, "steady"),
+    # lognormal p50 0.2 ms, p99 67 ms (p99/p50 335, mean 4.54 ms) at rho 0.5, 9 s windows
+    "heavy_cpu": (MMC + ["--set", "cores=1", "--set", "rate=110", "--set",
+                         "program=cpu(lognormal(0.2ms,67ms))", "--set", "duration=10s", "--set",
+                         "warmup=1s"], pk_w(110, LGN_MEAN, LGN_ES2) * 1e3, "not"),
+    # rho 0.99 on 50 relaxation times after 5 (default: one run in 10 batches)
+    "mm2_99": (MMC + ["--set", "cores=2", "--set", "rate=99000", "--set",
+                      "program=cpu(exp(20us))", "--set", "duration=22s", "--set", "warmup=2s"],
+               erlang_c_w(2, 99000, 20e-6) * 1e3, "near"),
+    "md1_99": (MMC + ["--set", "cores=1", "--set", "rate=99000", "--set", "program=cpu(10us)",
+                      "--set", "duration=22s", "--set", "warmup=2s"],
+               pk_w(99000, 10e-6, 1e-10) * 1e3, "near"),
+    "mg1_99": (MMC + ["--set", "cores=1", "--set", "rate=49500", "--set",
+                      "program=cpu(lognormal(8.7287us,174.567us))", "--set", "duration=115s",
+                      "--set", "warmup=10s"], pk_w(49500, 20e-6, 5.25 * 20e-6 ** 2) * 1e3, "near"),
     "fill": (MMC + ["--set", "cores=1", "--set", "rate=960", "--set", "program=cpu(exp(1ms))",
                     "--set", "duration=8s", "--set", "warmup=0"], None, "not"),
 }
