@@ -8959,7 +8959,8 @@ static void cal_write_latency(FILE *f, struct cal_latency l)
  * counted), the median of CAL_AUTH_BATCHES batches (a batch an interrupt or a cold cache
  * slowed is an outlier, not the figure). The simulator charges it to every request as the
  * first step of its program (sim's keys auth and auth.ALG_cpu): Spring Security's
- * BearerTokenAuthenticationFilter, before the controller. */
+ * BearerTokenAuthenticationFilter, before the controller. The JVM's check is timed the same
+ * way by the JVM (java/Aggregator.java's TimeAuth, whose CHECKS and BATCHES are these). */
 enum { CAL_AUTH_CHECKS = 500, CAL_AUTH_BATCHES = 21 };
 
 struct cal_auth {
@@ -9539,15 +9540,18 @@ static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *
  * (`key = value  # how`), for `./sim --calibration FILE` and `./sim --validate`.
  *   - micro-figures (switch, park, create, RSS per thread) from the microbench;
  *   - CPU per request, per downstream call, per new TCP connection, and the cache pressure,
- *     from saturated runs (see cal_fit). They count the whole machine's CPU (the
- *     aggregator, the backend, the load generator, the kernel's loopback TCP), because in
- *     the bench those share the cores, so the ceiling the model must find is the machine's.
+ *     from saturated runs (see cal_fit). They count the bench's CPU (the aggregator, the
+ *     backend, the load generator, the kernel's loopback TCP), because in the bench those
+ *     share the cores, so the ceiling the model must find is theirs together; not other
+ *     processes' (ESTIMATE).
  *     The saturated figure is the one that decides throughput: at light load each request
  *     costs more (every event wakes an idle CPU, where a busy server finds its events
  *     already waiting), but then there is CPU to spare;
  *   - memory: the idle RSS, and per connection / per request served (cal_write_memory);
- *   - the backend's latency distribution as a client sees it, and the kernel's port facts.
- * Each load figure is the median of --runs runs, with its spread in the comment. */
+ *   - the backend's latency distribution as a client sees it, and the kernel's port facts;
+ *   - the token check's CPU, the C server's here, the JVM's by the JVM (cal_auth_measure).
+ * Each memory figure is the median of --runs runs; each CPU figure is ESTIMATE's, with its
+ * noise in the comment beside its key. */
 static int cal_measure(struct cal_cfg *cc)
 {
     const char *out = cc->out;
