@@ -8743,12 +8743,15 @@ static int cal_cmp_cpu(const void *a, const void *b)
 
 /* The lowest `keep` of n ascending figures that agree (ESTIMATE above): the first window of
  * `keep` consecutive ones whose spread (last - first) is within tol of their median, with at
- * most CAL_BELOW figures below it. at is its first index, est its median; spread is its
- * relative spread, or without one (at = -1) the tightest window's, so that a refusal can say
- * how close it came. */
+ * most CAL_BELOW figures below it. at is its first index, est its median, spread its relative
+ * spread. Without one (at = -1), so that a refusal can say how close it came: spread is the
+ * tightest of the low windows (at most CAL_BELOW below), and higher, higher_at the spread and
+ * first index of the lowest window above them within tol, or else of the tightest (-1: none). */
 struct cal_cluster {
     int at, kept;
     double est, spread;
+    int higher_at;
+    double higher;
 };
 
 static double cal_median(const double *x, int n)
@@ -8758,13 +8761,17 @@ static double cal_median(const double *x, int n)
 
 static struct cal_cluster cal_cluster(const double *sorted, int n, int keep, double tol)
 {
-    struct cal_cluster c = {.at = -1, .kept = keep < n ? keep : n, .spread = INFINITY};
+    struct cal_cluster c = {
+        .at = -1, .kept = keep < n ? keep : n, .spread = INFINITY, .higher_at = -1};
     for (int i = 0; c.kept > 0 && i + c.kept <= n; i++) {
         double med = cal_median(sorted + i, c.kept),
                s = med > 0 ? (sorted[i + c.kept - 1] - sorted[i]) / med : INFINITY;
         if (s <= tol && i <= CAL_BELOW)
-            return (struct cal_cluster){i, c.kept, med, s};
-        c.spread = fmin(c.spread, s);
+            return (struct cal_cluster){i, c.kept, med, s, -1, 0};
+        if (i <= CAL_BELOW)
+            c.spread = fmin(c.spread, s);
+        else if (c.higher_at < 0 || (c.higher > tol && s < c.higher))
+            c.higher_at = i, c.higher = s;
     }
     return c;
 }
@@ -8786,6 +8793,8 @@ struct cal_point {
 struct cal_result {
     struct bench_row row;
     double lo, hi, kspread;
+    int higher_at; /* not converged: cal_cluster's tightest window above the low ones */
+    double higher;
     double steal, foreign;
     int runs, need, kept;
     double seconds; /* the point's runs took */
@@ -8807,12 +8816,14 @@ static void cal_summarise(struct cal_result *res, struct bench_row *runs, int n,
     qsort(runs, (size_t)n, sizeof *runs, cal_cmp_cpu);
     for (int i = 0; i < n; i++)
         cpu[i] = cal_cpu(&runs[i]);
-    struct cal_cluster c =
-        keep ? cal_cluster(cpu, n, keep, tol) : (struct cal_cluster){0, n, cal_median(cpu, n), 0};
+    struct cal_cluster c = keep ? cal_cluster(cpu, n, keep, tol)
+                                : (struct cal_cluster){0, n, cal_median(cpu, n), 0, -1, 0};
     *res = (struct cal_result){.row = runs[c.at >= 0 ? c.at + (c.kept - 1) / 2 : n / 2],
                                .lo = cpu[0],
                                .hi = cpu[n - 1],
                                .kspread = c.spread,
+                               .higher_at = c.higher_at,
+                               .higher = c.higher,
                                .runs = n,
                                .need = c.kept,
                                .kept = c.at >= 0 ? c.kept : 0,
@@ -8856,6 +8867,7 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
         int rc = bench_cell(bc, kids, &runs[n]);
         if (rc)
             return rc;
+        double fig = cal_cpu(&runs[n]); /* before cal_summarise sorts the runs */
         free(runs[n].ticks); /* calibrate runs no --timeline: none; whatever bench_cell made */
         runs[n].ticks = NULL;
         res->seconds = (double)(now_ns() - t0) / 1e9;
@@ -8864,8 +8876,7 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
         if (n >= want)
             cal_summarise(res, runs, n, cpu ? (want < CAL_KEEP ? want : CAL_KEEP) : 0, CAL_TIGHT);
         if (n > want)
-            fprintf(stderr, "%s%.1f", n == want + 1 ? "more runs, us per request:" : ",",
-                    cal_cpu(&runs[n - 1]));
+            fprintf(stderr, "%s %.1f", n == want + 1 ? "more runs, us per request:" : ",", fig);
     } while (n < want || (cpu && cal_more(res, n, want, first_s, res->seconds)));
     char agree[64] = "the median run";
     if (cpu)
@@ -9235,12 +9246,18 @@ static int cal_trust(const struct cal_cpu_fit *fit, const struct cal_runs *m, ch
     for (size_t i = 0; i < CAL_CPU_POINTS; i++) {
         const struct cal_result *r = pts[i].r;
         if (!r->kept) {
+            char higher[160] = "";
+            if (r->higher_at >= 0 && r->higher <= CAL_TIGHT)
+                snprintf(higher, sizeof higher,
+                         "; %d higher ones agreed within %.0f%%, but with %d runs below them (a "
+                         "neighbour's phase, or the JIT's, measured again and again)",
+                         r->need, 100 * r->higher, r->higher_at);
             snprintf(why, len,
                      "the %s runs did not agree: %d runs of %.1f to %.1f us of CPU per request "
-                     "in %.0f s, the closest %d of them %.0f%% apart, over the %.0f%% "
-                     "tolerance",
+                     "in %.0f s, the lowest %d of them %.0f%% apart, over the %.0f%% "
+                     "tolerance%s",
                      pts[i].name, r->runs, r->lo, r->hi, r->seconds, r->need, 100 * r->kspread,
-                     100 * CAL_TIGHT);
+                     100 * CAL_TIGHT, higher);
             return CAL_NOISY;
         }
     }
