@@ -1142,6 +1142,21 @@ static void test_cal_estimate(void)
               strstr(why, "the lowest 3 of them 39% apart, over the 12% tolerance; 3 higher "
                           "ones agreed within 1%, but with 2 runs below them"),
           "a cluster above two runs is refused, and the message says so: %s", why);
+    /* The 4x-users point alone did not agree: its key is left out, the rest written. */
+    cal_point_set(&m.saturated[0][0], 60, 500);
+    m.big = cal_synthetic_point(apart, CAL_MAX_RUNS, 3, 0);
+    fit = cal_fit(&m, 500, 200);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    cal_write_cpu(mf, &fit, &m, 2);
+    fclose(mf);
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_TRUSTED && fit.pressure == 0 &&
+              fabs(fit.per_request[1] - 50) < 1e-9 &&
+              strstr(text, "# cpu.cache_pressure: not measured, so 0") &&
+              !strstr(text, "\ncpu.cache_pressure =") && strstr(text, "\nvirtual.cpu_per_call = "),
+          "no cache pressure without its runs agreeing, the other keys written: %s", text);
+    free(text);
     m.saturated[0][0] = cal_synthetic_point(apart, CAL_MAX_RUNS, 1, 0);
     CHECK(m.saturated[0][0].runs == 1 && m.saturated[0][0].kept == 1,
           "--runs 1: one run, which agrees with itself (%d runs)", m.saturated[0][0].runs);
