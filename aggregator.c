@@ -9176,7 +9176,7 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct c
                 "service: virtual K=3, %.1f us at %d users, %.1f us at %d; noise at %d: %s\n",
                 fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users,
                 big->row.users, cal_noise(noise[0], sizeof noise[0], big));
-    else /* a JVM's heap at 4x the users: G1 sizing it differently each run */
+    else /* a JVM's at 4x the users: its collector's work differs run to run (TRUST) */
         fprintf(f,
                 "# cpu.cache_pressure: not measured, so 0 (no growth with the requests in "
                 "service): virtual K=3 at %d users did not agree, %d runs of %.1f..%.1f us, "
@@ -9219,8 +9219,8 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct c
  *     spread  a CPU point's runs held no CAL_KEEP that agree within CAL_TIGHT, after as many
  *             runs as its bounds allowed (exit 3: measure again, quieter or longer); but for
  *             the 4x-users point, which only gives cpu.cache_pressure: that key is left out
- *             (the simulator's 0) and the file says why (a JVM's heap at 4000 users is sized
- *             anew by G1 in each run, and its CPU per request with it);
+ *             (the simulator's 0) and the file says why (a JVM's heap at 4000 users grows
+ *             past a GiB, and its collector's CPU per request differs run to run);
  *     cost    a fitted per-request or per-call cost is under CAL_CPU_MIN_US or over
  *             CAL_CPU_MAX_US (exit 1: a loopback request and a downstream call each cost
  *             syscalls and TCP processing, microseconds at least, never 0).
