@@ -1481,8 +1481,10 @@ static void test_cal_auth(void)
         double said = line ? strtod(line + 45, NULL) : -1;
         CHECK(st == 0 && strstr(out, "from calibration: auth.hs256_cpu, auth.rs256_cpu"),
               "sim takes calibrate's auth keys: %.300s", out);
-        CHECK(fabs(said - rs) < 0.051,
-              "sim charges the rs256 check calibrate measured: %g us (%.2f)", said, rs);
+        /* the file holds it to 0.005 us, sim says it to 0.05: 46.2549 is written 46.25 and
+         * said 46.2 */
+        CHECK(fabs(said - rs) < 0.0551,
+              "sim charges the rs256 check calibrate measured: %g us (%.4f)", said, rs);
     }
     if (fd >= 0) {
         close(fd);
