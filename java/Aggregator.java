@@ -13,7 +13,8 @@
  *
  * (or compile once: javac -cp "$CP" -d build/java java/Aggregator.java, then
  *  $JAVA -cp "build/java:$CP" Aggregator --mode ...; a leading `serve` is accepted too.
- *  `Aggregator drip --port P` is a backend that drips its answers, for the deadline's test.)
+ *  `Aggregator drip --port P` is a backend that drips its answers, for the deadline's test;
+ *  `Aggregator time-auth` times the token check for `aggregator calibrate --server java`.)
  *
  * The two models are two configurations of one Tomcat connector (NIO):
  *   platform (1:1)  Tomcat's own pool: a request holds a pool thread for its whole life,
@@ -1226,6 +1227,58 @@ public final class Aggregator {
         }
     }
 
+    /**
+     * `Aggregator time-auth TOKENFILE --auth ... [--auth-issuer I] [--auth-audience A]`, for
+     * `aggregator calibrate --server java` only: the JVM's token check timed in this process,
+     * as calibrate times the C server's auth_check (aggregator.c, cal_auth_one). The call is
+     * the servlet's own, BearerAuth.check on the Authorization header's value (TOKENFILE's
+     * first line, as calibrate mints it) and the clock's second; each batch of CHECKS is timed
+     * on the thread's CPU clock (ThreadMXBean: CLOCK_THREAD_CPUTIME_ID, so time the thread did
+     * not run is not counted), after WARMUP_S of checks so that C2 has compiled the path (a
+     * served JVM's is, after its minutes of load); the median of BATCHES batches is the figure.
+     * Prints "median least greatest" in µs per check; exits 1 when the check refuses the token
+     * (its figure would time the early refusal, not the check).
+     */
+    static final class TimeAuth {
+        static final int CHECKS = 500, BATCHES = 21;
+        static final double WARMUP_S = 3;
+
+        static void main(String[] args) throws Exception {
+            if (args.length < 2) throw new UsageError("time-auth: TOKENFILE --auth ... needed");
+            String header = Files.readAllLines(Path.of(args[1])).get(0);
+            // serve's flags; parseArgs wants a backend, which no check calls
+            Config c = parseArgs(Stream.concat(Stream.of("--backends", "127.0.0.1:9"),
+                    Arrays.stream(args, 2, args.length)).toArray(String[]::new));
+            if (c == null || c.auth == null) throw new UsageError("time-auth needs --auth");
+            var threads = ManagementFactory.getThreadMXBean();
+            int refused = refusals(c.auth, header, 1);
+            long end = System.nanoTime() + (long) (WARMUP_S * 1e9);
+            while (refused == 0 && System.nanoTime() < end)
+                refused += refusals(c.auth, header, CHECKS);
+            double[] us = new double[BATCHES];
+            for (int b = 0; refused == 0 && b < BATCHES; b++) {
+                long t0 = threads.getCurrentThreadCpuTime();
+                refused += refusals(c.auth, header, CHECKS);
+                us[b] = (threads.getCurrentThreadCpuTime() - t0) / 1e3 / CHECKS;
+            }
+            if (refused > 0) {
+                System.err.println("aggregator time-auth: the check refused the token");
+                System.exit(1);
+            }
+            Arrays.sort(us);
+            System.out.printf(Locale.ROOT, "%.3f %.3f %.3f%n", us[BATCHES / 2], us[0],
+                    us[BATCHES - 1]);
+        }
+
+        /** n checks as the servlet makes them; how many refused (the sum keeps them live). */
+        static int refusals(BearerAuth auth, String header, int n) {
+            int refused = 0;
+            for (int i = 0; i < n; i++)
+                refused += auth.check(header, System.currentTimeMillis() / 1000) == 200 ? 0 : 1;
+            return refused;
+        }
+    }
+
     /** RFC 8259 JSON, just enough for a token: values as Map, List, String, Double, Boolean, null. */
     static final class Json {
         final String s;
@@ -1708,6 +1761,10 @@ public final class Aggregator {
         try {
             if (args.length > 0 && args[0].equals("drip")) {
                 Drip.main(args);
+                return;
+            }
+            if (args.length > 0 && args[0].equals("time-auth")) {
+                TimeAuth.main(args);
                 return;
             }
             cfg = parseArgs(args);

@@ -22,6 +22,9 @@ if [ $rc -eq 3 ]; then  # calibrate refused: the machine was too busy to measure
     exit 0
 fi
 [ $rc -eq 0 ] && ok || bad "calibrate failed: $(tail -n 3 "$tmp/cal.err")"
+# each CPU key has its noise beside it, in the comment sim skips (one run: "not measured")
+noisy=$(grep -cE '^(cpu\.cache_pressure|(platform|virtual)\.cpu_per_(request|call)|net\.connect_cpu) = .*# .*noise .*other processes' "$tmp/cal.ini")
+[ "$noisy" -eq 6 ] && ok || bad "calibration: $noisy of the 6 CPU keys have their noise beside them"
 keys=$(grep -v '^#' "$tmp/cal.ini" | sed -E 's/ *=.*//' | grep -c .)
 "$sim" --headless scenarios/default.scn --calibration "$tmp/cal.ini" --json --quiet \
     --set duration=2s --set warmup=1s > "$tmp/cal.json" && ok || bad "sim rejects the calibration file"

@@ -995,9 +995,9 @@ static double t_density(double x, int df)
 /* ci95_of against intervals worked by hand, and its t table against the t density: the
  * area between -t(0.975, df) and t(0.975, df), integrated here (Simpson, 20,000 steps), must
  * be 95% for each df of its table (its 3 decimals allow an error of a few 1e-5) and beyond. */
-/* calibrate refuses a CPU figure it cannot trust (cal_trust): a quiet, consistent set of
- * saturated runs is written; a run with other processes at 60% of the CPU, runs spread over
- * half their median, and a K=3 run no dearer than K=1 (the fit's 0.0 us per call) are not. */
+/* calibrate refuses a CPU figure it cannot trust (cal_trust): a consistent set of saturated
+ * runs is written, whatever the noise beside them; a point whose runs never agreed, and a K=3
+ * run no dearer than K=1 (the fit's 0.0 us per call), are not. */
 static void cal_point_set(struct cal_result *r, double cpu_us, int users)
 {
     *r = (struct cal_result){.row = {.users = users,
@@ -1005,8 +1005,161 @@ static void cal_point_set(struct cal_result *r, double cpu_us, int users)
                                      .other_cpu_us_per_req = cpu_us * 0.4},
                              .lo = cpu_us * 0.95,
                              .hi = cpu_us * 1.05,
+                             .kspread = 0.1,
                              .steal = 1,
-                             .foreign = 2};
+                             .foreign = 2,
+                             .runs = 3,
+                             .need = 3,
+                             .kept = 3};
+}
+
+/* A synthetic run of `cpu_us` of the bench's own CPU per request at 10,000 req/s, with
+ * other processes taking `foreign_pct` of the cores on top (in the machine's counters). */
+static struct bench_row cal_synthetic_row(double cpu_us, double foreign_pct)
+{
+    double cores = (double)sysconf(_SC_NPROCESSORS_ONLN), rps = 10000;
+    /* foreign_pct of cores x 1 s, shared by the rps requests of that second */
+    double foreign_us = foreign_pct / 100 * cores * 1e6 / rps;
+    return (struct bench_row){.rps = rps,
+                              .cpu_us_per_req = 0.4 * cpu_us,
+                              .other_cpu_us_per_req = 0.6 * cpu_us + foreign_us,
+                              .foreign_pct = foreign_pct};
+}
+
+/* cal_run's loop on synthetic runs: `runs` of them, more while cal_more says so (each run
+ * taking 1 s), from figures[] in order. The point's result. */
+static struct cal_result cal_synthetic_point(const double *figures, int nfig, int runs,
+                                             double foreign_pct)
+{
+    struct bench_row rows[CAL_MAX_RUNS];
+    struct cal_result res = {0};
+    int n = 0, keep = runs < CAL_KEEP ? runs : CAL_KEEP;
+    do {
+        rows[n] = cal_synthetic_row(figures[n], foreign_pct);
+        res.seconds = ++n;
+        if (n >= runs)
+            cal_summarise(&res, rows, n, keep, CAL_TIGHT);
+    } while (n < nfig && (n < runs || cal_more(&res, n, runs, runs, res.seconds)));
+    return res;
+}
+
+/* A small deterministic generator for the noise (xorshift64*), uniform in [0, 1). */
+static double cal_uniform(uint64_t *s)
+{
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (double)((*s * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+/* The estimate against interference (ESTIMATE in aggregator.c). The truth is 100 us per
+ * request; each run measures it within +-3% (a quiet machine's run-to-run noise), and a
+ * third of the runs, at random, are inflated 1.5-3x (a neighbour's phase: its preemptions,
+ * its cache misses), while other processes take 70% of the cores (the machine's counters
+ * charge that to every request). Over 300 seeds of 3 runs and more:
+ *   - where the old rule (all runs within half their median, the median of all) refused or
+ *     erred, the estimate recovers 100 us within 3% whenever the runs it was allowed hold 3
+ *     clean ones (and then always converges);
+ *   - it never converges on a wrong figure (an inflated cluster is never the lowest);
+ *   - on a quiet machine (no inflation) the first 3 runs agree and the figure is their median;
+ *   - runs that never agree (each 20% above the last) are refused after the bound, 9 runs,
+ *     with a message naming the point, its runs, the spread reached and the tolerance; so
+ *     are runs that agree only above two that do not. */
+static void test_cal_estimate(void)
+{
+    struct bench_row busy = cal_synthetic_row(100, 70);
+    CHECK(fabs(cal_cpu(&busy) - 100) < 1e-9 &&
+              busy.cpu_us_per_req + busy.other_cpu_us_per_req > 100,
+          "other processes' CPU is not ours: %.3f us (want 100; the machine's counters %.1f)",
+          cal_cpu(&busy), busy.cpu_us_per_req + busy.other_cpu_us_per_req);
+    int old_refused = 0, old_wrong = 0, recovered = 0, recoverable = 0, wrong = 0, most = 0;
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        uint64_t s = seed * 0x9E3779B97F4A7C15ULL;
+        double fig[CAL_MAX_RUNS];
+        int clean[CAL_MAX_RUNS];
+        for (int i = 0; i < CAL_MAX_RUNS; i++) {
+            clean[i] = cal_uniform(&s) >= 1.0 / 3;
+            double noise = 1 + 0.03 * (2 * cal_uniform(&s) - 1);
+            fig[i] = 100 * noise * (clean[i] ? 1 : 1.5 + 1.5 * cal_uniform(&s));
+        }
+        double first[3] = {fig[0], fig[1], fig[2]}, old;
+        qsort(first, 3, sizeof first[0], mb_cmp);
+        old = first[1]; /* the old rule: the median of 3, refused over half of it apart */
+        old_refused += first[2] - first[0] > 0.5 * old;
+        old_wrong += !(first[2] - first[0] > 0.5 * old) && fabs(old - 100) > 15;
+        struct cal_result r = cal_synthetic_point(fig, CAL_MAX_RUNS, 3, 70);
+        int nclean = 0;
+        for (int i = 0; i < r.runs; i++)
+            nclean += clean[i];
+        double est = cal_cpu(&r.row);
+        most = r.runs > most ? r.runs : most;
+        if (nclean >= 3) {
+            recoverable++;
+            recovered += r.kept == 3 && fabs(est - 100) <= 3;
+        }
+        if (r.kept && fabs(est - 100) > 3)
+            wrong++;
+        if (r.kept)
+            worst = fmax(worst, fabs(est - 100));
+    }
+    CHECK(old_refused + old_wrong >= 150,
+          "the old rule refused %d and was >15%% off on %d of 300 seeds (the case for the new)",
+          old_refused, old_wrong);
+    CHECK(recoverable >= 280 && recovered == recoverable,
+          "recovered within 3%% where 3 clean runs were measured: %d of %d (of 300)", recovered,
+          recoverable);
+    CHECK(wrong <= 6 && most <= 3 * CAL_MAX_RUNS_FACTOR,
+          "converged on a wrong figure in %d of 300 seeds (at most 6: all its runs inflated "
+          "alike; worst %.2f us off); at most %d runs",
+          wrong, worst, most);
+    double quiet[] = {101, 98, 100.5, 250, 250};
+    struct cal_result q = cal_synthetic_point(quiet, 5, 3, 0);
+    CHECK(q.runs == 3 && q.kept == 3 && fabs(cal_cpu(&q.row) - 100.5) < 1e-9,
+          "quiet: 3 runs, their median: %d runs, %.2f us", q.runs, cal_cpu(&q.row));
+    double apart[CAL_MAX_RUNS];
+    for (int i = 0; i < CAL_MAX_RUNS; i++)
+        apart[i] = 100 * pow(1.2, i);
+    struct cal_runs m = {0};
+    for (int mode = 0; mode < 2; mode++) {
+        cal_point_set(&m.saturated[mode][0], 60, 500);
+        cal_point_set(&m.saturated[mode][1], 80, 500);
+    }
+    cal_point_set(&m.big, 80, 2000);
+    cal_point_set(&m.nopool, 95, 500);
+    m.saturated[0][0] = cal_synthetic_point(apart, CAL_MAX_RUNS, 3, 0);
+    struct cal_cpu_fit fit = cal_fit(&m, 500, 200);
+    char why[512] = "";
+    int st = cal_trust(&fit, &m, why, sizeof why);
+    CHECK(m.saturated[0][0].runs == 9 && st == CAL_NOISY &&
+              strstr(why, "the platform K=1 runs did not agree: 9 runs of 100.0 to 430.0 us") &&
+              strstr(why, "the lowest 3 of them 37% apart, over the 12% tolerance"),
+          "no 3 runs agree: refused after 9 runs, saying how far it got: %s", why);
+    /* Two low runs that disagree, and the rest a tight cluster above them: a phase (a JVM
+     * still compiling, a neighbour's) measured again and again, not a figure to write. */
+    double phase[] = {100, 102, 50, 61, 101, 100.5, 101.2, 99.8, 100.9, 100, 100, 100};
+    m.saturated[0][0] = cal_synthetic_point(phase, 12, 3, 0);
+    st = cal_trust(&fit, &m, why, sizeof why);
+    CHECK(m.saturated[0][0].runs == 9 && st == CAL_NOISY &&
+              strstr(why, "the lowest 3 of them 39% apart, over the 12% tolerance; 3 higher "
+                          "ones agreed within 1%, but with 2 runs below them"),
+          "a cluster above two runs is refused, and the message says so: %s", why);
+    /* The 4x-users point alone did not agree: its key is left out, the rest written. */
+    cal_point_set(&m.saturated[0][0], 60, 500);
+    m.big = cal_synthetic_point(apart, CAL_MAX_RUNS, 3, 0);
+    fit = cal_fit(&m, 500, 200);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    cal_write_cpu(mf, &fit, &m, 2);
+    fclose(mf);
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_TRUSTED && fit.pressure == 0 &&
+              fabs(fit.per_request[1] - 50) < 1e-9 &&
+              strstr(text, "# cpu.cache_pressure: not measured, so 0") &&
+              !strstr(text, "\ncpu.cache_pressure =") && strstr(text, "\nvirtual.cpu_per_call = "),
+          "no cache pressure without its runs agreeing, the other keys written: %s", text);
+    free(text);
+    m.saturated[0][0] = cal_synthetic_point(apart, CAL_MAX_RUNS, 1, 0);
+    CHECK(m.saturated[0][0].runs == 1 && m.saturated[0][0].kept == 1,
+          "--runs 1: one run, which agrees with itself (%d runs)", m.saturated[0][0].runs);
 }
 
 /* ---- the timeline's TIME_WAIT count of a port range ---- */
@@ -1171,16 +1324,16 @@ static void test_cal_trust(void)
     CHECK(note[0] == '#' && strstr(note, "; virtual K=1 2, 1;") && strlen(note) < 1000,
           "the file notes each point's noise in a comment: %s", note);
     free(note);
-    m.saturated[1][0].foreign = 60; /* a neighbour's build during virtual K=1 */
-    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_NOISY &&
-              strstr(why, "virtual K=1 runs other processes took 60%"),
-          "noise refused: %s", why);
+    m.saturated[1][0].foreign = 60; /* a neighbour's build during virtual K=1: subtracted */
+    CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_TRUSTED, "noise alone refuses nothing: %s",
+          why);
     m.saturated[1][0].foreign = 2;
-    m.saturated[0][1].lo = 30; /* platform K=3 between 30 and 80 us */
+    m.saturated[0][1].kept = 0; /* platform K=3's runs never agreed */
+    m.saturated[0][1].kspread = 0.3;
     CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_NOISY &&
-              strstr(why, "platform K=3 runs spread from 30.0 to 84.0 us"),
+              strstr(why, "the platform K=3 runs did not agree: 3 runs of 76.0 to 84.0 us"),
           "spread refused: %s", why);
-    m.saturated[0][1].lo = 76;
+    m.saturated[0][1].kept = 3;
     cal_point_set(&m.saturated[1][0], 85, 500); /* K=1 dearer than K=3: no cost left for a call */
     fit = cal_fit(&m, 500, 200);
     CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_IMPLAUSIBLE &&
@@ -1261,11 +1414,12 @@ static void sim_beside(char *path, size_t len)
         path[0] = 0;
 }
 
-/* calibrate's token check (cal_auth_measure): an RS256 check is an RSA public operation and
- * some parsing, so it costs at least a bare EVP_DigestVerify timed here on its own, and far
- * less than a signature (which would be 20x more): within [0.8, 2] x the bare figure, plus
- * 20 us of parsing; an HS256 check (two SHA-256 passes over a few hundred bytes) costs less
- * than half of it. The figures written are the ones measured, and sim reads them back. */
+/* calibrate's token check (cal_auth_measure, the C server's): an RS256 check is an RSA public
+ * operation and some parsing, so it costs at least a bare EVP_DigestVerify timed here on its
+ * own, and far less than a signature (which would be 20x more): within [0.8, 2] x the bare
+ * figure, plus 20 us of parsing; an HS256 check (two SHA-256 passes over a few hundred
+ * bytes) costs less than half of it. The figures written are the ones measured, and sim reads
+ * them back; for the JVM (measured by the JVM, TimeAuth) the lines name its check. */
 static void test_cal_auth(void)
 {
 #ifdef VT_VALGRIND /* 21,000 checks timed under valgrind time valgrind; make test and asan run it */
@@ -1273,7 +1427,7 @@ static void test_cal_auth(void)
     return;
 #endif
     struct cal_auth a = {0};
-    cal_auth_measure(&a);
+    cal_auth_measure(&a, NULL);
     double bare = bare_rsa_verify_us(200), hs = a.med[AUTH_HS256], rs = a.med[AUTH_RS256];
     CHECK(hs > 0 && rs > 0 && a.lo[0] <= hs && hs <= a.hi[0] && a.lo[1] <= rs && rs <= a.hi[1],
           "both checks measured: hs256 %.2f us (%.2f..%.2f), rs256 %.2f us (%.2f..%.2f)", hs,
@@ -1300,9 +1454,12 @@ static void test_cal_auth(void)
     char *java = NULL;
     f = open_memstream(&java, &len);
     cal_write_auth(f, SERVER_JAVA, &a);
+    cal_write_auth(f, SERVER_JAVA, &(struct cal_auth){0});
     fclose(f);
-    CHECK(java[0] == '#' && !strstr(java, "\nauth."),
-          "for the JVM, a comment and no key (its check is not this code): %s", java);
+    CHECK(!strncmp(java, "auth.hs256_cpu = ", 17) && strstr(java, "\nauth.rs256_cpu = ") &&
+              strstr(java, "BearerAuth.check (java.security's SHA256withRSA") &&
+              strstr(java, "\n# auth.hs256_cpu: not measured"),
+          "for the JVM, its own check's keys, a comment when not measured: %s", java);
     free(java);
     char sim[PATH_MAX], cal[] = "/tmp/test_cal_auth-XXXXXX", cmd[PATH_MAX * 2 + 256],
                         out[4096] = "";
@@ -1324,8 +1481,10 @@ static void test_cal_auth(void)
         double said = line ? strtod(line + 45, NULL) : -1;
         CHECK(st == 0 && strstr(out, "from calibration: auth.hs256_cpu, auth.rs256_cpu"),
               "sim takes calibrate's auth keys: %.300s", out);
-        CHECK(fabs(said - rs) < 0.051,
-              "sim charges the rs256 check calibrate measured: %g us (%.2f)", said, rs);
+        /* the file holds it to 0.005 us, sim says it to 0.05: 46.2549 is written 46.25 and
+         * said 46.2 */
+        CHECK(fabs(said - rs) < 0.0551,
+              "sim charges the rs256 check calibrate measured: %g us (%.4f)", said, rs);
     }
     if (fd >= 0) {
         close(fd);
@@ -2197,6 +2356,7 @@ int main(void)
     test_load_interval();
     test_alloc();
     test_cal_trust();
+    test_cal_estimate();
     test_cal_auth();
     test_bench_auth_column();
     test_time_wait_ranges();

@@ -350,9 +350,33 @@ auth_checks() {
 if [ -n "$authed" ]; then
     auth_checks java $AUTHH $AUTHR 400
     auth_checks c $CAUTHH $CAUTHR 431
+    # calibrate --server java's token check, timed by the JVM itself (Aggregator time-auth):
+    # a good RS256 token gives "median least greatest" µs per check, in order, and the median
+    # is an RSA-2048 verify: at least 0.8x openssl's own (libcrypto's assembly; the JDK's adds
+    # base64url and the claims), below openssl's signature (20x a verify: the wrong operation
+    # or a clock that counts waiting); an expired token exits 1 (its figure would time the
+    # refusal, not the check).
+    printf 'Bearer %s\n' "$(jwt rs "$RS" "$good")" >"$tmp/rs.token"
+    printf 'Bearer %s\n' "$(jwt rs "$RS" "{$ok,\"exp\":$((now - 100))}")" >"$tmp/old.token"
+    # shellcheck disable=SC2086 # PREVIEW: no flag or one
+    ta=$("$JAVA" $PREVIEW -cp "$tmp/classes:$CP" Aggregator time-auth "$tmp/rs.token" --auth "rs256:$tmp/rsa.pub" --auth-issuer https://idp.lab --auth-audience aggregate 2>"$tmp/ta.err")
+    ssl=$(openssl speed -mr -seconds 1 rsa2048 2>/dev/null | awk -F: '/^\+F2:/ { print 1e6 / $4, 1e6 / $5 }')
+    check "time-auth rs256: median, least, greatest, in order ($ta; $(head -c 200 "$tmp/ta.err"))" \
+        awk -v t="$ta" 'BEGIN { n = split(t, v, " "); exit !(n == 3 && v[2] > 0 && v[2] <= v[1] && v[1] <= v[3]) }'
+    if [ -n "$ssl" ]; then
+        check "time-auth rs256: $ta us, an RSA verify (openssl's sign, verify: $ssl us)" \
+            awk -v t="$ta" -v s="$ssl" 'BEGIN { split(t, v, " "); split(s, o, " "); exit !(v[1] >= 0.8 * o[2] && v[1] < o[1]) }'
+    else
+        skipped=$((skipped + 1)); echo "test_java: skipped 1 check: no openssl speed figure"
+    fi
+    # shellcheck disable=SC2086
+    "$JAVA" $PREVIEW -cp "$tmp/classes:$CP" Aggregator time-auth "$tmp/old.token" --auth "rs256:$tmp/rsa.pub" --auth-issuer https://idp.lab --auth-audience aggregate >"$tmp/ta.out" 2>&1
+    st=$?
+    check "time-auth: an expired token exits 1 ($st), no figure ($(cat "$tmp/ta.out"))" \
+        sh -c "[ $st = 1 ] && ! grep -q '^[0-9]' '$tmp/ta.out'"
 else
-    skipped=$((skipped + 48))
-    echo "test_java: skipped 48 checks: --auth needs openssl to mint its tokens"
+    skipped=$((skipped + 51))
+    echo "test_java: skipped 51 checks: --auth needs openssl to mint its tokens"
 fi
 
 # Shedding: the first request holds the one permit for 3 s (the slow backend); once /metrics
