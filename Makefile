@@ -208,8 +208,9 @@ tutorial-images: $(O)/sim
 # committed: measured points on the predicted curves (C, JVM), the port wall over time and the
 # fan-out under failures (cancel against wait), the secured endpoint's throughput;
 # then its report, study.md, with the simulator's predictions of today (tests/study --report).
-# Without a calibration of the JVM (calibrate refuses the JVM's run-to-run spread of CPU),
-# its runtime threads as counted at idle (JVM_THREADS), as tests/study does.
+# Without a calibration of the JVM (none is committed: calibrate refused the JVM's run-to-run
+# spread of CPU when the study ran), its runtime threads as counted at idle (JVM_THREADS), as
+# tests/study does.
 # NAME:SERVER[:CAL]: CAL.ini, where a step has a calibration of its own, else SERVER.ini.
 STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java \
 	fail-c:c fail-java:java auth-c-cpu:c:auth-c
