@@ -1028,7 +1028,8 @@ static int tu_study_draw(struct ui_canvas *c, const char *name, const char *srv,
 /* A study picture's colours: measurements in the measured blue, and no state ink (the
  * panels' running green, sky blue, ...): those mean a thread's state. A grid (not a
  * timeline) names each series in its legend. Vermillion is also a second configuration's
- * measured ink, and grey the axes' neighbour: not counted. */
+ * measured ink, and grey the axes' neighbour: not counted. A grid of several configurations
+ * (the check off and on) names each "platform, ..." and "virtual, ...". */
 static void tu_study_colours(struct ui_canvas *c, const char *name)
 {
     ui_flush(&c->g);
@@ -1051,12 +1052,19 @@ static void tu_study_colours(struct ui_canvas *c, const char *name)
         CHECK(named == 2, "%s: the legend names the cancel and the wait series (%d)", name, named);
         return;
     }
-    for (int i = 0; i < c->g.ntext; i++)
-        named += !strcmp(c->g.text[i].s, "platform") + !strcmp(c->g.text[i].s, "virtual");
-    CHECK(named == 2, "%s: the legend names the platform and the virtual series (%d)", name, named);
+    int platform = 0, virtual = 0;
+    for (int i = 0; i < c->g.ntext; i++) {
+        const char *t = c->g.text[i].s;
+        platform += !strcmp(t, "platform") || !strncmp(t, "platform, ", 10);
+        virtual += !strcmp(t, "virtual") || !strncmp(t, "virtual, ", 9);
+    }
+    named = (platform > 0) + (virtual > 0);
+    CHECK(named == 2 && platform == virtual,
+          "%s: the legend names the platform and the virtual series (%d and %d)", name, platform,
+          virtual);
 }
 
-/* The study's pictures (the Makefile's STUDY_PLOTS, name:server), each from assets/study's
+/* The study's pictures (the Makefile's STUDY_PLOTS, name:server[:calibration]), each from assets/study's
  * committed CSV as `make study-images` draws it: the titles, legends and tick labels are not
  * cut, off the canvas or colliding. A server with a calibration in assets/study has its
  * costs; the JVM without one has the Makefile's JVM_THREADS. */
@@ -1078,14 +1086,19 @@ static void test_study_plots_text(void)
         if (!colon)
             continue;
         *colon = 0;
-        snprintf(ini, sizeof ini, "assets/study/%s.ini", colon + 1);
-        int cal = access(ini, R_OK) == 0, java = !strcmp(colon + 1, "java");
+        char *srv = colon + 1, *cal_name = strchr(srv, ':'); /* NAME:SERVER[:CAL] */
+        if (cal_name)
+            *cal_name++ = 0;
+        else
+            cal_name = srv;
+        snprintf(ini, sizeof ini, "assets/study/%s.ini", cal_name);
+        int cal = access(ini, R_OK) == 0, java = !strcmp(srv, "java");
         struct ui_canvas c;
         if (ui_canvas_open(&c, &tu_opts) < 0) {
             CHECK(0, "canvas");
             return;
         }
-        if (tu_study_draw(&c, tok, colon + 1, cal ? ini : NULL, cal || !java ? NULL : sets,
+        if (tu_study_draw(&c, tok, srv, cal ? ini : NULL, cal || !java ? NULL : sets,
                           cal || !java ? 0 : nsets) == 0) {
             c.g.ntext_base = c.g.ntext;
             CHECK(tu_text_clean(&c, tok) == 0, "%s's picture: its text is clean", tok);
