@@ -1064,10 +1064,11 @@ static void tu_study_colours(struct ui_canvas *c, const char *name)
           virtual);
 }
 
-/* The study's pictures (the Makefile's STUDY_PLOTS, name:server[:calibration]), each from assets/study's
- * committed CSV as `make study-images` draws it: the titles, legends and tick labels are not
- * cut, off the canvas or colliding. A server with a calibration in assets/study has its
- * costs; the JVM without one has the Makefile's JVM_THREADS. */
+/* The study's pictures (the Makefile's STUDY_PLOTS, name:server[:calibration]), each from
+ * assets/study's committed CSV as `make study-images` draws it: the titles, legends and tick
+ * labels are not cut, off the canvas or colliding. A picture with a calibration in
+ * assets/study (its own, or its server's) has its costs; the JVM without one has the
+ * Makefile's JVM_THREADS. */
 static void test_study_plots_text(void)
 {
     char plots[1024], jvm[512], *save = NULL;
