@@ -7114,9 +7114,10 @@ struct val_columns {
 };
 
 /* Where the prediction's binding bound is the CPU, the p99 is left unmodelled on any server:
- * with the cores saturated, the load generator's own carriers wait for a core, and each epoll
- * batch and the run queues' order serve some connections many times before others, which
- * spreads the answers far beyond the model's cores, served in turn. */
+ * measured there, it is several times the model's (whose cores serve in turn, so its p99
+ * stays near its p50). What the model leaves out with the cores saturated: the load
+ * generator's own carriers waiting for a core, the order of each epoll batch and of the run
+ * queues; which of them makes the tail is not measured apart. */
 #define VAL_CPU_TAIL_UNMODELLED                                                                    \
     "the p99 where the CPU binds (the load generator's own wait for a core, the epoll batches' "   \
     "and run queues' order) is not modelled"
