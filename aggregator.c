@@ -8788,11 +8788,12 @@ static struct cal_cluster cal_cluster(const double *sorted, int n, int keep, dou
 
 /* A calibration point: the aggregator in one configuration under one load. */
 struct cal_point {
-    int mode;    /* MODE_PLATFORM or MODE_VIRTUAL */
-    int fanout;  /* K, downstream calls per request */
-    int pool;    /* 1: downstream keep-alive pool; 0: a connection per call */
-    int threads; /* platform pool threads */
-    int users;   /* N, the load generator's users */
+    int mode;                /* MODE_PLATFORM or MODE_VIRTUAL */
+    int fanout;              /* K, downstream calls per request */
+    int pool;                /* 1: downstream keep-alive pool; 0: a connection per call */
+    int threads;             /* platform pool threads */
+    int users;               /* N, the load generator's users */
+    struct bench_auth *auth; /* the bearer token its server checks (NULL: none) */
 };
 
 /* Its measurement: `runs` runs, `kept` of them agreeing (cal_cluster: `need` must; 0: none
@@ -8864,11 +8865,14 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
     struct bench_row runs[CAL_MAX_RUNS],
         point = {.users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
     int n = 0, want = bc->runs < CAL_MAX_RUNS ? bc->runs : CAL_MAX_RUNS;
-    fprintf(stderr, "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users, %d runs%s: ",
+    fprintf(stderr,
+            "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users%s%s, %d runs%s: ",
             server_names[cal_server(bc)], mode_names[pt->mode], pt->fanout, bc->delay_ms,
-            pt->pool ? "on" : "off", pt->threads, pt->users, want, cpu ? " or more" : "");
+            pt->pool ? "on" : "off", pt->threads, pt->users, pt->auth ? ", auth " : "",
+            pt->auth ? pt->auth->name : "", want, cpu ? " or more" : "");
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
+    bc->auth = pt->auth;
     int64_t t0 = now_ns();
     double first_s = 0;
     *res = (struct cal_result){0};
@@ -8876,7 +8880,7 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
         runs[n] = point;
         int rc = bench_cell(bc, kids, &runs[n]);
         if (rc)
-            return rc;
+            return bc->auth = NULL, rc;
         double fig = cal_cpu(&runs[n]); /* before cal_summarise sorts the runs */
         free(runs[n].ticks); /* calibrate runs no --timeline: none; whatever bench_cell made */
         runs[n].ticks = NULL;
@@ -8888,6 +8892,7 @@ static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct c
         if (n > want)
             fprintf(stderr, "%s %.1f", n == want + 1 ? "more runs, us per request:" : ",", fig);
     } while (n < want || (cpu && cal_more(res, n, want, first_s, res->seconds)));
+    bc->auth = NULL;
     char agree[64] = "the median run";
     if (cpu)
         snprintf(agree, sizeof agree, "%d of %d runs within %.0f%%", res->kept, res->runs,
@@ -8984,9 +8989,46 @@ static void cal_write_latency(FILE *f, struct cal_latency l)
  * way by the JVM (java/Aggregator.java's TimeAuth, whose CHECKS and BATCHES are these). */
 enum { CAL_AUTH_CHECKS = 500, CAL_AUTH_BATCHES = 21 };
 
+/* The token check's CPU, two ways, by AUTH_HS256 and AUTH_RS256, µs:
+ *   alone       med (lo..hi): auth_check timed in this process (cal_auth_one), or the JVM's
+ *               in the JVM; 0: not measured;
+ *   under load  with - without: the bench's CPU a request (cal_cpu) saturated with the check
+ *               and without it, side by side (cal_runs); agg, the aggregator's own part of
+ *               the difference; with 0: not measured, or its runs did not agree.
+ * The key is the one under load: the simulator charges the check on the cores the bench
+ * shares, and a request with a token costs them more than the check alone (the token's bytes
+ * through the load generator, the kernel and the parser; the check's data in caches that
+ * the other work shares), so the figure alone would put the CPU bound too high. The figure
+ * alone is the floor: a difference below it is the runs' noise (cal_auth_cost). */
 struct cal_auth {
-    double med[2], lo[2], hi[2]; /* µs per check, by AUTH_HS256, AUTH_RS256; 0: not measured */
+    double med[2], lo[2], hi[2];
+    double with[2], without, agg[2];
+    int delay_ms, users; /* the point of the loaded runs */
+    char noise[2][192];  /* the loaded runs' (cal_noise) */
 };
+
+/* The key's figure for alg (cal_auth above), with what it is in how. */
+static double cal_auth_cost(const struct cal_auth *a, int alg, char *how, size_t len)
+{
+    double loaded = a->with[alg] - a->without;
+    if (a->with[alg] > 0 && loaded >= a->med[alg]) {
+        snprintf(how, len,
+                 "under load: what a request with the check costs the bench more than one "
+                 "without, saturated (virtual K=1, D = %d ms, %d users): %.1f - %.1f us, the "
+                 "aggregator's own part %.1f; noise with it: %s. The check alone: ",
+                 a->delay_ms, a->users, a->with[alg], a->without, a->agg[alg], a->noise[alg]);
+        return loaded;
+    }
+    if (a->with[alg] > 0)
+        snprintf(how, len,
+                 "the check alone, as under load (saturated, virtual K=1) a request with it "
+                 "cost the bench %.1f - %.1f us more than one without, below it: the runs' "
+                 "noise. Alone: ",
+                 a->with[alg], a->without);
+    else
+        snprintf(how, len, "the check alone (not measured under load): ");
+    return a->med[alg];
+}
 
 static int64_t cal_thread_cpu_ns(void)
 {
@@ -9100,7 +9142,7 @@ static void cal_auth_measure(struct cal_auth *a, const struct jvm *jvm)
         rmdir(dir);
 }
 
-/* auth.hs256_cpu and auth.rs256_cpu: the measured server's check. */
+/* auth.hs256_cpu and auth.rs256_cpu: the measured server's check (cal_auth_cost). */
 static void cal_write_auth(FILE *f, int server, const struct cal_auth *a)
 {
     static const char *const how[SERVER_N][2] = {
@@ -9110,23 +9152,27 @@ static void cal_write_auth(FILE *f, int server, const struct cal_auth *a)
          "checks for the JIT",
          "BearerAuth.check (java.security's SHA256withRSA, RSA-2048, base64url, the claims), "
          "after 3 s of checks for the JIT"}};
-    for (int alg = 0; alg < 2; alg++)
+    for (int alg = 0; alg < 2; alg++) {
+        char what[512];
+        double cost = cal_auth_cost(a, alg, what, sizeof what);
         if (a->med[alg] > 0)
             fprintf(f,
-                    "auth.%s_cpu = %.2fus  # %s --auth %s: %s on the thread's CPU clock, median "
-                    "of %d batches of %d (%.2f..%.2f)\n",
-                    auth_kinds[alg], a->med[alg],
-                    server == SERVER_JAVA ? "Aggregator.java" : "serve", auth_kinds[alg],
-                    how[server][alg], CAL_AUTH_BATCHES, CAL_AUTH_CHECKS, a->lo[alg], a->hi[alg]);
+                    "auth.%s_cpu = %.2fus  # %s --auth %s, %s%s on the thread's CPU clock, "
+                    "%.2f us, median of %d batches of %d (%.2f..%.2f)\n",
+                    auth_kinds[alg], cost, server == SERVER_JAVA ? "Aggregator.java" : "serve",
+                    auth_kinds[alg], what, how[server][alg], a->med[alg], CAL_AUTH_BATCHES,
+                    CAL_AUTH_CHECKS, a->lo[alg], a->hi[alg]);
         else
             fprintf(f, "# auth.%s_cpu: not measured (no key, or the check refused its token)\n",
                     auth_kinds[alg]);
+    }
 }
 
 /* What calibrate measures: the load runs of cal_runs, the backend's latency, the microbench. */
 struct cal_runs {
     struct cal_result served, threaded, queued;     /* light: memory, and the JVM's thread costs */
     struct cal_result saturated[2][2], big, nopool; /* CPU: [mode][fan-out 1 or 3], as cal_fit */
+    struct cal_result authed[2]; /* CPU: virtual K=1 with the token check, by AUTH_HS256... */
     struct cal_latency lat;
     double mb[MB_N], mb_lo[MB_N], mb_hi[MB_N];
     struct cal_auth auth; /* the token check's CPU, in this process */
@@ -9495,25 +9541,35 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
 }
 
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
- * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay.
- * Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
+ * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay,
+ * those with the token check (its keys made by bench_auth_one in a directory of their own)
+ * right after the same point without it, so that the machine they measure has changed the
+ * least. Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
 static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
 {
     struct bench_cfg *bc = &cc->bench;
     int u = cc->users, cu = cc->cpu_users, java = cal_server(bc) == SERVER_JAVA;
+    struct bench_auth keys[2];
+    char dir[] = "/tmp/aggregator-calibrate.XXXXXX", why[256];
+    int keyed = mkdtemp(dir) != NULL;
+    for (int alg = 0; alg < 2; alg++)
+        keyed = keyed && bench_auth_one(&keys[alg], auth_kinds[alg], strlen(auth_kinds[alg]), dir,
+                                        why, sizeof why) == 0;
     const struct {
         int cpu;              /* a CPU run */
         struct cal_point pt;  /* mode, K, pool, threads, users */
         struct cal_result *r; /* NULL: not run */
-    } plan[] = {{0, {MODE_VIRTUAL, 3, 1, 200, u}, &m->served},
-                {0, {MODE_PLATFORM, 3, 1, 200, u}, java ? &m->threaded : NULL},
-                {0, {MODE_PLATFORM, 1, 1, u / 5, u}, &m->queued},
-                {1, {MODE_PLATFORM, 1, 1, 200, cu}, &m->saturated[MODE_PLATFORM][0]},
-                {1, {MODE_PLATFORM, 3, 1, 200, cu}, &m->saturated[MODE_PLATFORM][1]},
-                {1, {MODE_VIRTUAL, 1, 1, 200, cu}, &m->saturated[MODE_VIRTUAL][0]},
-                {1, {MODE_VIRTUAL, 3, 1, 200, cu}, &m->saturated[MODE_VIRTUAL][1]},
-                {1, {MODE_VIRTUAL, 3, 1, 200, 4 * cu}, &m->big},
-                {1, {MODE_VIRTUAL, 3, 0, 200, cu}, &m->nopool}};
+    } plan[] = {{0, {MODE_VIRTUAL, 3, 1, 200, u, NULL}, &m->served},
+                {0, {MODE_PLATFORM, 3, 1, 200, u, NULL}, java ? &m->threaded : NULL},
+                {0, {MODE_PLATFORM, 1, 1, u / 5, u, NULL}, &m->queued},
+                {1, {MODE_PLATFORM, 1, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][0]},
+                {1, {MODE_PLATFORM, 3, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][1]},
+                {1, {MODE_VIRTUAL, 1, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][0]},
+                {1, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_HS256]}, keyed ? &m->authed[0] : NULL},
+                {1, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_RS256]}, keyed ? &m->authed[1] : NULL},
+                {1, {MODE_VIRTUAL, 3, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][1]},
+                {1, {MODE_VIRTUAL, 3, 1, 200, 4 * cu, NULL}, &m->big},
+                {1, {MODE_VIRTUAL, 3, 0, 200, cu, NULL}, &m->nopool}};
     struct bench_kids kids = {{0}};
     bench_backend(bc, &kids, 50);
     m->lat = cal_call_latency(bc, &kids);
@@ -9523,11 +9579,35 @@ static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
             bench_backend(bc, &kids, cc->cpu_delay_ms);
         if (plan[i].r)
             rc = cal_run(bc, &kids, &plan[i].pt, plan[i].cpu, plan[i].r);
-        if (plan[i].cpu && !plan[i].r->kept && plan[i].r != &m->big)
+        if (plan[i].cpu && plan[i].r && !plan[i].r->kept && plan[i].r != &m->big &&
+            !plan[i].pt.auth)
             break; /* refused (cal_trust says why): the points after it would be time lost */
     }
     bench_kill_all(&kids);
+    for (int alg = 0; keyed && alg < 2; alg++) /* bench_auth_one's files: serve's key, load's */
+        for (const char *k = keys[alg].serve; k; k = k == keys[alg].serve ? keys[alg].load : NULL)
+            unlink(strchr(k, ':') + 1);
+    rmdir(dir);
+    if (!keyed)
+        fprintf(stderr, "calibrate: the token check not measured under load: %s\n", why);
     return rc < 0 ? 130 : rc;
+}
+
+/* The token check under load into m->auth (cal_auth): each algorithm's saturated runs against
+ * the same point's without it, where their runs agreed. */
+static void cal_auth_loaded(struct cal_runs *m, const struct cal_cfg *cc)
+{
+    const struct cal_result *off = &m->saturated[MODE_VIRTUAL][0];
+    m->auth.delay_ms = cc->cpu_delay_ms;
+    m->auth.users = cc->cpu_users;
+    m->auth.without = cal_cpu(&off->row);
+    for (int alg = 0; alg < 2; alg++) {
+        const struct cal_result *on = &m->authed[alg];
+        int ok = on->kept && off->kept;
+        m->auth.with[alg] = ok ? cal_cpu(&on->row) : 0;
+        m->auth.agg[alg] = on->row.cpu_us_per_req - off->row.cpu_us_per_req;
+        cal_noise(m->auth.noise[alg], sizeof m->auth.noise[alg], on);
+    }
 }
 
 /* Why nothing was written, and what to do; returns the status (cal_trust's). */
@@ -9615,6 +9695,8 @@ static int cal_measure(struct cal_cfg *cc)
     struct cal_cpu_fit fit = {0};
     if (!rc)
         fit = cal_fit(&m, cc->cpu_users, bc->threads);
+    if (!rc)
+        cal_auth_loaded(&m, cc);
     int trust = rc ? CAL_TRUSTED : cal_trust(&fit, &m, why, sizeof why);
     if (rc || trust != CAL_TRUSTED) {
         fclose(f);

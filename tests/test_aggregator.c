@@ -1414,6 +1414,44 @@ static void sim_beside(char *path, size_t len)
         path[0] = 0;
 }
 
+/* calibrate's key for the token check (cal_auth_cost): under load, the bench's CPU a request
+ * with the check less without it, the two saturated figures it measured side by side; never
+ * below the check alone (a smaller difference is the runs' noise: the request with a token does
+ * the check and more), and the check alone when it was not measured under load. */
+static void test_cal_auth_loaded(void)
+{
+    struct cal_auth a = {.med = {6, 40}, .with = {80, 150}, .without = 66, .agg = {12, 55},
+                         .delay_ms = 2, .users = 1000};
+    char *text = NULL;
+    size_t len = 0;
+    for (int c = 0; c < 3; c++) {
+        if (c == 1)
+            a.with[AUTH_RS256] = 90; /* 24 us more: below the 40 alone */
+        if (c == 2)
+            a.with[AUTH_HS256] = a.with[AUTH_RS256] = 0; /* not measured under load */
+        FILE *f = open_memstream(&text, &len);
+        cal_write_auth(f, SERVER_C, &a);
+        fclose(f);
+        double got[2] = {-1, -1};
+        for (int alg = 0; alg < 2; alg++) {
+            char key[32];
+            snprintf(key, sizeof key, "auth.%s_cpu = ", auth_kinds[alg]);
+            const char *at = strstr(text, key);
+            got[alg] = at ? strtod(at + strlen(key), NULL) : -1;
+        }
+        static const double want[3][2] = {{14, 84}, {14, 40}, {6, 40}};
+        static const char *const says[3] = {"150.0 - 66.0 us, the aggregator's own part 55.0",
+                                            "cost the bench 90.0 - 66.0 us more than one without, "
+                                            "below it",
+                                            "the check alone (not measured under load)"};
+        CHECK(got[0] == want[c][0] && got[1] == want[c][1] && strstr(text, says[c]),
+              "case %d: hs256 %g us (want %g), rs256 %g (want %g), the comment says how: %.400s",
+              c, got[0], want[c][0], got[1], want[c][1], text);
+        free(text);
+        text = NULL;
+    }
+}
+
 /* calibrate's token check (cal_auth_measure, the C server's): an RS256 check is an RSA public
  * operation and some parsing, so it costs at least a bare EVP_DigestVerify timed here on its
  * own, and far less than a signature (which would be 20x more): within [0.8, 2] x the bare
@@ -2358,6 +2396,7 @@ int main(void)
     test_cal_trust();
     test_cal_estimate();
     test_cal_auth();
+    test_cal_auth_loaded();
     test_bench_auth_column();
     test_time_wait_ranges();
     test_no_port_requests();
