@@ -174,7 +174,8 @@ STUDY_FILES = c.ini java.ini massive-c.csv massive-java.csv wall-c-timeline.csv 
               wall-c.csv wall-java.csv wall-c-pooled.csv wall-java-pooled.csv blog-jvm.csv study.md \
               machine.txt massive-c.txt massive-java.txt wall-c.txt wall-java.txt wall-c-pooled.txt \
               wall-java-pooled.txt blog-jvm.txt fail-c.csv fail-java.csv fail-c.txt fail-java.txt \
-              auth-c.ini auth-c-massive.csv auth-c-massive.txt auth-c-cpu.csv auth-c-cpu.txt
+              auth-c.ini auth-c-massive.csv auth-c-massive.txt auth-c-cpu.csv auth-c-cpu.txt \
+              auth-java.ini auth-java-cpu.csv auth-java-cpu.txt
 study-assets:
 	@mkdir -p assets/study && for f in $(STUDY_FILES); do \
 	    [ -f out/study/$$f ] && cp out/study/$$f assets/study/$$f; done; ls assets/study
@@ -213,7 +214,7 @@ tutorial-images: $(O)/sim
 # tests/study does.
 # NAME:SERVER[:CAL]: CAL.ini, where a step has a calibration of its own, else SERVER.ini.
 STUDY_PLOTS = massive-c:c massive-java:java wall-c-timeline:c wall-java-timeline:java \
-	fail-c:c fail-java:java auth-c-cpu:c:auth-c
+	fail-c:c fail-java:java auth-c-cpu:c:auth-c auth-java-cpu:java:auth-java
 study-images: $(O)/sim
 	@for p in $(STUDY_PLOTS); do f=$${p%%:*}; r=$${p#*:}; s=$${r%%:*}; i=$${r#*:}; \
 	    [ -f assets/study/$$f.csv ] || { echo "study-images: no assets/study/$$f.csv (make study)"; continue; }; \
