@@ -8721,8 +8721,10 @@ enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
  *     agree and this is their median, as it always was.
  *   A neighbour that holds a core through the whole calibration is another matter: it
  *   changes the point measured, not just the runs (our processes squeezed onto fewer cores
- *   find more events per wake-up and bounce fewer cache lines between cores, so a request
- *   can cost less). No estimate over runs undoes that; the noise beside each key shows it.
+ *   find more events per wake-up, which costs a request less, and switch more and share the
+ *   caches with the neighbour, which costs it more; the load generator's and the kernel's
+ *   part moves most, the aggregator's own least). No estimate over runs undoes that; the
+ *   noise beside each key shows it.
  *   When the runs so far hold no such cluster, calibrate measures the point once more, up to
  *   CAL_MAX_RUNS_FACTOR times --runs (at most 16) and CAL_TIME_FACTOR times the time the
  *   first --runs took; then it stops and refuses, saying which figure, its runs, the
