@@ -312,11 +312,13 @@ abs=$(grep -noE '(^|[[:space:]:=(`"'"'"'])/[A-Za-z0-9._-]+/[^[:space:]:;,)`"]*' 
 [ -z "$abs" ] && ok || bad "assets/study/study.md names this machine's paths: $(echo "$abs" | head -n 3 | tr '\n' ' ')"
 
 # portable itself, on the JVM's command lines bench prints: with the JVM's own options before
-# -cp (--enable-preview) and without, from a build and from the source file.
+# -cp (--enable-preview, and the source launcher's --source 25) and without, from a build and
+# from the source file.
 eval "$(sed -n '/^portable() {/,/^}/p' tests/study)"
 for line in '/usr/lib/jvm/j/bin/java --enable-preview -cp /p/build/java:/u/a.jar Aggregator; x' \
     '/usr/lib/jvm/j/bin/java -cp /p/build/java:/u/a.jar Aggregator; x' \
-    '/usr/lib/jvm/j/bin/java --enable-preview -cp /u/a.jar:/u/b.jar /p/java/Aggregator.java; x'; do
+    '/usr/lib/jvm/j/bin/java --enable-preview -cp /u/a.jar:/u/b.jar /p/java/Aggregator.java; x' \
+    '/usr/lib/jvm/j/bin/java --enable-preview --source 25 -cp /u/a.jar /p/./java/Aggregator.java; x'; do
     got_line=$(echo "java: $line" | portable)
     case $got_line in
     *' /'*) bad "portable leaves a machine's path in: $got_line" ;;
@@ -404,19 +406,21 @@ io_rows=$(grep -cE '^ +50 virtual .*\| +52.0 +[0-9.]+ +[-+][0-9]+% \|' "$tmp/out
 # What a secured endpoint costs (tests/study's step 5), as committed: the RS256 check off and on,
 # side by side, read by column name, against truths that are not the simulator's. Under massive
 # I/O (auth-c-massive.csv) the check is CPU, not waiting: each side still serves within 15% of
-# its Little's-law bound (the pool's 200 / K D, the users' N / K D), and the machine's CPU a
-# request grows by at least 0.8 of the check's own cost, timed alone in-process (the figure in
-# the comment of auth-c.ini's auth.rs256_cpu, or the key itself in a file that has only that: a
-# second measurement). With short calls (auth-c-cpu.csv) the CPU bound binds the virtual side at
-# the most users (under 0.8 N / D) and the check lowers it (fewer req/s than without). Then the
-# simulator's prediction, from auth-c.ini (the check's cost under load, measured at calibrate's
-# own saturated point, not these): within 5% of the measured throughput under massive I/O, and
-# within 10% at the CPU bound (the most users). Without the calibration (a busy machine) the
-# cost and prediction checks are skipped and counted.
+# its Little's-law bound (the pool's 200 / K D, the users' N / K D). In every grid the CPU a
+# request grows with the check by at least 0.8 of the check's own cost, timed alone in-process
+# (the figure in the comment of auth-SERVER.ini's auth.rs256_cpu, or the key itself in a file
+# that has only that: a second measurement). With short calls (auth-c-cpu.csv, and the JVM's
+# auth-java-cpu.csv) the CPU bound binds the virtual side at the most users (under 0.8 N / D)
+# and the check lowers it (fewer req/s than without). Then the simulator's prediction, from
+# the server's auth-SERVER.ini (the check's cost under load, measured at calibrate's own
+# saturated point, not these): on the C server within 5% of the measured throughput under
+# massive I/O and within 10% at the CPU bound (the most users); on the JVM within 20% there
+# (README says why it is 12% and 17% low: cpu.cache_pressure). Without a calibration (a busy
+# machine) the cost and prediction checks are skipped and counted.
 auth_col='NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }'
-auth_ini=assets/study/auth-c.ini
-for part in massive cpu; do
-    csv=assets/study/auth-c-$part.csv
+for grid in c-massive c-cpu java-cpu; do
+    srv=${grid%%-*} part=${grid#*-}
+    csv=assets/study/auth-$grid.csv auth_ini=assets/study/auth-$srv.ini
     if [ ! -s "$csv" ]; then
         skipped=$((skipped + 1))
         echo "test_cli: skipped the secured endpoint's $part check: no $csv (make study)"
@@ -434,7 +438,7 @@ for part in massive cpu; do
         END { for (m = 0; m < 2; m++) { mode = m ? "virtual" : "platform"
                   if (!(("off " mode) in rps) || !(("rs256 " mode) in rps)) { printf "no off and rs256 rows of %s; ", mode; continue }
                   grow = us["rs256 " mode] - us["off " mode]
-                  if (part == "massive" && cpu != "" && !(grow >= 0.8 * cpu))
+                  if (cpu != "" && !(grow >= 0.8 * cpu))
                       printf "%s: CPU a request grew by %g us with the check, under 0.8 of its %g us; ", mode, grow, cpu }
               v = "virtual"; n = top["rs256 " v]
               if (part == "cpu" && !(rps["rs256 " v] < 0.8 * n / kd))
@@ -447,9 +451,9 @@ for part in massive cpu; do
         echo "test_cli: skipped the secured endpoint's $part cost and prediction checks: no $auth_ini"
         continue
     fi
-    "$sim" --validate "$csv" --server c --calibration $auth_ini --json > "$tmp/auth.json" 2> "$tmp/err" ||
+    "$sim" --validate "$csv" --server $srv --calibration $auth_ini --json > "$tmp/auth.json" 2> "$tmp/err" ||
         { bad "sim --validate $csv: $(head -c 300 "$tmp/err")"; continue; }
-    tol=$([ $part = cpu ] && echo 0.10 || echo 0.05)
+    tol=$(case $grid in c-massive) echo 0.05 ;; c-cpu) echo 0.10 ;; *) echo 0.20 ;; esac)
     err=$(sed -n 's/.*"users": \([0-9]*\), "mode": "\([a-z]*\)".*"throughput_rps": {[^}]*"rel_error": \([-0-9.e+]*\)}.*"auth": "\([a-z0-9]*\)".*"binding_bound": "\([a-z_]*\)".*/\1 \2 \3 \4 \5/p' \
         "$tmp/auth.json" | awk -v tol=$tol -v part=$part '{ n++; e = $3 < 0 ? -$3 : $3
             if (part == "massive" || ($1 >= 1600 && $5 == "cpu")) { cpu += part == "cpu"
