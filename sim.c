@@ -547,9 +547,9 @@ struct stats {
     struct batch *batch;    /* the window in nbatch equal batches (none unless asked) */
     int32_t nbatch, cur_batch;
     /* [0, duration] in at most STEADY_BINS bins of whole samples (model_sample), what the
-     * steady-state verdict reads (rep_steady): completions, their latency in the window */
+     * verdict (rep_steady) and the warm-up (rep_warmup) read: completions, their latency */
     uint64_t bin_done[STEADY_BINS];
-    double bin_lat[STEADY_BINS]; /* ns */
+    double bin_lat[STEADY_BINS], bin_in_system[STEADY_BINS]; /* ns; in flight at each sample */
     int32_t bin_samples[STEADY_BINS];
     uint64_t done_at_sample;
     double lat_at_sample;
@@ -2471,6 +2471,7 @@ static void model_bin(struct model *m)
         return;
     st->bin_done[i] += st->completed - st->done_at_sample;
     st->bin_lat[i] += st->lat_sum - st->lat_at_sample;
+    st->bin_in_system[i] += m->in_flight; /* at the sample's instant */
     st->bin_samples[i]++;
     st->done_at_sample = st->completed;
     st->lat_at_sample = st->lat_sum;
@@ -5731,24 +5732,33 @@ static int rep_at_bound(const struct result *r, double half)
 #define STEADY_LITTLE_MIN 10
 /* batch means (rep_batched): the relaxation times a batch must span to be independent */
 #define STEADY_BATCH_RELAX 8
+/* the warm-up (rep_fill): the fewest relaxation times a window must hold for its own
+ * estimate of them to count (in fewer, a queue that grows all run reads as one) */
+#define STEADY_FILL_RELAX 5
 
 struct steady_series {
     double x[STEADY_BINS], t[STEADY_BINS]; /* values and bin centres, s */
     int n;
 };
 
-/* Bins [from, n) of a model as a series: throughput (lat = 0) or mean latency in ms. */
-static struct steady_series rep_bins(const struct model *m, int from, int lat)
+/* What a series of bins holds (rep_bins). */
+enum bin_of { BIN_RATE, BIN_LAT, BIN_IN_SYSTEM };
+
+/* Bins [from, n) of a model as a series: throughput (req/s), mean latency (ms) or the mean
+ * of its samples' requests in flight. */
+static struct steady_series rep_bins(const struct model *m, int from, enum bin_of of)
 {
     const struct stats *st = &m->stats;
     int nb = model_nbins(m->s);
     double width = (double)m->s->duration / SEC / nb, iv = (double)m->s->sample_interval / SEC;
     struct steady_series ser = {.n = 0};
     for (int i = from; i < nb; i++) {
-        if (!st->bin_samples[i] || (lat && !st->bin_done[i]))
+        if (!st->bin_samples[i] || (of == BIN_LAT && !st->bin_done[i]))
             continue;
         ser.t[ser.n] = (i + 0.5) * width;
-        ser.x[ser.n++] = lat ? st->bin_lat[i] / (double)st->bin_done[i] / 1e6
+        ser.x[ser.n++] = of == BIN_LAT ? st->bin_lat[i] / (double)st->bin_done[i] / 1e6
+                         : of == BIN_IN_SYSTEM
+                             ? st->bin_in_system[i] / st->bin_samples[i]
                              : (double)st->bin_done[i] / (st->bin_samples[i] * iv);
     }
     return ser;
@@ -5765,10 +5775,10 @@ static double rep_mean_of(const double *x, int n)
 /* MSER-5's end of the warm-up, in s, on the throughput bins from 0; 0 when the batches it
  * cuts after `after` s are not 3 standard errors and 2% from the mean of those it keeps (on
  * a stationary series MSER's minimum wanders: a cut must be a transient to count). A
- * scenario that leaves `warmup` to the default starts its window there (sim_warmup_auto). */
+ * scenario that leaves `warmup` to the default starts its window there or later (rep_warmup). */
 static double rep_mser5(const struct model *m, double after)
 {
-    struct steady_series ser = rep_bins(m, 0, 0);
+    struct steady_series ser = rep_bins(m, 0, BIN_RATE);
     double y[STEADY_BINS / 5], best = INFINITY;
     int nbat = ser.n / 5, cut = 0;
     for (int j = 0; j < nbat; j++)
@@ -5797,6 +5807,57 @@ static double rep_mser5(const struct model *m, double after)
         var += (y[j] - kept) * (y[j] - kept) / (nbat - cut - 1);
     double diff = k ? fabs(sum / k - kept) : 0;
     return diff > 3 * sqrt(var / k + var / (nbat - cut)) && diff > 0.02 * kept ? end : 0;
+}
+
+/* The lag-`lag` autocovariance of x[0..n), whose mean is `mean`, times n. */
+static double rep_autocov(const double *x, int n, double mean, int lag)
+{
+    double c = 0;
+    for (int i = 0; i + lag < n; i++)
+        c += (x[i] - mean) * (x[i + lag] - mean);
+    return c;
+}
+
+/* The end of the warm-up, in s, that the number in system shows: a queue filling from empty
+ * barely moves throughput, so MSER-5 (rep_mser5) misses it. The queue forgets its start over
+ * its relaxation time, read off its own bins after `after` s as twice their integrated
+ * autocorrelation time (Geyer's initial positive sequence: lags summed in pairs while a
+ * pair's sum is positive): near a bound a queue moves as a reflected Brownian motion, whose
+ * relaxation time is twice that (M/M/1's at rho 0.97 too). It counts only when the window holds
+ * STEADY_FILL_RELAX of it and the bins it cuts hold fewer requests than those it keeps: the
+ * queue was filling (a peak at the start is MSER-5's). */
+static double rep_fill(const struct model *m, double after)
+{
+    int nb = model_nbins(m->s), from = (int)ceil(after * SEC * nb / (double)m->s->duration);
+    struct steady_series all = rep_bins(m, 0, BIN_IN_SYSTEM),
+                         win = rep_bins(m, from, BIN_IN_SYSTEM);
+    const double *x = win.x;
+    double width = (double)m->s->duration / SEC / nb, mean = rep_mean_of(x, win.n), sum = 0.5;
+    double var = rep_autocov(x, win.n, mean, 0);
+    if (win.n < 4 || !(var > 0))
+        return 0;
+    for (int lag = 1; lag + 1 < win.n / 2; lag += 2) {
+        double pair = rep_autocov(x, win.n, mean, lag) + rep_autocov(x, win.n, mean, lag + 1);
+        if (pair <= 0)
+            break;
+        sum += pair / var;
+    }
+    double relax = 2 * sum * width;
+    if (relax * STEADY_FILL_RELAX > win.n * width) /* one excursion: no relaxation time */
+        return 0;
+    int cut = 0;
+    while (cut < all.n && all.t[cut] < relax)
+        cut++;
+    return cut && cut < all.n && rep_mean_of(all.x, cut) < rep_mean_of(&all.x[cut], all.n - cut)
+               ? relax
+               : 0;
+}
+
+/* The end of the warm-up, in s, that a scenario leaving `warmup` to the default gets
+ * (sim_warmup_auto): the later of throughput's (rep_mser5) and the queue's (rep_fill). */
+static double rep_warmup(const struct model *m, double after)
+{
+    return fmax(rep_mser5(m, after), rep_fill(m, after));
 }
 
 /* Throughput swings: 1 with the sentence in why, else 0. */
@@ -5916,7 +5977,7 @@ static void rep_steady(const struct model *m, struct result *r)
         sr->cs2 = mean > 0 ? rep_moments(s, sr->bound == BOUND_CPU).var / (mean * mean) : 0;
         sr->relax = rep_relax(least, sr->rho, sr->cs2);
     }
-    struct steady_series win = rep_bins(m, from, 0);
+    struct steady_series win = rep_bins(m, from, BIN_RATE);
     sr->swings = rep_swings(m, &win, sr->swings_why, sizeof sr->swings_why);
 }
 
@@ -6325,7 +6386,7 @@ static void rep_text(FILE *out, const struct scenario *s, const char *path, cons
         fprintf(out, "  open loop %.1f req/s, ", s->rate);
     fprintf(out, "%d cores, %.1f s simulated (statistics after %.1f s%s)\n", s->cores,
             (double)s->duration / SEC, (double)s->warmup / SEC,
-            s->warmup_auto == 2 ? ", the warm-up MSER-5 found" : "");
+            s->warmup_auto == 2 ? ", the warm-up MSER-5 and the queue's relaxation found" : "");
     fprintf(out, "  program: %s\n", s->program_text);
     if (s->auth)
         fprintf(out, "  auth: %s, a bearer token checked first, %.1f us of CPU per request\n",
@@ -12839,8 +12900,8 @@ static int sim_intervals(const struct scenario *s, const struct options *o, int 
     return 0;
 }
 
-/* A scenario that leaves `warmup` to the default gets the end of the warm-up MSER-5 finds
- * in the first replication (rep_mser5; rounded up to a sample, at most half the run) when
+/* A scenario that leaves `warmup` to the default gets the end of the warm-up found in the
+ * first replication (rep_warmup; rounded up to a sample, at most half the run) when
  * it is later; not with --trace, which the first replication has written. Returns 1 when it
  * changed the warm-up (the replication is to run again). */
 static int sim_warmup_auto(struct scenario *s, double mser)
@@ -12881,7 +12942,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
             rc = 2;
         }
         rep_result(&ms[k], &res[k]);
-        *mser = fmax(*mser, rep_mser5(&ms[k], (double)s->warmup / SEC));
+        *mser = fmax(*mser, rep_warmup(&ms[k], (double)s->warmup / SEC));
     }
     if (rc == 0 && batches)
         rep_batched(rp, ms);
@@ -12894,7 +12955,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
 }
 
 /* The report of *s over its replications (or batches), with tr (its file may be NULL); *s
- * gets the warm-up MSER-5 found when the scenario left it to the default. The events
+ * gets the warm-up rep_warmup found when the scenario left it to the default. The events
  * simulated go to *events. Returns 0, 1 on a failed write, 2 on bad flags or when stuck. */
 static int sim_report(struct scenario *s, const struct options *o, struct trace *tr,
                       struct report *rp, double *events)

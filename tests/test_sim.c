@@ -2377,6 +2377,48 @@ static void test_open_loop_noise(void)
           above, windows, over_rate);
 }
 
+/* The number in system per bin (stats.bin_in_system, read at each sample's instant), which
+ * the warm-up reads (rep_fill): over an M/M/1 at rho 0.8 its mean in the window is the exact
+ * rho / (1 - rho) = 4 (the sd of a 199 s mean is about 2.5% of it). And rep_fill on bins
+ * made here: a series with no positive correlation has an integrated autocorrelation time of
+ * half a bin, so a relaxation time of one bin, which counts as a warm-up when the bins it
+ * cuts hold fewer requests than the rest (a queue filling) and not when they hold more; a
+ * queue that grows all run has not relaxed within it (no warm-up). */
+static void test_in_system_bins(void)
+{
+    struct scenario s;
+    struct model m;
+    must_load(&s, "users = 0\nrate = 800\nduration = 200s\ncores = 1\n"
+                  "program = cpu(exp(1ms))\nos.ctx_switch = 0\nos.timeslice = 10s\n"
+                  "virtual.create = 0\nvirtual.park = 0\nvirtual.unpark = 0\n");
+    model_init(&m, &s, MODEL_VIRTUAL);
+    model_run(&m, s.duration);
+    struct steady_series win = rep_bins(&m, 1, BIN_IN_SYSTEM);
+    CHECK_NEAR(rep_mean_of(win.x, win.n), 0.8 / (1 - 0.8), 0.08,
+               "M/M/1 rho 0.8: the mean number in system of the bins vs rho / (1 - rho)");
+    model_free(&m);
+    must_load(&s, "duration = 100s\nsample_interval = 1s\n");
+    const double bin = 1; /* s: 100 bins of one sample */
+    struct {
+        double first; /* the first bin's level (before the 1 s default warm-up); the rest
+                         alternate 11, 9, ... */
+        int grows;    /* 1: every bin one more than the last */
+        double want;  /* the warm-up, s */
+        const char *what;
+    } cases[] = {{5, 0, bin, "filling"}, {15, 0, 0, "a peak at the start"}, {0, 1, 0, "growing"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        memset(&m, 0, sizeof m);
+        m.s = &s;
+        for (int i = 0; i < STEADY_BINS; i++) {
+            m.stats.bin_samples[i] = 1;
+            m.stats.bin_in_system[i] = cases[c].grows ? i : i ? 9 + i % 2 * 2 : cases[c].first;
+        }
+        double got = rep_fill(&m, 1.0);
+        CHECK(fabs(got - cases[c].want) < 1e-9, "rep_fill, %s: %.6g s (want %.6g)", cases[c].what,
+              got, cases[c].want);
+    }
+}
+
 /* A calibration file is a scenario file of measured keys: read over the scenario, listed in
  * the report, and wrong keys are reported with their line. */
 static void test_calibration_file(void)
@@ -3205,6 +3247,7 @@ int main(void)
     test_cpu_util_bounded();
     test_empty_batches();
     test_open_loop_noise();
+    test_in_system_bins();
     test_event_order();
     test_event_order_interleaved();
     test_event_lane_growth();

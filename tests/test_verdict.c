@@ -30,10 +30,18 @@
  *   short       M/M/1 at rho 0.99 and 0.999 on windows of seconds, a quarter and a
  *               400th of a relaxation time: the queue is still filling from empty, so "not
  *               steady" in at least 95% of seeds (as transient).
+ *   warm-up     the warm-up a scenario that leaves `warmup` to the default gets (rep_warmup)
+ *               against MSER-5 on throughput alone (the rule before it): an M/M/1 and the
+ *               skewed M/G/1 from empty at rho 0.97 over 27 and 26 relaxation times, its
+ *               warm-up reaching one relaxation time in at least MIN_REACHED% of seeds; the
+ *               stationary systems above left to the default warm-up, "not steady" in at
+ *               most 5% and the interval holding the exact mean as often as before (within
+ *               a seed). Only in --full (fewer seeds) and --near.
  * Without arguments (make test) VERDICT_SEEDS seeds of the virtual model run; `test_verdict
  * --full` (make check-verdict, run by CI) runs VERDICT_FULL_SEEDS of both models and the
  * expensive near-saturation systems; `test_verdict --near` only the M/D/1 and M/G/1 at rho
- * 0.99 (under a minute of CPU: not in CI). Exit 1 when a rate misses its target. */
+ * 0.99 and the warm-up over WARMUP_NEAR_SEEDS seeds (about a minute of CPU: not in CI). Exit
+ * 1 when a rate misses its target. */
 #define SIM_NO_MAIN
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function" /* the command line is not tested here */
@@ -59,6 +67,14 @@
 #define MIN_STEADY_95  90
 #define MIN_STEADY_99F 85
 #define MIN_STEADY_99  30
+/* The warm-up a scenario left to the default gets (rep_warmup), from empty at rho 0.97 over
+ * a window past STEADY_RELAX relaxation times: the least share (%) of seeds whose warm-up
+ * reaches one relaxation time. One run's number in system measures its own relaxation time
+ * with about as much noise as signal (one time scale rules both), and low (a mean taken
+ * from a window of a few dozen of them), so this is a floor well above MSER-5's on
+ * throughput alone (a few seeds in a hundred), not a majority. */
+#define MIN_REACHED        15
+#define WARMUP_NEAR_SEEDS 200
 
 /* Costs that are not queueing theory's, zeroed; FCFS cores (a slice longer than any job). */
 #define PURE                                                                                       \
@@ -199,6 +215,125 @@ static void test_system(const struct system *sys, int seeds, int mk)
     }
 }
 
+/* The warm-ups a scenario that leaves `warmup` to the default gets (sim_warmup_auto) from the
+ * first replication of model mk of seed `seed`: [0] by MSER-5 on throughput alone (the rule
+ * before the number in system was read), [1] by rep_warmup (the rule shipped). The shipped
+ * rule takes the later of both models' cuts; here only mk's. */
+static void auto_warmups(const struct scenario *s, uint64_t seed, int mk, simtime warm[2])
+{
+    struct scenario t = *s;
+    struct model m;
+    t.seed = rep_seed(seed, 0);
+    model_init(&m, &t, mk);
+    model_run(&m, t.duration);
+    double after = (double)t.warmup / SEC, cut[2] = {rep_mser5(&m, after), rep_warmup(&m, after)};
+    for (int k = 0; k < 2; k++) {
+        struct scenario u = *s;
+        sim_warmup_auto(&u, cut[k]);
+        warm[k] = u.warmup;
+    }
+    model_free(&m);
+}
+
+/* A scenario's text loaded as if it left `warmup` to the default. */
+static void load_auto(struct scenario *s, const char *text)
+{
+    struct scenario d;
+    scn_defaults(&d);
+    load(s, text);
+    s->warmup = d.warmup;
+    s->warmup_auto = 1;
+}
+
+/* A queue filling from empty, open loop at rho 0.97 on one core (1 ms mean jobs, cs2 the
+ * service time's squared coefficient of variation), over a window past STEADY_RELAX of its
+ * relaxation times (M/M/1's, Abate and Whitt, times (1 + cs^2) / 2: rep_relax, given the
+ * exact rho and cs^2): the warm-up should reach one relaxation time, by which the mean number
+ * in system has come within about 7% of its limit. Throughput barely moves while the queue
+ * fills, so MSER-5 on throughput reaches it in almost no seed; the number in system's
+ * relaxation (rep_fill) in at least min_pct% of them. */
+static void test_filling(const char *name, const char *text, double cs2, int seeds, int min_pct)
+{
+    struct scenario s;
+    int reached[2] = {0, 0};
+    double sum[2] = {0, 0}, relax = rep_relax(1000, 0.97, cs2);
+    load_auto(&s, text);
+    for (int i = 0; i < seeds; i++) {
+        simtime warm[2];
+        auto_warmups(&s, 1000 + (uint64_t)i, MODEL_VIRTUAL, warm);
+        for (int k = 0; k < 2; k++) {
+            reached[k] += (double)warm[k] / SEC >= relax;
+            sum[k] += (double)warm[k] / SEC;
+        }
+    }
+    printf("  %-10s warm-up from empty, %.1f s run, relaxation time %.2f s: reached by MSER-5 "
+           "on throughput in %d of %d seeds (mean warm-up %.2f s), with the number in system "
+           "in %d (%.2f s)\n",
+           name, (double)s.duration / SEC, relax, reached[0], seeds, sum[0] / seeds, reached[1],
+           sum[1] / seeds);
+    CHECK(reached[1] * 100 >= min_pct * seeds && reached[1] > reached[0],
+          "%s: the warm-up reached the relaxation time %.2f s in only %d of %d seeds (want "
+          "%d%%; MSER-5 on throughput alone: %d)",
+          name, relax, reached[1], seeds, min_pct, reached[0]);
+}
+
+/* A stationary system left to the default warm-up: its verdict and interval over `seeds`
+ * seeds at 5 replications, with the warm-up found by MSER-5 alone and by rep_warmup. The
+ * shipped rule must keep false "not steady" within 5% and not lower the coverage. */
+static void test_auto_stationary(const struct system *sys, int seeds, int mk)
+{
+    struct scenario s;
+    int notst[2] = {0, 0}, steady[2] = {0, 0}, cover[2] = {0, 0};
+    double sum[2] = {0, 0};
+    load_auto(&s, sys->text);
+    for (int i = 0; i < seeds; i++) {
+        simtime warm[2];
+        struct report rp;
+        auto_warmups(&s, 1000 + (uint64_t)i, mk, warm);
+        for (int k = 0; k < 2; k++) {
+            struct scenario u = s;
+            u.warmup = warm[k];
+            if (k == 0 || warm[1] != warm[0]) /* else the same report */
+                report(&u, 1000 + (uint64_t)i, mk, 0, &rp);
+            const struct result *r = &rp.r[mk];
+            notst[k] += !r->steady;
+            steady[k] += r->steady;
+            cover[k] += r->steady && fabs(r->mean - sys->exact_ms) <= rp.ci[mk].mean;
+            sum[k] += (double)warm[k] / SEC;
+        }
+    }
+    printf("  %-10s %-8s default warm-up, not steady / interval holds %.4g ms among steady: "
+           "MSER-5 alone %d of %d / %d of %d (warm-up %.2f s), with the number in system "
+           "%d / %d of %d (%.2f s)\n",
+           sys->name, model_names[mk], sys->exact_ms, notst[0], seeds, cover[0], steady[0],
+           sum[0] / seeds, notst[1], cover[1], steady[1], sum[1] / seeds);
+    CHECK(notst[1] * 100 <= 5 * seeds,
+          "%s %s: stationary at the default warm-up, 'not steady' in %d of %d seeds",
+          sys->name, model_names[mk], notst[1], seeds);
+    /* not lower: the same seeds' coverage, within one seed */
+    CHECK(cover[1] * steady[0] >= cover[0] * steady[1] - steady[0],
+          "%s %s: at the default warm-up the interval held the exact mean in %d of %d steady "
+          "seeds, against %d of %d with MSER-5 alone",
+          sys->name, model_names[mk], cover[1], steady[1], cover[0], steady[0]);
+}
+
+/* The warm-up a scenario left to the default gets: from empty at rho 0.97, and on the
+ * stationary systems (CI's --full: fewer seeds for its time; --near: WARMUP_NEAR_SEEDS). */
+static void test_warmup(const struct system *systems, size_t n, int near)
+{
+    test_filling("M/M/1 .97",
+                 "rate = 970\nusers = 0\ncores = 1\nprogram = cpu(exp(1ms))\n"
+                 "duration = 120s\n" PURE,
+                 1, near ? WARMUP_NEAR_SEEDS : 100, MIN_REACHED);
+    test_filling("M/G/1 .97",
+                 "rate = 970\nusers = 0\ncores = 1\nprogram = cpu(lognormal(0.43644ms,8.7287ms))\n"
+                 "duration = 300s\n" PURE,
+                 4.25, near ? WARMUP_NEAR_SEEDS : 40, MIN_REACHED);
+    for (size_t i = 0; i < n; i++)
+        if (systems[i].kind == STATIONARY)
+            test_auto_stationary(&systems[i], near ? WARMUP_NEAR_SEEDS : 100, MODEL_VIRTUAL);
+}
+
 /* The tests' p-values against Student's t quantiles from tables (two-sided 5% and 1%). */
 static void test_t_pvalue(void)
 {
@@ -335,5 +470,7 @@ int main(int argc, char **argv)
         for (int mk = full ? 0 : MODEL_VIRTUAL; mk < MODEL_N && !sys->full_only; mk++)
             test_system(sys, full ? VERDICT_FULL_SEEDS : VERDICT_SEEDS, mk);
     }
+    if (full || near) /* --near: more seeds */
+        test_warmup(systems, sizeof systems / sizeof systems[0], near);
     return check_done("test_verdict");
 }
