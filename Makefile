@@ -120,8 +120,9 @@ tutorial-check: $(O)/sim $(O)/aggregator
 	@sh tests/tutorial_check.sh $(O)
 
 # The verdict's rates at full size: 200 seeds of both models, and near-saturation systems
-# long enough to be steady (about 90 s of CPU; CI runs it). check-verdict-near adds M/D/1
-# and M/G/1 at rho 0.99 (about 40 s more; CI leaves it out for its time).
+# long enough to be steady, and the warm-up read from a queue filling from empty (about 100 s
+# of CPU; CI runs it). check-verdict-near adds M/D/1 and M/G/1 at rho 0.99 and more seeds
+# (about a minute more; CI leaves it out for its time).
 check-verdict: $(O)/tests/test_verdict
 	@$(O)/tests/test_verdict --full
 check-verdict-near: $(O)/tests/test_verdict

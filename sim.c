@@ -245,7 +245,7 @@ struct scenario {
     char name[64];
     uint64_t seed;
     simtime duration, warmup, sample_interval;
-    int warmup_auto; /* 1: no file or --set gave `warmup`: a report may lengthen it (MSER-5);
+    int warmup_auto; /* 1: no file or --set gave `warmup`: a report may lengthen it (rep_warmup);
                         2: a report did */
     /* workload */
     long users;          /* closed loop: N users; 0 = open loop at `rate` */
