@@ -7213,6 +7213,17 @@ static int bench_auth_one(struct bench_auth *b, const char *word, size_t n, cons
     return rc;
 }
 
+/* Remove the key files bench_auth_one wrote for auths[0..n) (serve's and load's; an "off"
+ * names none), then their directory. */
+static void bench_auth_remove(const struct bench_auth *auths, int n, const char *dir)
+{
+    for (int a = 0; a < n; a++)
+        for (const char *f = auths[a].serve; f; f = f == auths[a].serve ? auths[a].load : NULL)
+            if (strchr(f, ':'))
+                unlink(strchr(f, ':') + 1);
+    rmdir(dir);
+}
+
 /* The --auth list into auths[] (at most 4); their count, or -1 with why. */
 static int bench_auth_list(const char *list, const char *dir, struct bench_auth *auths, char *why,
                            size_t len)
@@ -8120,13 +8131,8 @@ static int bench_run(struct bench_cfg *bc)
     }
     bc->auth = NULL;
     free(grid);
-    if (bc->auths) { /* the keys bench made or copied */
-        for (int a = 0; a < nauth; a++)
-            for (char *f = auths[a].serve; f; f = f == auths[a].serve ? auths[a].load : NULL)
-                if (strchr(f, ':'))
-                    unlink(strchr(f, ':') + 1);
-        rmdir(dir);
-    }
+    if (bc->auths) /* the keys bench made or copied */
+        bench_auth_remove(auths, nauth, dir);
     bench_kill_all(&kids); /* the backend too */
     out_close(csv, bc->out);
     if (bc->timeline)
@@ -9552,8 +9558,11 @@ static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
     struct bench_cfg *bc = &cc->bench;
     int u = cc->users, cu = cc->cpu_users, java = cal_server(bc) == SERVER_JAVA;
     struct bench_auth keys[2];
-    char dir[] = "/tmp/aggregator-calibrate.XXXXXX", why[256];
+    char dir[] = "/tmp/aggregator-calibrate.XXXXXX", why[256] = "";
+    memset(keys, 0, sizeof keys); /* bench_auth_remove reads both, made or not */
     int keyed = mkdtemp(dir) != NULL;
+    if (!keyed)
+        snprintf(why, sizeof why, "no directory for its keys: %s", strerror(errno));
     for (int alg = 0; alg < 2; alg++)
         keyed = keyed && bench_auth_one(&keys[alg], auth_kinds[alg], strlen(auth_kinds[alg]), dir,
                                         why, sizeof why) == 0;
@@ -9586,10 +9595,7 @@ static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
             break; /* refused (cal_trust says why): the points after it would be time lost */
     }
     bench_kill_all(&kids);
-    for (int alg = 0; keyed && alg < 2; alg++) /* bench_auth_one's files: serve's key, load's */
-        for (const char *k = keys[alg].serve; k; k = k == keys[alg].serve ? keys[alg].load : NULL)
-            unlink(strchr(k, ':') + 1);
-    rmdir(dir);
+    bench_auth_remove(keys, 2, dir);
     if (!keyed)
         fprintf(stderr, "calibrate: the token check not measured under load: %s\n", why);
     return rc < 0 ? 130 : rc;
