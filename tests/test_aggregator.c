@@ -1414,6 +1414,24 @@ static void sim_beside(char *path, size_t len)
         path[0] = 0;
 }
 
+/* What cal_write_auth writes for a (the C server's lines, caller frees), and its two keys read
+ * back into got[] by AUTH_HS256, AUTH_RS256 (-1: not in the text). */
+static char *auth_keys_written(const struct cal_auth *a, double got[2])
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cal_write_auth(f, SERVER_C, a);
+    fclose(f);
+    for (int alg = 0; alg < 2; alg++) {
+        char key[32];
+        snprintf(key, sizeof key, "auth.%s_cpu = ", auth_kinds[alg]);
+        const char *at = strstr(text, key);
+        got[alg] = at ? strtod(at + strlen(key), NULL) : -1;
+    }
+    return text;
+}
+
 /* calibrate's key for the token check (cal_auth_cost): under load, the bench's CPU a request
  * with the check less without it, the two saturated figures it measured side by side; never
  * below the check alone (a smaller difference is the runs' noise: the request with a token does
@@ -1426,23 +1444,13 @@ static void test_cal_auth_loaded(void)
                          .agg = {12, 55},
                          .delay_ms = 2,
                          .users = 1000};
-    char *text = NULL;
-    size_t len = 0;
     for (int c = 0; c < 3; c++) {
         if (c == 1)
             a.with[AUTH_RS256] = 90; /* 24 us more: below the 40 alone */
         if (c == 2)
             a.with[AUTH_HS256] = a.with[AUTH_RS256] = 0; /* not measured under load */
-        FILE *f = open_memstream(&text, &len);
-        cal_write_auth(f, SERVER_C, &a);
-        fclose(f);
-        double got[2] = {-1, -1};
-        for (int alg = 0; alg < 2; alg++) {
-            char key[32];
-            snprintf(key, sizeof key, "auth.%s_cpu = ", auth_kinds[alg]);
-            const char *at = strstr(text, key);
-            got[alg] = at ? strtod(at + strlen(key), NULL) : -1;
-        }
+        double got[2];
+        char *text = auth_keys_written(&a, got);
         static const double want[3][2] = {{14, 84}, {14, 40}, {6, 40}};
         static const char *const says[3] = {"150.0 - 66.0 us, the aggregator's own part 55.0",
                                             "90.0 - 66.0 us more than one without, below it",
@@ -1451,7 +1459,6 @@ static void test_cal_auth_loaded(void)
               "case %d: hs256 %g us (want %g), rs256 %g (want %g), the comment says how: %.400s", c,
               got[0], want[c][0], got[1], want[c][1], text);
         free(text);
-        text = NULL;
     }
 }
 
@@ -1476,24 +1483,14 @@ static void test_cal_auth(void)
     CHECK(rs >= 0.8 * bare && rs <= 2 * bare + 20,
           "rs256's check %.2f us against a bare RSA-2048 verify %.2f us", rs, bare);
     CHECK(hs < rs / 2, "hs256's check %.2f us is far below rs256's %.2f us", hs, rs);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    cal_write_auth(f, SERVER_C, &a);
-    fclose(f);
-    double got[2] = {-1, -1};
-    for (int alg = 0; alg < 2; alg++) {
-        char key[32];
-        snprintf(key, sizeof key, "auth.%s_cpu = ", auth_kinds[alg]);
-        const char *at = strstr(text, key);
-        if (at)
-            got[alg] = strtod(at + strlen(key), NULL);
-    }
+    double got[2];
+    char *text = auth_keys_written(&a, got);
     CHECK(fabs(got[0] - hs) < 0.006 && fabs(got[1] - rs) < 0.006,
           "the file says what was measured: %g and %g us (measured %.3f, %.3f)", got[0], got[1], hs,
           rs);
     char *java = NULL;
-    f = open_memstream(&java, &len);
+    size_t len = 0;
+    FILE *f = open_memstream(&java, &len);
     cal_write_auth(f, SERVER_JAVA, &a);
     cal_write_auth(f, SERVER_JAVA, &(struct cal_auth){0});
     fclose(f);
