@@ -6532,7 +6532,7 @@ static void rep_json(FILE *out, const struct scenario *s, const char *path, cons
     rep_json_string(out, ",\n  \"name\": ", s->name);
     fprintf(out, ",\n  \"seed\": %" PRIu64 ",\n", s->seed);
     fprintf(out, "  \"warmup_s\": %.6g, \"warmup_rule\": \"%s\",\n", (double)s->warmup / SEC,
-            s->warmup_auto == 2 ? "mser5"
+            s->warmup_auto == 2 ? "measured"
             : s->warmup_auto    ? "default"
                                 : "scenario");
     fprintf(out,
@@ -12904,9 +12904,9 @@ static int sim_intervals(const struct scenario *s, const struct options *o, int 
  * first replication (rep_warmup; rounded up to a sample, at most half the run) when
  * it is later; not with --trace, which the first replication has written. Returns 1 when it
  * changed the warm-up (the replication is to run again). */
-static int sim_warmup_auto(struct scenario *s, double mser)
+static int sim_warmup_auto(struct scenario *s, double found)
 {
-    simtime iv = s->sample_interval, w = (simtime)ceil(mser * SEC / (double)iv) * iv;
+    simtime iv = s->sample_interval, w = (simtime)ceil(found * SEC / (double)iv) * iv;
     if (s->warmup_auto != 1 || w <= s->warmup || w > s->duration / 2)
         return 0;
     s->warmup = w;
@@ -12919,7 +12919,7 @@ static int sim_warmup_auto(struct scenario *s, double mser)
  * is at fault, as with bad input), 1 on a failed write. */
 static int sim_replication(const struct scenario *s, const struct options *o, int first,
                            int batches, struct trace *tr, struct report *rp,
-                           struct result res[MODEL_N], double *mser)
+                           struct result res[MODEL_N], double *found)
 {
     struct model ms[MODEL_N] = {0}; /* a model after a stuck one is never made: s stays NULL */
     int rc = 0;
@@ -12942,7 +12942,7 @@ static int sim_replication(const struct scenario *s, const struct options *o, in
             rc = 2;
         }
         rep_result(&ms[k], &res[k]);
-        *mser = fmax(*mser, rep_warmup(&ms[k], (double)s->warmup / SEC));
+        *found = fmax(*found, rep_warmup(&ms[k], (double)s->warmup / SEC));
     }
     if (rc == 0 && batches)
         rep_batched(rp, ms);
@@ -12964,12 +12964,12 @@ static int sim_report(struct scenario *s, const struct options *o, struct trace 
     if (sim_intervals(s, o, &reps, &batches) < 0)
         return 2;
     struct result *runs = xrealloc(NULL, (size_t)reps * MODEL_N, sizeof *runs);
-    double mser = 0;
+    double found = 0;
     for (int i = 0; i < reps && rc == 0; i++) {
         struct scenario si = *s;
         si.seed = rep_seed(s->seed, i);
-        rc = sim_replication(&si, o, i == 0, batches, tr, rp, &runs[i * MODEL_N], &mser);
-        if (i == 0 && rc == 0 && !o->trace && sim_warmup_auto(s, mser)) /* again from there */
+        rc = sim_replication(&si, o, i == 0, batches, tr, rp, &runs[i * MODEL_N], &found);
+        if (i == 0 && rc == 0 && !o->trace && sim_warmup_auto(s, found)) /* again from there */
             i = -1;
     }
     if (rc == 0 && !batches)

@@ -75,10 +75,10 @@ for k in '"intervals": {"level": 0.95, "method": "replications", "n": 3}' '"thro
 done
 grep -q '"steady": \(true\|false\), "steady_why": "' "$tmp/i1.json" && ok || bad "--json lacks steady, steady_why"
 "$sim" --headless scenarios/pinning.scn --set duration=20s --set warmup=5s --replications 1 --quiet | grep -q '^  virtual: not steady: the 15 s window is 0.2 response-time tails (in flight / throughput' && ok || bad "pinning's short window is declared"
-# the warm-up left to the default: MSER-5 ends it where the users' 30 s ramp ends
+# the warm-up left to the default: rep_warmup ends it where the users' 30 s ramp ends
 printf 'users = 300\nrampup = 30s\nduration = 60s\nthink = exp(100ms)\nprogram = cpu(exp(100us)) call(A)\nservice.A.latency = exp(100ms)\n' > "$tmp/ramp.scn"
-w=$("$sim" --headless "$tmp/ramp.scn" --replications 2 --json | grep '"warmup_rule": "mser5"' | sed 's/.*"warmup_s": \([0-9.]*\).*/\1/')
-echo "$w" | awk '{ exit !($1 >= 30 && $1 <= 36) }' && ok || bad "MSER-5 warm-up after a 30 s ramp: '$w'"
+w=$("$sim" --headless "$tmp/ramp.scn" --replications 2 --json | grep '"warmup_rule": "measured"' | sed 's/.*"warmup_s": \([0-9.]*\).*/\1/')
+echo "$w" | awk '{ exit !($1 >= 30 && $1 <= 36) }' && ok || bad "the measured warm-up after a 30 s ramp: '$w'"
 "$sim" --headless "$tmp/ramp.scn" --set warmup=1s --replications 1 --json | grep -q '"warmup_s": 1, "warmup_rule": "scenario"' && ok || bad "a warm-up given is kept"
 "$sim" $args --batches 4 --json | grep -q '"method": "batch_means", "n": 4' && ok || bad "--batches 4 in JSON"
 "$sim" $args --replications 1 --json | grep -q '"throughput_rps_ci95": null' && ok || bad "one run: ci95 null"
