@@ -7005,19 +7005,52 @@ static struct machine_cpu bench_machine_cpu(void)
 }
 
 /* The CPU counters a window is measured between: the aggregator's, the rest of the bench's
- * own processes' (the backend and the load generator), and the machine's. */
+ * own processes' (the backend and the load generator), every other process's alive at the
+ * sample (bench_others_cpu_us), and the machine's. */
 struct bench_cpu {
-    double agg_us, ours_us;
+    double agg_us, ours_us, others_us;
     struct machine_cpu all;
 };
 
+/* utime + stime summed over the processes in /proc but the n of ours, µs. */
+static double bench_others_cpu_us(const pid_t *ours, int n)
+{
+    DIR *d = opendir("/proc");
+    double sum = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        int mine = *end || pid <= 0;
+        for (int i = 0; i < n && !mine; i++)
+            mine = ours[i] == (pid_t)pid;
+        if (!mine)
+            sum += bench_cpu_us((pid_t)pid);
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
 /* The share of the cores' time, in %, that processes other than the bench's own had between
  * two samples `us` apart: another user's build or test on a shared machine. Like steal, it is
- * capacity the model does not know the aggregator lacked. */
+ * capacity the model does not know the aggregator lacked. Two lower bounds of it, and the
+ * larger is taken, since which one is near depends on the kernel:
+ *   - the machine's task time (user, nice, system) less our processes' clocks. With
+ *     CONFIG_IRQ_TIME_ACCOUNTING the clocks leave the softirq out, as the task time does, and
+ *     this is the other processes' CPU, those that ended inside the window included. Without
+ *     it (tick accounting, as on many VMs' kernels) a tick that lands in a softirq counts as
+ *     the running task's system time but as the machine's softirq, not its task time: our
+ *     processes' clocks hold the loopback's softirq and the difference loses that much, the
+ *     whole neighbour on a busy loopback;
+ *   - the other processes' clocks, summed over those alive at the window's two ends: right
+ *     under either accounting, but blind to a process that ended inside the window (a
+ *     build's compiler), whose CPU before the window it even subtracts. */
 static double bench_foreign_pct(const struct bench_cpu *a, const struct bench_cpu *b, double us)
 {
-    double ours = (b->agg_us - a->agg_us) + (b->ours_us - a->ours_us);
-    return 100 * nonneg(b->all.task_us - a->all.task_us - ours) /
+    double ours = (b->agg_us - a->agg_us) + (b->ours_us - a->ours_us),
+           by_task_time = b->all.task_us - a->all.task_us - ours,
+           by_clocks = b->others_us - a->others_us;
+    return 100 * nonneg(fmax(by_task_time, by_clocks)) /
            (us * (double)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
@@ -7544,10 +7577,11 @@ struct bench_sample {
 
 static struct bench_sample bench_sample_now(const struct bench_cfg *bc, pid_t agg, pid_t load)
 {
+    const pid_t ours[] = {agg, bc->backend, bc->fail_backend, load};
     struct bench_cpu c = {bench_cpu_us(agg),
                           bench_cpu_us(bc->backend) + bench_cpu_us(bc->fail_backend) +
                               bench_cpu_us(load),
-                          bench_machine_cpu()};
+                          bench_others_cpu_us(ours, 4), bench_machine_cpu()};
     return (struct bench_sample){c, bench_scrape(bc->port + 1, BENCH_SCRAPE_MS)};
 }
 
@@ -8708,10 +8742,11 @@ enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
  *   some). Two things move it, and each has its cure:
  *   - Another job's CPU charged to our requests. /proc/stat's counters are the machine's, so
  *     a build beside the runs added its CPU to every request's. cal_cpu takes the machine's
- *     CPU less what processes not of the bench took (bench_foreign_pct: the machine's task
- *     time less the CPU clocks of the aggregator, the backend and the load generator, which
- *     are the scheduler's sum_exec_runtime: it advances only while the process is on a CPU,
- *     and stolen time is not in it). Wall time per request (cores / throughput) would not
+ *     CPU less what processes not of the bench took (bench_foreign_pct: the larger of the
+ *     machine's task time less the CPU clocks of the aggregator, the backend and the load
+ *     generator, and the other processes' own clocks; a clock is the scheduler's
+ *     sum_exec_runtime: it advances only while the process is on a CPU, and stolen time is
+ *     not in it). Wall time per request (cores / throughput) would not
  *     do: it counts the time our threads waited for a core the other job held, which is
  *     the interference itself.
  *   - What the other job does to ours: the scheduler preempts our threads for its slices,
@@ -8727,9 +8762,10 @@ enum { CAL_LATENCY_D_MS = 5 }; /* the backend delay of the latency runs */
  *     agree and this is their median, as it always was.
  *   A neighbour that holds a core through the whole calibration is another matter: it
  *   changes the point measured, not just the runs (our processes squeezed onto fewer cores
- *   find more events per wake-up, which costs a request less, and switch more and share the
- *   caches with the neighbour, which costs it more; the load generator's and the kernel's
- *   part moves most, the aggregator's own least). No estimate over runs undoes that; the
+ *   find more events per wake-up and wake no other core, which costs a request less, and
+ *   switch more and share the caches with the neighbour, which costs it more; a connection
+ *   opened per call, all wake-ups and TCP handshakes, costs far less on one core than on
+ *   two, so net.connect_cpu moves most). No estimate over runs undoes that; the
  *   noise beside each key shows it.
  *   When the runs so far hold no such cluster, calibrate measures the point once more, up to
  *   CAL_MAX_RUNS_FACTOR times --runs (at most 16) and CAL_TIME_FACTOR times the time the
