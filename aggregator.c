@@ -8898,55 +8898,97 @@ static int cal_more(const struct cal_result *res, int n, int runs, double first_
     return res->kept == 0 && n < most && spent_s < CAL_TIME_FACTOR * first_s;
 }
 
-/* Measure a point: bc->runs runs, and for a CPU point (cpu) more until they agree or the
- * bounds are reached (cal_more). Each run is one bench cell, not bench's calmer of two
- * (bench_cell_calm): a disturbed run is what the estimate is robust to, and a second run is
- * better spent as one more sample. Returns 0, or as bench_cell (-1 interrupted, 1 no
- * figures). */
-static int cal_run(struct bench_cfg *bc, struct bench_kids *kids, const struct cal_point *pt,
-                   int cpu, struct cal_result *res)
+/* A point of a group as cal_run_group measures it: its runs so far, and its own time. */
+typedef int cal_runner(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row);
+
+struct cal_series {
+    struct bench_row runs[CAL_MAX_RUNS];
+    int n;
+    double first_s; /* its first --runs runs took, s (cal_more's bound) */
+};
+
+static void cal_describe(char *buf, size_t len, const struct bench_cfg *bc,
+                         const struct cal_point *pt, int want, int cpu)
 {
-    struct bench_row runs[CAL_MAX_RUNS],
-        point = {.users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
-    int n = 0, want = bc->runs < CAL_MAX_RUNS ? bc->runs : CAL_MAX_RUNS;
-    fprintf(stderr,
-            "calibrate: %s %s, K=%d, D=%d ms, pool %s, %d threads, %d users%s%s, %d runs%s: ",
-            server_names[cal_server(bc)], mode_names[pt->mode], pt->fanout, bc->delay_ms,
-            pt->pool ? "on" : "off", pt->threads, pt->users, pt->auth ? ", auth " : "",
-            pt->auth ? pt->auth->name : "", want, cpu ? " or more" : "");
+    snprintf(buf, len, "%s %s, K=%d, D=%d ms, pool %s, %d threads, %d users%s%s, %d runs%s",
+             server_names[cal_server(bc)], mode_names[pt->mode], pt->fanout, bc->delay_ms,
+             pt->pool ? "on" : "off", pt->threads, pt->users, pt->auth ? ", auth " : "",
+             pt->auth ? pt->auth->name : "", want, cpu ? " or more" : "");
+}
+
+/* One more run of a point into its series, and its figures so far into res (once it has its
+ * `want` runs). Returns 0, or as bench_cell. */
+static int cal_run_once(cal_runner *run, struct bench_cfg *bc, struct bench_kids *kids,
+                        const struct cal_point *pt, struct cal_series *s, struct cal_result *res,
+                        int want, int cpu)
+{
+    struct bench_row *row = &s->runs[s->n];
+    *row = (struct bench_row){
+        .users = pt->users, .pool = pt->pool, .mode = pt->mode, .server = cal_server(bc)};
     bc->fanout = pt->fanout;
     bc->threads = pt->threads;
     bc->auth = pt->auth;
     int64_t t0 = now_ns();
-    double first_s = 0;
-    *res = (struct cal_result){0};
-    do {
-        runs[n] = point;
-        int rc = bench_cell(bc, kids, &runs[n]);
-        if (rc)
-            return bc->auth = NULL, rc;
-        double fig = cal_cpu(&runs[n]); /* before cal_summarise sorts the runs */
-        free(runs[n].ticks); /* calibrate runs no --timeline: none; whatever bench_cell made */
-        runs[n].ticks = NULL;
-        res->seconds = (double)(now_ns() - t0) / 1e9;
-        if (++n == want)
-            first_s = res->seconds;
-        if (n >= want)
-            cal_summarise(res, runs, n, cpu ? (want < CAL_KEEP ? want : CAL_KEEP) : 0, CAL_TIGHT);
-        if (n > want)
-            fprintf(stderr, "%s %.1f", n == want + 1 ? "more runs, us per request:" : ",", fig);
-    } while (n < want || (cpu && cal_more(res, n, want, first_s, res->seconds)));
+    int rc = run(bc, kids, row);
     bc->auth = NULL;
-    char agree[64] = "the median run";
-    if (cpu)
-        snprintf(agree, sizeof agree, "%d of %d runs within %.0f%%", res->kept, res->runs,
-                 100 * res->kspread);
-    fprintf(stderr,
-            "%s%.0f req/s, CPU %.1f us per request, %s (all %.1f..%.1f); other processes "
-            "%.0f%%, hypervisor %.0f%% of the cores (worst run)%s\n",
-            n > want ? "; " : "", res->row.rps, cal_cpu(&res->row), agree, res->lo, res->hi,
-            res->foreign, res->steal, res->kept ? "" : ": they do not agree");
+    if (rc)
+        return rc;
+    double fig = cal_cpu(row); /* before cal_summarise sorts the runs */
+    free(row->ticks); /* calibrate runs no --timeline: none; whatever bench_cell made */
+    row->ticks = NULL;
+    res->seconds += (double)(now_ns() - t0) / 1e9;
+    if (++s->n == want)
+        s->first_s = res->seconds;
+    if (s->n >= want)
+        cal_summarise(res, s->runs, s->n, cpu ? (want < CAL_KEEP ? want : CAL_KEEP) : 0, CAL_TIGHT);
+    if (s->n > want) {
+        char what[192];
+        cal_describe(what, sizeof what, bc, pt, want, cpu);
+        fprintf(stderr, "calibrate: %s: run %d, %.1f us per request\n", what, s->n, fig);
+    }
     return 0;
+}
+
+/* Measure a group of points, their runs in turn (a run of each, then again): bc->runs runs
+ * each, and for CPU points (cpu) more of those whose runs do not agree, until they do or
+ * the bounds are reached (cal_more, on each point's own time). A group's points are the
+ * ones whose figures calibrate subtracts (K=3 less K=1 is a call's cost, a token's run less
+ * the same run without it the check's): side by side, a drift of the machine over the
+ * minutes scales both alike, and their difference by as much; one after the other, it moved
+ * one of them only, and the difference by several times as much. Each run is one bench cell
+ * (`run`: bench_cell, or a test's in its place), not bench's calmer of two
+ * (bench_cell_calm): a disturbed run is what the estimate is robust to, and a second run is
+ * better spent as one more sample. Returns 0, or as bench_cell (-1 interrupted, 1 no
+ * figures). */
+static int cal_run_group(cal_runner *run, struct bench_cfg *bc, struct bench_kids *kids,
+                         const struct cal_point *pts, struct cal_result *const *res, int n, int cpu)
+{
+    int want = bc->runs < CAL_MAX_RUNS ? bc->runs : CAL_MAX_RUNS, rc = 0;
+    struct cal_series *s = xcalloc((size_t)n, sizeof *s);
+    for (int i = 0; i < n; i++)
+        *res[i] = (struct cal_result){0};
+    for (int more = 1; more && !rc;) {
+        more = 0;
+        for (int i = 0; i < n && !rc; i++)
+            if (s[i].n < want ||
+                (cpu && cal_more(res[i], s[i].n, want, s[i].first_s, res[i]->seconds)))
+                more = 1, rc = cal_run_once(run, bc, kids, &pts[i], &s[i], res[i], want, cpu);
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        const struct cal_result *r = res[i];
+        char what[192], agree[64] = "the median run";
+        cal_describe(what, sizeof what, bc, &pts[i], want, cpu);
+        if (cpu)
+            snprintf(agree, sizeof agree, "%d of %d runs within %.0f%%", r->kept, r->runs,
+                     100 * r->kspread);
+        fprintf(stderr,
+                "calibrate: %s: %.0f req/s, CPU %.1f us per request, %s (all %.1f..%.1f); "
+                "other processes %.0f%%, hypervisor %.0f%% of the cores (worst run)%s\n",
+                what, r->row.rps, cal_cpu(&r->row), agree, r->lo, r->hi, r->foreign, r->steal,
+                r->kept ? "" : ": they do not agree");
+    }
+    free(s);
+    return rc;
 }
 
 /* The backend's latency as a client sees it over loopback: the load generator, 20 users,
@@ -9585,10 +9627,10 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
 }
 
 /* The load runs: the light ones first behind a backend of D = 50 ms (the saturated ones leave
- * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay,
- * those with the token check (its keys made by bench_auth_one in a directory of their own)
- * right after the same point without it, so that the machine they measure has changed the
- * least. Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
+ * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay, the
+ * points whose figures are subtracted in one group, their runs in turn (cal_run_group): each
+ * mode's K=1 and K=3, and with virtual K=1 the same point with the token check (its keys
+ * made by bench_auth_one in a directory of their own). Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
 static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
 {
     struct bench_cfg *bc = &cc->bench;
@@ -9602,32 +9644,43 @@ static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
     for (int alg = 0; alg < 2; alg++)
         keyed = keyed && bench_auth_one(&keys[alg], auth_kinds[alg], strlen(auth_kinds[alg]), dir,
                                         why, sizeof why) == 0;
+    /* group: consecutive rows of one group measure their runs in turn (cal_run_group) */
     const struct {
-        int cpu;              /* a CPU run */
+        int cpu, group;       /* a CPU run; its group (0: alone) */
         struct cal_point pt;  /* mode, K, pool, threads, users */
         struct cal_result *r; /* NULL: not run */
-    } plan[] = {{0, {MODE_VIRTUAL, 3, 1, 200, u, NULL}, &m->served},
-                {0, {MODE_PLATFORM, 3, 1, 200, u, NULL}, java ? &m->threaded : NULL},
-                {0, {MODE_PLATFORM, 1, 1, u / 5, u, NULL}, &m->queued},
-                {1, {MODE_PLATFORM, 1, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][0]},
-                {1, {MODE_PLATFORM, 3, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][1]},
-                {1, {MODE_VIRTUAL, 1, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][0]},
-                {1, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_HS256]}, keyed ? &m->authed[0] : NULL},
-                {1, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_RS256]}, keyed ? &m->authed[1] : NULL},
-                {1, {MODE_VIRTUAL, 3, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][1]},
-                {1, {MODE_VIRTUAL, 3, 1, 200, 4 * cu, NULL}, &m->big},
-                {1, {MODE_VIRTUAL, 3, 0, 200, cu, NULL}, &m->nopool}};
+    } plan[] = {
+        {0, 0, {MODE_VIRTUAL, 3, 1, 200, u, NULL}, &m->served},
+        {0, 0, {MODE_PLATFORM, 3, 1, 200, u, NULL}, java ? &m->threaded : NULL},
+        {0, 0, {MODE_PLATFORM, 1, 1, u / 5, u, NULL}, &m->queued},
+        {1, 1, {MODE_PLATFORM, 1, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][0]},
+        {1, 1, {MODE_PLATFORM, 3, 1, 200, cu, NULL}, &m->saturated[MODE_PLATFORM][1]},
+        {1, 2, {MODE_VIRTUAL, 1, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][0]},
+        {1, 2, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_HS256]}, keyed ? &m->authed[0] : NULL},
+        {1, 2, {MODE_VIRTUAL, 1, 1, 200, cu, &keys[AUTH_RS256]}, keyed ? &m->authed[1] : NULL},
+        {1, 2, {MODE_VIRTUAL, 3, 1, 200, cu, NULL}, &m->saturated[MODE_VIRTUAL][1]},
+        {1, 0, {MODE_VIRTUAL, 3, 1, 200, 4 * cu, NULL}, &m->big},
+        {1, 0, {MODE_VIRTUAL, 3, 0, 200, cu, NULL}, &m->nopool}};
     struct bench_kids kids = {{0}};
     bench_backend(bc, &kids, 50);
     m->lat = cal_call_latency(bc, &kids);
     int rc = 0;
-    for (size_t i = 0; i < ARRAY_LEN(plan) && !rc; i++) {
+    for (size_t i = 0, end; i < ARRAY_LEN(plan) && !rc; i = end) {
+        struct cal_point pts[ARRAY_LEN(plan)];
+        struct cal_result *res[ARRAY_LEN(plan)];
+        int n = 0, refused = 0;
+        for (end = i; end < ARRAY_LEN(plan) &&
+                      (end == i || (plan[i].group && plan[end].group == plan[i].group));
+             end++)
+            if (plan[end].r)
+                pts[n] = plan[end].pt, res[n++] = plan[end].r;
         if (plan[i].cpu && !plan[i - 1].cpu)
             bench_backend(bc, &kids, cc->cpu_delay_ms);
-        if (plan[i].r)
-            rc = cal_run(bc, &kids, &plan[i].pt, plan[i].cpu, plan[i].r);
-        if (plan[i].cpu && plan[i].r && !plan[i].r->kept && plan[i].r != &m->big &&
-            !plan[i].pt.auth)
+        if (n)
+            rc = cal_run_group(bench_cell, bc, &kids, pts, res, n, plan[i].cpu);
+        for (int k = 0; k < n && !rc; k++)
+            refused |= plan[i].cpu && !res[k]->kept && res[k] != &m->big && !pts[k].auth;
+        if (refused)
             break; /* refused (cal_trust says why): the points after it would be time lost */
     }
     bench_kill_all(&kids);

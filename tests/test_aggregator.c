@@ -1096,6 +1096,54 @@ static void test_bench_foreign(void)
           counted / 1e3);
 }
 
+/* cal_run_group's runner for the test below: a machine that slows by `drift` a run, on
+ * which a request costs 40 us and a call 20 (K=1 60 us, K=3 100); each run records its K. */
+static struct {
+    int n, order[CAL_MAX_RUNS * 2];
+    double drift;
+} group_machine;
+
+static int group_run(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row)
+{
+    (void)kids;
+    double slower = 1 + group_machine.drift * group_machine.n;
+    group_machine.order[group_machine.n++] = bc->fanout;
+    row->rps = 10000, row->cpu_us_per_req = (40 + 20 * bc->fanout) * slower;
+    return 0;
+}
+
+/* The points whose figures are subtracted run in turn (cal_run_group): K=1, K=3, K=1, ...;
+ * on a machine that slows 2.5% a run (12.5% over the six), the call's cost fitted from
+ * them, (K=3 - K=1) / 2, is off by no more than the drift itself, where the two points one
+ * after the other put it over 20% off (the K=3 runs all later than the K=1 ones). */
+static void test_cal_run_group(void)
+{
+    struct bench_cfg bc = {.runs = 3, .servers = "c", .delay_ms = 2};
+    struct cal_point pts[2] = {{MODE_VIRTUAL, 1, 1, 200, 1000, NULL},
+                               {MODE_VIRTUAL, 3, 1, 200, 1000, NULL}};
+    struct cal_result r[2][2];
+    for (int together = 0; together < 2; together++) {
+        group_machine.n = 0, group_machine.drift = 0.025;
+        struct cal_result *res[2] = {&r[together][0], &r[together][1]};
+        int rc = together ? cal_run_group(group_run, &bc, NULL, pts, res, 2, 1)
+                          : cal_run_group(group_run, &bc, NULL, pts, res, 1, 1) ||
+                                cal_run_group(group_run, &bc, NULL, pts + 1, res + 1, 1, 1);
+        CHECK(rc == 0 && group_machine.n == 6, "%s: rc %d, %d runs (want 6)",
+              together ? "in turn" : "one after the other", rc, group_machine.n);
+    }
+    CHECK(!memcmp(group_machine.order, ((int[]){1, 3, 1, 3, 1, 3}), 6 * sizeof(int)),
+          "a group's runs are not in turn: K = %d %d %d %d %d %d", group_machine.order[0],
+          group_machine.order[1], group_machine.order[2], group_machine.order[3],
+          group_machine.order[4], group_machine.order[5]);
+    double call[2];
+    for (int t = 0; t < 2; t++)
+        call[t] = (cal_cpu(&r[t][1].row) - cal_cpu(&r[t][0].row)) / 2;
+    CHECK(fabs(call[1] / 20 - 1) <= 0.125 && fabs(call[0] / 20 - 1) > 0.125,
+          "a call's cost on a drifting machine: %.2f us in turn, %.2f one after the other "
+          "(truth 20, the drift 12.5%%)",
+          call[1], call[0]);
+}
+
 /* A small deterministic generator for the noise (xorshift64*), uniform in [0, 1). */
 static double cal_uniform(uint64_t *s)
 {
@@ -2449,6 +2497,7 @@ int main(void)
     test_cal_trust();
     test_cal_estimate();
     test_bench_foreign();
+    test_cal_run_group();
     test_cal_auth();
     test_cal_auth_loaded();
     test_bench_auth_column();
