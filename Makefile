@@ -10,7 +10,7 @@
 #   make bench      benchmarks: simulator speed, the window, our two modes beside the Go peer
 #                   under wrk (ratios printed), the pooling grid
 #   make check-verdict the steady-state verdict's false-alarm and detection rates, full size
-#   make check-verdict-near  the same near saturation (M/D/1, M/G/1 at rho 0.99), left out of CI
+#   make check-verdict-near  the same near saturation (rho 0.99) over more seeds, left out of CI
 #   make check-model  the simulator's prediction of a real aggregator run here (a measurement,
 #                   kept out of make test: it reports its timing noise beside the verdict)
 #   make format-check the code is in the one dialect of .clang-format
@@ -121,8 +121,8 @@ tutorial-check: $(O)/sim $(O)/aggregator
 
 # The verdict's rates at full size: 200 seeds of both models, and near-saturation systems
 # long enough to be steady, and the warm-up read from a queue filling from empty (about 100 s
-# of CPU; CI runs it). check-verdict-near adds M/D/1 and M/G/1 at rho 0.99 and more seeds
-# (about a minute more; CI leaves it out for its time).
+# of CPU; CI runs it). check-verdict-near runs the systems at rho 0.99, M/D/1 and M/G/1 among
+# them, over more seeds, and the warm-up over more (minutes of CPU; CI leaves it out).
 check-verdict: $(O)/tests/test_verdict
 	@$(O)/tests/test_verdict --full
 check-verdict-near: $(O)/tests/test_verdict
