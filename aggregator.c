@@ -8898,9 +8898,10 @@ static int cal_more(const struct cal_result *res, int n, int runs, double first_
     return res->kept == 0 && n < most && spent_s < CAL_TIME_FACTOR * first_s;
 }
 
-/* A point of a group as cal_run_group measures it: its runs so far, and its own time. */
+/* What measures one run of a point: bench_cell, or a test's machine in its place. */
 typedef int cal_runner(struct bench_cfg *bc, struct bench_kids *kids, struct bench_row *row);
 
+/* A point of a group as cal_run_group measures it: its runs so far, and its own time. */
 struct cal_series {
     struct bench_row runs[CAL_MAX_RUNS];
     int n;
@@ -8934,7 +8935,7 @@ static int cal_run_once(cal_runner *run, struct bench_cfg *bc, struct bench_kids
     if (rc)
         return rc;
     double fig = cal_cpu(row); /* before cal_summarise sorts the runs */
-    free(row->ticks); /* calibrate runs no --timeline: none; whatever bench_cell made */
+    free(row->ticks);          /* calibrate runs no --timeline: none; whatever bench_cell made */
     row->ticks = NULL;
     res->seconds += (double)(now_ns() - t0) / 1e9;
     if (++s->n == want)
