@@ -36,7 +36,7 @@ SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 TESTS    = $(O)/tests/test_sim $(O)/tests/test_ui $(O)/tests/test_aggregator $(O)/tests/test_faults \
            $(O)/tests/floor $(O)/tests/test_verdict
 
-.PHONY: all test test-simple asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-verdict-near check-model format-check java jvm-diagnose blog-jvm study study-assets study-images clean
+.PHONY: all test test-simple asan tsan valgrind run bench fuzz tutorial-images tutorial-check calibrate check-verdict check-verdict-rates check-verdict-warmup check-verdict-near check-model format-check java jvm-diagnose blog-jvm study study-assets study-images clean
 all: $(O)/sim $(O)/aggregator
 
 $(O)/sim: sim.c
@@ -121,10 +121,13 @@ tutorial-check: $(O)/sim $(O)/aggregator
 
 # The verdict's rates at full size: 200 seeds of both models, and near-saturation systems
 # long enough to be steady, and the warm-up read from a queue filling from empty (about 100 s
-# of CPU; CI runs it). check-verdict-near runs the systems at rho 0.99, M/D/1 and M/G/1 among
+# of CPU; CI runs it, as its two parts: check-verdict-rates, and check-verdict-warmup beside
+# tutorial-images). check-verdict-near runs the systems at rho 0.99, M/D/1 and M/G/1 among
 # them, over more seeds, and the warm-up over more (minutes of CPU; CI leaves it out).
 check-verdict: $(O)/tests/test_verdict
 	@$(O)/tests/test_verdict --full
+check-verdict-rates check-verdict-warmup: $(O)/tests/test_verdict
+	@$(O)/tests/test_verdict --full-$(@:check-verdict-%=%)
 check-verdict-near: $(O)/tests/test_verdict
 	@$(O)/tests/test_verdict --near
 

@@ -40,7 +40,7 @@
  *               a seed). Only in --full (fewer seeds) and --near.
  * Without arguments (make test) VERDICT_SEEDS seeds of the virtual model run; `test_verdict
  * --full` (make check-verdict, run by CI) runs VERDICT_FULL_SEEDS of both models and the
- * expensive near-saturation systems; `test_verdict --near` only the near-saturation systems at
+ * expensive near-saturation systems (--full-rates), and the warm-up (--full-warmup); `test_verdict --near` only the near-saturation systems at
  * rho 0.99, the M/D/1 and M/G/1 with them, over VERDICT_NEAR_MORE_SEEDS seeds, and the
  * warm-up over WARMUP_NEAR_SEEDS (minutes of CPU: not in CI). Exit
  * 1 when a rate misses its target. */
@@ -355,8 +355,11 @@ static void test_t_pvalue(void)
 
 int main(int argc, char **argv)
 {
-    int full = argc > 1 && !strcmp(argv[1], "--full"),
-        near = argc > 1 && !strcmp(argv[1], "--near");
+    /* --full is --full-rates and --full-warmup, which CI runs side by side */
+    const char *arg = argc > 1 ? argv[1] : "";
+    int full = !strncmp(arg, "--full", 6), near = !strcmp(arg, "--near"),
+        rates = strcmp(arg, "--full-warmup") != 0,
+        warmup = near || (full && strcmp(arg, "--full-rates") != 0);
     const struct system systems[] = {
         {"M/M/5",
          "rate = 106.25\nusers = 0\ncores = 5\nprogram = cpu(exp(40ms))\n"
@@ -454,7 +457,7 @@ int main(int argc, char **argv)
                   : "a subset (--full: all, both models)",
            VERDICT_REPS);
     test_t_pvalue();
-    for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++) {
+    for (size_t i = 0; rates && i < sizeof systems / sizeof systems[0]; i++) {
         const struct system *sys = &systems[i];
 #if defined(__SANITIZE_ADDRESS__)
         /* Near saturation a seed is tens of thousands of requests, ten times slower here: its
@@ -475,7 +478,7 @@ int main(int argc, char **argv)
         for (int mk = full ? 0 : MODEL_VIRTUAL; mk < MODEL_N && !sys->full_only; mk++)
             test_system(sys, full ? VERDICT_FULL_SEEDS : VERDICT_SEEDS, mk);
     }
-    if (full || near) /* --near: more seeds */
+    if (warmup) /* --near: more seeds */
         test_warmup(systems, sizeof systems / sizeof systems[0], near);
     return check_done("test_verdict");
 }
