@@ -9631,7 +9631,8 @@ static void cal_write_header(FILE *f, const char *out, int server, const struct 
  * the kernel busy: TIME_WAIT sockets), then the CPU runs behind one of their short delay, the
  * points whose figures are subtracted in one group, their runs in turn (cal_run_group): each
  * mode's K=1 and K=3, and with virtual K=1 the same point with the token check (its keys
- * made by bench_auth_one in a directory of their own). Returns 0, 130 if interrupted, or 1 if a run had no figures (no fit without it). */
+ * made by bench_auth_one in a directory of their own). Returns 0, 130 if interrupted, or 1
+ * if a run had no figures (no fit without it). */
 static int cal_runs(struct cal_cfg *cc, struct cal_runs *m)
 {
     struct bench_cfg *bc = &cc->bench;

@@ -40,9 +40,10 @@
  *               a seed). Only in --full (fewer seeds) and --near.
  * Without arguments (make test) VERDICT_SEEDS seeds of the virtual model run; `test_verdict
  * --full` (make check-verdict, run by CI) runs VERDICT_FULL_SEEDS of both models and the
- * expensive near-saturation systems (--full-rates), and the warm-up (--full-warmup); `test_verdict --near` only the near-saturation systems at
- * rho 0.99, the M/D/1 and M/G/1 with them, over VERDICT_NEAR_MORE_SEEDS seeds, and the
- * warm-up over WARMUP_NEAR_SEEDS (minutes of CPU: not in CI). Exit
+ * expensive near-saturation systems (--full-rates), and the warm-up (--full-warmup);
+ * `test_verdict --near` only the near-saturation systems at rho 0.99, the M/D/1 and M/G/1
+ * with them, over VERDICT_NEAR_MORE_SEEDS seeds, and the warm-up over WARMUP_NEAR_SEEDS
+ * (minutes of CPU: not in CI). Exit
  * 1 when a rate misses its target. */
 #define SIM_NO_MAIN
 #pragma GCC diagnostic push
