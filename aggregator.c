@@ -8843,11 +8843,12 @@ struct cal_point {
 /* Its measurement: `runs` runs, `kept` of them agreeing (cal_cluster: `need` must; 0: none
  * did, the point did not converge), row the run with the estimate's CPU per request (the kept runs'
  * median; for a light point, the median run), [lo, hi] the spread of that figure over all
- * the runs and kspread the kept runs' (of their median); its noise, the largest share of the
- * cores' time (%) the hypervisor stole and other processes took during a run. */
+ * the runs, [klo, khi] over the kept ones and kspread theirs (of their median); its noise,
+ * the largest share of the cores' time (%) the hypervisor stole and other processes took
+ * during a run. */
 struct cal_result {
     struct bench_row row;
-    double lo, hi, kspread;
+    double lo, hi, klo, khi, kspread;
     int higher_at; /* not converged: cal_cluster's tightest window above the low ones */
     double higher;
     double steal, foreign;
@@ -8876,6 +8877,8 @@ static void cal_summarise(struct cal_result *res, struct bench_row *runs, int n,
     *res = (struct cal_result){.row = runs[c.at >= 0 ? c.at + (c.kept - 1) / 2 : n / 2],
                                .lo = cpu[0],
                                .hi = cpu[n - 1],
+                               .klo = c.at >= 0 ? cpu[c.at] : cpu[0],
+                               .khi = c.at >= 0 ? cpu[c.at + c.kept - 1] : cpu[n - 1],
                                .kspread = c.spread,
                                .higher_at = c.higher_at,
                                .higher = c.higher,
@@ -9275,21 +9278,51 @@ struct cal_cpu_fit {
     double per_request[2], per_call[2], connect;
 };
 
-static struct cal_cpu_fit cal_fit(const struct cal_runs *m, int users, int threads)
+/* A point's figure at end 0, its estimate; at end -1 or 1, its kept runs' lowest or highest. */
+static double cal_end(const struct cal_result *r, int end)
+{
+    if (end)
+        return end < 0 ? r->klo : r->khi;
+    return cal_cpu(&r->row);
+}
+
+/* w1 x - w2 y (w1, w2 >= 0) of two points' figures: at end 0 of their estimates; at end -1
+ * or 1 the lowest or highest it can be with each figure anywhere in its kept runs' range,
+ * x at that end and y at the other. */
+static double cal_weigh(double w1, const struct cal_result *x, double w2,
+                        const struct cal_result *y, int end)
+{
+    return w1 * cal_end(x, end) - w2 * cal_end(y, -end);
+}
+
+/* The fit at end 0 (cal_weigh), and at -1 and 1 the range of each cost over the kept runs
+ * of the points it subtracts, the pressure held at its estimate. A call's cost is half of
+ * K=3 less K=1, so its range is the two points' ranges added; the per-request cost, K=1 less
+ * a call (1.5 k1 - 0.5 k3), is the line through K = 1 and 3 carried back to K = 0, and its
+ * range 1.5 and 0.5 times theirs: a small cost beside a large call's is the loosest key. A
+ * prediction at K = 1 or 3 adds them back, as tight as the points themselves. */
+static struct cal_cpu_fit cal_fit_at(const struct cal_runs *m, int users, int threads, int end)
 {
     struct cal_cpu_fit fit;
-    double c3 = cal_cpu(&m->saturated[MODE_VIRTUAL][1].row), ratio = cal_cpu(&m->big.row) / c3;
+    const struct cal_result *v3 = &m->saturated[MODE_VIRTUAL][1];
+    double ratio = cal_cpu(&m->big.row) / cal_cpu(&v3->row);
     int big_users = m->big.row.users;
     fit.pressure = m->big.kept ? nonneg((ratio - 1) / (big_users - ratio * users)) : 0;
     for (int mode = 0; mode < 2; mode++) {
         double in_service = mode == MODE_VIRTUAL ? users : users < threads ? users : threads;
-        double scale = 1 + fit.pressure * in_service, k1 = cal_cpu(&m->saturated[mode][0].row),
-               k3 = cal_cpu(&m->saturated[mode][1].row);
-        fit.per_call[mode] = nonneg((k3 - k1) / 2) / scale;
-        fit.per_request[mode] = nonneg(k1 / scale - fit.per_call[mode]);
+        double scale = 1 + fit.pressure * in_service;
+        const struct cal_result *k1 = &m->saturated[mode][0], *k3 = &m->saturated[mode][1];
+        fit.per_call[mode] = nonneg(cal_weigh(0.5, k3, 0.5, k1, end)) / scale;
+        fit.per_request[mode] = nonneg(cal_weigh(1.5, k1, 0.5, k3, end)) / scale;
     }
-    fit.connect = nonneg((cal_cpu(&m->nopool.row) - c3) / 3) / (1 + fit.pressure * users);
+    fit.connect =
+        nonneg(cal_weigh(1.0 / 3, &m->nopool, 1.0 / 3, v3, end)) / (1 + fit.pressure * users);
     return fit;
+}
+
+static struct cal_cpu_fit cal_fit(const struct cal_runs *m, int users, int threads)
+{
+    return cal_fit_at(m, users, threads, 0);
 }
 
 /* A CPU point's noise, for the comment beside each key its runs made: how many of its runs
@@ -9308,16 +9341,20 @@ static const char *cal_noise(char *buf, size_t len, const struct cal_result *r)
     return buf;
 }
 
-static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct cal_runs *m,
+/* The CPU keys, each fitted cost with its range over the kept runs (cal_fit_at). */
+static void cal_write_cpu(FILE *f, const struct cal_runs *m, int users, int threads,
                           int cpu_delay_ms)
 {
+    const struct cal_cpu_fit est = cal_fit_at(m, users, threads, 0),
+                             lo = cal_fit_at(m, users, threads, -1),
+                             hi = cal_fit_at(m, users, threads, 1);
     const struct cal_result *v3 = &m->saturated[MODE_VIRTUAL][1], *big = &m->big;
     char noise[2][192];
     if (big->kept)
         fprintf(f,
                 "cpu.cache_pressure = %.3g  # CPU per request grows by this per request in "
                 "service: virtual K=3, %.1f us at %d users, %.1f us at %d; noise at %d: %s\n",
-                fit->pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users,
+                est.pressure, cal_cpu(&v3->row), v3->row.users, cal_cpu(&big->row), big->row.users,
                 big->row.users, cal_noise(noise[0], sizeof noise[0], big));
     else /* a JVM's at 4x the users: its collector's work differs run to run (TRUST) */
         fprintf(f,
@@ -9331,15 +9368,15 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct c
         fprintf(f,
                 "%s.cpu_per_request = %.1fus  # the bench's CPU (the machine's less other "
                 "processes'), saturated (D = %d ms, %d users): %.1f us at K=1 (aggregator %.1f), "
-                "less a call; noise at K=1: %s\n",
-                mode_names[mode], fit->per_request[mode], cpu_delay_ms, k1->row.users,
-                cal_cpu(&k1->row), k1->row.cpu_us_per_req,
-                cal_noise(noise[0], sizeof noise[0], k1));
+                "less a call: %.1f..%.1f over the kept runs; noise at K=1: %s\n",
+                mode_names[mode], est.per_request[mode], cpu_delay_ms, k1->row.users,
+                cal_cpu(&k1->row), k1->row.cpu_us_per_req, lo.per_request[mode],
+                hi.per_request[mode], cal_noise(noise[0], sizeof noise[0], k1));
         fprintf(f,
                 "%s.cpu_per_call = %.1fus  # per downstream call: (%.1f us at K=3 - K=1) / 2, "
-                "less the cache pressure; noise at K=3: %s\n",
-                mode_names[mode], fit->per_call[mode], cal_cpu(&k3->row),
-                cal_noise(noise[1], sizeof noise[1], k3));
+                "less the cache pressure: %.1f..%.1f over the kept runs; noise at K=3: %s\n",
+                mode_names[mode], est.per_call[mode], cal_cpu(&k3->row), lo.per_call[mode],
+                hi.per_call[mode], cal_noise(noise[1], sizeof noise[1], k3));
         double agg_call = nonneg((k3->row.cpu_us_per_req - k1->row.cpu_us_per_req) / 2);
         fprintf(f,
                 "# %s: the aggregator process alone spends %.1f us per request and %.1f us per "
@@ -9348,8 +9385,8 @@ static void cal_write_cpu(FILE *f, const struct cal_cpu_fit *fit, const struct c
     }
     fprintf(f,
             "net.connect_cpu = %.1fus  # CPU per new TCP connection: (%.1f us without pooling - "
-            "%.1f with) / 3; noise without pooling: %s\n",
-            fit->connect, cal_cpu(&m->nopool.row), cal_cpu(&v3->row),
+            "%.1f with) / 3: %.1f..%.1f over the kept runs; noise without pooling: %s\n",
+            est.connect, cal_cpu(&m->nopool.row), cal_cpu(&v3->row), lo.connect, hi.connect,
             cal_noise(noise[0], sizeof noise[0], &m->nopool));
 }
 
@@ -9723,8 +9760,7 @@ static int cal_refuse(const char *out, int trust, const char *why)
 }
 
 /* The scenario keys, after the header: every figure, with how it was measured. */
-static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *m,
-                      const struct cal_cpu_fit *fit)
+static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *m)
 {
     const struct bench_cfg *bc = &cc->bench;
     int server = cal_server(bc);
@@ -9740,7 +9776,7 @@ static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *
         100 * CAL_TIGHT, bc->runs);
     fprintf(f, "cores = %ld  # online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     cal_write_micro(f, server, m->mb, m->mb_lo, m->mb_hi);
-    cal_write_cpu(f, fit, m, cc->cpu_delay_ms);
+    cal_write_cpu(f, m, cc->cpu_users, bc->threads, cc->cpu_delay_ms);
     cal_write_noise(f, m);
     cal_write_auth(f, server, &m->auth);
     double stack_rss =
@@ -9805,7 +9841,7 @@ static int cal_measure(struct cal_cfg *cc)
             fprintf(stderr, "calibrate: %s not written: a run has no figures (above)\n", out);
         return rc ? rc : cal_refuse(out, trust, why);
     }
-    cal_write(f, cc, &m, &fit);
+    cal_write(f, cc, &m);
     out_close(f, part);
     if (!in_place && rename(part, out) < 0) {
         int e = errno;

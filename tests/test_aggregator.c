@@ -1250,7 +1250,7 @@ static void test_cal_estimate(void)
     char *text = NULL;
     size_t len = 0;
     FILE *mf = open_memstream(&text, &len);
-    cal_write_cpu(mf, &fit, &m, 2);
+    cal_write_cpu(mf, &m, 500, 200, 2);
     fclose(mf);
     CHECK(cal_trust(&fit, &m, why, sizeof why) == CAL_TRUSTED && fit.pressure == 0 &&
               fabs(fit.per_request[1] - 50) < 1e-9 &&
@@ -1378,6 +1378,85 @@ static int tw_ranges_child(void)
           "%ld (want %d of 6), 21950 from another range %ld (want 0)",
           to_a, a, to_b, b4, to_c, c, cross);
     return check_failed > failed0;
+}
+
+/* Each fitted cost's range over the kept runs (cal_fit_at), against interval arithmetic by
+ * hand and against the estimate itself moved to every corner of the points' ranges. Platform
+ * K=1 kept runs 50..54 us (estimate 52), K=3 114..126 (120), no cache pressure: a call
+ * (k3 - k1) / 2 is 30..38 around 34, a request (3 k1 - k3) / 2 is 12..24 around 18, twice as
+ * wide as the call's though its points are the same: the line carried back to K = 0. A
+ * connection, (nopool - virtual K=3) / 3 with 300..330 and 110..116 (113): 61.3..73.3. The
+ * estimate's own path (end 0) with each figure set to an end of its range then reaches both
+ * ends of each range and never leaves them. */
+static void cal_point_range(struct cal_result *r, double lo, double est, double hi, int users)
+{
+    cal_point_set(r, est, users);
+    r->klo = lo;
+    r->khi = hi;
+}
+
+static void test_cal_ranges(void)
+{
+    struct cal_runs m = {0};
+    cal_point_range(&m.saturated[0][0], 50, 52, 54, 500);
+    cal_point_range(&m.saturated[0][1], 114, 120, 126, 500);
+    cal_point_range(&m.saturated[1][0], 40, 40, 40, 500);
+    cal_point_range(&m.saturated[1][1], 110, 113, 116, 500);
+    cal_point_range(&m.nopool, 300, 315, 330, 500);
+    cal_point_set(&m.big, 113, 2000);
+    m.big.kept = 0; /* no pressure: the ranges are the figures' own */
+    struct cal_cpu_fit lo = cal_fit_at(&m, 500, 200, -1), est = cal_fit_at(&m, 500, 200, 0),
+                       hi = cal_fit_at(&m, 500, 200, 1);
+    CHECK(fabs(lo.per_call[0] - 30) < 1e-9 && fabs(est.per_call[0] - 34) < 1e-9 &&
+              fabs(hi.per_call[0] - 38) < 1e-9,
+          "a call: 30..38 around 34, got %.3f..%.3f around %.3f", lo.per_call[0], hi.per_call[0],
+          est.per_call[0]);
+    CHECK(fabs(lo.per_request[0] - 12) < 1e-9 && fabs(est.per_request[0] - 18) < 1e-9 &&
+              fabs(hi.per_request[0] - 24) < 1e-9,
+          "a request: 12..24 around 18, got %.3f..%.3f around %.3f", lo.per_request[0],
+          hi.per_request[0], est.per_request[0]);
+    CHECK(fabs(lo.connect - 184.0 / 3) < 1e-9 && fabs(hi.connect - 220.0 / 3) < 1e-9,
+          "a connection: 61.33..73.33, got %.3f..%.3f", lo.connect, hi.connect);
+    /* every corner of the four points' ranges through the estimate's own path */
+    double ends[4][2] = {{50, 54}, {114, 126}, {300, 330}, {110, 116}},
+           seen[3][2] = {{1e9, -1e9}, {1e9, -1e9}, {1e9, -1e9}};
+    int outside = 0;
+    for (int corner = 0; corner < 16; corner++) {
+        struct cal_runs c = m;
+        struct cal_result *cp[4] = {&c.saturated[0][0], &c.saturated[0][1], &c.nopool,
+                                    &c.saturated[1][1]};
+        for (int k = 0; k < 4; k++)
+            cal_point_set(cp[k], ends[k][(corner >> k) & 1], 500);
+        struct cal_cpu_fit f = cal_fit(&c, 500, 200);
+        double v[3] = {f.per_call[0], f.per_request[0], f.connect},
+               l[3] = {lo.per_call[0], lo.per_request[0], lo.connect},
+               h[3] = {hi.per_call[0], hi.per_request[0], hi.connect};
+        for (int k = 0; k < 3; k++) {
+            seen[k][0] = fmin(seen[k][0], v[k]);
+            seen[k][1] = fmax(seen[k][1], v[k]);
+            outside += v[k] < l[k] - 1e-9 || v[k] > h[k] + 1e-9;
+        }
+    }
+    CHECK(!outside && fabs(seen[0][0] - lo.per_call[0]) < 1e-9 &&
+              fabs(seen[0][1] - hi.per_call[0]) < 1e-9 &&
+              fabs(seen[1][0] - lo.per_request[0]) < 1e-9 &&
+              fabs(seen[1][1] - hi.per_request[0]) < 1e-9 && fabs(seen[2][0] - lo.connect) < 1e-9 &&
+              fabs(seen[2][1] - hi.connect) < 1e-9,
+          "the estimate at the ranges' corners stays in the ranges and reaches their ends "
+          "(%d outside)",
+          outside);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    cal_write_cpu(mf, &m, 500, 200, 2);
+    fclose(mf);
+    CHECK(
+        strstr(text, "platform.cpu_per_request = 18.0us") &&
+            strstr(text, "less a call: 12.0..24.0 over the kept runs") &&
+            strstr(text, "(120.0 us at K=3 - K=1) / 2, less the cache pressure: 30.0..38.0 over") &&
+            strstr(text, "/ 3: 61.3..73.3 over the kept runs"),
+        "each fitted key with its range in the file: %s", text);
+    free(text);
 }
 
 /* A check in a child of its own (unshare needs a process of one thread): its exit status is
@@ -2495,6 +2574,7 @@ int main(void)
     test_load_interval();
     test_alloc();
     test_cal_trust();
+    test_cal_ranges();
     test_cal_estimate();
     test_bench_foreign();
     test_cal_run_group();
