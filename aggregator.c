@@ -8852,6 +8852,7 @@ struct cal_result {
     int higher_at; /* not converged: cal_cluster's tightest window above the low ones */
     double higher;
     double steal, foreign;
+    double foreign_least; /* the least share other processes took in a run (%) */
     int runs, need, kept;
     double seconds; /* the point's runs took */
 };
@@ -8886,9 +8887,11 @@ static void cal_summarise(struct cal_result *res, struct bench_row *runs, int n,
                                .need = c.kept,
                                .kept = c.at >= 0 ? c.kept : 0,
                                .seconds = res->seconds};
+    res->foreign_least = runs[0].foreign_pct;
     for (int i = 0; i < n; i++) {
         res->steal = fmax(res->steal, runs[i].steal_pct);
         res->foreign = fmax(res->foreign, runs[i].foreign_pct);
+        res->foreign_least = fmin(res->foreign_least, runs[i].foreign_pct);
     }
 }
 
@@ -9481,6 +9484,28 @@ static void cal_write_noise(FILE *f, const struct cal_runs *m)
     fputc('\n', f);
 }
 
+/* A neighbour that held a share of the cores through every CPU run is no noise the estimate
+ * can remove: our processes ran on the cores it left, where a call wakes fewer cores and a
+ * connection's handshake crosses none, so the costs are that machine's (README's calibrate
+ * paragraph). Over CAL_NEIGHBOUR_PCT in every run, calibrate says so, in the file and on
+ * stderr. Returns the share held throughout, the message in why. */
+#define CAL_NEIGHBOUR_PCT 10.0
+
+static double cal_neighbour(const struct cal_runs *m, char *why, size_t len)
+{
+    struct cal_named pts[CAL_CPU_POINTS];
+    cal_cpu_points(m, pts);
+    double held = INFINITY;
+    for (int i = 0; i < CAL_CPU_POINTS; i++)
+        held = fmin(held, pts[i].r->foreign_least);
+    snprintf(why, len,
+             "other processes held at least %.0f%% of the cores in every CPU run: the costs "
+             "are those of the cores they left (a call's and a connection's lower than on the "
+             "whole machine); calibrate on a quiet machine for the whole machine's",
+             held);
+    return held;
+}
+
 /* The micro-figures as scenario keys: which figure, scaled to the unit, and how measured. */
 enum { CAL_OS = 0, CAL_OURS = 1 }; /* cal_micro: a fact of the OS, or of this file's runtime */
 
@@ -9778,6 +9803,9 @@ static void cal_write(FILE *f, const struct cal_cfg *cc, const struct cal_runs *
     cal_write_micro(f, server, m->mb, m->mb_lo, m->mb_hi);
     cal_write_cpu(f, m, cc->cpu_users, bc->threads, cc->cpu_delay_ms);
     cal_write_noise(f, m);
+    char why[256];
+    if (cal_neighbour(m, why, sizeof why) >= CAL_NEIGHBOUR_PCT)
+        fprintf(f, "# %s\n", why);
     cal_write_auth(f, server, &m->auth);
     double stack_rss =
         server == SERVER_JAVA ? cal_jvm_stack_rss(&m->threaded.row, &m->served.row) : 0;
@@ -9848,6 +9876,8 @@ static int cal_measure(struct cal_cfg *cc)
         unlink(part);
         die("cannot write %s: %s", out, strerror(e));
     }
+    if (cal_neighbour(&m, why, sizeof why) >= CAL_NEIGHBOUR_PCT)
+        fprintf(stderr, "calibrate: %s\n", why);
     printf("wrote %s\n", out);
     return 0;
 }

@@ -1380,6 +1380,35 @@ static int tw_ranges_child(void)
     return check_failed > failed0;
 }
 
+/* A neighbour through every CPU run is said (cal_neighbour): a point's least share is the
+ * least over its runs (a run with 40% among 55 and 47 makes it 40), and the calibration's
+ * the least over its points; one point measured while the neighbour paused (3%) says the
+ * neighbour was not there throughout. */
+static void test_cal_neighbour(void)
+{
+    struct bench_row rows[3] = {cal_synthetic_row(100, 55), cal_synthetic_row(101, 40),
+                                cal_synthetic_row(99, 47)};
+    struct cal_result r = {0};
+    cal_summarise(&r, rows, 3, 3, CAL_TIGHT);
+    CHECK(r.foreign_least == 40 && r.foreign == 55,
+          "a point's least and worst share of other processes: 40 and 55, got %.0f and %.0f",
+          r.foreign_least, r.foreign);
+    struct cal_runs m = {0};
+    struct cal_result *pts[6] = {
+        &m.saturated[0][0], &m.saturated[0][1], &m.saturated[1][0], &m.saturated[1][1], &m.big,
+        &m.nopool};
+    for (int i = 0; i < 6; i++)
+        *pts[i] = r, pts[i]->foreign_least = 45 + i;
+    char why[256];
+    double held = cal_neighbour(&m, why, sizeof why);
+    CHECK(held == 45 && held >= CAL_NEIGHBOUR_PCT &&
+              strstr(why, "other processes held at least 45% of the cores in every CPU run"),
+          "a neighbour through every run is said: %.0f%%, %s", held, why);
+    m.nopool.foreign_least = 3;
+    CHECK(cal_neighbour(&m, why, sizeof why) < CAL_NEIGHBOUR_PCT,
+          "a point without the neighbour: not said (%s)", why);
+}
+
 /* Each fitted cost's range over the kept runs (cal_fit_at), against interval arithmetic by
  * hand and against the estimate itself moved to every corner of the points' ranges. Platform
  * K=1 kept runs 50..54 us (estimate 52), K=3 114..126 (120), no cache pressure: a call
@@ -2575,6 +2604,7 @@ int main(void)
     test_alloc();
     test_cal_trust();
     test_cal_ranges();
+    test_cal_neighbour();
     test_cal_estimate();
     test_bench_foreign();
     test_cal_run_group();
