@@ -3337,9 +3337,13 @@ static long http_query_int(const char *query, size_t n, const char *key, long de
 
 /* ---- II.2 Metrics ---- */
 
-/* Latency histogram bounds for /metrics, in ms (Prometheus wants seconds; we print both). */
-static const double metrics_le_ms[] = {1,   5,   10,  25,   50,   100,  150,
-                                       200, 300, 500, 1000, 2500, 5000, 10000};
+/* Latency histogram bounds for /metrics, in ms (Prometheus wants seconds; we print both):
+ * ten a decade, the R10 preferred numbers (ISO 3), each at most 28% above the last, so a
+ * quantile read from the histogram (bench's server_p99_ms) is known to within its bucket. */
+static const double metrics_le_ms[] = {
+    1,   1.25, 1.6,  2,    2.5,  3.15, 4,    5,    6.3,  8,    10,   12.5, 16,   20,
+    25,  31.5, 40,   50,   63,   80,   100,  125,  160,  200,  250,  315,  400,  500,
+    630, 800,  1000, 1250, 1600, 2000, 2500, 3150, 4000, 5000, 6300, 8000, 10000};
 #define METRICS_NLE ((int)ARRAY_LEN(metrics_le_ms))
 
 /* Why a downstream call failed: one table for the counters, /metrics' reason label and the
@@ -6058,7 +6062,9 @@ struct csv_col {
     X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
     X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)                                \
-    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)
+    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)                                                   \
+    X(RES_SERVER_P50, "server_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_SERVER_P99, "server_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 
@@ -6805,6 +6811,8 @@ struct bench_row {
     double calls_per_req;          /* downstream calls started per request answered or failed */
     double call_ms_per_req;        /* ms downstream connections were held per request (ds_held) */
     double failed_p50, failed_p99; /* the load generator's, of its failed requests (-1: none) */
+    double server_p50, server_p99; /* the server's own, its /metrics histogram over the window
+                                      (bench_hist_quantile; -1: unknown) */
     struct net_ports net;          /* the namespace the cell ran in */
     int close_first;               /* pool off: CLOSE_CLIENT or CLOSE_SERVER */
     struct bench_tick *ticks;      /* --timeline: the run's seconds (heap; the row's owner frees) */
@@ -7467,11 +7475,12 @@ static int bench_jit_warmup(const struct bench_cfg *bc, struct bench_kids *kids,
 /* The counters bench reads from a server's /metrics (the contract both servers keep), -1
  * when the page does not have them (or did not come). */
 struct bench_scrape {
-    double failed;      /* agg_downstream_failures_total, summed over the reasons */
-    double no_port;     /* agg_requests_failed_no_port_total: requests, not calls */
-    double alloc_bytes; /* agg_alloc_bytes_total */
-    double calls;       /* agg_downstream_calls_total: calls started */
-    double held_us;     /* agg_downstream_held_us_total: µs they held a connection */
+    double failed;              /* agg_downstream_failures_total, summed over the reasons */
+    double no_port;             /* agg_requests_failed_no_port_total: requests, not calls */
+    double alloc_bytes;         /* agg_alloc_bytes_total */
+    double calls;               /* agg_downstream_calls_total: calls started */
+    double held_us;             /* agg_downstream_held_us_total: µs they held a connection */
+    double le[METRICS_NLE + 1]; /* agg_request_seconds_bucket, by metrics_le_ms and +Inf */
 };
 
 /* The value of the line starting with `name` in a metrics page, or -1. */
@@ -7486,10 +7495,62 @@ static double bench_metric(const char *page, const char *name)
     return -1;
 }
 
+/* b - a for a counter both scrapes have, else -1. */
+static double bench_delta(double a, double b)
+{
+    return a >= 0 && b >= a ? b - a : -1; /* a counter that went back (a restart): unknown */
+}
+
+/* The server's latency histogram in a metrics page into le (cumulative counts by
+ * metrics_le_ms, then +Inf; -1 where the page has no such bucket). */
+static void bench_scrape_hist(const char *page, double *le)
+{
+    static const char fam[] = "agg_request_seconds_bucket{le=\"";
+    for (int i = 0; i <= METRICS_NLE; i++)
+        le[i] = -1;
+    for (const char *p = strstr(page, fam); p; p = strstr(p + 1, fam)) {
+        const char *at = p + strlen(fam), *v = strstr(at, "} ");
+        double ms = strncmp(at, "+Inf", 4) ? strtod(at, NULL) * 1000 : INFINITY;
+        for (int i = 0; v && i <= METRICS_NLE; i++)
+            if (i == METRICS_NLE ? isinf(ms) : fabs(ms - metrics_le_ms[i]) < 1e-6)
+                le[i] = strtod(v + 2, NULL);
+    }
+}
+
+/* The q-quantile of the requests a histogram counted between two scrapes, ms: linear
+ * within the bucket that holds it, as Prometheus' histogram_quantile estimates it (so it is
+ * known to within that bucket's bounds); in the +Inf bucket, the highest finite bound. -1
+ * when a scrape lacks the histogram, a count went back, or no request ended between. */
+static double bench_hist_quantile(const double *a, const double *b, double q)
+{
+    double d[METRICS_NLE + 1];
+    for (int i = 0; i <= METRICS_NLE; i++)
+        if ((d[i] = bench_delta(a[i], b[i])) < 0)
+            return -1;
+    double want = q * d[METRICS_NLE];
+    if (!(d[METRICS_NLE] > 0))
+        return -1;
+    int i = 0;
+    while (i < METRICS_NLE && d[i] < want)
+        i++;
+    if (i == METRICS_NLE)
+        return metrics_le_ms[METRICS_NLE - 1];
+    double below = i ? d[i - 1] : 0, lo = i ? metrics_le_ms[i - 1] : 0;
+    return lo + (metrics_le_ms[i] - lo) * (want - below) / (d[i] - below);
+}
+
+/* A scrape that read nothing: every figure unknown. */
+static struct bench_scrape bench_scrape_none(void)
+{
+    struct bench_scrape m = {-1, -1, -1, -1, -1, {0}};
+    bench_scrape_hist("", m.le);
+    return m;
+}
+
 /* GET /metrics from 127.0.0.1:port (at most timeout_ms) and read the counters. */
 static struct bench_scrape bench_scrape(int port, int timeout_ms)
 {
-    struct bench_scrape m = {-1, -1, -1, -1, -1};
+    struct bench_scrape m = bench_scrape_none();
     struct sbuf page = {0};
     int64_t end = now_ns() + (int64_t)timeout_ms * NS_PER_MS;
     int fd = bench_dial(port, timeout_ms);
@@ -7512,15 +7573,10 @@ static struct bench_scrape bench_scrape(int port, int timeout_ms)
         m.alloc_bytes = bench_metric(page.p, "agg_alloc_bytes_total");
         m.calls = bench_metric(page.p, "agg_downstream_calls_total");
         m.held_us = bench_metric(page.p, "agg_downstream_held_us_total");
+        bench_scrape_hist(page.p, m.le);
     }
     sbuf_free(&page);
     return m;
-}
-
-/* b - a for a counter both scrapes have, else -1. */
-static double bench_delta(double a, double b)
-{
-    return a >= 0 && b >= a ? b - a : -1; /* a counter that went back (a restart): unknown */
 }
 
 /* --netns-ports: the cell gets a new network namespace and its own backend there (the last
@@ -7642,7 +7698,7 @@ static int bench_watch(const struct bench_cfg *bc, struct bench_row *row, pid_t 
     struct bench_clock k = {.t_load = now_ns()};
     k.t_win[0] = k.t_load + BENCH_WARMUP_S * NS_PER_S;
     k.t_win[1] = k.t_win[0] + (int64_t)(bc->duration_s * NS_PER_S);
-    s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = {-1, -1, -1, -1, -1}};
+    s[0] = s[1] = (struct bench_sample){.cpu = {.agg_us = -1}, .m = bench_scrape_none()};
     row->peak_threads = 0;
     for (;;) {
         if (bench_ended(agg, how, len)) /* first: a load whose server died ends soon after it */
@@ -7725,6 +7781,8 @@ static void bench_figures(const struct bench_cfg *bc, struct bench_row *row, con
     row->call_ms_per_req = held >= 0 && requests > 0 ? held / 1e3 / requests : -1;
     row->failed_p50 = bench_json_num(json, "failed_p50_ms");
     row->failed_p99 = bench_json_num(json, "failed_p99_ms");
+    row->server_p50 = bench_hist_quantile(s[0].m.le, s[1].m.le, 0.50);
+    row->server_p99 = bench_hist_quantile(s[0].m.le, s[1].m.le, 0.99);
 }
 
 /* The cell's processes stopped and reaped (those that ended already, at once): the load
@@ -7885,6 +7943,8 @@ static void bench_print_row(FILE *f, const struct bench_cfg *bc, const struct be
             [RES_FAILED_P99] = r->failed_p99,
             [RES_CALLS] = r->calls_per_req,
             [RES_CALL_MS] = r->call_ms_per_req,
+            [RES_SERVER_P50] = r->server_p50,
+            [RES_SERVER_P99] = r->server_p99,
         };
         const char *w[RES_N] = {
             [RES_MODE] = mode,

@@ -3470,7 +3470,9 @@ struct csv_col {
     X(RES_FAILED_P99, "failed_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
     X(RES_CALLS, "calls_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e6)                                     \
     X(RES_CALL_MS, "call_ms_per_req", CSV_NUMBER, 0, 1, 3, 0, 1e12)                                \
-    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)
+    X(RES_AUTH, "auth", CSV_WORD, 0, 0, 0, 0, 0)                                                   \
+    X(RES_SERVER_P50, "server_p50_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)                               \
+    X(RES_SERVER_P99, "server_p99_ms", CSV_NUMBER, 0, 1, 3, 0, 1e12)
 enum res_col { RES_COLUMNS(CSV_ENUM) RES_N };
 static const struct csv_col res_cols[RES_N] = {RES_COLUMNS(CSV_ROW)};
 

@@ -345,7 +345,9 @@ public final class Aggregator {
         "URI Too Long", "Request Header Fields Too Large", "Not Implemented", "Bad Gateway", "Service Unavailable",
         "Gateway Timeout", "HTTP Version Not Supported"};
     /** Latency histogram bounds, ms (the page prints seconds), as metrics_le_ms in C. */
-    static final double[] LE_MS = {1, 5, 10, 25, 50, 100, 150, 200, 300, 500, 1000, 2500, 5000, 10000};
+    static final double[] LE_MS = {1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8, 10, 12.5, 16, 20, 25, 31.5, 40,
+        50, 63, 80, 100, 125, 160, 200, 250, 315, 400, 500, 630, 800, 1000, 1250, 1600, 2000, 2500, 3150,
+        4000, 5000, 6300, 8000, 10000};
 
     static String reason(int status) {
         for (int i = 0; i < STATUSES.length; i++) if (STATUSES[i] == status) return REASONS[i];
@@ -495,9 +497,9 @@ public final class Aggregator {
                     ? t.getTotalThreadAllocatedBytes() : -1;
         }
 
-        /** 0.001 -> "0.001", 1.0 -> "1": what C's %g prints for these bounds. */
+        /** 0.00125 -> "0.00125", 1.0 -> "1": what C's %g prints for these bounds. */
         static String trim(double v) {
-            String s = String.format(Locale.ROOT, "%.3f", v);
+            String s = String.format(Locale.ROOT, "%.6f", v);
             return s.replaceAll("0+$", "").replaceAll("\\.$", "");
         }
 

@@ -1043,6 +1043,58 @@ static struct cal_result cal_synthetic_point(const double *figures, int nfig, in
     return res;
 }
 
+/* The server's own quantiles (bench_hist_quantile) from two scrapes of its /metrics page:
+ *   - by hand: 100 requests in (40, 50] ms are spread evenly through it, as Prometheus'
+ *     histogram_quantile assumes, so the p50 is 45 and the p99 49.9; 100 more over 10 s
+ *     put the p99 in +Inf, read as the highest bound;
+ *   - against the exact order statistics of 10,000 latencies recorded through the server's
+ *     own metrics_request and read back from metrics_page: each estimate lies in the bucket
+ *     that holds the exact quantile, so within 28% of it;
+ *   - a page without the histogram, or no request between the scrapes, is unknown (-1). */
+static void test_bench_quantile(void)
+{
+    double a[METRICS_NLE + 1] = {0}, b[METRICS_NLE + 1] = {0};
+    for (int i = 0; i <= METRICS_NLE; i++)
+        b[i] = metrics_le_ms[i < METRICS_NLE ? i : 0] >= 50 || i == METRICS_NLE ? 100 : 0;
+    double p50 = bench_hist_quantile(a, b, 0.5), p99 = bench_hist_quantile(a, b, 0.99);
+    CHECK(fabs(p50 - 45) < 1e-9 && fabs(p99 - 49.9) < 1e-9,
+          "100 requests in (40, 50] ms: p50 45 and p99 49.9, got %.3f and %.3f", p50, p99);
+    b[METRICS_NLE] = 200; /* 100 more over the last bound */
+    p99 = bench_hist_quantile(a, b, 0.99);
+    CHECK(p99 == metrics_le_ms[METRICS_NLE - 1], "a p99 in +Inf reads the highest bound: %.1f",
+          p99);
+    metrics_init();
+    struct sbuf page = {0};
+    metrics_page(&page);
+    bench_scrape_hist(page.p, a);
+    enum { N = 10000 };
+    static double ms[N];
+    for (int k = 0; k < N; k++) { /* skewed: most near 20 ms, a tail to 100 */
+        double u = (double)k / (N - 1);
+        ms[k] = 20 + 80 * u * u * u;
+        metrics_request(200, (int64_t)(ms[k] * NS_PER_MS));
+    }
+    sbuf_free(&page);
+    metrics_page(&page);
+    bench_scrape_hist(page.p, b);
+    sbuf_free(&page);
+    static const double q[2] = {0.5, 0.99};
+    for (int k = 0; k < 2; k++) {
+        double exact = ms[(int)(q[k] * N) - 1], est = bench_hist_quantile(a, b, q[k]);
+        int i = 0;
+        while (i < METRICS_NLE && exact > metrics_le_ms[i])
+            i++;
+        double lo = i ? metrics_le_ms[i - 1] : 0, hi = metrics_le_ms[i];
+        CHECK(est >= lo && est <= hi && fabs(est - exact) <= 0.28 * exact,
+              "p%.0f: %.3f ms from the histogram, exact %.3f, its bucket (%g, %g]", 100 * q[k], est,
+              exact, lo, hi);
+    }
+    bench_scrape_hist("agg_requests_total 5\n", a);
+    CHECK(a[0] == -1 && bench_hist_quantile(a, b, 0.5) == -1 &&
+              bench_hist_quantile(b, b, 0.5) == -1,
+          "no histogram, or no request between: unknown");
+}
+
 /* Other processes' share of the cores (bench_foreign_pct), under both of the kernel's ways
  * of charging the loopback's softirq. A window of 1 s on the machine's cores; our processes
  * ran 1 s of the cores' time and a softirq of 0.3 s besides; a neighbour took 0.2 s (a busy
@@ -1550,26 +1602,42 @@ static void test_cal_trust(void)
           "a zero cost refused: %s", why);
 }
 
-/* results.csv's auth column: the last, as bench_headers names it, holding the --auth word
- * of the grid the row was measured in ("off" without --auth). */
+/* The field of a CSV row under the header's column `name` into out ("" if absent). */
+static void csv_field_named(const char *header, const char *row, const char *name, char *out,
+                            size_t len)
+{
+    char h[4096], r[4096], *hp = h, *rp = r, *hf, *rf;
+    snprintf(h, sizeof h, "%.*s", (int)strcspn(header, "\n"), header);
+    snprintf(r, sizeof r, "%.*s", (int)strcspn(row, "\n"), row);
+    *out = 0;
+    while ((hf = strsep(&hp, ",")) && (rf = strsep(&rp, ",")))
+        if (!strcmp(hf, name))
+            snprintf(out, len, "%s", rf);
+}
+
+/* results.csv's auth column holds the --auth word of the grid the row was measured in ("off"
+ * without --auth), and its server quantiles -1 where the server's histogram was not read. */
 static void test_bench_auth_column(void)
 {
     struct bench_cfg bc = {.fanout = 1, .delay_ms = 2, .on_failure = -1, .duration_s = 1};
-    struct bench_row row = {.users = 10, .runs = 1};
+    struct bench_row row = {.users = 10, .runs = 1, .server_p50 = -1, .server_p99 = 75.5};
     struct bench_auth rs = {.name = "rs256"};
-    const char *want[2] = {",off\n", ",rs256\n"};
+    const char *want[2] = {"off", "rs256"};
     for (int k = 0; k < 2; k++) {
-        char *text = NULL;
+        char *text = NULL, auth[16], p50[16], p99[16];
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
         bc.auth = k ? &rs : NULL;
         csv_write_header(f, res_cols, RES_N);
         bench_print_row(f, &bc, &row, BENCH_ROW_CSV);
         fclose(f);
-        char *nl = strchr(text, '\n');
-        size_t wl = strlen(want[k]);
-        CHECK(nl && !strncmp(nl - 5, ",auth", 5) && len > wl && !strcmp(text + len - wl, want[k]),
-              "results.csv ends with its auth column, %s: %s", k ? "rs256" : "off", text);
+        const char *data = strchr(text, '\n') + 1;
+        csv_field_named(text, data, "auth", auth, sizeof auth);
+        csv_field_named(text, data, "server_p50_ms", p50, sizeof p50);
+        csv_field_named(text, data, "server_p99_ms", p99, sizeof p99);
+        CHECK(!strcmp(auth, want[k]) && !strcmp(p50, "-1") && !strcmp(p99, "75.500"),
+              "results.csv's auth %s (%s), server p50 -1 (%s) and p99 75.500 (%s): %s", want[k],
+              auth, p50, p99, text);
         free(text);
     }
 }
@@ -2607,6 +2675,7 @@ int main(void)
     test_cal_neighbour();
     test_cal_estimate();
     test_bench_foreign();
+    test_bench_quantile();
     test_cal_run_group();
     test_cal_auth();
     test_cal_auth_loaded();

@@ -600,14 +600,16 @@ check "bad flag: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') -eq 1 ] && 
     --port $BENCH --out "$tmp/bench.csv" >"$tmp/bench.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || cat "$tmp/bench.out" >&2
 check "bench --server java: exit 0 (got $rc)" [ $rc -eq 0 ]
-check "bench --server java: the header ends with jit_warmup_s,server, the fan-out's columns and auth" \
-    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server,on_failure,fail_share,fail_after_ms,failed_p50_ms,failed_p99_ms,calls_per_req,call_ms_per_req,auth\$'"
+check "bench --server java: the header ends with jit_warmup_s,server, the fan-out's columns, auth and the server's quantiles" \
+    sh -c "head -n 1 '$tmp/bench.csv' | grep -q ',warmup_s,window_s,steal_pct,foreign_pct,jit_warmup_s,server,on_failure,fail_share,fail_after_ms,failed_p50_ms,failed_p99_ms,calls_per_req,call_ms_per_req,auth,server_p50_ms,server_p99_ms\$'"
 # by name: req/s, OS threads, RSS, the JIT's warm-up, and the calls and the connections'
-# time per request (/metrics' agg_downstream_calls_total and agg_downstream_held_us_total)
-check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS, a 1 s warm-up, calls and connection time" \
+# time per request (/metrics' agg_downstream_calls_total and agg_downstream_held_us_total), and
+# the server's p50 from its agg_request_seconds, inside the client's (a bucket's 28% above it)
+check "bench --server java: 2 rows served by java, with req/s, OS threads, RSS, a 1 s warm-up, calls, connection time and the server's p50 inside the client's" \
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
         NR > 1 && $c["server"] == "java" && $c["jit_warmup_s"] == 1 && $6 > 0 && $10 > 0 && $11 > 0 &&
-        $c["calls_per_req"] > 2.5 && $c["calls_per_req"] < 3.5 && $c["call_ms_per_req"] > 0 { n++ }
+        $c["calls_per_req"] > 2.5 && $c["calls_per_req"] < 3.5 && $c["call_ms_per_req"] > 0 &&
+        $c["server_p50_ms"] > 0 && $c["server_p50_ms"] <= 1.28 * $c["p50_ms"] { n++ }
         END { exit n != 2 }' "$tmp/bench.csv"
 check "bench --server java: platform holds more OS threads than virtual" \
     awk -F, 'NR > 1 { t[$2] = $10 } END { exit !(t["platform"] > t["virtual"]) }' "$tmp/bench.csv"
