@@ -7178,12 +7178,13 @@ struct val_columns {
 
 /* Where the prediction's binding bound is the CPU, the p99 is left unmodelled on any server:
  * measured there, it is several times the model's (whose cores serve in turn, so its p99
- * stays near its p50). What the model leaves out with the cores saturated: the load
- * generator's own carriers waiting for a core, the order of each epoll batch and of the run
- * queues; which of them makes the tail is not measured apart. */
+ * stays near its p50). bench's server_p99_ms measures the tail apart: most of it is the
+ * aggregator's own (its run queues and epoll batches, on cores it shares with the load
+ * generator and the backend), the rest the load generator's wait for a core. */
 #define VAL_CPU_TAIL_UNMODELLED                                                                    \
-    "the p99 where the CPU binds (the load generator's own wait for a core, the epoll batches' "   \
-    "and run queues' order) is not modelled"
+    "the p99 where the CPU binds (mostly the aggregator's own run queues and epoll batches, "      \
+    "the rest the load generator's wait for a core; bench's server_p99_ms splits them) is not "    \
+    "modelled"
 
 /* Is this metric of this point left unmodelled (no prediction, no error)? */
 static int val_unmodelled(const struct val_point *p, int metric)
