@@ -6894,6 +6894,7 @@ struct val_point {
     double fan[VF_N]; /* the fan-out's columns, NAN where absent (val_fan_cols) */
     double fan_pred[VF_N]; /* their prediction (the measured figures' only) */
     int auth;              /* enum auth_alg: the bearer token its server checked (bench --auth) */
+    double server_p99;     /* the server's own p99, ms (bench's server_p99_ms): NAN if absent */
 };
 
 /* Split a CSV line in place into at most `max` fields; returns the count. No quoting: the
@@ -7320,6 +7321,12 @@ static int val_measured(char **field, const struct val_columns *c, struct val_po
         if (isnan(pt->conditions[k])) /* unknown: as absent */
             pt->conditions[k] = val_conditions[k].def;
     }
+    const struct csv_col *sc = &res_cols[RES_SERVER_P99];
+    const char *sv = val_field(field, c, RES_SERVER_P99, "-");
+    pt->server_p99 = NAN;
+    if (strcmp(sv, "-") && val_value(sc, sv, &pt->server_p99) < 0)
+        return scn_fail(src, "%s: '%s' is not a number from %g to %g (or -1, unknown)", sc->name,
+                        sv, sc->lo, sc->hi);
     return 0;
 }
 
@@ -7516,6 +7523,24 @@ static int val_disturbed(const struct val_point *p, int n)
         if (!val_calm(&p[i]))
             return 1;
     return 0;
+}
+
+/* The cpu: line, where a row's bound is the CPU: its p99 is not modelled (VAL_CPU_TAIL_UNMODELLED),
+ * and where the CSV has the server's own p99, how much of the client's it is. */
+static void val_print_cpu_tail(FILE *out, const struct val_point *p, int n)
+{
+    int cpu = 0, split = 0;
+    for (int i = 0; i < n; i++)
+        cpu |= p[i].pred.binding == BOUND_CPU;
+    if (!cpu)
+        return;
+    fprintf(out, "cpu: %s: measured only there", VAL_CPU_TAIL_UNMODELLED);
+    for (int i = 0; i < n; i++)
+        if (p[i].pred.binding == BOUND_CPU && !isnan(p[i].server_p99))
+            fprintf(out, "%s %ld %s %.1f of %.1f ms",
+                    split++ ? "," : "; the server's own p99 (server_p99_ms) of the client's:",
+                    p[i].users, model_names[p[i].mode], p[i].server_p99, p[i].measured[VM_P99]);
+    fputc('\n', out);
 }
 
 /* ---- The bench's spread, failures and network beside the prediction ---- */
@@ -8025,11 +8050,7 @@ static void val_print_text(FILE *out, const struct val_point *p, int n)
     }
     if (n && p[0].server == VS_JAVA) /* one server a validation (val_keep) */
         fprintf(out, "java: %s: those columns are measured only\n", VAL_JAVA_UNMODELLED);
-    for (int i = 0; i < n; i++)
-        if (p[i].pred.binding == BOUND_CPU) {
-            fprintf(out, "cpu: %s: measured only there\n", VAL_CPU_TAIL_UNMODELLED);
-            break;
-        }
+    val_print_cpu_tail(out, p, n);
     if (val_has_extra(p, n))
         val_print_extra(out, p, n);
     if (val_has_fan(p, n))
