@@ -8076,6 +8076,8 @@ static void val_print_json(FILE *out, const struct val_point *p, int n)
                             un ? NAN : val_rel(p[i].measured[k], pr));
             fputs(un ? ", \"not_modelled\": true}" : "}", out);
         }
+        if (!isnan(p[i].server_p99)) /* the cpu: line's split, where the CSV has it */
+            fprintf(out, ", \"server_p99_ms\": %.6g", p[i].server_p99);
         fprintf(out, ", \"server\": \"%s\"", val_server_names[p[i].server]);
         if (val_has_auth(p, n))
             fprintf(out, ", \"auth\": \"%s\"", auth_names[p[i].auth]);

@@ -409,6 +409,10 @@ want=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     $c["users"] == 5000 { printf "client'"'"'s: %s %s %.1f of %.1f ms", $c["users"], $c["mode"], $c["server_p99_ms"], $c["p99_ms"] }' "$tmp/cpu.csv")
 grep '^cpu: ' "$tmp/out" | grep -qF "$want" && ! grep '^cpu: ' "$tmp/out" | grep -q ' 50 virtual' && ok ||
     bad "sim --validate: the server's own p99 beside the client's where the CPU binds ($want): $(grep '^cpu: ' "$tmp/out")"
+# and --json carries it per point, where the CSV has it (the I/O-bound row alone: cheap)
+sed -n '1p;3p' "$tmp/cpu.csv" > "$tmp/io.csv"
+"$sim" --validate "$tmp/io.csv" --server c --json 2> "$tmp/err" | grep -q '"server_p99_ms": 51.2,' && ok ||
+    bad "sim --validate --json: no server_p99_ms 51.2 for the row that has it: $(cat "$tmp/err")"
 
 # What a secured endpoint costs (tests/study's step 5), as committed: the RS256 check off and on,
 # side by side, read by column name, against truths that are not the simulator's. Under massive
